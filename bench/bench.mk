@@ -1,0 +1,8 @@
+# bench/: benchmarks whose figures README.md quotes. Not tests: no assertions.
+bench: all
+	@true
+
+fuzz:
+	@true
+
+.PHONY: bench fuzz

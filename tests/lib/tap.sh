@@ -1,0 +1,75 @@
+# TAP helpers for shell integration tests; source it from a *.t script:
+#
+#   . "$(dirname "$0")/../lib/tap.sh"
+#   is "$(echo hi)" "hi" "echo prints hi"
+#   ok test -d /tmp "tmp exists"        # runs the command
+#   skip_all "no runsc: install with make deps"
+#   done_testing
+#
+# Environment: SBXSH_BIN (directory holding sbxsh, sbx, sbx-agent; set by the
+# Makefile), SBX_TEST_TMP (a scratch directory removed at exit).
+
+set -u
+tap_n=0
+tap_failed=0
+SBXSH_BIN=${SBXSH_BIN:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+SBXSH=${SBXSH:-$SBXSH_BIN/sbxsh}
+SBX=${SBX:-$SBXSH_BIN/sbx}
+SBX_AGENT=${SBX_AGENT:-$SBXSH_BIN/sbx-agent}
+SBX_TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/sbxsh-test.XXXXXX")
+tap_cleanup() { rm -rf "$SBX_TEST_TMP"; }
+trap tap_cleanup EXIT
+
+tap_result() { # COND NAME
+    tap_n=$((tap_n + 1))
+    if [ "$1" = 0 ]; then
+        printf 'ok %d - %s\n' "$tap_n" "$2"
+    else
+        tap_failed=$((tap_failed + 1))
+        printf 'not ok %d - %s\n' "$tap_n" "$2"
+        printf '#   failed at %s line %s\n' "${BASH_SOURCE[2]:-?}" "${BASH_LINENO[1]:-?}"
+    fi
+}
+
+diag() { printf '%s\n' "$@" | sed 's/^/# /'; }
+
+# ok NAME CMD...: passes when CMD exits 0.
+ok() {
+    local name=$1; shift
+    "$@"
+    tap_result $? "$name"
+}
+
+# is GOT WANT NAME
+is() {
+    if [ "$1" = "$2" ]; then
+        tap_result 0 "$3"
+    else
+        tap_result 1 "$3"
+        diag "     got: $(printf '%q' "$1")" "expected: $(printf '%q' "$2")"
+    fi
+}
+
+# isnt GOT UNWANTED NAME
+isnt() {
+    if [ "$1" != "$2" ]; then tap_result 0 "$3"; else tap_result 1 "$3"; diag "got unwanted: $(printf '%q' "$1")"; fi
+}
+
+# like GOT EXTENDED-REGEX NAME
+like() {
+    if [[ $1 =~ $2 ]]; then
+        tap_result 0 "$3"
+    else
+        tap_result 1 "$3"
+        diag "     got: $(printf '%q' "$1")" "expected to match: $2"
+    fi
+}
+
+skip() { tap_n=$((tap_n + 1)); printf 'ok %d # SKIP %s\n' "$tap_n" "$1"; }
+skip_all() { printf '1..0 # SKIP %s\n' "$1"; trap - EXIT; rm -rf "$SBX_TEST_TMP"; exit 0; }
+bail_out() { printf 'Bail out! %s\n' "$1"; exit 255; }
+
+done_testing() {
+    printf '1..%d\n' "$tap_n"
+    [ "$tap_failed" = 0 ]
+}
