@@ -1,0 +1,4 @@
+# shell/: the front end. The lead engineer owns main.c, options.[ch] and run.[ch];
+# the parser's files (lexer, parser, AST helpers, JSON) are added below them.
+SBXSH_MAIN := shell/main.c
+LIB_SRCS += shell/options.c shell/run.c
