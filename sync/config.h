@@ -1,0 +1,56 @@
+/*
+ * sync_config: what a session syncs, as the front end resolved it from the command line and
+ * the AGENT_SANDBOX_* environment. The sync engine never reads the environment itself.
+ *
+ * Every path is absolute and means the same path on both sides (the sandbox sees the code
+ * directories at their host paths). String lists are NULL-terminated arrays, like argv; a NULL
+ * list is an empty one. sync_host_new() copies everything it keeps, so the caller's strings
+ * need not outlive that call.
+ *
+ *   code_dirs    AGENT_SANDBOX_CODE_DIRS (or the git top level): synced both ways, `.git`
+ *                included through the allowlists of sync/PROTOCOL.md.
+ *   sync_paths   AGENT_SANDBOX_SYNC_PATHS: files or directories outside the code directories,
+ *                synced both ways; glob characters (* ? [) are allowed in any component
+ *                ("/tmp/claude-*-cwd"). A matching directory syncs with everything below it.
+ *   task_files   AGENT_SANDBOX_TASK_FILES: files pushed into the sandbox, never pulled back.
+ *   excludes     AGENT_SANDBOX_SYNC_EXCLUDE: gitignore-syntax patterns, applied under every
+ *                root on both sides, in addition to each directory's .sbxignore file.
+ *   state_file   where sync_host_save() persists the host manifest so that a restarted
+ *                holder resumes without a full re-push; NULL keeps it in memory only.
+ *   user_gitconfig / sandbox_gitconfig
+ *                when both are set, the host's git config file user_gitconfig (normally
+ *                ~/.gitconfig) is filtered to the identity-and-everyday-settings allowlist and
+ *                written to sandbox_gitconfig (the sandbox's private ~/.gitconfig) when a
+ *                connection opens. A missing or unparsable file gives an empty config there.
+ */
+#ifndef SBX_SYNC_CONFIG_H
+#define SBX_SYNC_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct sync_config {
+    const char *const *code_dirs;
+    const char *const *sync_paths;
+    const char *const *task_files;
+    const char *const *excludes;
+    const char *state_file;
+    const char *user_gitconfig;
+    const char *sandbox_gitconfig;
+
+    /* Limits on what one pull (sandbox -> host delta) may bring; 0 means the default.
+     * A file over max_file_size is refused with a warning; a delta over max_pull_bytes or
+     * max_pull_entries is aborted as a whole (the host tree stays as it was). */
+    uint64_t max_file_size;     /* default SYNC_DEFAULT_MAX_FILE_SIZE */
+    uint64_t max_pull_bytes;    /* default SYNC_DEFAULT_MAX_PULL_BYTES */
+    uint64_t max_pull_entries;  /* default SYNC_DEFAULT_MAX_PULL_ENTRIES */
+
+    /* Never use inotify on the host: every push is a full stat walk (tests, benchmarks). */
+    bool no_watch;
+} sync_config;
+
+#define SYNC_DEFAULT_MAX_FILE_SIZE (4ULL << 30)
+#define SYNC_DEFAULT_MAX_PULL_BYTES (16ULL << 30)
+#define SYNC_DEFAULT_MAX_PULL_ENTRIES 2000000ULL
+
+#endif
