@@ -1,0 +1,23 @@
+# local/: the backend interface, the local runsc/bubblewrap backend, the
+# session holder and its client library, and the `sbx` command.
+LOCAL_SRCS := local/config.c local/fsutil.c local/local_backend.c
+LIB_SRCS += $(LOCAL_SRCS)
+
+# Where `make install` puts sbx-agent; the code looks there after its own directory.
+$(BUILD)/local/config.o: ALL_CFLAGS += -DSBX_LIBEXECDIR='"$(LIBEXECDIR)"'
+
+TEST_HELPERS += tests/local/backend-probe.c
+
+# The statx shim for Debian 12's runsc (see local/runsc_compat.c): a shared
+# object beside sbx-agent, never built with the sanitizers (it runs inside
+# other programs).
+PROGRAMS += $(BIN)/sbx-runsc-compat.so
+$(BIN)/sbx-runsc-compat.so: local/runsc_compat.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARNINGS) -O2 -shared -fPIC -o $@ $<
+
+install: install-local
+install-local: $(BIN)/sbx-runsc-compat.so
+	install -d $(DESTDIR)$(LIBEXECDIR)
+	install -m 644 $(BIN)/sbx-runsc-compat.so $(DESTDIR)$(LIBEXECDIR)/
+.PHONY: install-local

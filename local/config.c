@@ -1,0 +1,446 @@
+#include "local/config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/strbuf.h"
+
+#ifndef SBX_LIBEXECDIR
+#define SBX_LIBEXECDIR "/usr/local/lib/sbxsh"
+#endif
+
+void sbx_split_list(strvec *sv, const char *list, char sep)
+{
+    if (!list)
+        return;
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, sep);
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n) {
+            char *s = xstrndup(p, n);
+            strvec_push(sv, s);
+            free(s);
+        }
+        p += n + (e ? 1 : 0);
+    }
+}
+
+bool sbx_strvec_equal(const strvec *a, const strvec *b)
+{
+    if (a->n != b->n)
+        return false;
+    for (size_t i = 0; i < a->n; i++)
+        if (strcmp(a->v[i], b->v[i]))
+            return false;
+    return true;
+}
+
+const char *sbx_runtime_name(sbx_runtime rt)
+{
+    switch (rt) {
+    case SBX_RUNTIME_RUNSC: return "runsc";
+    case SBX_RUNTIME_BWRAP: return "bwrap";
+    case SBX_RUNTIME_AUTO: break;
+    }
+    return "auto";
+}
+
+/* True when a is b or lies below it. */
+static bool path_within(const char *a, const char *b)
+{
+    size_t n = strlen(b);
+    if (n == 1 && b[0] == '/')
+        return true;
+    return !strncmp(a, b, n) && (a[n] == '\0' || a[n] == '/');
+}
+
+static int add_code_dir(strvec *out, const char *path, sbx_err *err)
+{
+    char real[PATH_MAX];
+    struct stat st;
+
+    if (path[0] != '/')
+        return sbx_errf(err, "code directory '%s' is not an absolute path "
+                        "(AGENT_SANDBOX_CODE_DIRS takes absolute paths separated by ':')", path);
+    if (!realpath(path, real))
+        return sbx_errno(err, "code directory '%s'", path);
+    if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
+        return sbx_errf(err, "code directory '%s' is not a directory", path);
+    if (!strcmp(real, "/"))
+        return sbx_errf(err, "the root directory cannot be a code directory; "
+                        "set AGENT_SANDBOX_CODE_DIRS to your project's directory");
+    for (size_t i = 0; i < out->n; i++) {
+        if (path_within(real, out->v[i]) || path_within(out->v[i], real))
+            return sbx_errf(err, "code directories '%s' and '%s' overlap; list each tree once",
+                            out->v[i], real);
+    }
+    strvec_push(out, real);
+    return 0;
+}
+
+int sbx_resolve_code_dirs(const char *env_value, const char *cwd, strvec *out, sbx_err *err)
+{
+    char real[PATH_MAX];
+
+    if (env_value && *env_value) {
+        strvec list = {0};
+        sbx_split_list(&list, env_value, ':');
+        for (size_t i = 0; i < list.n; i++) {
+            if (add_code_dir(out, list.v[i], err) < 0) {
+                strvec_clear(&list);
+                return -1;
+            }
+        }
+        strvec_clear(&list);
+        if (out->n)
+            return 0;
+    }
+    if (!realpath(cwd, real))
+        return sbx_errno(err, "current directory '%s'", cwd);
+    /* git's own discovery: the nearest ancestor holding .git (a directory
+     * or a gitfile). Done here rather than by running git: it is on the
+     * path of every command. */
+    for (size_t len = strlen(real); len > 0;) {
+        struct stat st;
+        char probe[PATH_MAX + 8];
+        snprintf(probe, sizeof(probe), "%.*s/.git", (int)len, real);
+        if (lstat(probe, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
+            real[len ? len : 1] = '\0';
+            if (len == 1 && real[0] == '/')
+                break;
+            return add_code_dir(out, real, err);
+        }
+        while (len > 0 && real[len - 1] != '/')
+            len--;
+        if (len > 1)
+            len--;      /* drop the slash, except the root's */
+        else
+            break;
+    }
+    return add_code_dir(out, cwd, err);
+}
+
+/* FNV-1a, 64 bits: a name, not a security boundary. */
+static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+char *sbx_session_name_derive(const strvec *code_dirs)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    strbuf sb = STRBUF_INIT;
+    const char *base = "session";
+
+    for (size_t i = 0; i < code_dirs->n; i++)
+        h = fnv1a(h, code_dirs->v[i], strlen(code_dirs->v[i]) + 1);
+    if (code_dirs->n) {
+        const char *slash = strrchr(code_dirs->v[0], '/');
+        if (slash && slash[1])
+            base = slash + 1;
+    }
+    /* Keep the readable part to safe characters and a bounded length. */
+    for (const char *p = base; *p && sb.len < 40; p++) {
+        unsigned char c = (unsigned char)*p;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            ((c == '.' || c == '_' || c == '-') && sb.len))
+            strbuf_addch(&sb, c);
+        else if (sb.len && sb.buf[sb.len - 1] != '_')
+            strbuf_addch(&sb, '_');
+    }
+    if (!sb.len)
+        strbuf_addstr(&sb, "session");
+    strbuf_addf(&sb, "-%08x", (unsigned)(h ^ (h >> 32)));
+    return strbuf_detach(&sb, NULL);
+}
+
+int sbx_session_name_check(const char *name, sbx_err *err)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > SBX_SESSION_NAME_MAX)
+        return sbx_errf(err, "session name must be 1 to %d characters", SBX_SESSION_NAME_MAX);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)name[i];
+        bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+        if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-')))
+            return sbx_errf(err, "invalid session name '%s': use letters, digits, '.', '_' "
+                            "and '-', starting with a letter or digit", name);
+    }
+    return 0;
+}
+
+int sbx_parse_duration(const char *s, unsigned *out, sbx_err *err)
+{
+    char *end;
+    unsigned long long v;
+    unsigned mult = 1;
+
+    errno = 0;
+    if (!s || !*s || *s == '-' || *s == '+')
+        goto bad;
+    v = strtoull(s, &end, 10);
+    if (errno || end == s)
+        goto bad;
+    if (*end == 's')
+        end++;
+    else if (*end == 'm')
+        mult = 60, end++;
+    else if (*end == 'h')
+        mult = 3600, end++;
+    if (*end || v > UINT_MAX / mult)
+        goto bad;
+    *out = (unsigned)v * mult;
+    return 0;
+bad:
+    return sbx_errf(err, "invalid duration '%s': give seconds, or a number followed by "
+                    "s, m or h (e.g. 30m); 0 means never", s ? s : "");
+}
+
+static const char *env_nonempty(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+static int check_abs_list(const strvec *sv, const char *var, sbx_err *err)
+{
+    for (size_t i = 0; i < sv->n; i++)
+        if (sv->v[i][0] != '/' || strstr(sv->v[i], "/../") || strlen(sv->v[i]) >= PATH_MAX)
+            return sbx_errf(err, "%s: '%s' is not a clean absolute path", var, sv->v[i]);
+    return 0;
+}
+
+int sbx_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *err)
+{
+    static const sbx_config_opts none;
+    char cwdbuf[PATH_MAX];
+    const char *cwd, *v;
+
+    memset(cfg, 0, sizeof(*cfg));
+    if (!opts)
+        opts = &none;
+    cwd = opts->cwd;
+    if (!cwd) {
+        if (!getcwd(cwdbuf, sizeof(cwdbuf)))
+            return sbx_errno(err, "cannot read the current directory");
+        cwd = cwdbuf;
+    }
+
+    if (sbx_resolve_code_dirs(getenv("AGENT_SANDBOX_CODE_DIRS"), cwd, &cfg->code_dirs, err) < 0)
+        goto fail;
+
+    if ((v = opts->session) || (v = env_nonempty("AGENT_SANDBOX_SESSION"))) {
+        if (sbx_session_name_check(v, err) < 0)
+            goto fail;
+        cfg->session = xstrdup(v);
+    } else {
+        cfg->session = sbx_session_name_derive(&cfg->code_dirs);
+        cfg->session_derived = true;
+    }
+
+    sbx_split_list(&cfg->sync_paths, getenv("AGENT_SANDBOX_SYNC_PATHS"), ':');
+    sbx_split_list(&cfg->task_files, getenv("AGENT_SANDBOX_TASK_FILES"), ':');
+    sbx_split_list(&cfg->excludes, getenv("AGENT_SANDBOX_SYNC_EXCLUDE"), ':');
+    sbx_split_list(&cfg->forward_env, getenv("AGENT_SANDBOX_FORWARD_ENV"), ',');
+    if (check_abs_list(&cfg->sync_paths, "AGENT_SANDBOX_SYNC_PATHS", err) < 0 ||
+        check_abs_list(&cfg->task_files, "AGENT_SANDBOX_TASK_FILES", err) < 0)
+        goto fail;
+
+    v = env_nonempty("AGENT_SANDBOX_LOCAL_RUNTIME");
+    if (!v || !strcmp(v, "auto"))
+        cfg->runtime = SBX_RUNTIME_AUTO;
+    else if (!strcmp(v, "runsc") || !strcmp(v, "gvisor"))
+        cfg->runtime = SBX_RUNTIME_RUNSC;
+    else if (!strcmp(v, "bwrap") || !strcmp(v, "bubblewrap"))
+        cfg->runtime = SBX_RUNTIME_BWRAP;
+    else {
+        sbx_errf(err, "AGENT_SANDBOX_LOCAL_RUNTIME='%s': use runsc, bwrap or auto", v);
+        goto fail;
+    }
+
+    v = env_nonempty("AGENT_SANDBOX_LOCAL_NETWORK");
+    if (v && !strcmp(v, "host"))
+        cfg->network_host = true;
+    else if (v && strcmp(v, "none")) {
+        sbx_errf(err, "AGENT_SANDBOX_LOCAL_NETWORK='%s': use none (the default) or host", v);
+        goto fail;
+    }
+
+    cfg->idle_timeout = SBX_IDLE_TIMEOUT_DEFAULT;
+    if ((v = env_nonempty("AGENT_SANDBOX_IDLE_TIMEOUT")) &&
+        sbx_parse_duration(v, &cfg->idle_timeout, err) < 0) {
+        sbx_err_prefix(err, "AGENT_SANDBOX_IDLE_TIMEOUT");
+        goto fail;
+    }
+
+    v = env_nonempty("AGENT_SANDBOX_BACKEND");
+    cfg->backend = xstrdup(v ? v : "local");
+
+    v = env_nonempty("HOME");
+    if (!v || v[0] != '/') {
+        sbx_errf(err, "HOME is not set to an absolute path; the sandbox's private home "
+                 "lives at the same path");
+        goto fail;
+    }
+    cfg->home = xstrdup(v);
+    if (strlen(cfg->home) > 1 && cfg->home[strlen(cfg->home) - 1] == '/')
+        cfg->home[strlen(cfg->home) - 1] = '\0';
+
+    if ((v = env_nonempty("XDG_RUNTIME_DIR")) && v[0] == '/')
+        cfg->run_dir = xasprintf("%s/sbxsh", v);
+    else
+        cfg->run_dir = xasprintf("/tmp/sbxsh-%u", (unsigned)getuid());
+
+    if ((v = env_nonempty("AGENT_SANDBOX_STATE_DIR")))
+        cfg->state_root = xstrdup(v);
+    else if ((v = env_nonempty("XDG_STATE_HOME")) && v[0] == '/')
+        cfg->state_root = xasprintf("%s/sbxsh", v);
+    else
+        cfg->state_root = xasprintf("%s/.local/state/sbxsh", cfg->home);
+    if (cfg->state_root[0] != '/') {
+        sbx_errf(err, "AGENT_SANDBOX_STATE_DIR='%s' is not an absolute path", cfg->state_root);
+        goto fail;
+    }
+    /* The sandbox's copies live in the state directory; a code directory
+     * holding it would sync the copies into themselves. */
+    for (size_t i = 0; i < cfg->code_dirs.n; i++) {
+        if (path_within(cfg->state_root, cfg->code_dirs.v[i])) {
+            sbx_errf(err, "the state directory %s lies inside the code directory %s; "
+                     "set AGENT_SANDBOX_STATE_DIR (or XDG_STATE_HOME) elsewhere, or "
+                     "AGENT_SANDBOX_CODE_DIRS to the project only",
+                     cfg->state_root, cfg->code_dirs.v[i]);
+            goto fail;
+        }
+    }
+    return 0;
+fail:
+    sbx_config_free(cfg);
+    return -1;
+}
+
+void sbx_config_free(sbx_config *cfg)
+{
+    free(cfg->session);
+    strvec_clear(&cfg->code_dirs);
+    strvec_clear(&cfg->sync_paths);
+    strvec_clear(&cfg->task_files);
+    strvec_clear(&cfg->excludes);
+    strvec_clear(&cfg->forward_env);
+    free(cfg->backend);
+    free(cfg->run_dir);
+    free(cfg->state_root);
+    free(cfg->home);
+    free(cfg->agent_path);
+    memset(cfg, 0, sizeof(*cfg));
+}
+
+static bool is_exec_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+char *sbx_find_agent(sbx_err *err)
+{
+    static const char *const names[] = { "sbx-agent-static", "sbx-agent" };
+    const char *v = env_nonempty("AGENT_SANDBOX_AGENT");
+    char self[PATH_MAX];
+    ssize_t n;
+
+    if (v) {
+        if (v[0] == '/' && is_exec_file(v))
+            return xstrdup(v);
+        sbx_errf(err, "AGENT_SANDBOX_AGENT='%s' is not an absolute path to an executable", v);
+        return NULL;
+    }
+    n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        char *slash = strrchr(self, '/');
+        if (slash) {
+            *slash = '\0';
+            for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+                char *p = xasprintf("%s/%s", self, names[i]);
+                if (is_exec_file(p))
+                    return p;
+                free(p);
+            }
+        }
+    }
+    for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+        char *p = xasprintf("%s/%s", SBX_LIBEXECDIR, names[i]);
+        if (is_exec_file(p))
+            return p;
+        free(p);
+    }
+    sbx_errf(err, "sbx-agent not found beside this program nor in %s; run `make` "
+             "(or `make install`), or set AGENT_SANDBOX_AGENT", SBX_LIBEXECDIR);
+    return NULL;
+}
+
+/* mkdir -p for the parents of path (mode 0700 for those it creates). */
+static int mkdir_parents(const char *path, sbx_err *err)
+{
+    char *p = xstrdup(path);
+    for (char *s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
+        *s = '\0';
+        if (mkdir(p, 0700) < 0 && errno != EEXIST) {
+            sbx_errno(err, "cannot create %s", p);
+            free(p);
+            return -1;
+        }
+        *s = '/';
+    }
+    free(p);
+    return 0;
+}
+
+int sbx_private_dir(const char *path, sbx_err *err)
+{
+    struct stat st;
+
+    if (mkdir(path, 0700) < 0 && errno != EEXIST) {
+        if (errno != ENOENT)
+            return sbx_errno(err, "cannot create %s", path);
+        if (mkdir_parents(path, err) < 0)
+            return -1;
+        if (mkdir(path, 0700) < 0 && errno != EEXIST)
+            return sbx_errno(err, "cannot create %s", path);
+    }
+    if (lstat(path, &st) < 0)
+        return sbx_errno(err, "%s", path);
+    if (!S_ISDIR(st.st_mode))
+        return sbx_errf(err, "%s is not a directory (a symlink?); remove it", path);
+    if (st.st_uid != geteuid())
+        return sbx_errf(err, "%s belongs to uid %u, not to us (uid %u); remove it or set "
+                        "XDG_RUNTIME_DIR / AGENT_SANDBOX_STATE_DIR", path, (unsigned)st.st_uid,
+                        (unsigned)geteuid());
+    if ((st.st_mode & 077) && chmod(path, 0700) < 0)
+        return sbx_errno(err, "cannot make %s private (chmod 700)", path);
+    return 0;
+}
+
+char *sbx_session_state_dir(const sbx_config *cfg)
+{
+    return xasprintf("%s/%s", cfg->state_root, cfg->session);
+}
+
+char *sbx_session_socket_path(const sbx_config *cfg)
+{
+    return xasprintf("%s/%s.sock", cfg->run_dir, cfg->session);
+}
+
+char *sbx_session_lock_path(const sbx_config *cfg)
+{
+    return xasprintf("%s/%s.lock", cfg->run_dir, cfg->session);
+}

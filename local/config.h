@@ -1,0 +1,99 @@
+/*
+ * Session configuration: everything a session needs to know, resolved once
+ * from the environment (AGENT_SANDBOX_*), the command line and the cwd.
+ *
+ * Both the router (which needs the code directories to decide what may run
+ * on the host) and the session client (which needs all of it) call
+ * sbx_config_load(), so the two can never disagree about the code
+ * directories or the session name.
+ *
+ *   sbx_config cfg;
+ *   sbx_err err;
+ *   if (sbx_config_load(&cfg, &(sbx_config_opts){ .session = opt_session }, &err) < 0)
+ *       die(err.msg);          // exit 125
+ *   ... cfg.code_dirs.v[i] are real, absolute paths ...
+ *   sbx_config_free(&cfg);
+ */
+#ifndef SBX_LOCAL_CONFIG_H
+#define SBX_LOCAL_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/strvec.h"
+#include "common/util.h"
+
+/* Appends the non-empty elements of a sep-separated list. */
+void sbx_split_list(strvec *sv, const char *list, char sep);
+bool sbx_strvec_equal(const strvec *a, const strvec *b);
+
+typedef enum sbx_runtime {
+    SBX_RUNTIME_AUTO,   /* runsc when installed, else bwrap */
+    SBX_RUNTIME_RUNSC,
+    SBX_RUNTIME_BWRAP,
+} sbx_runtime;
+
+const char *sbx_runtime_name(sbx_runtime rt);
+
+#define SBX_SESSION_NAME_MAX 64
+#define SBX_IDLE_TIMEOUT_DEFAULT (30 * 60)
+
+typedef struct sbx_config {
+    char *session;          /* validated: [A-Za-z0-9][A-Za-z0-9._-]* , <= 64 bytes */
+    bool session_derived;   /* true when named after the code directories */
+    strvec code_dirs;     /* real absolute paths, no duplicates, none inside another */
+    strvec sync_paths;    /* AGENT_SANDBOX_SYNC_PATHS (absolute; globs kept as given) */
+    strvec task_files;    /* AGENT_SANDBOX_TASK_FILES (absolute; pushed only) */
+    strvec excludes;      /* AGENT_SANDBOX_SYNC_EXCLUDE (gitignore patterns) */
+    strvec forward_env;   /* AGENT_SANDBOX_FORWARD_ENV: names of host variables */
+    sbx_runtime runtime;    /* as asked; the backend resolves AUTO */
+    bool network_host;      /* AGENT_SANDBOX_LOCAL_NETWORK=host */
+    unsigned idle_timeout;  /* seconds; 0 = never */
+    char *backend;          /* AGENT_SANDBOX_BACKEND: "local" (default) or "kube" */
+    char *run_dir;          /* sockets and locks: $XDG_RUNTIME_DIR/sbxsh or /tmp/sbxsh-UID */
+    char *state_root;       /* AGENT_SANDBOX_STATE_DIR, else $XDG_STATE_HOME/sbxsh,
+                               else ~/.local/state/sbxsh; one directory per session */
+    char *home;             /* the host's $HOME: the sandbox's private HOME sits there */
+    char *agent_path;       /* sbx-agent to mount in the sandbox (see sbx_find_agent) */
+} sbx_config;
+
+typedef struct sbx_config_opts {
+    const char *session;    /* --session, or NULL */
+    const char *cwd;        /* NULL: getcwd() */
+} sbx_config_opts;
+
+/* Fills cfg from opts and the environment. Checks values (names, paths,
+ * numbers) but creates nothing on disk. */
+int sbx_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *err);
+void sbx_config_free(sbx_config *cfg);
+
+/* The code directories: AGENT_SANDBOX_CODE_DIRS (colon-separated) if set
+ * (env_value), else the git top level above cwd (a directory holding a
+ * `.git` directory or gitfile), else cwd. Each is made real (realpath) and
+ * must be a directory; "/" is refused. Appends to out. */
+int sbx_resolve_code_dirs(const char *env_value, const char *cwd, strvec *out, sbx_err *err);
+
+/* The name derived from code directories: basename of the first, '-', and
+ * 8 hex digits of a hash over all of them, e.g. "myproj-3fa9c2d1". */
+char *sbx_session_name_derive(const strvec *code_dirs);
+/* 0 when name is a valid session name, else -1 with a message. */
+int sbx_session_name_check(const char *name, sbx_err *err);
+
+/* Parses an idle timeout: "1800", "90s", "30m", "2h", "0" (never). */
+int sbx_parse_duration(const char *s, unsigned *out, sbx_err *err);
+
+/* Finds the sbx-agent binary: $AGENT_SANDBOX_AGENT, else sbx-agent-static
+ * or sbx-agent beside the running program, else in LIBEXECDIR. */
+char *sbx_find_agent(sbx_err *err);
+
+/* Creates (if needed) and checks a private directory: owned by us, mode
+ * 0700, not a symlink. Parents are created with mode 0700 too. */
+int sbx_private_dir(const char *path, sbx_err *err);
+
+/* The path of the session's directory under cfg->state_root, its socket and
+ * lock under cfg->run_dir. Malloc'd. */
+char *sbx_session_state_dir(const sbx_config *cfg);
+char *sbx_session_socket_path(const sbx_config *cfg);
+char *sbx_session_lock_path(const sbx_config *cfg);
+
+#endif
