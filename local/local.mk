@@ -1,12 +1,12 @@
 # local/: the backend interface, the local runsc/bubblewrap backend, the
 # session holder and its client library, and the `sbx` command.
-LOCAL_SRCS := local/config.c local/fsutil.c local/local_backend.c
+LOCAL_SRCS := local/config.c local/fsutil.c local/local_backend.c local/proto.c \
+              local/termfilter.c local/holder.c local/session.c
 LIB_SRCS += $(LOCAL_SRCS)
+# SBX_MAIN (local/sbx_main.c) joins once sync/ links.
 
 # Where `make install` puts sbx-agent; the code looks there after its own directory.
 $(BUILD)/local/config.o: ALL_CFLAGS += -DSBX_LIBEXECDIR='"$(LIBEXECDIR)"'
-
-TEST_HELPERS += tests/local/backend-probe.c
 
 # The statx shim for Debian 12's runsc (see local/runsc_compat.c): a shared
 # object beside sbx-agent, never built with the sanitizers (it runs inside
@@ -21,3 +21,6 @@ install-local: $(BIN)/sbx-runsc-compat.so
 	install -d $(DESTDIR)$(LIBEXECDIR)
 	install -m 644 $(BIN)/sbx-runsc-compat.so $(DESTDIR)$(LIBEXECDIR)/
 .PHONY: install-local
+
+TEST_C += tests/local/t-config.c tests/local/t-termfilter.c tests/local/t-proto.c
+TEST_HELPERS += tests/local/backend-probe.c tests/local/probe-agent.c

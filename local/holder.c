@@ -1,0 +1,920 @@
+#include "local/holder.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/strbuf.h"
+#include "local/backend.h"
+#include "local/proto.h"
+#include "sync/conn.h"
+
+/* Sync rounds the holder starts for itself (before a release) use ids from
+ * here down, clients' ids count up from 1. */
+#define INTERNAL_SYNC_ID UINT64_MAX
+/* How long after activity the host manifest is saved. */
+#define SAVE_DELAY_MS 1000
+#define MAX_CLIENTS 256
+
+typedef struct inq {
+    int fd;             /* child fd, or -1 for a free slot */
+    strbuf buf;         /* bytes the agent's window has not taken yet */
+    bool eof;           /* the client ended this input */
+} inq;
+
+typedef struct hclient {
+    int fd;             /* -1 once disconnected (kept while its command runs) */
+    strbuf in, out;
+    bool hello, progress;
+    uint32_t chan;      /* the running command, 0 when none */
+    inq inputs[SYNC_MAX_FDS];
+    uint64_t sync_id;   /* a sync round it waits for, 0 when none */
+    bool release;       /* waits for the release */
+} hclient;
+
+typedef struct holder {
+    const sbx_config *cfg;
+    char *dir;          /* the session's state directory */
+    char *sock_path;
+    char *state_file;   /* the host manifest (sync_host_save) */
+    char *user_gitconfig, *sandbox_gitconfig;
+    int lfd;
+    int sigpipe[2];     /* self-pipe for SIGTERM */
+    sbx_backend *backend;
+    sync_host *host;
+    sync_conn *conn;
+    int rfd, wfd;
+    bool conn_dead;     /* the error callback ran; free after handle_events */
+    strvec agent_args, agent_env;
+    hclient *clients[MAX_CLIENTS];
+    size_t nclients;
+    uint32_t next_chan;
+    uint64_t next_sync;
+    uint64_t idle_since_ns;     /* last moment the session was in use */
+    uint64_t save_at_ns;        /* 0: nothing to save */
+    bool releasing;             /* an internal sync before release is in flight */
+    bool quit;
+} holder;
+
+static volatile sig_atomic_t got_term;
+
+static void on_term(int sig)
+{
+    got_term = sig;
+}
+
+/* ---- replies ----------------------------------------------------------- */
+
+static void send_frame(hclient *c, strbuf *frame)
+{
+    if (c->fd >= 0)
+        strbuf_add(&c->out, frame->buf, frame->len);
+    strbuf_reset(frame);
+}
+
+static void send_str(hclient *c, int type, const char *msg)
+{
+    strbuf f = STRBUF_INIT;
+    proto_begin(&f, type);
+    proto_strz(&f, msg);
+    proto_end(&f, 0);
+    send_frame(c, &f);
+    strbuf_release(&f);
+}
+
+static void send_u32s(hclient *c, int type, int n, uint32_t a, uint32_t b)
+{
+    strbuf f = STRBUF_INIT;
+    proto_begin(&f, type);
+    if (n > 0)
+        proto_u32(&f, a);
+    if (n > 1)
+        proto_u32(&f, b);
+    proto_end(&f, 0);
+    send_frame(c, &f);
+    strbuf_release(&f);
+}
+
+static hclient *client_by_chan(holder *h, uint32_t chan)
+{
+    for (size_t i = 0; i < h->nclients; i++)
+        if (h->clients[i]->chan == chan)
+            return h->clients[i];
+    return NULL;
+}
+
+static inq *client_input(hclient *c, int fd)
+{
+    for (size_t i = 0; i < SYNC_MAX_FDS; i++)
+        if (c->inputs[i].fd == fd)
+            return &c->inputs[i];
+    return NULL;
+}
+
+static void log_msg(const char *fmt, ...) SBX_PRINTF(1, 2);
+static void log_msg(const char *fmt, ...)
+{
+    char ts[32];
+    time_t t = time(NULL);
+    va_list ap;
+    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", gmtime(&t));
+    fprintf(stderr, "%s sbx-holder[%d]: ", ts, (int)getpid());
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+}
+
+/* ---- the agent connection's callbacks ------------------------------------ */
+
+static void on_output(void *ctx, uint32_t chan, int fd, const void *buf, size_t len)
+{
+    holder *h = ctx;
+    hclient *c = client_by_chan(h, chan);
+    const char *p = buf;
+
+    if (!c || c->fd < 0) {
+        /* Nobody reads it any more (the client went away): consume it so
+         * that the command is never blocked on its output. */
+        sync_conn_credit(h->conn, chan, fd, len);
+        return;
+    }
+    while (len) {
+        size_t n = len < SBX_PROTO_CHUNK ? len : SBX_PROTO_CHUNK;
+        size_t start = c->out.len;
+        proto_begin(&c->out, P_OUTPUT);
+        proto_u32(&c->out, (uint32_t)fd);
+        strbuf_add(&c->out, p, n);
+        proto_end(&c->out, start);
+        p += n;
+        len -= n;
+    }
+}
+
+static void on_eof(void *ctx, uint32_t chan, int fd)
+{
+    holder *h = ctx;
+    hclient *c = client_by_chan(h, chan);
+    if (c)
+        send_u32s(c, P_OUTPUT_EOF, 1, (uint32_t)fd, 0);
+}
+
+static void flush_input(holder *h, hclient *c, inq *q)
+{
+    if (!h->conn || h->conn_dead)
+        return;
+    if (q->buf.len) {
+        ssize_t n = sync_conn_write(h->conn, c->chan, q->fd, q->buf.buf, q->buf.len);
+        if (n > 0) {
+            strbuf_remove(&q->buf, 0, (size_t)n);
+            send_u32s(c, P_INPUT_ACK, 2, (uint32_t)q->fd, (uint32_t)n);
+        }
+    }
+    if (!q->buf.len && q->eof) {
+        sync_conn_eof(h->conn, c->chan, q->fd);
+        q->eof = false;
+        q->fd = -1;
+    }
+}
+
+static void on_writable(void *ctx, uint32_t chan, int fd)
+{
+    holder *h = ctx;
+    hclient *c = client_by_chan(h, chan);
+    inq *q = c ? client_input(c, fd) : NULL;
+    if (q)
+        flush_input(h, c, q);
+}
+
+static void reset_inputs(hclient *c)
+{
+    for (size_t i = 0; i < SYNC_MAX_FDS; i++) {
+        strbuf_release(&c->inputs[i].buf);
+        c->inputs[i].fd = -1;
+        c->inputs[i].eof = false;
+    }
+}
+
+static void schedule_save(holder *h)
+{
+    h->save_at_ns = now_ns() + (uint64_t)SAVE_DELAY_MS * 1000000;
+}
+
+static void on_exit_cb(void *ctx, uint32_t chan, const sync_exit_status *st)
+{
+    holder *h = ctx;
+    hclient *c = client_by_chan(h, chan);
+    if (!c)
+        return;
+    strbuf f = STRBUF_INIT;
+    proto_begin(&f, P_EXIT);
+    proto_u32(&f, (uint32_t)st->kind);
+    proto_u32(&f, (uint32_t)st->code);
+    proto_u32(&f, st->core_dumped);
+    proto_u32(&f, (uint32_t)st->wait_status);
+    proto_strz(&f, st->kind == SYNC_SPAWN_FAILED ? st->message : "");
+    proto_end(&f, 0);
+    send_frame(c, &f);
+    strbuf_release(&f);
+    c->chan = 0;
+    reset_inputs(c);
+    h->idle_since_ns = now_ns();
+    schedule_save(h);
+}
+
+static void release_now(holder *h);
+
+static void on_sync_done(void *ctx, uint64_t id)
+{
+    holder *h = ctx;
+    if (id == INTERNAL_SYNC_ID) {
+        release_now(h);
+        return;
+    }
+    for (size_t i = 0; i < h->nclients; i++) {
+        hclient *c = h->clients[i];
+        if (c->sync_id == id) {
+            c->sync_id = 0;
+            send_str(c, P_SYNC_DONE, "");
+        }
+    }
+    schedule_save(h);
+}
+
+static void on_warning(void *ctx, const char *msg)
+{
+    holder *h = ctx;
+    bool told = false;
+    /* A warning comes from a push or pull: tell whoever is waiting on one. */
+    for (size_t i = 0; i < h->nclients; i++) {
+        hclient *c = h->clients[i];
+        if (c->fd >= 0 && (c->chan || c->sync_id)) {
+            send_str(c, P_WARNING, msg);
+            told = true;
+        }
+    }
+    if (!told)
+        log_msg("warning: %s", msg);
+}
+
+static void on_error(void *ctx, const char *msg)
+{
+    holder *h = ctx;
+    char text[1200];
+    bool alive = h->backend && h->backend->ops->alive(h->backend);
+
+    log_msg("agent connection failed: %s", msg);
+    snprintf(text, sizeof(text),
+             alive ? "the connection to the sandbox failed (%s); the host's files are as the "
+                     "last sync left them; run the command again"
+                   : "the sandbox stopped (%s); the host's files are as the last sync left "
+                     "them; the next command starts a new sandbox",
+             msg);
+    h->conn_dead = true;
+    for (size_t i = 0; i < h->nclients; i++) {
+        hclient *c = h->clients[i];
+        if (c->chan || c->sync_id) {
+            send_str(c, P_ERROR, text);
+            c->chan = 0;
+            c->sync_id = 0;
+            reset_inputs(c);
+        }
+    }
+    if (h->releasing)
+        release_now(h);
+}
+
+static const sync_conn_ops conn_ops = {
+    .output = on_output,
+    .eof = on_eof,
+    .writable = on_writable,
+    .exit = on_exit_cb,
+    .sync_done = on_sync_done,
+    .warning = on_warning,
+    .error = on_error,
+};
+
+/* ---- the sandbox ------------------------------------------------------- */
+
+static void drop_conn(holder *h)
+{
+    if (h->conn) {
+        sync_conn_free(h->conn);
+        h->conn = NULL;
+    }
+    if (h->rfd >= 0)
+        close(h->rfd);
+    if (h->wfd >= 0 && h->wfd != h->rfd)
+        close(h->wfd);
+    h->rfd = h->wfd = -1;
+    h->conn_dead = false;
+}
+
+static int make_host(holder *h, sbx_err *err)
+{
+    const sbx_config *cfg = h->cfg;
+    sync_config sc = {
+        .code_dirs = (const char *const *)cfg->code_dirs.v,
+        .sync_paths = (const char *const *)cfg->sync_paths.v,
+        .task_files = (const char *const *)cfg->task_files.v,
+        .excludes = (const char *const *)cfg->excludes.v,
+        .state_file = h->state_file,
+        .user_gitconfig = h->user_gitconfig,
+        .sandbox_gitconfig = h->sandbox_gitconfig,
+    };
+    return sync_host_new(&sc, &h->host, err);
+}
+
+/* Makes sure there is a live connection to a sandbox's agent: reconnects to
+ * the claimed sandbox, or claims one (reattaching to a sandbox an earlier
+ * holder left, or starting a new one). */
+static int ensure_conn(holder *h, hclient *c, sbx_err *err)
+{
+    bool reattached = false;
+
+    if (h->conn && !h->conn_dead)
+        return 0;
+    drop_conn(h);
+    if (!h->backend) {
+        sbx_sandbox_spec spec = {
+            .agent_path = h->cfg->agent_path,
+            .agent_args = &h->agent_args,
+            .agent_env = &h->agent_env,
+        };
+        if (!(h->backend = sbx_backend_new(h->cfg, &spec, err)))
+            return -1;
+    }
+    if (!h->backend->ops->alive(h->backend)) {
+        if (c && c->progress)
+            send_str(c, P_PROGRESS, "starting the sandbox...");
+        uint64_t t0 = now_ns();
+        if (h->backend->ops->claim(h->backend, &reattached, err) < 0)
+            return -1;
+        log_msg("%s sandbox in %.0f ms", reattached ? "reattached to the" : "started a new",
+                (double)(now_ns() - t0) / 1e6);
+        if (!reattached && h->host) {
+            /* A new sandbox has none of the old one's files: forget what was
+             * synced, so that the first push sends the whole tree. */
+            sync_host_free(h->host);
+            h->host = NULL;
+            unlink(h->state_file);
+        }
+    }
+    if (!h->host && make_host(h, err) < 0)
+        return -1;
+    if (h->backend->ops->open_stream(h->backend, &h->rfd, &h->wfd, err) < 0)
+        return -1;
+    if (sync_conn_open(h->host, h->rfd, h->wfd, &conn_ops, h, 10000, &h->conn, err) < 0) {
+        drop_conn(h);
+        return -1;
+    }
+    if (c && c->progress && !sync_conn_agent(h->conn)->resumed)
+        send_str(c, P_PROGRESS, "syncing the code directories into the sandbox...");
+    return 0;
+}
+
+static void release_now(holder *h)
+{
+    sbx_err err;
+    int ok = 0;
+
+    h->releasing = false;
+    if (h->conn)
+        drop_conn(h);
+    if (h->host) {
+        sync_host_free(h->host);
+        h->host = NULL;
+    }
+    unlink(h->state_file);
+    if (!h->backend) {
+        sbx_sandbox_spec spec = { .agent_path = h->cfg->agent_path };
+        h->backend = sbx_backend_new(h->cfg, &spec, &err);
+    }
+    if (h->backend && h->backend->ops->release(h->backend, &err) < 0) {
+        ok = -1;
+        log_msg("release failed: %s", err.msg);
+    } else {
+        log_msg("released");
+    }
+    for (size_t i = 0; i < h->nclients; i++) {
+        hclient *c = h->clients[i];
+        if (c->release) {
+            if (ok == 0)
+                send_str(c, P_RELEASED, "");
+            else
+                send_str(c, P_ERROR, err.msg);
+            c->release = false;
+        } else if (c->chan || c->sync_id) {
+            send_str(c, P_ERROR, "the session was released (sbx release or idle timeout) "
+                                 "while the command ran");
+            c->chan = 0;
+            c->sync_id = 0;
+        }
+    }
+    /* No new client may reach a holder that is going away. */
+    unlink(h->sock_path);
+    h->quit = true;
+}
+
+/* A release first pulls what the sandbox changed since the last command
+ * (background processes), so that nothing is lost. */
+static void start_release(holder *h)
+{
+    if (h->releasing)
+        return;
+    if (h->conn && !h->conn_dead && sync_conn_sync(h->conn, INTERNAL_SYNC_ID) == 0) {
+        h->releasing = true;
+        return;
+    }
+    release_now(h);
+}
+
+/* ---- client requests --------------------------------------------------- */
+
+static void free_strs(char **v)
+{
+    for (char **p = v; p && *p; p++)
+        free(*p);
+    free(v);
+}
+
+static int get_list(proto_reader *r, char ***out)
+{
+    uint32_t n;
+    char **v;
+    if (proto_get_u32(r, &n) < 0 || n > SBX_PROTO_MAX_LIST)
+        return -1;
+    v = xcalloc(n + 1, sizeof(*v));
+    for (uint32_t i = 0; i < n; i++) {
+        if (proto_get_cstr(r, &v[i]) < 0) {
+            free_strs(v);
+            return -1;
+        }
+    }
+    *out = v;
+    return 0;
+}
+
+static void handle_run(holder *h, hclient *c, proto_reader *r)
+{
+    char *exe = NULL, *cwd = NULL, **argv = NULL, **env = NULL;
+    sync_fd_spec fds[SYNC_MAX_FDS];
+    uint32_t nfds = 0, tty = 0, rows = 0, cols = 0;
+    sync_run_req req;
+    sbx_err err;
+
+    if (proto_get_cstr(r, &exe) < 0 || get_list(r, &argv) < 0 || get_list(r, &env) < 0 ||
+        proto_get_cstr(r, &cwd) < 0 || proto_get_u32(r, &nfds) < 0 || nfds > SYNC_MAX_FDS) {
+        send_str(c, P_ERROR, "malformed run request");
+        goto out;
+    }
+    for (uint32_t i = 0; i < nfds; i++) {
+        uint32_t fd, dir;
+        if (proto_get_u32(r, &fd) < 0 || proto_get_u32(r, &dir) < 0 ||
+            fd > SYNC_MAX_CHILD_FD || dir > 1) {
+            send_str(c, P_ERROR, "malformed run request: fd map");
+            goto out;
+        }
+        fds[i].fd = (int)fd;
+        fds[i].dir = dir ? SYNC_FD_OUT : SYNC_FD_IN;
+    }
+    if (proto_get_u32(r, &tty) < 0 || proto_get_u32(r, &rows) < 0 ||
+        proto_get_u32(r, &cols) < 0 || !exe[0] || !argv[0] || cwd[0] != '/') {
+        send_str(c, P_ERROR, "malformed run request");
+        goto out;
+    }
+    if (c->chan) {
+        send_str(c, P_ERROR, "a command is already running on this connection");
+        goto out;
+    }
+    if (h->releasing) {
+        send_str(c, P_ERROR, "the session is being released; run the command again");
+        goto out;
+    }
+    if (ensure_conn(h, c, &err) < 0) {
+        send_str(c, P_ERROR, err.msg);
+        goto out;
+    }
+    if (++h->next_chan == 0)
+        h->next_chan = 1;
+    memset(&req, 0, sizeof(req));
+    req.exe = exe;
+    req.argv = (const char *const *)argv;
+    req.env = (const char *const *)env;
+    req.cwd = cwd;
+    req.fds = fds;
+    req.nfds = nfds;
+    req.tty = tty != 0;
+    req.rows = (uint16_t)(rows > 0xffff ? 0 : rows);
+    req.cols = (uint16_t)(cols > 0xffff ? 0 : cols);
+    if (sync_conn_run(h->conn, h->next_chan, &req, &err) < 0) {
+        send_str(c, P_ERROR, err.msg);
+        goto out;
+    }
+    c->chan = h->next_chan;
+    reset_inputs(c);
+    size_t k = 0;
+    for (uint32_t i = 0; i < nfds; i++)
+        if (fds[i].dir == SYNC_FD_IN)
+            c->inputs[k++].fd = fds[i].fd;
+    /* With a tty, the terminal's input is fd 0 whatever the map says. */
+    if (tty && !client_input(c, 0) && k < SYNC_MAX_FDS)
+        c->inputs[k].fd = 0;
+out:
+    free(exe);
+    free(cwd);
+    free_strs(argv);
+    free_strs(env);
+}
+
+static void handle_status(holder *h, hclient *c)
+{
+    strbuf js = STRBUF_INIT;
+    size_t running = 0;
+    for (size_t i = 0; i < h->nclients; i++)
+        running += h->clients[i]->chan != 0;
+    strbuf_addstr(&js, "{\"session\":\"");
+    strbuf_add_json_escaped(&js, h->cfg->session, strlen(h->cfg->session));
+    strbuf_addf(&js, "\",\"holder_pid\":%d,\"clients\":%zu,\"running\":%zu,"
+                "\"idle_timeout\":%u,\"code_dirs\":[",
+                (int)getpid(), h->nclients, running, h->cfg->idle_timeout);
+    for (size_t i = 0; i < h->cfg->code_dirs.n; i++) {
+        strbuf_addstr(&js, i ? ",\"" : "\"");
+        strbuf_add_json_escaped(&js, h->cfg->code_dirs.v[i], strlen(h->cfg->code_dirs.v[i]));
+        strbuf_addch(&js, '"');
+    }
+    strbuf_addstr(&js, "],\"sandbox\":");
+    if (h->backend && h->backend->ops->alive(h->backend))
+        h->backend->ops->status(h->backend, &js);
+    else if (sbx_local_backend_peek(h->dir, &js) < 0)
+        strbuf_addstr(&js, "null");
+    if (h->conn && !h->conn_dead) {
+        sync_conn_stats st;
+        const sync_agent_info *ai = sync_conn_agent(h->conn);
+        sync_conn_stats_get(h->conn, &st);
+        strbuf_addstr(&js, ",\"agent\":{\"about\":\"");
+        strbuf_add_json_escaped(&js, ai->about, strlen(ai->about));
+        strbuf_addf(&js, "\",\"pid\":%ld},\"sync\":{\"pushes\":%llu,\"pulls\":%llu,"
+                    "\"push_bytes\":%llu,\"pull_bytes\":%llu,\"full_scans\":%llu}",
+                    ai->pid, (unsigned long long)st.pushes, (unsigned long long)st.pulls,
+                    (unsigned long long)st.push_bytes, (unsigned long long)st.pull_bytes,
+                    (unsigned long long)st.full_scans);
+    }
+    strbuf_addch(&js, '}');
+    send_str(c, P_STATUS_REPLY, js.buf);
+    strbuf_release(&js);
+}
+
+/* Returns -1 when the client must be dropped (a malformed frame). */
+static int handle_frame(holder *h, hclient *c, int type, proto_reader *r)
+{
+    uint32_t a = 0, b = 0;
+    sbx_err err;
+    inq *q;
+
+    if (!c->hello && type != P_HELLO)
+        return -1;
+    switch (type) {
+    case P_HELLO:
+        if (proto_get_u32(r, &a) < 0 || proto_get_u32(r, &b) < 0 || a != SBX_PROTO_VERSION) {
+            send_str(c, P_ERROR, "this sbxsh and the session's holder are different "
+                                 "versions; run `sbx release` and try again");
+            return 0;
+        }
+        c->hello = true;
+        c->progress = b & P_HELLO_PROGRESS;
+        send_u32s(c, P_HELLO_OK, 2, SBX_PROTO_VERSION, (uint32_t)getpid());
+        return 0;
+    case P_RUN:
+        handle_run(h, c, r);
+        return 0;
+    case P_INPUT:
+        if (proto_get_u32(r, &a) < 0)
+            return -1;
+        q = c->chan ? client_input(c, (int)a) : NULL;
+        if (q && !q->eof) {
+            if (q->buf.len + r->left > 2 * SBX_PROTO_INPUT_WINDOW)
+                return -1;  /* the client ignored its window */
+            strbuf_add(&q->buf, r->p, r->left);
+            flush_input(h, c, q);
+        }
+        return 0;
+    case P_INPUT_EOF:
+        if (proto_get_u32(r, &a) < 0)
+            return -1;
+        q = c->chan ? client_input(c, (int)a) : NULL;
+        if (q) {
+            q->eof = true;
+            flush_input(h, c, q);
+        }
+        return 0;
+    case P_SIGNAL:
+        if (proto_get_u32(r, &a) < 0 || a == 0 || a >= 65)
+            return -1;
+        if (c->chan && h->conn && !h->conn_dead)
+            sync_conn_signal(h->conn, c->chan, (int)a);
+        return 0;
+    case P_WINSIZE:
+        if (proto_get_u32(r, &a) < 0 || proto_get_u32(r, &b) < 0)
+            return -1;
+        if (c->chan && h->conn && !h->conn_dead)
+            sync_conn_winsize(h->conn, c->chan, (uint16_t)a, (uint16_t)b);
+        return 0;
+    case P_CLOSE_OUTPUT:
+        if (proto_get_u32(r, &a) < 0)
+            return -1;
+        if (c->chan && h->conn && !h->conn_dead)
+            sync_conn_close_output(h->conn, c->chan, (int)a);
+        return 0;
+    case P_CREDIT:
+        if (proto_get_u32(r, &a) < 0 || proto_get_u32(r, &b) < 0)
+            return -1;
+        if (c->chan && h->conn && !h->conn_dead)
+            sync_conn_credit(h->conn, c->chan, (int)a, b);
+        return 0;
+    case P_SYNC:
+        if (c->sync_id)
+            return -1;
+        if (ensure_conn(h, c, &err) < 0) {
+            send_str(c, P_ERROR, err.msg);
+            return 0;
+        }
+        c->sync_id = ++h->next_sync;
+        if (sync_conn_sync(h->conn, c->sync_id) < 0) {
+            c->sync_id = 0;
+            send_str(c, P_ERROR, "the sandbox connection failed; run the command again");
+        }
+        return 0;
+    case P_STATUS:
+        handle_status(h, c);
+        return 0;
+    case P_RELEASE:
+        c->release = true;
+        start_release(h);
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+static void client_drop(holder *h, hclient *c)
+{
+    if (c->fd >= 0) {
+        close(c->fd);
+        c->fd = -1;
+    }
+    /* A command whose client vanished (killed sbxsh) is hung up on, as a
+     * terminal's processes are; it stays until it exits. */
+    if (c->chan && h->conn && !h->conn_dead) {
+        sync_conn_signal(h->conn, c->chan, SIGHUP);
+        for (size_t i = 0; i < SYNC_MAX_FDS; i++)
+            if (c->inputs[i].fd >= 0)
+                sync_conn_eof(h->conn, c->chan, c->inputs[i].fd);
+    }
+    reset_inputs(c);
+    strbuf_release(&c->in);
+    strbuf_release(&c->out);
+    c->sync_id = 0;
+    c->release = false;
+}
+
+static void client_read(holder *h, hclient *c)
+{
+    char buf[65536];
+    ssize_t n = read(c->fd, buf, sizeof(buf));
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (n <= 0) {
+        client_drop(h, c);
+        return;
+    }
+    strbuf_add(&c->in, buf, (size_t)n);
+    size_t off = 0;
+    for (;;) {
+        int type;
+        proto_reader r;
+        long flen = proto_parse(c->in.buf + off, c->in.len - off, &type, &r);
+        if (flen == 0)
+            break;
+        if (flen < 0 || handle_frame(h, c, type, &r) < 0) {
+            log_msg("dropping a client that sent a malformed frame");
+            client_drop(h, c);
+            return;
+        }
+        off += (size_t)flen;
+        if (c->fd < 0)
+            return;
+    }
+    strbuf_remove(&c->in, 0, off);
+}
+
+static void client_write(holder *h, hclient *c)
+{
+    while (c->out.len) {
+        ssize_t n = send(c->fd, c->out.buf, c->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EINTR)
+                return;
+            client_drop(h, c);
+            return;
+        }
+        strbuf_remove(&c->out, 0, (size_t)n);
+    }
+}
+
+static void accept_clients(holder *h)
+{
+    for (;;) {
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
+        int fd = accept4(h->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0)
+            return;
+        /* The socket's directory is private already; the peer check keeps
+         * it so even if someone loosened its mode. */
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+            cred.uid != geteuid() || h->nclients == MAX_CLIENTS) {
+            close(fd);
+            continue;
+        }
+        hclient *c = xcalloc(1, sizeof(*c));
+        c->fd = fd;
+        strbuf_init(&c->in, 0);
+        strbuf_init(&c->out, 0);
+        for (size_t i = 0; i < SYNC_MAX_FDS; i++) {
+            c->inputs[i].fd = -1;
+            strbuf_init(&c->inputs[i].buf, 0);
+        }
+        h->clients[h->nclients++] = c;
+    }
+}
+
+static void reap_clients(holder *h)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < h->nclients; i++) {
+        hclient *c = h->clients[i];
+        if (c->fd < 0 && !c->chan) {
+            client_drop(h, c);
+            free(c);
+            continue;
+        }
+        h->clients[k++] = c;
+    }
+    if (k != h->nclients)
+        h->idle_since_ns = now_ns();
+    h->nclients = k;
+}
+
+static bool session_busy(holder *h)
+{
+    if (h->nclients || h->releasing)
+        return true;
+    return false;
+}
+
+/* ---- main loop --------------------------------------------------------- */
+
+static void agent_setup(holder *h)
+{
+    /* The agent's own environment: commands get theirs in each request. */
+    strvec_push(&h->agent_env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+    strvec_pushf(&h->agent_env, "HOME=%s", h->cfg->home);
+    strvec_push(&h->agent_env, "LANG=C.UTF-8");
+    /* The agent keeps its manifest beside its socket, so that a new holder
+     * (or a restarted agent) resumes without a full push. */
+    strvec_push(&h->agent_args, "--state-file");
+    strvec_push(&h->agent_args, SBX_SANDBOX_AGENT_DIR "/agent.state");
+}
+
+int sbx_holder_main(const sbx_config *cfg, int listen_fd)
+{
+    holder hs, *h = &hs;
+    struct sigaction sa;
+    sbx_err err;
+
+    memset(h, 0, sizeof(*h));
+    h->cfg = cfg;
+    h->lfd = listen_fd;
+    h->rfd = h->wfd = -1;
+    h->dir = sbx_session_state_dir(cfg);
+    h->sock_path = sbx_session_socket_path(cfg);
+    h->state_file = xasprintf("%s/host.manifest", h->dir);
+    h->user_gitconfig = xasprintf("%s/.gitconfig", cfg->home);
+    h->sandbox_gitconfig = xasprintf("%s/.gitconfig", cfg->home);
+    h->idle_since_ns = now_ns();
+    agent_setup(h);
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    sa.sa_handler = on_term;
+    sigaction(SIGTERM, &sa, NULL);
+    set_nonblock(h->lfd, true);
+    log_msg("serving session %s", cfg->session);
+
+    while (!h->quit) {
+        struct pollfd pfd[MAX_CLIENTS + 8];
+        size_t n = 0, nconn = 0;
+        int timeout = -1;
+        uint64_t now = now_ns();
+
+        if (got_term) {
+            log_msg("terminated; the sandbox stays for the next holder");
+            break;
+        }
+        pfd[n++] = (struct pollfd){ h->lfd, POLLIN, 0 };
+        if (h->conn && !h->conn_dead) {
+            nconn = sync_conn_pollfds(h->conn, pfd + n, SYNC_CONN_MAX_POLLFDS);
+            n += nconn;
+            timeout = sync_conn_timeout(h->conn);
+        }
+        size_t first_client = n;
+        for (size_t i = 0; i < h->nclients; i++) {
+            hclient *c = h->clients[i];
+            pfd[n++] = (struct pollfd){ c->fd, (short)(c->fd >= 0 ? POLLIN | (c->out.len ? POLLOUT : 0) : 0), 0 };
+        }
+        if (h->save_at_ns) {
+            int ms = h->save_at_ns > now ? (int)((h->save_at_ns - now) / 1000000) + 1 : 0;
+            timeout = timeout < 0 || ms < timeout ? ms : timeout;
+        }
+        if (!session_busy(h) && cfg->idle_timeout) {
+            uint64_t deadline = h->idle_since_ns + (uint64_t)cfg->idle_timeout * 1000000000;
+            int ms = deadline > now ? (int)((deadline - now) / 1000000) + 1 : 0;
+            timeout = timeout < 0 || ms < timeout ? ms : timeout;
+        }
+        if (poll(pfd, n, timeout) < 0 && errno != EINTR) {
+            log_msg("poll: %s", strerror(errno));
+            break;
+        }
+        if (h->conn && !h->conn_dead) {
+            if (sync_conn_handle_events(h->conn, pfd + 1, nconn) < 0)
+                h->conn_dead = true;
+        }
+        if (h->conn_dead)
+            drop_conn(h);
+        if (pfd[0].revents & POLLIN)
+            accept_clients(h);
+        for (size_t i = 0, k = first_client; i < h->nclients && k < n; i++, k++) {
+            hclient *c = h->clients[i];
+            if (c->fd >= 0 && pfd[k].fd == c->fd) {
+                if (pfd[k].revents & (POLLIN | POLLHUP | POLLERR))
+                    client_read(h, c);
+                if (c->fd >= 0 && (pfd[k].revents & POLLOUT))
+                    client_write(h, c);
+            }
+        }
+        /* Replies made while handling others' events go out now. */
+        for (size_t i = 0; i < h->nclients; i++)
+            if (h->clients[i]->fd >= 0 && h->clients[i]->out.len)
+                client_write(h, h->clients[i]);
+        reap_clients(h);
+        now = now_ns();
+        if (h->save_at_ns && now >= h->save_at_ns) {
+            h->save_at_ns = 0;
+            if (h->host && sync_host_save(h->host, &err) < 0)
+                log_msg("cannot save the host manifest: %s", err.msg);
+        }
+        if (!session_busy(h) && cfg->idle_timeout &&
+            now >= h->idle_since_ns + (uint64_t)cfg->idle_timeout * 1000000000) {
+            log_msg("idle for %u s: releasing", cfg->idle_timeout);
+            start_release(h);
+        }
+    }
+    /* Flush the last replies (a release's) before going. */
+    for (size_t i = 0; i < h->nclients; i++) {
+        hclient *c = h->clients[i];
+        if (c->fd >= 0) {
+            set_nonblock(c->fd, false);
+            client_write(h, c);
+        }
+        client_drop(h, c);
+        free(c);
+    }
+    if (h->host && sync_host_save(h->host, &err) < 0)
+        log_msg("cannot save the host manifest: %s", err.msg);
+    if (!h->quit)
+        unlink(h->sock_path);
+    drop_conn(h);
+    if (h->host)
+        sync_host_free(h->host);
+    sbx_backend_free(h->backend);
+    strvec_clear(&h->agent_args);
+    strvec_clear(&h->agent_env);
+    free(h->dir);
+    free(h->sock_path);
+    free(h->state_file);
+    free(h->user_gitconfig);
+    free(h->sandbox_gitconfig);
+    return 0;
+}

@@ -1,0 +1,750 @@
+/*
+ * sbx: manage sbxsh sessions and run commands in their sandboxes.
+ *
+ *   sbx exec [--session S] [--keep] [--tty] [--] CMD [ARG...]
+ *   sbx release [--session S]
+ *   sbx status [--session S] [--json]
+ *   sbx ls [--json]
+ *   sbx doctor
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+
+#include "common/strbuf.h"
+#include "common/strvec.h"
+#include "local/backend.h"
+#include "local/config.h"
+#include "local/fsutil.h"
+#include "local/session.h"
+
+static const char usage_main[] =
+    "usage: sbx COMMAND [OPTIONS]\n"
+    "\n"
+    "Manage sbxsh sessions: each session has a sandbox (gVisor's runsc, or bubblewrap)\n"
+    "holding a synced copy of the code directories, kept warm by a session holder.\n"
+    "\n"
+    "commands:\n"
+    "  exec [--session S] [--keep] [--tty] [--] CMD [ARG...]\n"
+    "                   run CMD in a sandbox with the code synced both ways; without\n"
+    "                   --keep, in a fresh sandbox released afterwards\n"
+    "  release [--session S]\n"
+    "                   pull the sandbox's last changes, then stop and delete it\n"
+    "  status [--session S] [--json]\n"
+    "                   show a session: holder, sandbox, agent, sync counters\n"
+    "  ls [--json]      list the sessions on this machine\n"
+    "  doctor           check the runtime, user namespaces, the agent and the\n"
+    "                   directories, and say what to fix\n"
+    "\n"
+    "Run `sbx COMMAND --help` for a command's options. The session defaults to the one\n"
+    "sbxsh uses here: AGENT_SANDBOX_SESSION, else named after the code directories\n"
+    "(AGENT_SANDBOX_CODE_DIRS, else the git top level, else the current directory).\n"
+    "\n"
+    "environment:\n"
+    "  AGENT_SANDBOX_SESSION          session name\n"
+    "  AGENT_SANDBOX_CODE_DIRS        code directories, colon-separated\n"
+    "  AGENT_SANDBOX_LOCAL_RUNTIME    runsc | bwrap (default: runsc when installed)\n"
+    "  AGENT_SANDBOX_LOCAL_NETWORK    none (default) | host\n"
+    "  AGENT_SANDBOX_IDLE_TIMEOUT     release after this long unused (default 30m; 0: never)\n"
+    "  AGENT_SANDBOX_FORWARD_ENV      host variables the sandbox gets, comma-separated\n"
+    "  AGENT_SANDBOX_SYNC_PATHS, AGENT_SANDBOX_TASK_FILES, AGENT_SANDBOX_SYNC_EXCLUDE\n"
+    "                                 more to sync (see sync/README.md)\n"
+    "  AGENT_SANDBOX_STATE_DIR        sandboxes' files (default ~/.local/state/sbxsh)\n"
+    "  AGENT_SANDBOX_AGENT            the sbx-agent binary to use\n"
+    "\n"
+    "exit status: sbx exec gives the command's (128+n for a signal, 126/127 when it cannot\n"
+    "run); 125 is sbx's own failure (no runtime, sandbox died, sync refused).\n";
+
+static const char usage_exec[] =
+    "usage: sbx exec [--session S] [--keep] [--tty] [--] CMD [ARG...]\n"
+    "\n"
+    "Runs CMD (looked up in the sandbox's PATH) in the session's sandbox, at the current\n"
+    "directory's path, which must lie in a code directory. The code directories are\n"
+    "pushed before and pulled back after; stdin, stdout and stderr are relayed.\n"
+    "\n"
+    "  --session S   the session (default: as sbxsh would name it here)\n"
+    "  --keep        run in the session's sandbox, starting it if needed, and keep it;\n"
+    "                without --keep the sandbox is a fresh one, released afterwards\n"
+    "                (with --session, that session must not exist yet)\n"
+    "  --tty         run on a terminal (stdin and stdout must be terminals)\n"
+    "  --help        this text\n";
+
+static const char usage_release[] =
+    "usage: sbx release [--session S]\n"
+    "\n"
+    "Pulls the sandbox's last changes back (background processes' too), stops the\n"
+    "sandbox, deletes its copies and private home, and ends the session's holder.\n";
+
+static const char usage_status[] =
+    "usage: sbx status [--session S] [--json]\n"
+    "\n"
+    "Shows the session: its holder, sandbox (runtime, id, created, alive), agent and\n"
+    "sync counters. Exit status 1 when the session does not exist.\n";
+
+static const char usage_ls[] =
+    "usage: sbx ls [--json]\n"
+    "\n"
+    "Lists the sessions that have a holder or a sandbox on this machine.\n";
+
+static const char usage_doctor[] =
+    "usage: sbx doctor\n"
+    "\n"
+    "Checks what sbxsh needs here: a sandbox runtime that starts, user namespaces, the\n"
+    "agent binary, the state and runtime directories, and the Kubernetes settings when\n"
+    "AGENT_SANDBOX_KUBECONFIG / AGENT_SANDBOX_POOL are set. Each problem says what to do.\n"
+    "Exit status 1 when something must be fixed.\n";
+
+static void die125(const char *msg) SBX_NORETURN;
+static void die125(const char *msg)
+{
+    fprintf(stderr, "sbx: %s\n", msg);
+    exit(SBX_EXIT_INTERNAL);
+}
+
+/* Options every subcommand shares; returns the index of the first operand. */
+static int parse_opts(int argc, char **argv, const char *usage, const char **session,
+                      bool *keep, bool *json, bool *tty)
+{
+    enum { O_SESSION = 1, O_KEEP, O_JSON, O_TTY, O_HELP };
+    static const struct option longs[] = {
+        { "session", required_argument, NULL, O_SESSION },
+        { "keep", no_argument, NULL, O_KEEP },
+        { "json", no_argument, NULL, O_JSON },
+        { "tty", no_argument, NULL, O_TTY },
+        { "help", no_argument, NULL, O_HELP },
+        { NULL, 0, NULL, 0 },
+    };
+    int c;
+    optind = 1;
+    /* "+": stop at the first operand, so that CMD's own options stay its. */
+    while ((c = getopt_long(argc, argv, "+h", longs, NULL)) != -1) {
+        switch (c) {
+        case O_SESSION: if (session) { *session = optarg; break; } goto bad;
+        case O_KEEP: if (keep) { *keep = true; break; } goto bad;
+        case O_JSON: if (json) { *json = true; break; } goto bad;
+        case O_TTY: if (tty) { *tty = true; break; } goto bad;
+        case O_HELP: case 'h':
+            fputs(usage, stdout);
+            exit(0);
+        default:
+        bad:
+            fputs(usage, stderr);
+            exit(2);
+        }
+    }
+    return optind;
+}
+
+static void load_config(sbx_config *cfg, const char *session)
+{
+    sbx_err err;
+    sbx_config_opts o = { .session = session };
+    if (sbx_config_load(cfg, &o, &err) < 0)
+        die125(err.msg);
+}
+
+static bool path_inside(const char *p, const char *dir)
+{
+    size_t n = strlen(dir);
+    return !strncmp(p, dir, n) && (p[n] == '\0' || p[n] == '/');
+}
+
+/* ---- exec -------------------------------------------------------------- */
+
+static int cmd_exec(int argc, char **argv)
+{
+    const char *session = NULL;
+    bool keep = false, tty = false;
+    int first = parse_opts(argc, argv, usage_exec, &session, &keep, NULL, &tty);
+    sbx_config cfg;
+    sbx_session *s;
+    sbx_err err;
+    sbx_exit st;
+    char cwd[PATH_MAX];
+    strvec env = STRVEC_INIT;
+    bool inside = false;
+    int rc;
+
+    if (first >= argc) {
+        fputs(usage_exec, stderr);
+        return 2;
+    }
+    load_config(&cfg, session);
+    char here[PATH_MAX];
+    if (!getcwd(here, sizeof(here)) || !realpath(here, cwd))
+        die125("cannot read the current directory");
+    for (size_t i = 0; i < cfg.code_dirs.n; i++)
+        inside |= path_inside(cwd, cfg.code_dirs.v[i]);
+    if (!inside) {
+        fprintf(stderr, "sbx: the current directory %s is outside the code directories (%s); "
+                "cd into one, or set AGENT_SANDBOX_CODE_DIRS\n", cwd, cfg.code_dirs.v[0]);
+        return SBX_EXIT_INTERNAL;
+    }
+    if (!keep) {
+        /* A fresh sandbox: a session of our own, unless one was named (then
+         * it must not exist yet, so that we never release someone's). */
+        strbuf dirjs = STRBUF_INIT;
+        char *dir;
+        if (!session) {
+            char *name = xasprintf("%.40s-exec-%d", cfg.session, (int)getpid());
+            free(cfg.session);
+            cfg.session = name;
+        }
+        dir = sbx_session_state_dir(&cfg);
+        sbx_session *probe = NULL;
+        sbx_open_opts no = { .no_start = true };
+        cfg.agent_path = sbx_find_agent(&err);
+        if (!cfg.agent_path)
+            die125(err.msg);
+        if (sbx_local_backend_peek(dir, &dirjs) == 0 ||
+            sbx_session_open(&cfg, &no, &probe, &err) == 0) {
+            fprintf(stderr, "sbx: session '%s' exists already; use --keep to run in it, or "
+                    "`sbx release --session %s` first\n", cfg.session, cfg.session);
+            sbx_session_close(probe);
+            return SBX_EXIT_INTERNAL;
+        }
+        free(dir);
+        strbuf_release(&dirjs);
+    }
+    if (sbx_session_open(&cfg, NULL, &s, &err) < 0)
+        die125(err.msg);
+
+    tty = tty && isatty(0) && isatty(1);
+    sbx_sandbox_env(&cfg, tty, &env);
+    sbx_fd_map fds[] = {
+        { 0, SBX_FD_RELAY_IN, 0 },
+        { 1, SBX_FD_RELAY_OUT, 1 },
+        { 2, SBX_FD_RELAY_OUT, 2 },
+    };
+    sbx_command cmd = {
+        .exe = argv[first],
+        .argv = (const char *const *)argv + first,
+        .env = (const char *const *)env.v,
+        .cwd = cwd,
+        .fds = fds,
+        .nfds = 3,
+        .tty = tty,
+        .forward_signals = true,
+        .filter = SBX_FILTER_AUTO,
+    };
+    if (sbx_session_run(s, &cmd, &st, &err) < 0) {
+        fprintf(stderr, "sbx: %s\n", err.msg);
+        rc = SBX_EXIT_INTERNAL;
+    } else if (WIFEXITED(st.wait_status)) {
+        rc = WEXITSTATUS(st.wait_status);
+        if (st.spawn_failed)
+            fprintf(stderr, "sbx: %s: %s\n", argv[first],
+                    rc == 127 ? "command not found" : st.message);
+    } else if (WIFSIGNALED(st.wait_status)) {
+        rc = 128 + WTERMSIG(st.wait_status);
+    } else {
+        rc = SBX_EXIT_INTERNAL;
+    }
+    if (!keep && sbx_session_release(s, &err) < 0) {
+        fprintf(stderr, "sbx: cannot release the sandbox: %s\n", err.msg);
+        if (rc == 0)
+            rc = SBX_EXIT_INTERNAL;
+    }
+    sbx_session_close(s);
+    strvec_clear(&env);
+    sbx_config_free(&cfg);
+    return rc;
+}
+
+/* ---- release, status, ls ------------------------------------------------- */
+
+static int cmd_release(int argc, char **argv)
+{
+    const char *session = NULL;
+    int first = parse_opts(argc, argv, usage_release, &session, NULL, NULL, NULL);
+    sbx_config cfg;
+    sbx_session *s;
+    sbx_err err;
+    strbuf js = STRBUF_INIT;
+    char *dir;
+
+    if (first != argc) {
+        fputs(usage_release, stderr);
+        return 2;
+    }
+    load_config(&cfg, session);
+    dir = sbx_session_state_dir(&cfg);
+    sbx_open_opts no = { .no_start = true };
+    if (sbx_session_open(&cfg, &no, &s, &err) < 0) {
+        if (sbx_local_backend_peek(dir, &js) < 0) {
+            fprintf(stderr, "sbx: no session '%s' here (sbx ls lists them)\n", cfg.session);
+            return 1;
+        }
+        /* A sandbox without a holder: a holder reattaches, pulls, releases. */
+        if (sbx_session_open(&cfg, NULL, &s, &err) < 0)
+            die125(err.msg);
+    }
+    if (sbx_session_release(s, &err) < 0)
+        die125(err.msg);
+    sbx_session_close(s);
+    strbuf_release(&js);
+    free(dir);
+    sbx_config_free(&cfg);
+    return 0;
+}
+
+static void print_status_human(const char *json)
+{
+    cJSON *o = cJSON_Parse(json), *sb, *it;
+    if (!o) {
+        printf("%s\n", json);
+        return;
+    }
+    it = cJSON_GetObjectItemCaseSensitive(o, "session");
+    printf("session:   %s\n", cJSON_IsString(it) ? it->valuestring : "?");
+    it = cJSON_GetObjectItemCaseSensitive(o, "holder_pid");
+    if (cJSON_IsNumber(it))
+        printf("holder:    running (pid %d)\n", (int)it->valuedouble);
+    else
+        printf("holder:    not running\n");
+    it = cJSON_GetObjectItemCaseSensitive(o, "code_dirs");
+    cJSON *d;
+    cJSON_ArrayForEach(d, it)
+        printf("code dir:  %s\n", cJSON_IsString(d) ? d->valuestring : "?");
+    sb = cJSON_GetObjectItemCaseSensitive(o, "sandbox");
+    if (cJSON_IsObject(sb)) {
+        cJSON *rt = cJSON_GetObjectItemCaseSensitive(sb, "runtime");
+        cJSON *id = cJSON_GetObjectItemCaseSensitive(sb, "id");
+        cJSON *alive = cJSON_GetObjectItemCaseSensitive(sb, "alive");
+        cJSON *created = cJSON_GetObjectItemCaseSensitive(sb, "created");
+        cJSON *net = cJSON_GetObjectItemCaseSensitive(sb, "network");
+        char when[64] = "?";
+        if (cJSON_IsNumber(created)) {
+            time_t t = (time_t)created->valuedouble;
+            strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&t));
+        }
+        printf("sandbox:   %s %s, %s, created %s, network %s\n",
+               cJSON_IsString(rt) ? rt->valuestring : "?",
+               cJSON_IsString(id) ? id->valuestring : "?",
+               cJSON_IsTrue(alive) ? "running" : "stopped", when,
+               cJSON_IsString(net) ? net->valuestring : "?");
+    } else {
+        printf("sandbox:   none (started by the next command)\n");
+    }
+    it = cJSON_GetObjectItemCaseSensitive(o, "sync");
+    if (cJSON_IsObject(it)) {
+        cJSON *pu = cJSON_GetObjectItemCaseSensitive(it, "pushes");
+        cJSON *pl = cJSON_GetObjectItemCaseSensitive(it, "pulls");
+        printf("sync:      %d pushes, %d pulls since the holder connected\n",
+               cJSON_IsNumber(pu) ? (int)pu->valuedouble : 0,
+               cJSON_IsNumber(pl) ? (int)pl->valuedouble : 0);
+    }
+    cJSON_Delete(o);
+}
+
+static int cmd_status(int argc, char **argv)
+{
+    const char *session = NULL;
+    bool json = false;
+    int first = parse_opts(argc, argv, usage_status, &session, NULL, &json, NULL);
+    sbx_config cfg;
+    sbx_session *s;
+    sbx_err err;
+    strbuf js = STRBUF_INIT;
+    int rc = 0;
+
+    if (first != argc) {
+        fputs(usage_status, stderr);
+        return 2;
+    }
+    load_config(&cfg, session);
+    sbx_open_opts no = { .no_start = true };
+    if (sbx_session_open(&cfg, &no, &s, &err) == 0) {
+        if (sbx_session_status(s, &js, &err) < 0)
+            die125(err.msg);
+        sbx_session_close(s);
+    } else {
+        char *dir = sbx_session_state_dir(&cfg);
+        strbuf sbjs = STRBUF_INIT;
+        if (sbx_local_backend_peek(dir, &sbjs) < 0) {
+            if (json)
+                printf("null\n");
+            else
+                fprintf(stderr, "sbx: no session '%s' here (sbx ls lists them)\n", cfg.session);
+            return 1;
+        }
+        strbuf_addstr(&js, "{\"session\":\"");
+        strbuf_add_json_escaped(&js, cfg.session, strlen(cfg.session));
+        strbuf_addf(&js, "\",\"holder_pid\":null,\"sandbox\":%s}", sbjs.buf);
+        strbuf_release(&sbjs);
+        free(dir);
+    }
+    if (json)
+        printf("%s\n", js.buf);
+    else
+        print_status_human(js.buf);
+    strbuf_release(&js);
+    sbx_config_free(&cfg);
+    return rc;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int cmd_ls(int argc, char **argv)
+{
+    bool json = false;
+    int first = parse_opts(argc, argv, usage_ls, NULL, NULL, &json, NULL);
+    sbx_config cfg;
+    strvec names = STRVEC_INIT;
+    DIR *d;
+    struct dirent *e;
+    strbuf out = STRBUF_INIT;
+    sbx_err err;
+
+    if (first != argc) {
+        fputs(usage_ls, stderr);
+        return 2;
+    }
+    load_config(&cfg, NULL);
+    /* Sessions are what has a socket or a state directory. */
+    if ((d = opendir(cfg.run_dir))) {
+        while ((e = readdir(d))) {
+            size_t n = strlen(e->d_name);
+            if (n > 5 && !strcmp(e->d_name + n - 5, ".sock"))
+                strvec_pushn(&names, e->d_name, n - 5);
+        }
+        closedir(d);
+    }
+    if ((d = opendir(cfg.state_root))) {
+        while ((e = readdir(d)))
+            if (e->d_name[0] != '.' && sbx_session_name_check(e->d_name, NULL) == 0)
+                strvec_push(&names, e->d_name);
+        closedir(d);
+    }
+    qsort(names.v, names.n, sizeof(*names.v), name_cmp);
+    if (json)
+        strbuf_addch(&out, '[');
+    else
+        strbuf_addf(&out, "%-40s %-7s %-8s %s\n", "SESSION", "RUNTIME", "SANDBOX", "HOLDER");
+    size_t shown = 0;
+    for (size_t i = 0; i < names.n; i++) {
+        if (i && !strcmp(names.v[i], names.v[i - 1]))
+            continue;
+        free(cfg.session);
+        cfg.session = xstrdup(names.v[i]);
+        char *dir = sbx_session_state_dir(&cfg);
+        strbuf sbjs = STRBUF_INIT;
+        sbx_session *s = NULL;
+        sbx_open_opts no = { .no_start = true };
+        bool has_sandbox = sbx_local_backend_peek(dir, &sbjs) == 0;
+        long holder = 0;
+        if (sbx_session_open(&cfg, &no, &s, &err) == 0) {
+            holder = sbx_session_holder_pid(s);
+            sbx_session_close(s);
+        }
+        free(dir);
+        if (!has_sandbox && !holder) {
+            strbuf_release(&sbjs);
+            continue;
+        }
+        cJSON *o = has_sandbox ? cJSON_Parse(sbjs.buf) : NULL;
+        cJSON *rt = cJSON_GetObjectItemCaseSensitive(o, "runtime");
+        cJSON *alive = cJSON_GetObjectItemCaseSensitive(o, "alive");
+        if (json) {
+            strbuf_addstr(&out, shown ? ",{\"session\":\"" : "{\"session\":\"");
+            strbuf_add_json_escaped(&out, names.v[i], strlen(names.v[i]));
+            strbuf_addf(&out, "\",\"holder_pid\":%ld,\"sandbox\":%s}", holder,
+                        has_sandbox ? sbjs.buf : "null");
+        } else {
+            char hbuf[32] = "-";
+            if (holder)
+                snprintf(hbuf, sizeof(hbuf), "pid %ld", holder);
+            strbuf_addf(&out, "%-40s %-7s %-8s %s\n", names.v[i],
+                        cJSON_IsString(rt) ? rt->valuestring : "-",
+                        !has_sandbox ? "none" : cJSON_IsTrue(alive) ? "running" : "stopped",
+                        hbuf);
+        }
+        shown++;
+        cJSON_Delete(o);
+        strbuf_release(&sbjs);
+    }
+    if (json)
+        strbuf_addstr(&out, "]\n");
+    fputs(out.buf, stdout);
+    strbuf_release(&out);
+    strvec_clear(&names);
+    sbx_config_free(&cfg);
+    return 0;
+}
+
+/* ---- doctor ------------------------------------------------------------ */
+
+static int problems;
+
+static void finding(int level, const char *what, const char *detail, ...) SBX_PRINTF(3, 4);
+/* level: 0 ok (detail on the same line), 1 note, 2 problem (detail: what
+ * to do, on the next line). */
+static void finding(int level, const char *what, const char *detail, ...)
+{
+    static const char *const tags[] = { "ok  ", "note", "FAIL" };
+    printf("%s  %s", tags[level], what);
+    if (detail) {
+        va_list ap;
+        va_start(ap, detail);
+        printf(level ? "\n      " : " ");
+        vprintf(detail, ap);
+        va_end(ap);
+    }
+    printf("\n");
+    if (level == 2)
+        problems++;
+}
+
+/* Runs argv quietly; returns its exit status (or -1) and its first output
+ * line in line. */
+static int run_quiet(char *const argv[], char *line, size_t linesz)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, 0);
+        dup2(p[1], 1);
+        dup2(p[1], 2);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(p[1]);
+    ssize_t n = read_full(p[0], line, linesz - 1);
+    close(p[0]);
+    line[n > 0 ? n : 0] = '\0';
+    char *nl = strchr(line, '\n');
+    if (nl)
+        *nl = '\0';
+    int st;
+    if (pid < 0 || waitpid(pid, &st, 0) < 0)
+        return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static bool userns_works(void)
+{
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(unshare(CLONE_NEWUSER) == 0 ? 0 : 1);
+    int st;
+    return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+static void doctor_runtimes(const sbx_config *cfg)
+{
+    char *runsc = sbx_which("runsc"), *bwrap = sbx_which("bwrap");
+    char line[512];
+    sbx_runtime rt;
+    sbx_err err;
+
+    if (runsc) {
+        char *v[] = { runsc, "--version", NULL };
+        run_quiet(v, line, sizeof(line));
+        finding(0, "runsc (gVisor) found:", "%s, %s", runsc, line);
+        char *t[] = { runsc, "--network=none", "--ignore-cgroups", "do", "/bin/true", NULL };
+        int r = run_quiet(t, line, sizeof(line));
+        if (r == 0)
+            finding(0, "runsc starts a sandbox (runsc do /bin/true)", NULL);
+        else
+            finding(cfg->runtime == SBX_RUNTIME_RUNSC ? 2 : 1,
+                    "runsc cannot start a sandbox here", "%s; run as root, or set "
+                    "AGENT_SANDBOX_LOCAL_RUNTIME=bwrap", line[0] ? line : "no message");
+    } else {
+        finding(cfg->runtime == SBX_RUNTIME_RUNSC ? 2 : 1, "runsc (gVisor) is not installed",
+                "apt-get install runsc (or make deps) for the stronger sandbox");
+    }
+    if (bwrap) {
+        char *v[] = { bwrap, "--version", NULL };
+        run_quiet(v, line, sizeof(line));
+        finding(0, "bubblewrap found:", "%s, %s", bwrap, line);
+        char *t[] = { bwrap, "--unshare-user", "--unshare-pid", "--unshare-net",
+                      "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib",
+                      "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
+                      "--proc", "/proc", "--dev", "/dev", "/bin/true", NULL };
+        int r = run_quiet(t, line, sizeof(line));
+        if (r == 0)
+            finding(0, "bubblewrap starts a sandbox with user, pid and network namespaces",
+                    NULL);
+        else
+            finding(cfg->runtime == SBX_RUNTIME_BWRAP ? 2 : 1, "bubblewrap cannot start a "
+                    "sandbox here", "%s; enable unprivileged user namespaces "
+                    "(sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces>0)",
+                    line[0] ? line : "no message");
+    } else {
+        finding(cfg->runtime == SBX_RUNTIME_BWRAP ? 2 : 1, "bubblewrap is not installed",
+                "apt-get install bubblewrap (or make deps)");
+    }
+    if (sbx_local_runtime_resolve(cfg->runtime, &rt, NULL, &err) < 0)
+        finding(2, "no usable sandbox runtime", "%s", err.msg);
+    else
+        finding(0, "runtime in use:", "%s (AGENT_SANDBOX_LOCAL_RUNTIME=%s)",
+                sbx_runtime_name(rt), sbx_runtime_name(cfg->runtime));
+    free(runsc);
+    free(bwrap);
+}
+
+static void doctor_dirs(sbx_config *cfg)
+{
+    sbx_err err;
+    char *sock = sbx_session_socket_path(cfg);
+
+    if (sbx_private_dir(cfg->run_dir, &err) < 0)
+        finding(2, "runtime directory unusable", "%s", err.msg);
+    else
+        finding(0, "runtime directory (sockets):", "%s, private", cfg->run_dir);
+    if (strlen(sock) + 8 >= 108)
+        finding(2, "session socket paths are too long", "%s: set XDG_RUNTIME_DIR to a "
+                "shorter directory", sock);
+    if (sbx_private_dir(cfg->state_root, &err) < 0)
+        finding(2, "state directory unusable", "%s", err.msg);
+    else
+        finding(0, "state directory (sandboxes' copies):", "%s, private", cfg->state_root);
+    free(sock);
+}
+
+static void doctor_agent(sbx_config *cfg, sbx_runtime rt)
+{
+    sbx_err err;
+    char *agent = sbx_find_agent(&err);
+    if (!agent) {
+        finding(2, "sbx-agent not found", "%s", err.msg);
+        return;
+    }
+    const char *base = strrchr(agent, '/') + 1;
+    finding(0, "sbx-agent:", "%s%s", agent, strcmp(base, "sbx-agent-static") ?
+            " (dynamic: the sandbox's /usr libraries must match; `make` builds "
+            "sbx-agent-static)" : "");
+    if (rt == SBX_RUNTIME_RUNSC) {
+        char *dir = xstrdup(agent);
+        *strrchr(dir, '/') = '\0';
+        char *so = xasprintf("%s/sbx-runsc-compat.so", dir);
+        if (access(so, R_OK) == 0)
+            finding(0, "runsc statx shim:", "%s", so);
+        else
+            finding(1, "sbx-runsc-compat.so missing beside sbx-agent", "without it `ls` and "
+                    "`stat` fail under Debian 12's runsc; run `make` or `make install`");
+        free(so);
+        free(dir);
+    }
+    free(agent);
+}
+
+static void doctor_kube(void)
+{
+    const char *kc = getenv("AGENT_SANDBOX_KUBECONFIG");
+    const char *pool = getenv("AGENT_SANDBOX_POOL");
+    if (kc && *kc) {
+        char *text = NULL;
+        size_t len;
+        if (read_file(kc, 4 << 20, &text, &len, NULL) < 0)
+            finding(2, "AGENT_SANDBOX_KUBECONFIG is not readable", "%s: %s", kc,
+                    strerror(errno));
+        else if (!strstr(text, "clusters:") || !strstr(text, "contexts:"))
+            finding(2, "AGENT_SANDBOX_KUBECONFIG does not look like a kubeconfig",
+                    "%s has no clusters:/contexts: sections; see cluster/README.md", kc);
+        else
+            finding(0, "kubeconfig:", "%s", kc);
+        free(text);
+    }
+    if (pool && *pool) {
+        bool ok = strlen(pool) <= 63;
+        for (const char *p = pool; *p; p++)
+            ok &= (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+                  (*p == '-' && p != pool && p[1]);
+        if (!ok)
+            finding(2, "AGENT_SANDBOX_POOL is not a valid pool name", "'%s': lower-case "
+                    "letters, digits and '-', at most 63", pool);
+        else if (!kc || !*kc)
+            finding(2, "AGENT_SANDBOX_POOL is set without AGENT_SANDBOX_KUBECONFIG",
+                    "set AGENT_SANDBOX_KUBECONFIG to the cluster's kubeconfig");
+        else
+            finding(0, "warm pool:", "%s", pool);
+    }
+    if ((kc && *kc) || (pool && *pool))
+        finding(1, "the Kubernetes backend is not built yet", "sessions use the local "
+                "backend until it is");
+}
+
+static int cmd_doctor(int argc, char **argv)
+{
+    int first = parse_opts(argc, argv, usage_doctor, NULL, NULL, NULL, NULL);
+    sbx_config cfg;
+    sbx_err err;
+    sbx_runtime rt = SBX_RUNTIME_AUTO;
+    char line[64];
+
+    if (first != argc) {
+        fputs(usage_doctor, stderr);
+        return 2;
+    }
+    if (sbx_config_load(&cfg, NULL, &err) < 0) {
+        finding(2, "configuration", "%s", err.msg);
+        printf("\n1 problem to fix.\n");
+        return 1;
+    }
+    finding(0, "session here:", "%s (code directory %s%s)", cfg.session, cfg.code_dirs.v[0],
+            cfg.code_dirs.n > 1 ? ", ..." : "");
+    doctor_runtimes(&cfg);
+    if (userns_works())
+        finding(0, "user namespaces work", NULL);
+    else
+        finding(getuid() == 0 ? 1 : 2, "user namespaces are not available",
+                "bubblewrap needs them: sysctl -w user.max_user_namespaces=15000 "
+                "(and kernel.unprivileged_userns_clone=1 where it exists)");
+    FILE *f = fopen("/proc/sys/user/max_user_namespaces", "r");
+    if (f && fgets(line, sizeof(line), f) && atoi(line) == 0)
+        finding(2, "user.max_user_namespaces is 0", "sysctl -w user.max_user_namespaces=15000");
+    if (f)
+        fclose(f);
+    sbx_local_runtime_resolve(cfg.runtime, &rt, NULL, NULL);
+    doctor_agent(&cfg, rt);
+    doctor_dirs(&cfg);
+    doctor_kube();
+    printf("\n%s\n", problems ? "Fix the FAIL lines above; `sudo make deps` installs the "
+                                "packages." : "All good.");
+    sbx_config_free(&cfg);
+    return problems ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct {
+        const char *name;
+        int (*fn)(int, char **);
+    } cmds[] = {
+        { "exec", cmd_exec }, { "release", cmd_release }, { "status", cmd_status },
+        { "ls", cmd_ls }, { "doctor", cmd_doctor },
+    };
+
+    if (argc < 2) {
+        fputs(usage_main, stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        fputs(usage_main, stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < ARRAY_SIZE(cmds); i++)
+        if (!strcmp(argv[1], cmds[i].name))
+            return cmds[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "sbx: unknown command '%s'\n\n%s", argv[1], usage_main);
+    return 2;
+}

@@ -1,0 +1,898 @@
+#include "local/session.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "local/holder.h"
+#include "local/proto.h"
+#include "local/termfilter.h"
+#include "sync/conn.h"
+
+#define MAX_FDS 16
+/* Credit is returned in batches of at least this much (or when a queue
+ * drains), so that a byte-at-a-time writer does not cost a frame per byte. */
+#define CREDIT_BATCH (32u * 1024)
+#define HELLO_TIMEOUT_MS 30000
+
+typedef struct outfd {
+    int child_fd;
+    sbx_fd_mode mode;
+    int local_fd;
+    strbuf q;           /* relay: bytes to write locally; api: bytes not yet read */
+    size_t raw_pending; /* bytes received, not yet credited */
+    size_t written;     /* bytes written locally since the last credit */
+    bool eof;
+    bool closed;        /* the local reader went away: output is discarded */
+    bool filter;
+    bool capped;        /* a pipe or socket: at most PIPE_BUF per POLLOUT */
+    sbx_termfilter tf;
+} outfd;
+
+typedef struct infd {
+    int child_fd;
+    sbx_fd_mode mode;
+    int local_fd;
+    size_t inflight;    /* sent, not acknowledged by the holder */
+    bool done;          /* EOF sent */
+} infd;
+
+struct sbx_session {
+    sbx_config *cfg;
+    sbx_open_opts opts;
+    int fd;
+    strbuf in, out;
+    long holder_pid;
+    /* the command */
+    bool running, exited;
+    sbx_exit exit;
+    bool forward_signals, tty, raw;
+    struct termios saved_tio;
+    outfd outs[MAX_FDS];
+    size_t nouts;
+    infd ins[MAX_FDS];
+    size_t nins;
+    /* replies */
+    bool got_sync_done, got_released, got_status;
+    strbuf status;
+    bool failed;
+    char failmsg[sizeof(((sbx_err *)0)->msg)];
+};
+
+/* ---- signals ----------------------------------------------------------- */
+
+static int sig_pipe[2] = { -1, -1 };
+static const int fwd_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH };
+static struct sigaction saved_sa[ARRAY_SIZE(fwd_signals)];
+static struct sigaction saved_pipe_sa;
+static bool signals_on;
+
+static void on_signal(int sig)
+{
+    int saved = errno;
+    unsigned char b = (unsigned char)sig;
+    if (write(sig_pipe[1], &b, 1) < 0) {
+        /* the pipe is full: the signal is already pending there */
+    }
+    errno = saved;
+}
+
+static void signals_install(bool forward)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, &saved_pipe_sa);
+    if (!forward)
+        return;
+    if (sig_pipe[0] < 0) {
+        if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+            return;
+    }
+    sa.sa_handler = on_signal;
+    for (size_t i = 0; i < ARRAY_SIZE(fwd_signals); i++)
+        sigaction(fwd_signals[i], &sa, &saved_sa[i]);
+    signals_on = true;
+}
+
+static void signals_restore(void)
+{
+    sigaction(SIGPIPE, &saved_pipe_sa, NULL);
+    if (!signals_on)
+        return;
+    for (size_t i = 0; i < ARRAY_SIZE(fwd_signals); i++)
+        sigaction(fwd_signals[i], &saved_sa[i], NULL);
+    signals_on = false;
+}
+
+/* ---- framing ----------------------------------------------------------- */
+
+static void send_u32s(sbx_session *s, int type, int n, uint32_t a, uint32_t b)
+{
+    size_t start = s->out.len;
+    proto_begin(&s->out, type);
+    if (n > 0)
+        proto_u32(&s->out, a);
+    if (n > 1)
+        proto_u32(&s->out, b);
+    proto_end(&s->out, start);
+}
+
+static int fail(sbx_session *s, sbx_err *err)
+{
+    return sbx_errf(err, "%s", s->failmsg);
+}
+
+static void set_failed(sbx_session *s, const char *fmt, ...) SBX_PRINTF(2, 3);
+static void set_failed(sbx_session *s, const char *fmt, ...)
+{
+    va_list ap;
+    if (s->failed)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(s->failmsg, sizeof(s->failmsg), fmt, ap);
+    va_end(ap);
+    s->failed = true;
+    s->running = false;
+}
+
+static outfd *out_by_child(sbx_session *s, int child_fd)
+{
+    for (size_t i = 0; i < s->nouts; i++)
+        if (s->outs[i].child_fd == child_fd)
+            return &s->outs[i];
+    return NULL;
+}
+
+static infd *in_by_child(sbx_session *s, int child_fd)
+{
+    for (size_t i = 0; i < s->nins; i++)
+        if (s->ins[i].child_fd == child_fd)
+            return &s->ins[i];
+    return NULL;
+}
+
+static void credit(sbx_session *s, outfd *o, size_t n)
+{
+    if (!n)
+        return;
+    o->raw_pending -= n;
+    if (s->running && !s->exited)
+        send_u32s(s, P_CREDIT, 2, (uint32_t)o->child_fd, (uint32_t)n);
+}
+
+static void handle_output(sbx_session *s, uint32_t fd, const char *p, size_t n)
+{
+    outfd *o = out_by_child(s, (int)fd);
+    if (!o)
+        return;
+    o->raw_pending += n;
+    if (o->closed) {
+        credit(s, o, o->raw_pending);
+        return;
+    }
+    if (o->filter)
+        sbx_termfilter_feed(&o->tf, p, n, &o->q);
+    else
+        strbuf_add(&o->q, p, n);
+}
+
+static void handle_frame(sbx_session *s, int type, proto_reader *r)
+{
+    uint32_t a = 0, b = 0;
+    const char *str;
+    size_t len;
+    infd *in;
+
+    switch (type) {
+    case P_OUTPUT:
+        if (proto_get_u32(r, &a) == 0)
+            handle_output(s, a, (const char *)r->p, r->left);
+        return;
+    case P_OUTPUT_EOF:
+        if (proto_get_u32(r, &a) == 0 && out_by_child(s, (int)a))
+            out_by_child(s, (int)a)->eof = true;
+        return;
+    case P_INPUT_ACK:
+        if (proto_get_u32(r, &a) == 0 && proto_get_u32(r, &b) == 0 &&
+            (in = in_by_child(s, (int)a)))
+            in->inflight -= b < in->inflight ? b : in->inflight;
+        return;
+    case P_EXIT: {
+        uint32_t kind, code, core, ws;
+        if (proto_get_u32(r, &kind) < 0 || proto_get_u32(r, &code) < 0 ||
+            proto_get_u32(r, &core) < 0 || proto_get_u32(r, &ws) < 0 ||
+            proto_get_str(r, &str, &len) < 0) {
+            set_failed(s, "malformed exit status from the session holder");
+            return;
+        }
+        s->exited = true;
+        s->exit.wait_status = (int)ws;
+        s->exit.spawn_failed = kind == SYNC_SPAWN_FAILED;
+        snprintf(s->exit.message, sizeof(s->exit.message), "%.*s", (int)len, str);
+        return;
+    }
+    case P_SYNC_DONE:
+        s->got_sync_done = true;
+        return;
+    case P_RELEASED:
+        s->got_released = true;
+        return;
+    case P_STATUS_REPLY:
+        if (proto_get_str(r, &str, &len) == 0) {
+            strbuf_reset(&s->status);
+            strbuf_add(&s->status, str, len);
+            s->got_status = true;
+        }
+        return;
+    case P_WARNING:
+        if (proto_get_str(r, &str, &len) == 0) {
+            char *msg = xstrndup(str, len);
+            if (s->opts.warning)
+                s->opts.warning(s->opts.warning_ctx, msg);
+            else
+                fprintf(stderr, "sbxsh: warning: %s\n", msg);
+            free(msg);
+        }
+        return;
+    case P_PROGRESS:
+        if (proto_get_str(r, &str, &len) == 0 && isatty(2))
+            fprintf(stderr, "sbxsh: %.*s\n", (int)len, str);
+        return;
+    case P_ERROR:
+        if (proto_get_str(r, &str, &len) == 0)
+            set_failed(s, "%.*s", (int)len, str);
+        else
+            set_failed(s, "the session holder failed");
+        return;
+    case P_HELLO_OK:
+        if (proto_get_u32(r, &a) == 0 && proto_get_u32(r, &b) == 0)
+            s->holder_pid = b;
+        return;
+    default:
+        set_failed(s, "unexpected message %d from the session holder", type);
+    }
+}
+
+static void sock_read(sbx_session *s)
+{
+    char buf[65536 + 64];
+    ssize_t n = read(s->fd, buf, sizeof(buf));
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (n <= 0) {
+        char *dir = sbx_session_state_dir(s->cfg);
+        set_failed(s, "the session holder went away (see %s/holder.log); the next command "
+                   "starts a new one", dir);
+        free(dir);
+        return;
+    }
+    strbuf_add(&s->in, buf, (size_t)n);
+    size_t off = 0;
+    while (!s->failed) {
+        int type;
+        proto_reader r;
+        long flen = proto_parse(s->in.buf + off, s->in.len - off, &type, &r);
+        if (flen == 0)
+            break;
+        if (flen < 0) {
+            set_failed(s, "malformed message from the session holder");
+            break;
+        }
+        handle_frame(s, type, &r);
+        off += (size_t)flen;
+    }
+    strbuf_remove(&s->in, 0, off);
+}
+
+static void sock_write(sbx_session *s)
+{
+    while (s->out.len) {
+        ssize_t n = send(s->fd, s->out.buf, s->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EINTR)
+                return;
+            set_failed(s, "lost the connection to the session holder: %s", strerror(errno));
+            return;
+        }
+        strbuf_remove(&s->out, 0, (size_t)n);
+    }
+}
+
+/* ---- relaying ---------------------------------------------------------- */
+
+static void relay_input(sbx_session *s, infd *in)
+{
+    char buf[SBX_PROTO_CHUNK];
+    size_t room = SBX_PROTO_INPUT_WINDOW - in->inflight;
+    ssize_t n = read(in->local_fd, buf, room < sizeof(buf) ? room : sizeof(buf));
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (n <= 0) {
+        /* End of file, or an error such as EIO on a hung-up terminal: to
+         * the child it is the end of its input either way. */
+        send_u32s(s, P_INPUT_EOF, 1, (uint32_t)in->child_fd, 0);
+        in->done = true;
+        return;
+    }
+    size_t start = s->out.len;
+    proto_begin(&s->out, P_INPUT);
+    proto_u32(&s->out, (uint32_t)in->child_fd);
+    strbuf_add(&s->out, buf, (size_t)n);
+    proto_end(&s->out, start);
+    in->inflight += (size_t)n;
+}
+
+static void relay_output(sbx_session *s, outfd *o)
+{
+    while (o->q.len) {
+        size_t want = o->q.len;
+        if (o->capped && want > PIPE_BUF)
+            want = PIPE_BUF;
+        ssize_t n = write(o->local_fd, o->q.buf, want);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN)
+                return;
+            /* EPIPE (or any error): the reader is gone. The sandbox's
+             * writer gets SIGPIPE on its next write, as under bash. */
+            o->closed = true;
+            strbuf_reset(&o->q);
+            if (s->running && !s->exited)
+                send_u32s(s, P_CLOSE_OUTPUT, 1, (uint32_t)o->child_fd, 0);
+            credit(s, o, o->raw_pending);
+            return;
+        }
+        strbuf_remove(&o->q, 0, (size_t)n);
+        o->written += (size_t)n;
+        if (o->capped)
+            break;      /* poll again before the next PIPE_BUF */
+    }
+    /* Unfiltered, bytes written are bytes received; filtered, only a
+     * drained queue says how much of the input is consumed. */
+    if (!o->q.len) {
+        credit(s, o, o->raw_pending);
+        o->written = 0;
+    } else if (!o->filter && o->written >= CREDIT_BATCH) {
+        credit(s, o, o->written < o->raw_pending ? o->written : o->raw_pending);
+        o->written = 0;
+    }
+}
+
+static void forward_signal(sbx_session *s, int sig)
+{
+    if (!s->running || s->exited)
+        return;
+    if (sig == SIGWINCH) {
+        struct winsize ws;
+        if (ioctl(1, TIOCGWINSZ, &ws) == 0 || ioctl(0, TIOCGWINSZ, &ws) == 0)
+            send_u32s(s, P_WINSIZE, 2, ws.ws_row, ws.ws_col);
+        return;
+    }
+    send_u32s(s, P_SIGNAL, 1, (uint32_t)sig, 0);
+}
+
+/* One round of the event loop: waits up to timeout_ms for something to do
+ * and does it. */
+static void pump(sbx_session *s, int timeout_ms)
+{
+    struct pollfd pfd[2 * MAX_FDS + 2];
+    void *who[2 * MAX_FDS + 2];
+    size_t n = 0;
+
+    pfd[n] = (struct pollfd){ s->fd, (short)(POLLIN | (s->out.len ? POLLOUT : 0)), 0 };
+    who[n++] = NULL;
+    if (signals_on) {
+        pfd[n] = (struct pollfd){ sig_pipe[0], POLLIN, 0 };
+        who[n++] = &sig_pipe;
+    }
+    for (size_t i = 0; s->running && !s->exited && i < s->nins; i++) {
+        infd *in = &s->ins[i];
+        if (in->mode == SBX_FD_RELAY_IN && !in->done && in->inflight < SBX_PROTO_INPUT_WINDOW) {
+            pfd[n] = (struct pollfd){ in->local_fd, POLLIN, 0 };
+            who[n++] = in;
+        }
+    }
+    for (size_t i = 0; i < s->nouts; i++) {
+        outfd *o = &s->outs[i];
+        if (o->mode == SBX_FD_RELAY_OUT && o->q.len && !o->closed) {
+            pfd[n] = (struct pollfd){ o->local_fd, POLLOUT, 0 };
+            who[n++] = o;
+        }
+    }
+    if (poll(pfd, n, timeout_ms) < 0) {
+        if (errno != EINTR)
+            set_failed(s, "poll: %s", strerror(errno));
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!pfd[i].revents)
+            continue;
+        if (who[i] == NULL) {
+            if (pfd[i].revents & POLLOUT)
+                sock_write(s);
+            if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))
+                sock_read(s);
+        } else if (who[i] == (void *)&sig_pipe) {
+            unsigned char sigs[32];
+            ssize_t k = read(sig_pipe[0], sigs, sizeof(sigs));
+            for (ssize_t j = 0; j < k; j++)
+                forward_signal(s, sigs[j]);
+        } else if (who[i] >= (void *)s->ins && who[i] < (void *)(s->ins + MAX_FDS)) {
+            relay_input(s, who[i]);
+        } else {
+            relay_output(s, who[i]);
+        }
+    }
+    if (s->out.len && !s->failed)
+        sock_write(s);
+}
+
+/* ---- connecting -------------------------------------------------------- */
+
+static int sock_connect(const char *path)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+/* Forks the holder, which inherits the listening socket and nothing else of
+ * ours. The socket is bound and listening before the fork, so our connect
+ * right after cannot miss it. */
+static int start_holder(sbx_config *cfg, const char *sock_path, sbx_err *err)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    char *dir = sbx_session_state_dir(cfg);
+    int lfd = -1;
+    pid_t pid;
+
+    if (sbx_private_dir(cfg->state_root, err) < 0 || sbx_private_dir(dir, err) < 0)
+        goto fail;
+    unlink(sock_path);
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
+    lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 128) < 0) {
+        sbx_errno(err, "cannot listen on %s", sock_path);
+        goto fail;
+    }
+    pid = fork();
+    if (pid < 0) {
+        sbx_errno(err, "fork");
+        goto fail;
+    }
+    if (pid == 0) {
+        sigset_t none;
+        setsid();
+        if (fork() != 0)
+            _exit(0);
+        char *log = xasprintf("%s/holder.log", dir);
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        int lg = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        if (null < 0 || lg < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(lg, 2) < 0 ||
+            dup2(lfd, 3) < 0)
+            _exit(1);
+        /* Nothing of the caller's may stay open in a long-lived process: a
+         * pipe's write end kept here would keep its reader from EOF. */
+        for (int fd = 4; fd < 65536; fd++)
+            close(fd);
+        set_cloexec(3, true);
+        for (int sig = 1; sig < NSIG; sig++)
+            signal(sig, SIG_DFL);
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        if (chdir("/") < 0)
+            _exit(1);
+        _exit(sbx_holder_main(cfg, 3));
+    }
+    close(lfd);
+    free(dir);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    return 0;
+fail:
+    if (lfd >= 0)
+        close(lfd);
+    free(dir);
+    return -1;
+}
+
+static int hello(sbx_session *s, sbx_err *err)
+{
+    uint64_t deadline = now_ns() + (uint64_t)HELLO_TIMEOUT_MS * 1000000;
+    send_u32s(s, P_HELLO, 2, SBX_PROTO_VERSION, isatty(2) ? P_HELLO_PROGRESS : 0);
+    while (!s->holder_pid && !s->failed) {
+        uint64_t now = now_ns();
+        if (now >= deadline)
+            return sbx_errf(err, "the session holder does not answer; see its log under %s",
+                            s->cfg->state_root);
+        pump(s, (int)((deadline - now) / 1000000) + 1);
+    }
+    return s->failed ? fail(s, err) : 0;
+}
+
+int sbx_session_open(sbx_config *cfg, const sbx_open_opts *opts, sbx_session **out,
+                     sbx_err *err)
+{
+    static const sbx_open_opts none;
+    char *sock = NULL, *lockp = NULL;
+    int lock = -1;
+
+    *out = NULL;
+    if (!cfg->agent_path && !(cfg->agent_path = sbx_find_agent(err)))
+        return -1;
+    if (sbx_private_dir(cfg->run_dir, err) < 0)
+        return -1;
+    sock = sbx_session_socket_path(cfg);
+    lockp = sbx_session_lock_path(cfg);
+    if (strlen(sock) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+        sbx_errf(err, "the session socket path %s is too long; set XDG_RUNTIME_DIR to a "
+                 "shorter directory", sock);
+        goto fail;
+    }
+    /* Two tries: a holder that is exiting (idle, released) may accept our
+     * connection and close it; then we start a new one. */
+    for (int attempt = 0; attempt < 3; attempt++) {
+        int fd = sock_connect(sock);
+        if (fd < 0 && !(opts && opts->no_start)) {
+            lock = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+            if (lock < 0 || flock(lock, LOCK_EX) < 0) {
+                sbx_errno(err, "cannot lock %s", lockp);
+                goto fail;
+            }
+            fd = sock_connect(sock);
+            if (fd < 0) {
+                if (start_holder(cfg, sock, err) < 0)
+                    goto fail;
+                fd = sock_connect(sock);
+            }
+            close(lock);
+            lock = -1;
+        }
+        if (fd < 0) {
+            if (opts && opts->no_start) {
+                sbx_errf(err, "no session '%s' is running", cfg->session);
+                goto fail;
+            }
+            sbx_errno(err, "cannot reach the session holder at %s", sock);
+            goto fail;
+        }
+        sbx_session *s = xcalloc(1, sizeof(*s));
+        s->cfg = cfg;
+        s->opts = opts ? *opts : none;
+        s->fd = fd;
+        strbuf_init(&s->in, 0);
+        strbuf_init(&s->out, 0);
+        strbuf_init(&s->status, 0);
+        set_nonblock(fd, true);
+        if (hello(s, err) == 0) {
+            free(sock);
+            free(lockp);
+            *out = s;
+            return 0;
+        }
+        bool gone = s->failed && strstr(s->failmsg, "went away");
+        sbx_session_close(s);
+        if (!gone)
+            goto fail;
+    }
+fail:
+    if (lock >= 0)
+        close(lock);
+    free(sock);
+    free(lockp);
+    return -1;
+}
+
+static void restore_tty(sbx_session *s)
+{
+    if (s->raw) {
+        tcsetattr(0, TCSADRAIN, &s->saved_tio);
+        s->raw = false;
+    }
+}
+
+static void end_command(sbx_session *s)
+{
+    restore_tty(s);
+    signals_restore();
+    for (size_t i = 0; i < s->nouts; i++)
+        strbuf_release(&s->outs[i].q);
+    s->nouts = s->nins = 0;
+    s->running = false;
+}
+
+void sbx_session_close(sbx_session *s)
+{
+    if (!s)
+        return;
+    if (s->running)
+        end_command(s);
+    close(s->fd);
+    strbuf_release(&s->in);
+    strbuf_release(&s->out);
+    strbuf_release(&s->status);
+    free(s);
+}
+
+long sbx_session_holder_pid(const sbx_session *s)
+{
+    return s->holder_pid;
+}
+
+/* ---- commands ---------------------------------------------------------- */
+
+static bool is_capped(int fd)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
+}
+
+int sbx_session_start(sbx_session *s, const sbx_command *cmd, sbx_err *err)
+{
+    struct winsize ws = { 0 };
+    size_t start;
+
+    if (s->failed)
+        return fail(s, err);
+    if (s->running)
+        return sbx_errf(err, "a command is already running in this session handle");
+    if (cmd->nfds > MAX_FDS)
+        return sbx_errf(err, "too many fds in the command's map (at most %d)", MAX_FDS);
+    memset(&s->exit, 0, sizeof(s->exit));
+    s->exited = false;
+    s->nouts = s->nins = 0;
+    s->tty = cmd->tty;
+    for (size_t i = 0; i < cmd->nfds; i++) {
+        const sbx_fd_map *m = &cmd->fds[i];
+        if (m->mode == SBX_FD_RELAY_OUT || m->mode == SBX_FD_API_OUT) {
+            outfd *o = &s->outs[s->nouts++];
+            memset(o, 0, sizeof(*o));
+            o->child_fd = m->child_fd;
+            o->mode = m->mode;
+            o->local_fd = m->local_fd;
+            strbuf_init(&o->q, 0);
+            if (m->mode == SBX_FD_RELAY_OUT) {
+                o->capped = is_capped(m->local_fd);
+                o->filter = cmd->filter == SBX_FILTER_ON ||
+                            (cmd->filter == SBX_FILTER_AUTO && !cmd->tty && isatty(m->local_fd));
+                sbx_termfilter_init(&o->tf);
+            }
+        } else {
+            infd *in = &s->ins[s->nins++];
+            memset(in, 0, sizeof(*in));
+            in->child_fd = m->child_fd;
+            in->mode = m->mode;
+            in->local_fd = m->local_fd;
+        }
+    }
+    if (cmd->tty) {
+        if (ioctl(1, TIOCGWINSZ, &ws) < 0)
+            ioctl(0, TIOCGWINSZ, &ws);
+        if (isatty(0) && tcgetattr(0, &s->saved_tio) == 0) {
+            struct termios raw = s->saved_tio;
+            cfmakeraw(&raw);
+            if (tcsetattr(0, TCSADRAIN, &raw) == 0)
+                s->raw = true;
+        }
+    }
+
+    start = s->out.len;
+    proto_begin(&s->out, P_RUN);
+    proto_strz(&s->out, cmd->exe);
+    proto_list(&s->out, cmd->argv);
+    proto_list(&s->out, cmd->env);
+    proto_strz(&s->out, cmd->cwd);
+    proto_u32(&s->out, (uint32_t)cmd->nfds);
+    for (size_t i = 0; i < cmd->nfds; i++) {
+        proto_u32(&s->out, (uint32_t)cmd->fds[i].child_fd);
+        proto_u32(&s->out, cmd->fds[i].mode == SBX_FD_RELAY_OUT ||
+                           cmd->fds[i].mode == SBX_FD_API_OUT);
+    }
+    proto_u32(&s->out, cmd->tty);
+    proto_u32(&s->out, ws.ws_row);
+    proto_u32(&s->out, ws.ws_col);
+    proto_end(&s->out, start);
+    if (s->out.len - start > SBX_PROTO_MAX_FRAME) {
+        strbuf_setlen(&s->out, start);
+        restore_tty(s);
+        return sbx_errf(err, "the command, its arguments and environment are too large "
+                        "(over %u bytes)", SBX_PROTO_MAX_FRAME);
+    }
+    s->running = true;
+    signals_install(cmd->forward_signals);
+    sock_write(s);
+    return s->failed ? (end_command(s), fail(s, err)) : 0;
+}
+
+static bool outputs_drained(sbx_session *s)
+{
+    for (size_t i = 0; i < s->nouts; i++) {
+        outfd *o = &s->outs[i];
+        if (o->mode == SBX_FD_RELAY_OUT && o->q.len && !o->closed)
+            return false;
+    }
+    return true;
+}
+
+int sbx_session_write(sbx_session *s, int child_fd, const void *buf, size_t len, sbx_err *err)
+{
+    infd *in = in_by_child(s, child_fd);
+    const char *p = buf;
+
+    if (!in || in->mode != SBX_FD_API_IN || in->done)
+        return sbx_errf(err, "fd %d is not an open API input of the command", child_fd);
+    while (len) {
+        if (s->failed)
+            return fail(s, err);
+        if (s->exited)
+            return sbx_errf(err, "the command has exited");
+        size_t room = SBX_PROTO_INPUT_WINDOW - in->inflight;
+        if (!room) {
+            pump(s, -1);
+            continue;
+        }
+        size_t n = len < room ? len : room;
+        if (n > SBX_PROTO_CHUNK)
+            n = SBX_PROTO_CHUNK;
+        size_t start = s->out.len;
+        proto_begin(&s->out, P_INPUT);
+        proto_u32(&s->out, (uint32_t)child_fd);
+        strbuf_add(&s->out, p, n);
+        proto_end(&s->out, start);
+        in->inflight += n;
+        p += n;
+        len -= n;
+        sock_write(s);
+    }
+    return s->failed ? fail(s, err) : 0;
+}
+
+int sbx_session_close_fd(sbx_session *s, int child_fd, sbx_err *err)
+{
+    infd *in = in_by_child(s, child_fd);
+    if (!in || in->mode != SBX_FD_API_IN)
+        return sbx_errf(err, "fd %d is not an API input of the command", child_fd);
+    if (!in->done) {
+        send_u32s(s, P_INPUT_EOF, 1, (uint32_t)child_fd, 0);
+        in->done = true;
+        sock_write(s);
+    }
+    return s->failed ? fail(s, err) : 0;
+}
+
+int sbx_session_read_record(sbx_session *s, int child_fd, int delim, strbuf *out,
+                            sbx_err *err)
+{
+    outfd *o = out_by_child(s, child_fd);
+    if (!o || o->mode != SBX_FD_API_OUT)
+        return sbx_errf(err, "fd %d is not an API output of the command", child_fd);
+    for (;;) {
+        char *hit = o->q.len ? memchr(o->q.buf, delim, o->q.len) : NULL;
+        if (hit) {
+            size_t n = (size_t)(hit - o->q.buf) + 1;
+            strbuf_add(out, o->q.buf, n);
+            strbuf_remove(&o->q, 0, n);
+            credit(s, o, n);
+            sock_write(s);
+            return 1;
+        }
+        if (s->failed)
+            return fail(s, err);
+        if (o->eof || s->exited) {
+            strbuf_add(out, o->q.buf, o->q.len);
+            strbuf_reset(&o->q);
+            return 0;
+        }
+        pump(s, -1);
+    }
+}
+
+int sbx_session_signal(sbx_session *s, int signo, sbx_err *err)
+{
+    if (s->failed)
+        return fail(s, err);
+    if (s->running && !s->exited) {
+        send_u32s(s, P_SIGNAL, 1, (uint32_t)signo, 0);
+        sock_write(s);
+    }
+    return 0;
+}
+
+int sbx_session_wait(sbx_session *s, sbx_exit *st, sbx_err *err)
+{
+    if (!s->running)
+        return s->failed ? fail(s, err) : sbx_errf(err, "no command is running");
+    while (!s->failed && !(s->exited && outputs_drained(s)))
+        pump(s, -1);
+    end_command(s);
+    if (s->failed)
+        return fail(s, err);
+    *st = s->exit;
+    return 0;
+}
+
+int sbx_session_run(sbx_session *s, const sbx_command *cmd, sbx_exit *st, sbx_err *err)
+{
+    if (sbx_session_start(s, cmd, err) < 0)
+        return -1;
+    return sbx_session_wait(s, st, err);
+}
+
+/* Waits for a one-shot reply while relaying (a command may be running). */
+static int await(sbx_session *s, bool *flag, sbx_err *err)
+{
+    sock_write(s);
+    while (!*flag && !s->failed)
+        pump(s, -1);
+    *flag = false;
+    return s->failed ? fail(s, err) : 0;
+}
+
+int sbx_session_sync(sbx_session *s, sbx_err *err)
+{
+    send_u32s(s, P_SYNC, 0, 0, 0);
+    return await(s, &s->got_sync_done, err);
+}
+
+int sbx_session_release(sbx_session *s, sbx_err *err)
+{
+    send_u32s(s, P_RELEASE, 0, 0, 0);
+    return await(s, &s->got_released, err);
+}
+
+int sbx_session_status(sbx_session *s, strbuf *json, sbx_err *err)
+{
+    send_u32s(s, P_STATUS, 0, 0, 0);
+    if (await(s, &s->got_status, err) < 0)
+        return -1;
+    strbuf_add(json, s->status.buf, s->status.len);
+    return 0;
+}
+
+void sbx_sandbox_env(const sbx_config *cfg, bool tty, strvec *out)
+{
+    const char *v;
+    strvec_push(out, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+    strvec_pushf(out, "HOME=%s", cfg->home);
+    if (tty && (v = getenv("TERM")))
+        strvec_pushf(out, "TERM=%s", v);
+    for (size_t i = 0; i < cfg->forward_env.n; i++) {
+        const char *name = cfg->forward_env.v[i];
+        if (strchr(name, '=') || !(v = getenv(name)))
+            continue;
+        /* PATH and HOME forwarded on purpose replace the defaults. */
+        for (size_t j = 0; j < out->n; j++) {
+            size_t len = strlen(name);
+            if (!strncmp(out->v[j], name, len) && out->v[j][len] == '=') {
+                free(out->v[j]);
+                out->v[j] = xasprintf("%s=%s", name, v);
+                goto next;
+            }
+        }
+        strvec_pushf(out, "%s=%s", name, v);
+    next:;
+    }
+}

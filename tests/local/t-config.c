@@ -1,0 +1,146 @@
+/* Session configuration: code directories, session names, durations. */
+#include "tests/lib/tap.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "local/config.h"
+
+static char tmp[PATH_MAX];
+static char base[256];
+
+static char *mk(const char *rel)
+{
+    static char p[PATH_MAX + 300];
+    snprintf(p, sizeof(p), "%s/%s", tmp, rel);
+    return p;
+}
+
+int main(void)
+{
+    strvec dirs = STRVEC_INIT;
+    sbx_err err;
+    unsigned secs;
+    char *name;
+
+    snprintf(base, sizeof(base), "%.200s/sbx-t-config.XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(base) || !realpath(base, tmp))
+        return 1;
+    mkdir(mk("repo"), 0755);
+    mkdir(mk("repo/.git"), 0755);
+    mkdir(mk("repo/src"), 0755);
+    mkdir(mk("repo/src/deep"), 0755);
+    mkdir(mk("plain"), 0755);
+    mkdir(mk("wt"), 0755);
+    FILE *f = fopen(mk("wt/.git"), "w");
+    fputs("gitdir: /elsewhere\n", f);
+    fclose(f);
+    char target[PATH_MAX + 300];
+    snprintf(target, sizeof(target), "%s", mk("repo"));
+    if (symlink(target, mk("link")) < 0)
+        return 1;
+
+    ok(sbx_resolve_code_dirs(NULL, mk("repo/src/deep"), &dirs, &err) == 0, "resolve in a repo");
+    is_str(dirs.n ? dirs.v[0] : "", mk("repo"), "the git top level");
+    strvec_clear(&dirs);
+    ok(sbx_resolve_code_dirs("", mk("wt"), &dirs, &err) == 0, "resolve in a worktree");
+    is_str(dirs.n ? dirs.v[0] : "", mk("wt"), "a gitfile marks the top level");
+    strvec_clear(&dirs);
+    ok(sbx_resolve_code_dirs(NULL, mk("link/src"), &dirs, &err) == 0, "through a symlink");
+    is_str(dirs.n ? dirs.v[0] : "", mk("repo"), "the real path");
+    strvec_clear(&dirs);
+
+    char env[3 * PATH_MAX];
+    snprintf(target, sizeof(target), "%s", mk("plain"));
+    snprintf(env, sizeof(env), "%s:%s", target, mk("link"));
+    ok(sbx_resolve_code_dirs(env, mk("wt"), &dirs, &err) == 0, "AGENT_SANDBOX_CODE_DIRS wins");
+    is_int(dirs.n, 2, "two directories");
+    is_str(dirs.n > 1 ? dirs.v[1] : "", mk("repo"), "made real");
+    strvec_clear(&dirs);
+    snprintf(target, sizeof(target), "%s", mk("repo"));
+    snprintf(env, sizeof(env), "%s:%s", target, mk("repo/src"));
+    ok(sbx_resolve_code_dirs(env, "/", &dirs, &err) < 0, "nested code directories refused");
+    ok(strstr(err.msg, "overlap") != NULL, "message says they overlap");
+    strvec_clear(&dirs);
+    ok(sbx_resolve_code_dirs("relative/dir", "/", &dirs, &err) < 0, "relative path refused");
+    strvec_clear(&dirs);
+    ok(sbx_resolve_code_dirs("/", "/", &dirs, &err) < 0, "/ refused");
+    strvec_clear(&dirs);
+    ok(sbx_resolve_code_dirs(mk("missing"), "/", &dirs, &err) < 0, "missing directory refused");
+    strvec_clear(&dirs);
+
+    strvec_push(&dirs, "/home/me/My Project!");
+    name = sbx_session_name_derive(&dirs);
+    ok(sbx_session_name_check(name, NULL) == 0, "derived name is valid: %s", name);
+    ok(!strncmp(name, "My_Project_-", 12), "readable part from the basename: %s", name);
+    char *again = sbx_session_name_derive(&dirs);
+    is_str(again, name, "derivation is stable");
+    strvec_clear(&dirs);
+    strvec_push(&dirs, "/other/My Project!");
+    char *other = sbx_session_name_derive(&dirs);
+    ok(strcmp(other, name) != 0, "another path, another name");
+    free(name);
+    free(again);
+    free(other);
+    strvec_clear(&dirs);
+
+    ok(sbx_session_name_check("ok-name_1.2", NULL) == 0, "valid name");
+    ok(sbx_session_name_check("", &err) < 0, "empty name refused");
+    ok(sbx_session_name_check("-x", &err) < 0, "leading dash refused");
+    ok(sbx_session_name_check("a/b", &err) < 0, "slash refused");
+    ok(sbx_session_name_check("..", &err) < 0, "dots refused");
+    ok(sbx_session_name_check("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", &err) < 0,
+       "65 characters refused");
+
+    ok(sbx_parse_duration("90", &secs, &err) == 0 && secs == 90, "seconds");
+    ok(sbx_parse_duration("30m", &secs, &err) == 0 && secs == 1800, "minutes");
+    ok(sbx_parse_duration("2h", &secs, &err) == 0 && secs == 7200, "hours");
+    ok(sbx_parse_duration("0", &secs, &err) == 0 && secs == 0, "zero");
+    ok(sbx_parse_duration("-1", &secs, &err) < 0, "negative refused");
+    ok(sbx_parse_duration("5x", &secs, &err) < 0, "unknown unit refused");
+    ok(sbx_parse_duration("99999999999h", &secs, &err) < 0, "overflow refused");
+
+    /* sbx_config_load reads the environment. */
+    sbx_config cfg;
+    setenv("AGENT_SANDBOX_CODE_DIRS", mk("repo"), 1);
+    setenv("AGENT_SANDBOX_SESSION", "named", 1);
+    setenv("AGENT_SANDBOX_LOCAL_RUNTIME", "bwrap", 1);
+    setenv("AGENT_SANDBOX_IDLE_TIMEOUT", "5m", 1);
+    setenv("AGENT_SANDBOX_STATE_DIR", mk("state"), 1);
+    setenv("XDG_RUNTIME_DIR", mk("run"), 1);
+    setenv("HOME", mk("home"), 1);
+    ok(sbx_config_load(&cfg, NULL, &err) == 0, "config loads");
+    is_str(cfg.session, "named", "AGENT_SANDBOX_SESSION");
+    ok(cfg.runtime == SBX_RUNTIME_BWRAP, "runtime");
+    is_int(cfg.idle_timeout, 300, "idle timeout");
+    is_str(cfg.run_dir, mk("run/sbxsh"), "run dir under XDG_RUNTIME_DIR");
+    sbx_config_free(&cfg);
+    sbx_config_opts o = { .session = "opt" };
+    ok(sbx_config_load(&cfg, &o, &err) == 0 && !strcmp(cfg.session, "opt"), "--session wins");
+    sbx_config_free(&cfg);
+    setenv("AGENT_SANDBOX_LOCAL_RUNTIME", "docker", 1);
+    ok(sbx_config_load(&cfg, NULL, &err) < 0, "unknown runtime refused");
+    setenv("AGENT_SANDBOX_LOCAL_RUNTIME", "runsc", 1);
+    setenv("AGENT_SANDBOX_STATE_DIR", mk("repo/state"), 1);
+    ok(sbx_config_load(&cfg, NULL, &err) < 0, "state dir inside a code dir refused");
+
+    ok(sbx_private_dir(mk("priv/a/b"), &err) == 0, "private dir created with parents");
+    struct stat st;
+    ok(stat(mk("priv/a/b"), &st) == 0 && (st.st_mode & 0777) == 0700, "mode 0700");
+    chmod(mk("priv/a/b"), 0755);
+    ok(sbx_private_dir(mk("priv/a/b"), &err) == 0 && stat(mk("priv/a/b"), &st) == 0 &&
+       (st.st_mode & 0777) == 0700, "a loosened mode is tightened");
+    snprintf(target, sizeof(target), "%s", mk("priv"));
+    if (symlink(target, mk("privlink")) < 0)
+        return 1;
+    ok(sbx_private_dir(mk("privlink"), &err) < 0, "a symlink is refused");
+
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+    if (system(cmd) != 0)
+        diag("could not remove %s", tmp);
+    return done_testing();
+}
