@@ -1,0 +1,142 @@
+/*
+ * The router: for every part of a parsed command line, HOST or SANDBOX, with
+ * a one-line reason; and the host runner that executes the HOST parts.
+ *
+ * A part is one pipeline of the line's top-level list. The default is
+ * SANDBOX; a part is HOST only when every rule in router/README.md holds,
+ * and anything the router does not fully understand, or that is past a
+ * limit, goes to the sandbox. The sandbox is hostile: a wrong HOST decision
+ * runs its wish where the credentials are.
+ *
+ *   route_ctx ctx = { .code_dirs = dirs.v, .n_code_dirs = dirs.n,
+ *                     .cwd = cwd, .path = getenv("PATH") };
+ *   route_plan plan;
+ *   route_plan_build(&plan, &parse, &ctx);        // parse.status == SH_OK
+ *   for (size_t i = 0; i < plan.n; i++)
+ *       if (plan.parts[i].where == ROUTE_HOST)
+ *           route_run_host(&parse, plan.parts[i].pipe, &ctx, &opts, &st, &newcwd, &err);
+ *   route_plan_release(&plan);
+ *
+ * route_run_host() classifies its pipeline again against the context it is
+ * given (the cwd may have changed since the plan was made) and refuses to
+ * run anything that is no longer HOST: a caller cannot run an unchecked
+ * pipeline on the host by mistake.
+ */
+#ifndef SBX_ROUTER_ROUTE_H
+#define SBX_ROUTER_ROUTE_H
+
+#include "common/arena.h"
+#include "common/strbuf.h"
+#include "common/util.h"
+#include "shell/ast.h"
+#include "shell/parse.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* Limits: past any of them a part (or the whole line) goes to the sandbox. */
+#define ROUTE_MAX_LINE   65536   /* bytes in the parsed text */
+#define ROUTE_MAX_PARTS  64      /* pipelines in the top-level list */
+#define ROUTE_MAX_CMDS   16      /* commands in one host pipeline */
+#define ROUTE_MAX_WORDS  256     /* words (and assignments) in one host command */
+#define ROUTE_MAX_WORD   8192    /* bytes in one word's value */
+#define ROUTE_MAX_OUTPUT (1 << 20) /* bytes a host printf/echo may produce */
+
+typedef enum route_where {
+    ROUTE_SANDBOX = 0,
+    ROUTE_HOST = 1,
+} route_where;
+
+/* How a part joins the one before it. */
+typedef enum route_join {
+    ROUTE_JOIN_NONE,     /* the first part */
+    ROUTE_JOIN_SEMI,     /* after `;` */
+    ROUTE_JOIN_AMP,      /* after `&`: the previous and-or list runs in the background */
+    ROUTE_JOIN_NEWLINE,  /* after a newline */
+    ROUTE_JOIN_AND,      /* after `&&` */
+    ROUTE_JOIN_OR,       /* after `||` */
+} route_join;
+
+/* "", ";", "&", "\n", "&&", "||" */
+const char *route_join_text(route_join j);
+
+/* What the rules need to know about the host. Everything is borrowed. */
+typedef struct route_ctx {
+    const char *const *code_dirs;   /* real absolute paths (see local/config.h) */
+    size_t n_code_dirs;
+    const char *const *sync_paths;  /* AGENT_SANDBOX_SYNC_PATHS entries; globs allowed */
+    size_t n_sync_paths;
+    const char *cwd;                /* absolute; host git needs it inside a code dir */
+    const char *path;               /* the host PATH programs resolve through; NULL = unset */
+    const char *home;               /* $HOME (jq reads ~/.jq); may be NULL */
+    const char *cdpath;             /* $CDPATH; a non-empty one sends relative `cd` away */
+} route_ctx;
+
+typedef struct route_part {
+    route_where where;
+    const char *reason;        /* one printable line, lives in the plan */
+    const sh_pipeline *pipe;   /* the pipeline, in the parse's arena */
+    route_join join;
+    bool background;           /* its and-or list ends with `&` */
+    unsigned andor;            /* index of its and-or list in the line */
+    sh_span span;              /* the pipeline's source */
+} route_part;
+
+typedef struct route_plan {
+    route_part *parts;
+    size_t n;
+    arena mem;                 /* parts and reasons */
+} route_plan;
+
+/* Splits p's top-level list (p->status must be SH_OK) into parts and routes
+ * each. Never fails: whatever cannot be decided is SANDBOX. A host `cd`
+ * changes the cwd that later parts of the line are checked against. */
+void route_plan_build(route_plan *plan, const sh_parse *p, const route_ctx *ctx);
+void route_plan_release(route_plan *plan);
+
+/* Routes one pipeline of p against ctx; on SANDBOX (and on HOST) appends a
+ * one-line reason to reason. For a HOST `cd`, new_cwd (if not NULL) gets
+ * the directory it enters. */
+route_where route_classify(const sh_parse *p, const sh_pipeline *pl, const route_ctx *ctx,
+                           strbuf *reason, strbuf *new_cwd);
+
+/* How a host part reports itself and decides its status. */
+typedef struct route_run_opts {
+    const char *errname;   /* bash's $0 in messages: "sbxsh", or the script's name */
+    unsigned line;         /* line number for "NAME: line N: ..."; 0 = interactive, no line */
+    bool pipefail;         /* set -o pipefail */
+} route_run_opts;
+
+enum {
+    ROUTE_RAN = 0,         /* the part ran; *status is its exit status */
+    ROUTE_NOT_HOST = 1,    /* it is not (or no longer) HOST: nothing ran; err says why */
+};
+
+/* Runs one HOST pipeline with sbxsh's own stdin, stdout and stderr, in
+ * ctx->cwd: pipes, fork and exec of each checked argv, echo and printf
+ * in-process (forked inside a pipeline), never a host shell. The status is
+ * bash's (127, 126, 128+n, `!`, pipefail). For a successful `cd`, new_cwd
+ * (if not NULL) is set to the new directory; it is left empty otherwise.
+ * Returns ROUTE_RAN, ROUTE_NOT_HOST, or -1 when sbxsh itself failed
+ * (fork, pipe): err is set and nothing meaningful ran. */
+int route_run_host(const sh_parse *p, const sh_pipeline *pl, const route_ctx *ctx,
+                   const route_run_opts *o, int *status, strbuf *new_cwd, sbx_err *err);
+
+/* The 1-based line of byte offset off in p's text, as bash counts lines. */
+unsigned route_line_of(const sh_parse *p, uint32_t off);
+
+/* --route: writes the plan, one line per part: "host<TAB>reason<TAB>text"
+ * (the text with \n, \t, \r and \\ escaped), or with json a JSON object
+ * {"cwd":..., "code_dirs":[...], "parts":[{"route":..., "reason":...,
+ * "join":..., "background":..., "start":..., "end":..., "text":...}]}. */
+void route_print(const route_plan *plan, const sh_parse *p, const route_ctx *ctx, bool json,
+                 strbuf *out);
+
+/* The whole of --route for sbxsh's main(): builds the context from the
+ * environment (AGENT_SANDBOX_CODE_DIRS or the cwd's git top level,
+ * AGENT_SANDBOX_SYNC_PATHS, PATH, HOME, CDPATH), routes p and prints to
+ * stdout. Returns 0, or -1 with err set (exit 125). */
+int route_print_main(const sh_parse *p, bool json, sbx_err *err);
+
+#endif
