@@ -1,0 +1,34 @@
+/*
+ * sbx-agent: the sandbox's end of the protocol (see PROTOCOL.md). It applies the host's
+ * deltas, runs commands (each in a session and process group of its own, with the fds, pty
+ * and environment the host asked for), relays their fds with flow control, and sends the
+ * sandbox's changes back when a command exits or the host asks for a sync.
+ *
+ * The agent trusts the host. It keeps its state (manifest, sequence numbers, running
+ * commands and their background processes) across connections in --listen mode, so that a
+ * restarted holder can reattach, and optionally in a state file across restarts.
+ */
+#ifndef SBX_SYNC_AGENT_H
+#define SBX_SYNC_AGENT_H
+
+#include <stdbool.h>
+
+#define SBX_AGENT_VERSION "0.1"
+
+typedef struct agent_opts {
+    const char *root_prefix;  /* prepended to every root and cwd (tests) */
+    const char *state_file;   /* manifest persisted here between runs */
+    const char *listen_path;  /* --listen SOCKET */
+    int idle_timeout;         /* --listen: exit after this many seconds without a host */
+    bool no_watch;            /* never use inotify */
+} agent_opts;
+
+/* Serves one host on fds 0 (from the host) and 1 (to it) until it goes away. */
+int agent_serve_stdio(const agent_opts *o);
+/* Serves hosts connecting to a Unix socket, one at a time; a new connection takes over from
+ * the current one. */
+int agent_serve_listen(const agent_opts *o);
+/* Relays stdin/stdout to an agent listening on socket path (for `runsc exec`). */
+int agent_bridge(const char *path);
+
+#endif

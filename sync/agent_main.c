@@ -1,0 +1,113 @@
+/* sbx-agent's command line. */
+#include "sync/agent.h"
+#include "sync/wire.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char usage[] =
+    "usage: sbx-agent [options]                 serve the host on stdin/stdout\n"
+    "       sbx-agent --listen SOCKET [options] serve hosts connecting to SOCKET\n"
+    "       sbx-agent --connect SOCKET          relay stdin/stdout to a listening agent\n"
+    "\n"
+    "The sandbox's end of sbxsh: applies the host's changes to the code directories, runs\n"
+    "commands (each in a process group of its own), relays their input and output, and sends\n"
+    "the sandbox's changes back after each command. It speaks the sbx-agent protocol, version\n"
+    "%d, and trusts the host that connects to it.\n"
+    "\n"
+    "options:\n"
+    "  --listen SOCKET      listen on a Unix socket (mode 0600, only this uid or root may\n"
+    "                       connect); one host at a time, and a new connection takes over,\n"
+    "                       keeping the manifest, running commands and background processes\n"
+    "  --connect SOCKET     bridge stdin/stdout to an agent listening on SOCKET\n"
+    "  --state FILE         keep the manifest in FILE across restarts (written at disconnect,\n"
+    "                       exit, and every few seconds after a change)\n"
+    "  --idle-timeout SECS  with --listen: exit after SECS seconds without a host (default:\n"
+    "                       never); commands still running keep running\n"
+    "  --root-prefix DIR    prepend DIR to every synced path, cwd and file (for tests: two\n"
+    "                       trees on one machine)\n"
+    "  --no-watch           never use inotify: every sync is a full stat walk\n"
+    "  --version            print the version and protocol version\n"
+    "  --help               this text\n";
+
+/* Sets close-on-exec on every inherited fd above 2, so commands never inherit one. */
+static void cloexec_inherited(void)
+{
+    long max = sysconf(_SC_OPEN_MAX);
+    if (max < 0 || max > 65536)
+        max = 65536;
+    for (int fd = 3; fd < max; fd++) {
+        int fl = fcntl(fd, F_GETFD);
+        if (fl >= 0 && !(fl & FD_CLOEXEC))
+            fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    agent_opts o = { 0 };
+    const char *connect_path = NULL;
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            printf(usage, SYNC_PROTOCOL_VERSION);
+            return 0;
+        }
+        if (!strcmp(a, "--version")) {
+            printf("sbx-agent %s (protocol %d)\n", SBX_AGENT_VERSION, SYNC_PROTOCOL_VERSION);
+            return 0;
+        }
+        if (!strcmp(a, "--no-watch")) {
+            o.no_watch = true;
+            continue;
+        }
+        if (!val) {
+            fprintf(stderr, "sbx-agent: unknown option or missing value: %s\n"
+                    "Try 'sbx-agent --help'.\n", a);
+            return 2;
+        }
+        if (!strcmp(a, "--listen")) {
+            o.listen_path = val;
+        } else if (!strcmp(a, "--connect")) {
+            connect_path = val;
+        } else if (!strcmp(a, "--state")) {
+            o.state_file = val;
+        } else if (!strcmp(a, "--root-prefix")) {
+            if (val[0] != '/') {
+                fprintf(stderr, "sbx-agent: --root-prefix needs an absolute directory\n");
+                return 2;
+            }
+            o.root_prefix = val;
+        } else if (!strcmp(a, "--idle-timeout")) {
+            char *end;
+            long v = strtol(val, &end, 10);
+            if (*end || v < 0 || v > 100000000) {
+                fprintf(stderr, "sbx-agent: --idle-timeout wants seconds, not '%s'\n", val);
+                return 2;
+            }
+            o.idle_timeout = (int)v;
+        } else {
+            fprintf(stderr, "sbx-agent: unknown option: %s\nTry 'sbx-agent --help'.\n", a);
+            return 2;
+        }
+        i++;
+    }
+    if (connect_path && o.listen_path) {
+        fprintf(stderr, "sbx-agent: --listen and --connect exclude each other\n");
+        return 2;
+    }
+    if (connect_path)
+        return agent_bridge(connect_path);
+    cloexec_inherited();
+    umask(022);
+    if (o.listen_path)
+        return agent_serve_listen(&o);
+    return agent_serve_stdio(&o);
+}

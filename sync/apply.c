@@ -1,0 +1,898 @@
+/* Receiving a delta: direct on the agent, checked and transactional on the host; see
+ * delta.h. */
+#include "sync/delta.h"
+#include "sync/gitpolicy.h"
+#include "sync/safefs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct staged {
+    uint8_t op, type;
+    uint16_t root;
+    bool exec;
+    int64_t mtime_ns;
+    char *path;
+    size_t path_len;
+    uint32_t idx;          /* name in the root's staging directory (REG, LNK) */
+    uint64_t hash;
+} staged;
+
+typedef struct dir_rename {
+    uint16_t root;
+    char *from, *to;       /* a sandbox directory put aside under a conflict name */
+} dir_rename;
+
+struct apply_rx {
+    mf_tree *t;
+    apply_role role;
+    apply_limits lim;
+    mf_warn_fn warn;
+    void *wctx;
+    mf_pathmap *inflight;
+    mode_t umask;
+
+    bool active;
+    uint64_t seq, acked;
+    uint64_t entries, bytes;
+    uint64_t done_entries, done_bytes;
+
+    /* the entry whose content is arriving */
+    bool in_entry, skip, direct;
+    uint8_t e_op, e_type;
+    uint16_t e_root;
+    bool e_exec;
+    int64_t e_mtime;
+    char *e_path;
+    size_t e_path_len;
+    uint64_t left;
+    int fd;
+    mf_hasher hs;
+    char tmp[96];
+    uint32_t e_idx;
+
+    /* agent: parent directory cache */
+    int dir_fd;
+    uint16_t dir_root;
+    strbuf dir_path;
+
+    /* host: staging and the ops to commit */
+    int *stage_fd;
+    char **stage_name;
+    staged *ops;
+    size_t nops, aops;
+    uint32_t next_idx;
+    dir_rename *renames;
+    size_t nrenames, arenames;
+};
+
+static void warnf(apply_rx *rx, const char *fmt, ...) SBX_PRINTF(2, 3);
+static void warnf(apply_rx *rx, const char *fmt, ...)
+{
+    va_list ap;
+    char *msg;
+    strbuf sb = STRBUF_INIT;
+    if (!rx->warn)
+        return;
+    va_start(ap, fmt);
+    strbuf_vaddf(&sb, fmt, ap);
+    va_end(ap);
+    msg = strbuf_detach(&sb, NULL);
+    rx->warn(rx->wctx, msg);
+    free(msg);
+}
+
+/* A path from the sandbox, printable: what warnings show. */
+static const char *shown(const char *p, size_t len, char *buf, size_t bufsz)
+{
+    wire_sanitize(buf, bufsz, p, len);
+    return buf;
+}
+
+mode_t apply_file_mode(const struct stat *cur, bool exec)
+{
+    static mode_t mask = (mode_t)-1;
+    mode_t m;
+    if (mask == (mode_t)-1) {
+        mask = umask(022);
+        umask(mask);
+    }
+    if (cur && S_ISREG(cur->st_mode))
+        m = cur->st_mode & 0666;
+    else
+        m = 0666 & ~mask;
+    if (exec)
+        m |= (m & 0444) >> 2;
+    return m & 0777;
+}
+
+apply_rx *apply_new(mf_tree *t, apply_role role, const apply_limits *lim, mf_warn_fn warn,
+                    void *wctx)
+{
+    apply_rx *rx = xcalloc(1, sizeof(*rx));
+    size_t n = mf_nroots(t);
+    rx->t = t;
+    rx->role = role;
+    if (lim)
+        rx->lim = *lim;
+    if (!rx->lim.max_file_size)
+        rx->lim.max_file_size = UINT64_MAX;
+    if (!rx->lim.max_bytes)
+        rx->lim.max_bytes = UINT64_MAX;
+    if (!rx->lim.max_entries)
+        rx->lim.max_entries = UINT64_MAX;
+    rx->warn = warn;
+    rx->wctx = wctx;
+    rx->fd = -1;
+    rx->dir_fd = -1;
+    strbuf_init(&rx->dir_path, 0);
+    rx->stage_fd = xcalloc(n ? n : 1, sizeof(int));
+    rx->stage_name = xcalloc(n ? n : 1, sizeof(char *));
+    for (size_t i = 0; i < n; i++)
+        rx->stage_fd[i] = -1;
+    apply_file_mode(NULL, false);   /* reads the umask once */
+    return rx;
+}
+
+void apply_set_inflight(apply_rx *rx, mf_pathmap *inflight)
+{
+    rx->inflight = inflight;
+}
+
+bool apply_active(const apply_rx *rx)
+{
+    return rx->active;
+}
+
+void apply_stats(const apply_rx *rx, uint64_t *entries, uint64_t *bytes)
+{
+    *entries = rx->done_entries;
+    *bytes = rx->done_bytes;
+}
+
+static void close_dir_cache(apply_rx *rx)
+{
+    if (rx->dir_fd >= 0)
+        close(rx->dir_fd);
+    rx->dir_fd = -1;
+    strbuf_reset(&rx->dir_path);
+}
+
+/* Drops the current entry's partial file. */
+static void drop_entry(apply_rx *rx)
+{
+    if (rx->fd >= 0) {
+        close(rx->fd);
+        rx->fd = -1;
+        if (rx->role == APPLY_AGENT && rx->dir_fd >= 0)
+            unlinkat(rx->dir_fd, rx->tmp, 0);
+        else if (rx->role == APPLY_HOST && rx->stage_fd[rx->e_root] >= 0)
+            unlinkat(rx->stage_fd[rx->e_root], rx->tmp, 0);
+    }
+    free(rx->e_path);
+    rx->e_path = NULL;
+    rx->in_entry = rx->skip = rx->direct = false;
+    rx->left = 0;
+}
+
+static void clear_staging(apply_rx *rx)
+{
+    size_t n = mf_nroots(rx->t);
+    for (size_t i = 0; i < n; i++) {
+        if (rx->stage_fd[i] < 0)
+            continue;
+        close(rx->stage_fd[i]);
+        rx->stage_fd[i] = -1;
+        {
+            int rfd = mf_root_fd(rx->t, i, false);
+            if (rfd >= 0)
+                sf_remove_tree(rfd, rx->stage_name[i]);
+        }
+        free(rx->stage_name[i]);
+        rx->stage_name[i] = NULL;
+    }
+    for (size_t i = 0; i < rx->nops; i++)
+        free(rx->ops[i].path);
+    rx->nops = 0;
+    for (size_t i = 0; i < rx->nrenames; i++) {
+        free(rx->renames[i].from);
+        free(rx->renames[i].to);
+    }
+    rx->nrenames = 0;
+}
+
+void apply_abort(apply_rx *rx)
+{
+    drop_entry(rx);
+    clear_staging(rx);
+    close_dir_cache(rx);
+    mf_seal(rx->t);
+    rx->active = false;
+}
+
+void apply_free(apply_rx *rx)
+{
+    if (!rx)
+        return;
+    apply_abort(rx);
+    strbuf_release(&rx->dir_path);
+    free(rx->stage_fd);
+    free(rx->stage_name);
+    free(rx->ops);
+    free(rx->renames);
+    free(rx);
+}
+
+int apply_begin(apply_rx *rx, uint64_t seq, uint64_t acked, sbx_err *err)
+{
+    if (rx->active)
+        return sbx_errf(err, "DELTA_BEGIN inside a delta");
+    rx->active = true;
+    rx->seq = seq;
+    rx->acked = acked;
+    rx->entries = rx->bytes = 0;
+    rx->next_idx = 0;
+    return 0;
+}
+
+/* ---- agent: apply as it comes -------------------------------------------------------------- */
+
+static int agent_parent(apply_rx *rx, uint16_t root, const char *path, size_t len,
+                        const char **name, sbx_err *err)
+{
+    size_t dlen;
+    int rfd;
+    sf_split(path, len, &dlen, name);
+    if (rx->dir_fd >= 0 && rx->dir_root == root && rx->dir_path.len == dlen &&
+        !memcmp(rx->dir_path.buf, path, dlen))
+        return rx->dir_fd;
+    close_dir_cache(rx);
+    rfd = mf_root_fd(rx->t, root, true);
+    if (rfd < 0)
+        return sbx_errno(err, "cannot open %s", mf_root_at(rx->t, root)->base);
+    rx->dir_fd = sf_open_dir(rfd, path, dlen, true, err);
+    if (rx->dir_fd < 0)
+        return -1;
+    rx->dir_root = root;
+    strbuf_add(&rx->dir_path, path, dlen);
+    return rx->dir_fd;
+}
+
+static void record_at(apply_rx *rx, int dfd, const char *name, uint64_t hash, bool hashed)
+{
+    struct stat st;
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        mf_record(rx->t, rx->e_root, rx->e_path, rx->e_path_len, &st, hash, hashed);
+}
+
+/* The sandbox's own version of the path is in the way and differs: rename it aside. */
+static void agent_put_aside(apply_rx *rx, int dfd, const char *name)
+{
+    char cname[NAME_MAX + 1];
+    sf_conflict_name(dfd, name, cname, sizeof(cname));
+    if (renameat(dfd, name, dfd, cname) == 0) {
+        if (rx->dir_fd == dfd && rx->e_type == MF_DIR)
+            close_dir_cache(rx);
+        warnf(rx, "conflict: %s/%s changed both in the sandbox and on the host; kept the host's "
+              "version, the sandbox's is now %s", mf_root_at(rx->t, rx->e_root)->base,
+              rx->e_path, cname);
+    }
+}
+
+/* Whether the sandbox changed path since the last sync, and its version differs from the
+ * incoming one (so it must be kept aside). */
+static bool agent_must_keep(apply_rx *rx, int dfd, const char *name, const struct stat *cur,
+                            const char *incoming_target, int incoming_fd)
+{
+    mf_node *node = mf_lookup(rx->t, rx->e_root, rx->e_path, rx->e_path_len);
+    if (S_ISDIR(cur->st_mode))
+        return rx->e_type != MF_DIR;
+    if (!mf_changed(node, cur, dfd, name))
+        return false;
+    if (rx->e_type == MF_REG && S_ISREG(cur->st_mode) && incoming_fd >= 0) {
+        int cfd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        int same = cfd >= 0 ? sf_same_content(cfd, incoming_fd) : 0;
+        if (cfd >= 0)
+            close(cfd);
+        return same != 1;
+    }
+    if (rx->e_type == MF_LNK && S_ISLNK(cur->st_mode) && incoming_target) {
+        char t[SYNC_MAX_LINK + 1];
+        ssize_t n = readlinkat(dfd, name, t, sizeof(t) - 1);
+        return !(n >= 0 && (size_t)n == strlen(incoming_target) &&
+                 !memcmp(t, incoming_target, (size_t)n));
+    }
+    return true;
+}
+
+static int agent_finish_file(apply_rx *rx, sbx_err *err)
+{
+    const char *name;
+    struct stat cur;
+    bool have_cur;
+    int dfd = agent_parent(rx, rx->e_root, rx->e_path, rx->e_path_len, &name, err);
+    uint64_t hash = mf_hash_final(&rx->hs);
+
+    if (dfd < 0)
+        return -1;
+    have_cur = fstatat(dfd, name, &cur, AT_SYMLINK_NOFOLLOW) == 0;
+    sf_set_mtime(rx->fd, rx->e_mtime);
+    fchmod(rx->fd, apply_file_mode(have_cur ? &cur : NULL, rx->e_exec));
+    if (!rx->direct) {
+        if (have_cur && agent_must_keep(rx, dfd, name, &cur, NULL, rx->fd))
+            agent_put_aside(rx, dfd, name);
+        else if (have_cur && S_ISDIR(cur.st_mode))
+            agent_put_aside(rx, dfd, name);
+        if (renameat(dfd, rx->tmp, dfd, name) < 0) {
+            warnf(rx, "cannot write %s/%s in the sandbox: %s", mf_root_at(rx->t, rx->e_root)->base,
+                  rx->e_path, strerror(errno));
+            unlinkat(dfd, rx->tmp, 0);
+        }
+    }
+    close(rx->fd);
+    rx->fd = -1;
+    record_at(rx, dfd, name, hash, true);
+    free(rx->e_path);
+    rx->e_path = NULL;
+    rx->in_entry = rx->direct = false;
+    return 0;
+}
+
+static int agent_entry(apply_rx *rx, const wire_entry *e, sbx_err *err)
+{
+    const char *name;
+    struct stat cur;
+    bool have_cur;
+    int dfd;
+
+    if (e->root >= mf_nroots(rx->t))
+        return sbx_errf(err, "ENTRY for unknown root %u", e->root);
+    if (sf_check_relpath(e->path, e->path_len, err) < 0)
+        return -1;
+    rx->e_op = e->op;
+    rx->e_type = e->ftype;
+    rx->e_root = e->root;
+    rx->e_exec = (e->flags & WIRE_ENTRY_EXEC) != 0;
+    rx->e_mtime = e->mtime_ns;
+    rx->e_path = xstrndup(e->path, e->path_len);
+    rx->e_path_len = e->path_len;
+    dfd = agent_parent(rx, e->root, e->path, e->path_len, &name, err);
+    if (dfd < 0) {
+        /* A sandbox path component in the way (a file or a symlink where the host has a
+         * directory): say so, do not fail the connection. */
+        warnf(rx, "cannot write %s/%s in the sandbox: %s", mf_root_at(rx->t, e->root)->base,
+              rx->e_path, err->msg);
+        free(rx->e_path);
+        rx->e_path = NULL;
+        if (e->op == WIRE_OP_PUT && e->ftype == MF_REG && e->size) {
+            rx->in_entry = rx->skip = true;
+            rx->left = e->size;
+        }
+        return 0;
+    }
+    have_cur = fstatat(dfd, name, &cur, AT_SYMLINK_NOFOLLOW) == 0;
+
+    if (e->op == WIRE_OP_DELETE) {
+        mf_node *node = mf_lookup(rx->t, e->root, e->path, e->path_len);
+        if (have_cur && !mf_changed(node, &cur, dfd, name)) {
+            if (unlinkat(dfd, name, S_ISDIR(cur.st_mode) ? AT_REMOVEDIR : 0) == 0) {
+                if (S_ISDIR(cur.st_mode))
+                    close_dir_cache(rx);
+                mf_forget(rx->t, e->root, e->path, e->path_len);
+            }
+        } else if (!have_cur) {
+            mf_forget(rx->t, e->root, e->path, e->path_len);
+        }
+        /* Changed in the sandbox since the last sync: kept; it syncs back as a change. */
+        free(rx->e_path);
+        rx->e_path = NULL;
+        return 0;
+    }
+    if (e->ftype == MF_DIR) {
+        if (have_cur && !S_ISDIR(cur.st_mode)) {
+            if (agent_must_keep(rx, dfd, name, &cur, NULL, -1))
+                agent_put_aside(rx, dfd, name);
+            else
+                unlinkat(dfd, name, 0);
+        }
+        if (mkdirat(dfd, name, 0755) < 0 && errno != EEXIST)
+            warnf(rx, "cannot create %s/%s in the sandbox: %s",
+                  mf_root_at(rx->t, e->root)->base, rx->e_path, strerror(errno));
+        record_at(rx, dfd, name, 0, false);
+        free(rx->e_path);
+        rx->e_path = NULL;
+        return 0;
+    }
+    if (e->ftype == MF_LNK) {
+        char target[SYNC_MAX_LINK + 1];
+        memcpy(target, e->data, e->data_len);
+        target[e->data_len] = '\0';
+        sf_tempname(rx->tmp, sizeof(rx->tmp));
+        if (symlinkat(target, dfd, rx->tmp) < 0) {
+            warnf(rx, "cannot create symlink %s/%s in the sandbox: %s",
+                  mf_root_at(rx->t, e->root)->base, rx->e_path, strerror(errno));
+        } else {
+            if (have_cur && agent_must_keep(rx, dfd, name, &cur, target, -1))
+                agent_put_aside(rx, dfd, name);
+            if (renameat(dfd, rx->tmp, dfd, name) < 0) {
+                warnf(rx, "cannot write %s/%s in the sandbox: %s",
+                      mf_root_at(rx->t, e->root)->base, rx->e_path, strerror(errno));
+                unlinkat(dfd, rx->tmp, 0);
+            }
+            record_at(rx, dfd, name, 0, false);
+        }
+        free(rx->e_path);
+        rx->e_path = NULL;
+        return 0;
+    }
+
+    /* A regular file. When nothing is there and the manifest knows nothing of it (a first
+     * sync, a new file), write it in place: no rename per file. */
+    mf_hash_init(&rx->hs);
+    if (!have_cur && !mf_lookup(rx->t, e->root, e->path, e->path_len)) {
+        rx->fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                        apply_file_mode(NULL, rx->e_exec));
+        snprintf(rx->tmp, sizeof(rx->tmp), "%s", name);
+        rx->direct = rx->fd >= 0;
+    }
+    if (rx->fd < 0)
+        rx->fd = sf_mktemp(dfd, rx->tmp, sizeof(rx->tmp), 0600);
+    if (rx->fd < 0) {
+        warnf(rx, "cannot write %s/%s in the sandbox: %s", mf_root_at(rx->t, e->root)->base,
+              rx->e_path, strerror(errno));
+        rx->skip = true;
+    }
+    rx->in_entry = true;
+    rx->left = e->size;
+    return 0;
+}
+
+/* ---- host: check, stage, then commit ------------------------------------------------------ */
+
+static const char *host_refusal(apply_rx *rx, const wire_entry *e, sbx_err *err)
+{
+    const mf_root *r;
+    bool partial;
+    const char *why;
+
+    if (e->root >= mf_nroots(rx->t))
+        return "unknown root";
+    r = mf_root_at(rx->t, e->root);
+    if (r->kind == WIRE_ROOT_TASK)
+        return "task files are pushed only";
+    if (sf_check_relpath(e->path, e->path_len, err) < 0)
+        return err->msg;
+    for (size_t i = 0; i < e->path_len;) {
+        size_t j = i;
+        while (j < e->path_len && e->path[j] != '/')
+            j++;
+        if (sf_is_internal_name(e->path + i, j - i))
+            return "a name reserved for sbxsh's temporary files";
+        i = j + 1;
+    }
+    if (r->kind == WIRE_ROOT_CODE) {
+        why = git_pull_refusal(e->path, e->path_len, e->ftype);
+        if (why)
+            return why;
+    } else {
+        why = git_pull_refusal_syncpath(e->path, e->path_len);
+        if (why)
+            return why;
+        if (!mf_in_pattern(rx->t, e->root, e->path, e->path_len, &partial))
+            return "outside the sync path's pattern";
+        if (partial && e->ftype != MF_DIR)
+            return "outside the sync path's pattern";
+    }
+    if (mf_excluded(rx->t, e->root, e->path, e->path_len, e->ftype == MF_DIR))
+        return "excluded from sync";
+    if (e->op == WIRE_OP_PUT && e->ftype == MF_REG && e->size > rx->lim.max_file_size)
+        return "file over the size limit";
+    return NULL;
+}
+
+static int stage_dir(apply_rx *rx, uint16_t root, sbx_err *err)
+{
+    int rfd;
+    if (rx->stage_fd[root] >= 0)
+        return rx->stage_fd[root];
+    rfd = mf_root_fd(rx->t, root, false);
+    if (rfd < 0)
+        return sbx_errno(err, "cannot open %s", mf_root_at(rx->t, root)->base);
+    for (int tries = 0; tries < 100; tries++) {
+        char name[96];
+        snprintf(name, sizeof(name), SF_STAGE_PREFIX "%ld-%u", (long)getpid(),
+                 (unsigned)(mf_now_ns() & 0xffffff) + (unsigned)tries);
+        if (mkdirat(rfd, name, 0700) < 0) {
+            if (errno == EEXIST)
+                continue;
+            return sbx_errno(err, "cannot create a staging directory in %s",
+                             mf_root_at(rx->t, root)->base);
+        }
+        rx->stage_fd[root] = openat(rfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (rx->stage_fd[root] < 0) {
+            unlinkat(rfd, name, AT_REMOVEDIR);
+            return sbx_errno(err, "cannot open the staging directory");
+        }
+        rx->stage_name[root] = xstrdup(name);
+        return rx->stage_fd[root];
+    }
+    return sbx_errf(err, "cannot create a staging directory in %s",
+                    mf_root_at(rx->t, root)->base);
+}
+
+static staged *add_staged(apply_rx *rx)
+{
+    staged *s;
+    XGROW(rx->ops, rx->aops, rx->nops + 1);
+    s = &rx->ops[rx->nops++];
+    memset(s, 0, sizeof(*s));
+    s->op = rx->e_op;
+    s->type = rx->e_type;
+    s->root = rx->e_root;
+    s->exec = rx->e_exec;
+    s->mtime_ns = rx->e_mtime;
+    s->path = rx->e_path;
+    s->path_len = rx->e_path_len;
+    s->idx = rx->e_idx;
+    rx->e_path = NULL;
+    return s;
+}
+
+static int host_entry(apply_rx *rx, const wire_entry *e, sbx_err *err)
+{
+    sbx_err why_err;
+    const char *why = host_refusal(rx, e, &why_err);
+    bool has_content = e->op == WIRE_OP_PUT && e->ftype == MF_REG;
+
+    rx->e_op = e->op;
+    rx->e_type = e->ftype;
+    rx->e_root = e->root;
+    rx->e_exec = (e->flags & WIRE_ENTRY_EXEC) != 0;
+    rx->e_mtime = e->mtime_ns;
+    if (why) {
+        char p[512];
+        const mf_root *r = e->root < mf_nroots(rx->t) ? mf_root_at(rx->t, e->root) : NULL;
+        warnf(rx, "refused a sandbox change to %s/%s: %s", r ? r->base : "?",
+              shown(e->path, e->path_len, p, sizeof(p)), why);
+        if (has_content && e->size) {
+            rx->in_entry = rx->skip = true;
+            rx->left = e->size;
+        }
+        return 0;
+    }
+    rx->e_path = xstrndup(e->path, e->path_len);
+    rx->e_path_len = e->path_len;
+    rx->e_idx = rx->next_idx++;
+
+    if (e->op == WIRE_OP_DELETE || e->ftype == MF_DIR) {
+        add_staged(rx);
+        return 0;
+    }
+    if (stage_dir(rx, e->root, err) < 0)
+        return -1;
+    snprintf(rx->tmp, sizeof(rx->tmp), "%u", rx->e_idx);
+    if (e->ftype == MF_LNK) {
+        char target[SYNC_MAX_LINK + 1];
+        memcpy(target, e->data, e->data_len);
+        target[e->data_len] = '\0';
+        if (symlinkat(target, rx->stage_fd[e->root], rx->tmp) < 0)
+            return sbx_errno(err, "cannot stage a symlink");
+        add_staged(rx);
+        return 0;
+    }
+    rx->fd = openat(rx->stage_fd[e->root], rx->tmp,
+                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (rx->fd < 0)
+        return sbx_errno(err, "cannot stage a file");
+    mf_hash_init(&rx->hs);
+    rx->in_entry = true;
+    rx->left = e->size;
+    return 0;
+}
+
+static int host_finish_file(apply_rx *rx, sbx_err *err)
+{
+    staged *s;
+    sf_set_mtime(rx->fd, rx->e_mtime);
+    if (close(rx->fd) < 0) {
+        rx->fd = -1;
+        return sbx_errno(err, "cannot stage a file");
+    }
+    rx->fd = -1;
+    s = add_staged(rx);
+    s->hash = mf_hash_final(&rx->hs);
+    rx->in_entry = false;
+    return 0;
+}
+
+/* Where op's path is written: under a directory put aside by an earlier conflict, if any. */
+static bool map_path(apply_rx *rx, const staged *s, strbuf *out)
+{
+    strbuf_reset(out);
+    for (size_t i = rx->nrenames; i-- > 0;) {
+        const dir_rename *r = &rx->renames[i];
+        size_t n = strlen(r->from);
+        if (r->root == s->root && s->path_len > n && s->path[n] == '/' &&
+            !memcmp(s->path, r->from, n)) {
+            strbuf_addstr(out, r->to);
+            strbuf_add(out, s->path + n, s->path_len - n);
+            return true;
+        }
+    }
+    strbuf_add(out, s->path, s->path_len);
+    return false;
+}
+
+static bool same_version(apply_rx *rx, const staged *s, int dfd, const char *name,
+                         const struct stat *cur)
+{
+    char sname[32];
+    snprintf(sname, sizeof(sname), "%u", s->idx);
+    if (s->type == MF_REG && S_ISREG(cur->st_mode)) {
+        int a = openat(rx->stage_fd[s->root], sname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        int b = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        int same = (a >= 0 && b >= 0) ? sf_same_content(a, b) : 0;
+        if (a >= 0)
+            close(a);
+        if (b >= 0)
+            close(b);
+        return same == 1;
+    }
+    if (s->type == MF_LNK && S_ISLNK(cur->st_mode)) {
+        char x[SYNC_MAX_LINK + 1], y[SYNC_MAX_LINK + 1];
+        ssize_t nx = readlinkat(rx->stage_fd[s->root], sname, x, sizeof(x));
+        ssize_t ny = readlinkat(dfd, name, y, sizeof(y));
+        return nx >= 0 && nx == ny && !memcmp(x, y, (size_t)nx);
+    }
+    return false;
+}
+
+/* Moves the staged file or symlink to dfd/name. */
+static int install(apply_rx *rx, const staged *s, int dfd, const char *name,
+                   const struct stat *cur)
+{
+    char sname[32];
+    int sfd = rx->stage_fd[s->root];
+    snprintf(sname, sizeof(sname), "%u", s->idx);
+    if (s->type == MF_REG)
+        fchmodat(sfd, sname, apply_file_mode(cur, s->exec), 0);
+    if (renameat(sfd, sname, dfd, name) == 0)
+        return 0;
+    if (errno == EXDEV && s->type == MF_REG) {
+        /* A mount point inside the root: copy to a temporary beside the target. */
+        char tmp[96];
+        int from = openat(sfd, sname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        int to = from >= 0 ? sf_mktemp(dfd, tmp, sizeof(tmp), 0600) : -1;
+        int ok = to >= 0 && sf_copy_fd(from, to) == 0;
+        if (to >= 0) {
+            sf_set_mtime(to, s->mtime_ns);
+            fchmod(to, apply_file_mode(cur, s->exec));
+            close(to);
+        }
+        if (from >= 0)
+            close(from);
+        if (ok && renameat(dfd, tmp, dfd, name) == 0)
+            return 0;
+        if (to >= 0)
+            unlinkat(dfd, tmp, 0);
+    }
+    return -1;
+}
+
+static void host_record(apply_rx *rx, const staged *s, int dfd, const char *name)
+{
+    struct stat st;
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        mf_record(rx->t, s->root, s->path, s->path_len, &st, s->hash, s->type == MF_REG);
+}
+
+static void commit_one(apply_rx *rx, const staged *s, strbuf *path)
+{
+    const mf_root *r = mf_root_at(rx->t, s->root);
+    const char *name;
+    size_t dlen;
+    struct stat cur;
+    bool have_cur, mapped, host_changed, crossing;
+    mf_node *node;
+    sbx_err err;
+    int rfd, dfd;
+
+    mapped = map_path(rx, s, path);
+    sf_split(path->buf, path->len, &dlen, &name);
+    rfd = mf_root_fd(rx->t, s->root, false);
+    if (rfd < 0) {
+        warnf(rx, "refused a sandbox change to %s/%s: %s is missing on the host", r->base,
+              s->path, r->base);
+        return;
+    }
+    dfd = sf_open_dir(rfd, path->buf, dlen, s->op == WIRE_OP_PUT, &err);
+    if (dfd < 0) {
+        if (s->op == WIRE_OP_DELETE && errno == ENOENT) {
+            mf_forget(rx->t, s->root, s->path, s->path_len);
+            return;
+        }
+        warnf(rx, "refused a sandbox change to %s/%s: %s", r->base, s->path, err.msg);
+        return;
+    }
+    have_cur = fstatat(dfd, name, &cur, AT_SYMLINK_NOFOLLOW) == 0;
+    node = mapped ? NULL : mf_lookup(rx->t, s->root, s->path, s->path_len);
+    host_changed = mapped || mf_changed(node, have_cur ? &cur : NULL, dfd, name);
+    crossing = !mapped && rx->inflight &&
+               mf_pathmap_get(rx->inflight, s->root, s->path, s->path_len) > rx->acked;
+
+    if (s->op == WIRE_OP_DELETE) {
+        if (!have_cur) {
+            mf_forget(rx->t, s->root, s->path, s->path_len);
+        } else if (host_changed || crossing || (S_ISDIR(cur.st_mode) != (s->type == MF_DIR))) {
+            if (!S_ISDIR(cur.st_mode))
+                warnf(rx, "kept %s/%s: deleted in the sandbox but changed on the host", r->base,
+                      s->path);
+        } else if (unlinkat(dfd, name, S_ISDIR(cur.st_mode) ? AT_REMOVEDIR : 0) == 0) {
+            mf_forget(rx->t, s->root, s->path, s->path_len);
+        } else if (errno != ENOTEMPTY && errno != EEXIST) {
+            warnf(rx, "cannot delete %s/%s: %s", r->base, s->path, strerror(errno));
+        }
+        close(dfd);
+        return;
+    }
+
+    if (s->type == MF_DIR) {
+        if (have_cur && S_ISDIR(cur.st_mode)) {
+            if (!mapped)
+                host_record(rx, s, dfd, name);
+        } else if (!have_cur) {
+            if (mkdirat(dfd, name, 0755) < 0)
+                warnf(rx, "cannot create %s/%s: %s", r->base, path->buf, strerror(errno));
+            else if (!mapped)
+                host_record(rx, s, dfd, name);
+        } else {
+            char cname[NAME_MAX + 1];
+            sf_conflict_name(dfd, name, cname, sizeof(cname));
+            if (mkdirat(dfd, cname, 0755) == 0) {
+                dir_rename *dr;
+                XGROW(rx->renames, rx->arenames, rx->nrenames + 1);
+                dr = &rx->renames[rx->nrenames++];
+                dr->root = s->root;
+                dr->from = xstrndup(s->path, s->path_len);
+                dr->to = xasprintf("%.*s%s%s", (int)dlen, path->buf, dlen ? "/" : "", cname);
+                warnf(rx, "conflict: %s/%s is a directory in the sandbox but not on the host; "
+                      "kept the host's version, the sandbox's is now %s/%s", r->base, s->path,
+                      r->base, dr->to);
+            }
+        }
+        close(dfd);
+        return;
+    }
+
+    /* A file or a symlink. */
+    if (have_cur && S_ISDIR(cur.st_mode)) {
+        host_changed = true;   /* a directory is never replaced by a file */
+    } else if (have_cur && (host_changed || crossing) && same_version(rx, s, dfd, name, &cur)) {
+        if (!crossing && !mapped)
+            host_record(rx, s, dfd, name);
+        close(dfd);
+        return;
+    }
+    if (!have_cur || (!host_changed && !crossing)) {
+        if (install(rx, s, dfd, name, have_cur ? &cur : NULL) < 0)
+            warnf(rx, "cannot write %s/%s: %s", r->base, path->buf, strerror(errno));
+        else if (!crossing && !mapped)
+            host_record(rx, s, dfd, name);
+    } else {
+        char cname[NAME_MAX + 1];
+        sf_conflict_name(dfd, name, cname, sizeof(cname));
+        if (install(rx, s, dfd, cname, NULL) < 0)
+            warnf(rx, "cannot write %s/%s: %s", r->base, cname, strerror(errno));
+        else
+            warnf(rx, "conflict: %s/%s changed both on the host and in the sandbox; kept the "
+                  "host's version, the sandbox's is %s/%.*s%s%s", r->base, path->buf, r->base,
+                  (int)dlen, path->buf, dlen ? "/" : "", cname);
+    }
+    close(dfd);
+}
+
+static void host_commit(apply_rx *rx)
+{
+    strbuf path = STRBUF_INIT;
+    for (size_t i = 0; i < rx->nops; i++)
+        commit_one(rx, &rx->ops[i], &path);
+    strbuf_release(&path);
+    clear_staging(rx);
+}
+
+/* ---- frames ------------------------------------------------------------------------------ */
+
+static int content(apply_rx *rx, const void *data, size_t len, sbx_err *err)
+{
+    if (len > rx->left)
+        return sbx_errf(err, "%zu content bytes for an entry that has %llu left", len,
+                        (unsigned long long)rx->left);
+    rx->left -= len;
+    if (!rx->skip && len) {
+        mf_hash_update(&rx->hs, data, len);
+        if (write_full(rx->fd, data, len) < 0) {
+            if (rx->role == APPLY_HOST)
+                return sbx_errno(err, "cannot stage a file");
+            warnf(rx, "cannot write %s/%s in the sandbox: %s",
+                  mf_root_at(rx->t, rx->e_root)->base, rx->e_path, strerror(errno));
+            close(rx->fd);
+            rx->fd = -1;
+            if (rx->dir_fd >= 0)
+                unlinkat(rx->dir_fd, rx->tmp, 0);
+            rx->skip = true;
+        }
+    }
+    if (rx->left)
+        return 0;
+    if (rx->skip) {
+        drop_entry(rx);
+        return 0;
+    }
+    return rx->role == APPLY_HOST ? host_finish_file(rx, err) : agent_finish_file(rx, err);
+}
+
+int apply_frame(apply_rx *rx, const wire_frame *f, sbx_err *err)
+{
+    if (!rx->active)
+        return sbx_errf(err, "%s outside a delta", wire_type_name(f->type));
+
+    switch (f->type) {
+    case WIRE_ENTRY: {
+        wire_entry e;
+        if (rx->in_entry)
+            return sbx_errf(err, "ENTRY before the previous entry's content was complete");
+        if (wire_get_entry(f, &e, err) < 0)
+            return -1;
+        if (++rx->entries > rx->lim.max_entries)
+            return sbx_errf(err, "delta has more than %llu entries",
+                            (unsigned long long)rx->lim.max_entries);
+        if (e.op == WIRE_OP_PUT && e.ftype == MF_REG) {
+            rx->bytes += e.size;
+            if (rx->bytes > rx->lim.max_bytes || rx->bytes < e.size)
+                return sbx_errf(err, "delta brings more than %llu bytes",
+                                (unsigned long long)rx->lim.max_bytes);
+        }
+        if ((rx->role == APPLY_HOST ? host_entry(rx, &e, err) : agent_entry(rx, &e, err)) < 0)
+            return -1;
+        if (rx->in_entry)
+            return content(rx, e.data, e.data_len, err) < 0 ? -1 : 0;
+        return 0;
+    }
+    case WIRE_CHUNK:
+        if (!rx->in_entry)
+            return sbx_errf(err, "CHUNK without a file entry in progress");
+        if (!f->len)
+            return sbx_errf(err, "empty CHUNK");
+        return content(rx, f->payload, f->len, err) < 0 ? -1 : 0;
+    case WIRE_ENTRY_CANCEL:
+        if (!rx->in_entry)
+            return sbx_errf(err, "ENTRY_CANCEL without a file entry in progress");
+        drop_entry(rx);
+        return 0;
+    case WIRE_DELTA_END: {
+        uint64_t seq, n;
+        if (wire_get_u64_pair(f, &seq, &n, err) < 0)
+            return -1;
+        if (rx->in_entry)
+            return sbx_errf(err, "DELTA_END before the last entry's content was complete");
+        if (seq != rx->seq || n != rx->entries)
+            return sbx_errf(err, "DELTA_END says %llu entries of delta %llu; %llu arrived for "
+                            "delta %llu", (unsigned long long)n, (unsigned long long)seq,
+                            (unsigned long long)rx->entries, (unsigned long long)rx->seq);
+        if (rx->role == APPLY_HOST)
+            host_commit(rx);
+        close_dir_cache(rx);
+        mf_seal(rx->t);
+        rx->done_entries = rx->entries;
+        rx->done_bytes = rx->bytes;
+        rx->active = false;
+        return 1;
+    }
+    }
+    return sbx_errf(err, "%s frame inside a delta", wire_type_name(f->type));
+}

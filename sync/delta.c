@@ -1,0 +1,244 @@
+/* Streaming a delta as frames; see delta.h. */
+#include "sync/delta.h"
+#include "sync/gitpolicy.h"
+#include "sync/safefs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <unistd.h>
+
+void delta_tx_init(delta_tx *tx, mf_tree *t, mf_delta *d, uint64_t seq, uint64_t acked,
+                   bool filter_git, mf_warn_fn warn, void *wctx)
+{
+    memset(tx, 0, sizeof(*tx));
+    tx->t = t;
+    tx->d = *d;
+    memset(d, 0, sizeof(*d));
+    tx->seq = seq;
+    tx->acked = acked;
+    tx->filter_git = filter_git;
+    tx->fd = -1;
+    tx->dir_fd = -1;
+    strbuf_init(&tx->mem, 0);
+    strbuf_init(&tx->dir_path, 0);
+    tx->warn = warn;
+    tx->wctx = wctx;
+}
+
+void delta_tx_release(delta_tx *tx)
+{
+    if (tx->fd >= 0)
+        close(tx->fd);
+    if (tx->dir_fd >= 0)
+        close(tx->dir_fd);
+    strbuf_release(&tx->mem);
+    strbuf_release(&tx->dir_path);
+    mf_delta_release(&tx->d);
+    tx->fd = tx->dir_fd = -1;
+}
+
+/* The parent directory of op's path, opened beneath its root without following symlinks. */
+static int parent_fd(delta_tx *tx, const mf_op *op, const char **name)
+{
+    size_t dlen;
+    int rfd;
+    sf_split(op->path, op->path_len, &dlen, name);
+    if (tx->dir_fd >= 0 && tx->dir_root == op->root && tx->dir_path.len == dlen &&
+        !memcmp(tx->dir_path.buf, op->path, dlen))
+        return tx->dir_fd;
+    if (tx->dir_fd >= 0)
+        close(tx->dir_fd);
+    tx->dir_fd = -1;
+    rfd = mf_root_fd(tx->t, op->root, false);
+    if (rfd < 0)
+        return -1;
+    tx->dir_fd = sf_open_dir(rfd, op->path, dlen, false, NULL);
+    if (tx->dir_fd < 0)
+        return -1;
+    tx->dir_root = op->root;
+    strbuf_reset(&tx->dir_path);
+    strbuf_add(&tx->dir_path, op->path, dlen);
+    return tx->dir_fd;
+}
+
+/* Makes the next node scan see this path as changed (its content did not get through). */
+static void invalidate(delta_tx *tx, const mf_op *op)
+{
+    mf_node *n = mf_lookup(tx->t, op->root, op->path, op->path_len);
+    if (n) {
+        n->size = UINT64_MAX;
+        n->flags &= (uint8_t)~MF_HASHED;
+    }
+}
+
+/* Appends up to n content bytes of the current file to out; false at a short file. */
+static bool add_content(delta_tx *tx, strbuf *out, size_t n)
+{
+    if (tx->fd < 0) {
+        strbuf_add(out, tx->mem.buf + tx->off, n);
+        tx->off += n;
+        return true;
+    }
+    strbuf_grow(out, n);
+    while (n) {
+        ssize_t r = pread(tx->fd, out->buf + out->len, n, (off_t)tx->off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return false;
+        strbuf_setlen(out, out->len + (size_t)r);
+        tx->off += (uint64_t)r;
+        n -= (size_t)r;
+    }
+    return true;
+}
+
+static void end_file(delta_tx *tx)
+{
+    if (tx->fd >= 0)
+        close(tx->fd);
+    tx->fd = -1;
+    strbuf_reset(&tx->mem);
+    tx->in_file = false;
+}
+
+/* Starts sending op: appends its ENTRY frame (with inline content). false: skip it. */
+static bool start_op(delta_tx *tx, const mf_op *op, strbuf *out)
+{
+    wire_entry e = { .op = op->op, .ftype = op->type, .root = op->root,
+                     .flags = op->exec ? WIRE_ENTRY_EXEC : 0, .mtime_ns = op->mtime_ns,
+                     .path = op->path, .path_len = op->path_len };
+    const char *name;
+    size_t at;
+    int dfd;
+
+    if (op->op == WIRE_OP_DELETE || op->type == MF_DIR) {
+        at = wire_put_entry_begin(out, &e);
+        wire_end(out, at);
+        return true;
+    }
+    dfd = parent_fd(tx, op, &name);
+    if (dfd < 0)
+        return false;   /* gone since the scan: the next scan says so */
+    if (op->type == MF_LNK) {
+        char target[SYNC_MAX_LINK + 1];
+        ssize_t n = readlinkat(dfd, name, target, sizeof(target));
+        if (n <= 0 || n > SYNC_MAX_LINK) {
+            invalidate(tx, op);
+            return false;
+        }
+        e.size = (uint64_t)n;
+        at = wire_put_entry_begin(out, &e);
+        strbuf_add(out, target, (size_t)n);
+        wire_end(out, at);
+        return true;
+    }
+
+    {
+        struct stat st;
+        int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        size_t inline_n;
+        if (fd < 0) {
+            if (errno != ENOENT && errno != ELOOP && errno != ENOTDIR && tx->warn) {
+                char *msg = xasprintf("cannot read %s: %s (not synced)", op->path,
+                                      strerror(errno));
+                tx->warn(tx->wctx, msg);
+                free(msg);
+            }
+            return false;
+        }
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+            close(fd);
+            invalidate(tx, op);
+            return false;
+        }
+        /* What is there now: the manifest keeps the scan's stat, so a later scan resends
+         * the file if it changed after the scan. */
+        e.mtime_ns = sf_stat_mtime(&st);
+        e.flags = (st.st_mode & S_IXUSR) ? WIRE_ENTRY_EXEC : 0;
+        tx->off = 0;
+        tx->fd = fd;
+        if (tx->filter_git && mf_root_at(tx->t, op->root)->kind == WIRE_ROOT_CODE &&
+            git_is_repo_config(op->path, op->path_len)) {
+            char *text = NULL;
+            size_t len = 0;
+            if ((size_t)st.st_size <= GITCONFIG_MAX) {
+                text = xmalloc((size_t)st.st_size + 1);
+                ssize_t n = read_full(fd, text, (size_t)st.st_size);
+                len = n > 0 ? (size_t)n : 0;
+            }
+            strbuf_reset(&tx->mem);
+            if (text && gitconfig_filter_repo(text, len, &tx->mem) < 0)
+                strbuf_reset(&tx->mem);
+            free(text);
+            close(fd);
+            tx->fd = -1;
+            tx->size = tx->mem.len;
+        } else {
+            tx->size = (uint64_t)st.st_size;
+        }
+        e.size = tx->size;
+        inline_n = tx->size < SYNC_CHUNK ? (size_t)tx->size : SYNC_CHUNK;
+        at = wire_put_entry_begin(out, &e);
+        if (!add_content(tx, out, inline_n)) {
+            /* Shorter than it said: send it empty-cancelled rather than wrong. */
+            strbuf_setlen(out, at);
+            end_file(tx);
+            invalidate(tx, op);
+            return false;
+        }
+        wire_end(out, at);
+        tx->bytes += tx->size;
+        if (tx->off < tx->size)
+            tx->in_file = true;
+        else
+            end_file(tx);
+        return true;
+    }
+}
+
+bool delta_tx_fill(delta_tx *tx, strbuf *out, size_t limit)
+{
+    if (tx->state == 0) {
+        size_t at = wire_begin(out, WIRE_DELTA_BEGIN, 0, 0);
+        wire_u64(out, tx->seq);
+        wire_u64(out, tx->acked);
+        wire_end(out, at);
+        tx->state = 1;
+    }
+    while (tx->state == 1 && out->len < limit) {
+        if (tx->in_file) {
+            uint64_t left = tx->size - tx->off;
+            size_t n = left < SYNC_CHUNK ? (size_t)left : SYNC_CHUNK;
+            size_t at = wire_begin(out, WIRE_CHUNK, 0, 0);
+            if (!add_content(tx, out, n)) {
+                const mf_op *op = &tx->d.ops[tx->next - 1];
+                strbuf_setlen(out, at);
+                wire_frame_raw(out, WIRE_ENTRY_CANCEL, 0, 0, NULL, 0);
+                invalidate(tx, op);
+                end_file(tx);
+                continue;
+            }
+            wire_end(out, at);
+            if (tx->off >= tx->size)
+                end_file(tx);
+            continue;
+        }
+        if (tx->next < tx->d.n) {
+            const mf_op *op = &tx->d.ops[tx->next++];
+            if (start_op(tx, op, out))
+                tx->entries++;
+            continue;
+        }
+        {
+            size_t at = wire_begin(out, WIRE_DELTA_END, 0, 0);
+            wire_u64(out, tx->seq);
+            wire_u64(out, tx->entries);
+            wire_end(out, at);
+            tx->state = 2;
+        }
+    }
+    return tx->state == 2;
+}

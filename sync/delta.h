@@ -1,0 +1,79 @@
+/*
+ * Sending and receiving deltas.
+ *
+ * delta_tx streams a scanned delta as frames (DELTA_BEGIN, ENTRY + CHUNKs per path,
+ * DELTA_END) a piece at a time, so that a sender never holds more than one chunk of file
+ * content: call delta_tx_fill() whenever the output buffer has room.
+ *
+ * apply_rx receives one: on the agent it applies each entry as it arrives (the host is
+ * trusted; a path the sandbox changed too is renamed aside first); on the host, where nothing
+ * from the agent is trusted, every entry is checked (path, policy, excludes, limits), staged
+ * under the root, and the whole delta is committed only when DELTA_END arrives, so that a
+ * malformed or truncated delta leaves the host tree exactly as it was. Conflicts keep the
+ * host's version and put the sandbox's beside it under a name that says so.
+ */
+#ifndef SBX_SYNC_DELTA_H
+#define SBX_SYNC_DELTA_H
+
+#include "sync/manifest.h"
+
+typedef struct delta_tx {
+    mf_tree *t;
+    mf_delta d;
+    size_t next;          /* the next op to send */
+    uint64_t seq, acked;
+    int state;            /* 0 begin, 1 entries, 2 done */
+    bool filter_git;      /* host: send repository git configs filtered */
+    bool in_file;         /* an entry's content is being sent */
+    int fd;               /* its file, or -1 when the content is in mem */
+    strbuf mem;
+    uint64_t off, size;
+    int dir_fd;           /* parent directory cache */
+    uint16_t dir_root;
+    strbuf dir_path;
+    uint64_t entries, bytes;
+    mf_warn_fn warn;
+    void *wctx;
+} delta_tx;
+
+/* Takes the ops of d (d is left empty). */
+void delta_tx_init(delta_tx *tx, mf_tree *t, mf_delta *d, uint64_t seq, uint64_t acked,
+                   bool filter_git, mf_warn_fn warn, void *wctx);
+/* Appends frames to out until out->len reaches limit or the delta is complete; returns true
+ * once DELTA_END has been appended. */
+bool delta_tx_fill(delta_tx *tx, strbuf *out, size_t limit);
+void delta_tx_release(delta_tx *tx);
+
+typedef enum apply_role { APPLY_AGENT, APPLY_HOST } apply_role;
+
+typedef struct apply_limits {
+    uint64_t max_file_size;
+    uint64_t max_bytes;
+    uint64_t max_entries;
+} apply_limits;
+
+typedef struct apply_rx apply_rx;
+
+apply_rx *apply_new(mf_tree *t, apply_role role, const apply_limits *lim, mf_warn_fn warn,
+                    void *wctx);
+void apply_free(apply_rx *rx);
+/* Host: pushes not yet acknowledged (path -> push seq), to notice a sandbox change that
+ * crossed a host change in flight. */
+void apply_set_inflight(apply_rx *rx, mf_pathmap *inflight);
+/* Starts a delta (after DELTA_BEGIN). */
+int apply_begin(apply_rx *rx, uint64_t seq, uint64_t acked, sbx_err *err);
+/* Feeds ENTRY, CHUNK, ENTRY_CANCEL or DELTA_END. Returns 1 when DELTA_END completed the
+ * delta, 0 to go on, -1 on a protocol or limit violation (then call apply_abort()). */
+int apply_frame(apply_rx *rx, const wire_frame *f, sbx_err *err);
+bool apply_active(const apply_rx *rx);
+/* Drops a delta in progress: staged files removed, nothing committed (host); the entry being
+ * written removed (agent). */
+void apply_abort(apply_rx *rx);
+/* Counters of the last completed delta. */
+void apply_stats(const apply_rx *rx, uint64_t *entries, uint64_t *bytes);
+
+/* The mode a received file gets: exec from the sender, the rest from the file it replaces
+ * (cur, NULL when new) or the umask. Never setuid, setgid or sticky. */
+mode_t apply_file_mode(const struct stat *cur, bool exec);
+
+#endif
