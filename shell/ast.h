@@ -68,7 +68,10 @@ struct sh_wpart {
     const char *text;    /* see kind; NUL-terminated, len is the truth */
     size_t len;
     sh_wpart *parts;     /* WP_DQUOTE, WP_LOCALE */
-    sh_list *body;       /* WP_CMDSUB, WP_BACKQUOTE, WP_PROCSUB_* */
+    sh_list *body;       /* WP_CMDSUB, WP_BACKQUOTE, WP_PROCSUB_*: the parsed commands;
+                            NULL when empty, or when bash parses the text only as it
+                            runs it and it does not parse (see body_unparsed) */
+    bool body_unparsed;  /* body text that bash would reject when running it */
     sh_param *param;     /* WP_PARAM */
     sh_wpart *next;
 };
@@ -87,6 +90,8 @@ struct sh_param {
                             ":" (substring) "@" (transform) "*" "@" (after !prefix) */
     sh_word *arg;        /* operand: default word, pattern, offset, transform letter */
     sh_word *arg2;       /* replacement of / forms, length of : substring */
+    bool bad;            /* not a valid ${...}: bash reports "bad substitution" only
+                            when it expands it, so the parse succeeds */
 };
 
 /* Word flags, computed by the parser for quick checks. */
@@ -149,6 +154,7 @@ struct sh_redir {
     /* here-documents only */
     bool heredoc_quoted;   /* some quoting in the delimiter: body is literal */
     const char *delim;     /* the delimiter after quote removal */
+    size_t delim_len;
     sh_span body;          /* body lines, without the terminating delimiter line */
     sh_span body_end;      /* body plus the delimiter line (and its newline if any) */
     sh_wpart *body_parts;  /* unquoted delimiter: the body's parts (expansions) */

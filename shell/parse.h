@@ -17,6 +17,7 @@ typedef struct sh_parse_opts {
     bool track_shopt;      /* turn extglob on after a top-level `shopt -s extglob`
                               command, as executing bash would (not for -n) */
     unsigned max_depth;    /* nesting limit; 0 = default (SH_MAX_DEPTH) */
+    unsigned first_line;   /* lines before src (for sh_parse_next on a stream) */
 } sh_parse_opts;
 
 #define SH_MAX_DEPTH 1000
@@ -41,6 +42,13 @@ typedef struct sh_parse {
     char err_text[512];    /* bash's second line: the offending input line, or "" */
     /* warnings bash prints without failing, e.g. a here-document at EOF */
     strbuf warnings;       /* "line 3: warning: ..." lines, each ending in \n */
+    /* SH_ERROR: every line bash prints, "line N: ..." each ending in \n
+     * (err_msg and err_text above are the first message and the offending
+     * line); sh_parse_format_error() adds the prefix. */
+    strbuf errors;
+    int exit_status;       /* SH_ERROR: bash's status, 2, or 1 for an error in a=( )
+                              that bash reports and then reads on after */
+    unsigned end_line;     /* bash's line counter after the parse */
 } sh_parse;
 
 /* Parses all of src[0..len). Returns p->status. At the end of the input an
