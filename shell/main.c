@@ -11,6 +11,7 @@
 #include "shell/options.h"
 #include "shell/parse.h"
 #include "shell/run.h"
+#include "router/route.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -150,6 +151,41 @@ static int print_ast(const sh_options *o)
     return status;
 }
 
+/* --route: where each part would run (router/route.h); executes nothing. */
+static int print_route(const sh_options *o)
+{
+    char *buf;
+    size_t len;
+    bool owned;
+    sbx_err err;
+    sh_parse p;
+    sh_parse_opts po;
+    int status = 0;
+
+    if (load_input(o, &buf, &len, &owned, &err) < 0) {
+        fprintf(stderr, "%s: %s\n", o->progname, err.msg);
+        return o->mode == SH_INPUT_SCRIPT ? 127 : 2;
+    }
+    parse_opts_from(o, &po);
+    sh_parse_all(&p, buf, len, &po, true);
+    if (p.status != SH_OK) {
+        strbuf prefix = STRBUF_INIT, msg = STRBUF_INIT;
+        error_prefix(o, &prefix);
+        sh_parse_format_error(&p, prefix.buf, &msg);
+        fwrite(msg.buf, 1, msg.len, stderr);
+        strbuf_release(&prefix);
+        strbuf_release(&msg);
+        status = 2;
+    } else if (route_print_main(&p, o->json, &err) < 0) {
+        fprintf(stderr, "%s: %s\n", o->progname, err.msg);
+        status = SBX_EXIT_INTERNAL;
+    }
+    sh_parse_free(&p);
+    if (owned)
+        free(buf);
+    return status;
+}
+
 int main(int argc, char **argv)
 {
     sh_options o;
@@ -179,6 +215,8 @@ int main(int argc, char **argv)
         status = print_ast(&o);
         break;
     case SH_ACT_ROUTE:
+        status = print_route(&o);
+        break;
     case SH_ACT_RUN:
     default:
         status = shell_run(&o);

@@ -1,0 +1,458 @@
+/*
+ * The host runner: executes a HOST pipeline from its checked words. sbxsh
+ * makes the pipes, forks and execs each argv itself; no host shell ever
+ * sees the text, so what runs is exactly what route_check() accepted.
+ */
+#include "router/builtins.h"
+#include "router/rules.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* What every host git gets before the user's arguments (DESIGN.md 5). */
+static char *const git_safety[] = {
+    "-c", "safe.bareRepository=explicit", "-c", "protocol.ext.allow=never", NULL,
+};
+
+/* The environment of a host program: sbxsh's own (so credential helpers
+ * and the SSH agent work), with PATH cut to entries outside the code
+ * directories, PWD set as bash sets it, the allowed assignment prefixes,
+ * and for git the switch that makes git itself refuse abbreviated options. */
+static void build_env(const route_ctx *ctx, const rcmd *c, strvec *env)
+{
+    strbuf path = STRBUF_INIT;
+
+    for (char **e = environ; e && *e; e++) {
+        size_t n = strcspn(*e, "=");
+        bool replaced = (n == 4 && !strncmp(*e, "PATH", 4)) ||
+                        (n == 3 && !strncmp(*e, "PWD", 3)) ||
+                        (n == 37 && !strncmp(*e, "GIT_TEST_DISALLOW_ABBREVIATED_OPTIONS", 37));
+        for (size_t i = 0; i < c->env.n && !replaced; i++)
+            replaced = !strncmp(c->env.v[i], *e, n + 1);
+        if (!replaced)
+            strvec_push(env, *e);
+    }
+    if (ctx->path) {
+        route_safe_path(ctx, &path);
+        strvec_pushf(env, "PATH=%s", path.buf);
+    }
+    strvec_pushf(env, "PWD=%s", ctx->cwd);
+    for (size_t i = 0; i < c->env.n; i++)
+        strvec_push(env, c->env.v[i]);
+    if (c->kind == RC_GIT)
+        strvec_push(env, "GIT_TEST_DISALLOW_ABBREVIATED_OPTIONS=1");
+    strbuf_release(&path);
+}
+
+static void build_argv(const rcmd *c, bool hooks_off, strvec *argv)
+{
+    strvec_push(argv, c->argv.v[0]);
+    if (c->kind == RC_GIT) {
+        strvec_pushv(argv, git_safety);
+        if (hooks_off) {
+            strvec_push(argv, "-c");
+            strvec_push(argv, "core.hooksPath=/dev/null");
+        }
+    }
+    for (size_t i = 1; i < c->argv.n; i++)
+        strvec_push(argv, c->argv.v[i]);
+}
+
+/* ---- messages ---------------------------------------------------------------- */
+
+static void run_error(const route_run_opts *o, int fd, const char *fmt, ...) SBX_PRINTF(3, 4);
+
+/* bash's "NAME: line N: message" */
+static void run_error(const route_run_opts *o, int fd, const char *fmt, ...)
+{
+    strbuf sb = STRBUF_INIT;
+    va_list ap;
+
+    strbuf_addf(&sb, "%s: ", o->errname ? o->errname : "sbxsh");
+    if (o->line)
+        strbuf_addf(&sb, "line %u: ", o->line);
+    va_start(ap, fmt);
+    strbuf_vaddf(&sb, fmt, ap);
+    va_end(ap);
+    strbuf_addch(&sb, '\n');
+    write_full(fd, sb.buf, sb.len);
+    strbuf_release(&sb);
+}
+
+/* ---- git's own configuration ----------------------------------------------------- */
+
+/* Runs a git query in cwd and collects its standard output (at most max
+ * bytes). Returns its exit status, or -1. */
+static int git_query(const rcmd *c, char *const *envp, char *const *args, strbuf *out,
+                     size_t max)
+{
+    strvec argv = STRVEC_INIT;
+    int pfd[2], st = -1;
+    pid_t pid;
+
+    strvec_push(&argv, "git");
+    strvec_pushv(&argv, git_safety);
+    strvec_pushv(&argv, args);
+    if (pipe2(pfd, O_CLOEXEC) < 0)
+        goto out;
+    pid = fork();
+    if (pid == 0) {
+        int nul = open("/dev/null", O_RDWR);
+        if (nul < 0 || dup2(nul, 0) < 0 || dup2(pfd[1], 1) < 0 || dup2(nul, 2) < 0 ||
+            chdir(c->git_cwd) < 0)
+            _exit(127);
+        execve(c->prog, argv.v, envp);
+        _exit(127);
+    }
+    close(pfd[1]);
+    if (pid > 0) {
+        char buf[4096];
+        ssize_t n;
+        while ((n = read(pfd[0], buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
+            if (n > 0 && out->len < max)
+                strbuf_add(out, buf, (size_t)n);
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+            ;
+        st = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    }
+    close(pfd[0]);
+out:
+    strvec_clear(&argv);
+    return st;
+}
+
+/* Whether a path the repository's hooks live at (or a hook there links
+ * to) is one the sandbox can change. */
+static bool sandbox_writable(const route_ctx *ctx, const char *path, const char *common)
+{
+    char real[PATH_MAX];
+    if (!realpath(path, real))
+        return false;
+    return route_in_synced(ctx, real) && !path_within(real, common);
+}
+
+/* Hooks are programs: a hooks directory (core.hooksPath, e.g. husky's
+ * .husky/_) or a hook symlinked into the working tree would run whatever
+ * the sandbox wrote there. Sets *hooks_off when that is the case. */
+static void check_hooks(const route_ctx *ctx, const rcmd *c, char *const *envp, bool *hooks_off,
+                        strbuf *dir)
+{
+    static char *const args[] = { "rev-parse", "--path-format=absolute", "--git-common-dir",
+                                  "--git-path", "hooks", NULL };
+    strbuf out = STRBUF_INIT, entry = STRBUF_INIT;
+    char common[PATH_MAX];
+    char *nl;
+    DIR *d;
+
+    if (git_query(c, envp, args, &out, 2 * PATH_MAX) != 0 || !(nl = strchr(out.buf, '\n')))
+        goto done;
+    *nl = '\0';
+    strbuf_addstr(dir, nl + 1);
+    strbuf_setlen(dir, strcspn(dir->buf, "\n"));
+    if (!realpath(out.buf, common))
+        goto done;
+    if (sandbox_writable(ctx, dir->buf, common)) {
+        *hooks_off = true;
+        goto done;
+    }
+    if (!(d = opendir(dir->buf)))
+        goto done;
+    for (struct dirent *e; (e = readdir(d)) && !*hooks_off;) {
+        struct stat st;
+        size_t n = strlen(e->d_name);
+        if (e->d_name[0] == '.' || (n > 7 && !strcmp(e->d_name + n - 7, ".sample")))
+            continue;
+        strbuf_reset(&entry);
+        strbuf_addf(&entry, "%s/%s", dir->buf, e->d_name);
+        if (lstat(entry.buf, &st) == 0 && S_ISLNK(st.st_mode) &&
+            sandbox_writable(ctx, entry.buf, common))
+            *hooks_off = true;
+    }
+    closedir(d);
+done:
+    strbuf_release(&out);
+    strbuf_release(&entry);
+}
+
+/* The remotes the command may use, as the repository's configuration
+ * (with insteadOf) resolves them. */
+static int check_remotes(const route_ctx *ctx, const rcmd *c, char *const *envp, strbuf *why)
+{
+    static char *const args[] = { "remote", "-v", NULL };
+    strbuf out = STRBUF_INIT, w = STRBUF_INIT;
+    int ret = 0;
+
+    if (git_query(c, envp, args, &out, 1 << 20) != 0)
+        goto out;
+    for (char *line = out.buf, *next; *line; line = next) {
+        char *tab, *sp;
+        next = strchrnul(line, '\n');
+        if (*next)
+            *next++ = '\0';
+        tab = strchr(line, '\t');
+        sp = tab ? strrchr(tab, ' ') : NULL;
+        if (!tab || !sp)
+            continue;
+        *tab = *sp = '\0';
+        if (c->git_remote && strcmp(line, c->git_remote))
+            continue;
+        if (route_check_configured_url(ctx, c->git_cwd, tab + 1, c->git_sub == GIT_PUSH,
+                                       &w) < 0) {
+            strbuf_addf(why, "git %s: remote ", git_sub_names[c->git_sub]);
+            reason_add(why, line, strlen(line));
+            strbuf_addf(why, ": %s", w.buf);
+            ret = -1;
+            break;
+        }
+    }
+out:
+    strbuf_release(&out);
+    strbuf_release(&w);
+    return ret;
+}
+
+/* ---- running ----------------------------------------------------------------------- */
+
+typedef struct prepared {
+    strvec argv, env;
+} prepared;
+
+static bool is_builtin(const rcmd *c)
+{
+    return c->kind == RC_ECHO || c->kind == RC_PRINTF;
+}
+
+static int run_builtin(const rcmd *c, const route_run_opts *o, int out_fd, int err_fd)
+{
+    bi_env env = { .err_fd = err_fd, .errname = o->errname, .line = o->line };
+    strbuf out = STRBUF_INIT;
+    int st;
+
+    st = c->kind == RC_ECHO ? bi_echo(c->argv.v + 1, c->argv.n - 1, &env, &out)
+                            : bi_printf(c->argv.v + 1, c->argv.n - 1, &env, &out);
+    if (st == BI_REFUSE)    /* route_check ran the same check: cannot happen */
+        st = 1;
+    st = bi_flush(c->argv.v[0], out_fd, &out, st, &env);
+    strbuf_release(&out);
+    return st;
+}
+
+/* Applies c's redirections to the descriptors fds[0..2] (real ones in a
+ * child, a table for a builtin in sbxsh itself). opened[] collects the
+ * /dev/null descriptors to close. Returns 0, or -1 after a message. */
+static int redirect(const rcmd *c, const route_run_opts *o, int fds[3], int opened[2],
+                    bool real)
+{
+    for (size_t i = 0; i < c->n_redirs; i++) {
+        const rredir *r = &c->redirs[i];
+        int src;
+
+        if (r->op == RR_DUP) {
+            src = fds[r->src];
+        } else {
+            int *slot = &opened[r->op == RR_NULL_IN ? 0 : 1];
+            if (*slot < 0)
+                *slot = open("/dev/null",
+                             (r->op == RR_NULL_IN ? O_RDONLY : O_WRONLY) | O_NOCTTY | O_CLOEXEC);
+            if (*slot < 0) {
+                run_error(o, fds[2], "/dev/null: %s", strerror(errno));
+                return -1;
+            }
+            src = *slot;
+        }
+        if (real) {
+            if (dup2(src, r->fd) < 0) {
+                run_error(o, 2, "%d: %s", r->src, strerror(errno));
+                return -1;
+            }
+        } else {
+            fds[r->fd] = src;
+        }
+    }
+    return 0;
+}
+
+/* In a child: the signal dispositions and mask bash gives a command. */
+static void child_signals(void)
+{
+    sigset_t none;
+    for (int s = 1; s < NSIG; s++)
+        if (s != SIGKILL && s != SIGSTOP)
+            signal(s, SIG_DFL);
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+SBX_NORETURN static void child_exec(const rcmd *c, const prepared *pr, const route_ctx *ctx,
+                                    const route_run_opts *o)
+{
+    int e;
+
+    if (chdir(ctx->cwd) < 0) {
+        run_error(o, 2, "%s: %s", ctx->cwd, strerror(errno));
+        _exit(1);
+    }
+    execve(c->prog, pr->argv.v, pr->env.v);
+    e = errno;
+    if (e == ENOENT) {
+        run_error(o, 2, "%s: No such file or directory", c->prog);
+        _exit(127);
+    }
+    if (e == ENOEXEC)
+        run_error(o, 2, "%s: cannot execute binary file: Exec format error", c->prog);
+    else
+        run_error(o, 2, "%s: %s", c->prog, strerror(e));
+    _exit(126);
+}
+
+static int wait_status(pid_t pid)
+{
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return 127;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int run_pipeline(const rpipe *rp, const prepared *pr, const route_ctx *ctx,
+                        const route_run_opts *o, int *status, sbx_err *err)
+{
+    pid_t pids[ROUTE_MAX_CMDS];
+    int statuses[ROUTE_MAX_CMDS] = { 0 }, prev = -1, ret = 0;
+    size_t started = 0;
+
+    for (size_t i = 0; i < rp->n; i++) {
+        const rcmd *c = &rp->cmds[i];
+        int pfd[2] = { -1, -1 };
+        pid_t pid;
+
+        if (i + 1 < rp->n && pipe2(pfd, O_CLOEXEC) < 0) {
+            ret = sbx_errno(err, "pipe");
+            break;
+        }
+        fflush(NULL);
+        pid = fork();
+        if (pid < 0) {
+            ret = sbx_errno(err, "fork");
+            if (pfd[0] >= 0) {
+                close(pfd[0]);
+                close(pfd[1]);
+            }
+            break;
+        }
+        if (pid == 0) {
+            int fds[3] = { 0, 1, 2 }, opened[2] = { -1, -1 };
+            child_signals();
+            if ((prev >= 0 && dup2(prev, 0) < 0) || (pfd[1] >= 0 && dup2(pfd[1], 1) < 0))
+                _exit(126);
+            if (redirect(c, o, fds, opened, true) < 0)
+                _exit(1);
+            /* |& copies stderr to the pipe after the command's own redirections */
+            if (c->pipe_stderr && dup2(1, 2) < 0)
+                _exit(126);
+            close_range(3, ~0U, 0);
+            if (is_builtin(c))
+                _exit(run_builtin(c, o, 1, 2));
+            child_exec(c, &pr[i], ctx, o);
+        }
+        pids[started++] = pid;
+        if (prev >= 0)
+            close(prev);
+        if (pfd[1] >= 0)
+            close(pfd[1]);
+        prev = pfd[0];
+    }
+    if (prev >= 0)
+        close(prev);
+    for (size_t i = 0; i < started; i++)
+        statuses[i] = wait_status(pids[i]);
+    if (ret < 0)
+        return -1;
+    *status = statuses[rp->n - 1];
+    if (o->pipefail)
+        for (size_t i = 0; i < rp->n; i++)
+            if (statuses[i])
+                *status = statuses[i];
+    return 0;
+}
+
+int route_run_host(const sh_parse *p, const sh_pipeline *pl, const route_ctx *ctx,
+                   const route_run_opts *o, int *status, strbuf *new_cwd, sbx_err *err)
+{
+    prepared pr[ROUTE_MAX_CMDS];
+    strbuf why = STRBUF_INIT, hooks = STRBUF_INIT;
+    bool hooks_off = false;
+    rpipe rp;
+    int ret = ROUTE_RAN;
+
+    if (new_cwd)
+        strbuf_reset(new_cwd);
+    if (route_check(p, pl, ctx, &rp, &why) != ROUTE_HOST) {
+        sbx_errf(err, "%s", why.buf);
+        strbuf_release(&why);
+        return ROUTE_NOT_HOST;
+    }
+    memset(pr, 0, sizeof(pr));
+    for (size_t i = 0; i < rp.n; i++) {
+        const rcmd *c = &rp.cmds[i];
+        strvec_init(&pr[i].argv);
+        strvec_init(&pr[i].env);
+        if (is_builtin(c) || c->kind == RC_CD)
+            continue;
+        build_env(ctx, c, &pr[i].env);
+        if (c->kind == RC_GIT && c->git_sub != GIT_CLONE) {
+            strbuf_reset(&why);
+            if (check_remotes(ctx, c, pr[i].env.v, &why) < 0) {
+                sbx_errf(err, "%s", why.buf);
+                ret = ROUTE_NOT_HOST;
+                goto out;
+            }
+            if (c->git_sub != GIT_LS_REMOTE)
+                check_hooks(ctx, c, pr[i].env.v, &hooks_off, &hooks);
+        }
+        build_argv(c, hooks_off, &pr[i].argv);
+    }
+    if (hooks_off)
+        run_error(&(route_run_opts){ .errname = o->errname }, 2,
+                  "warning: git hooks not run: %s is inside the code directories, which the "
+                  "sandbox can change",
+                  hooks.buf);
+
+    if (rp.n == 1 && rp.cmds[0].kind == RC_CD) {
+        if (new_cwd)
+            strbuf_addstr(new_cwd, rp.new_cwd);
+        *status = 0;
+    } else if (rp.n == 1 && is_builtin(&rp.cmds[0])) {
+        int fds[3] = { 0, 1, 2 }, opened[2] = { -1, -1 };
+        *status = redirect(&rp.cmds[0], o, fds, opened, false) < 0
+                      ? 1 : run_builtin(&rp.cmds[0], o, fds[1], fds[2]);
+        for (int k = 0; k < 2; k++)
+            if (opened[k] >= 0)
+                close(opened[k]);
+    } else if (run_pipeline(&rp, pr, ctx, o, status, err) < 0) {
+        ret = -1;
+        goto out;
+    }
+    if (rp.bang)
+        *status = !*status;
+out:
+    for (size_t i = 0; i < rp.n; i++) {
+        strvec_clear(&pr[i].argv);
+        strvec_clear(&pr[i].env);
+    }
+    rpipe_release(&rp);
+    strbuf_release(&why);
+    strbuf_release(&hooks);
+    return ret;
+}

@@ -1,0 +1,197 @@
+/*
+ * Paths for the router: inside-the-code-directories tests, the
+ * symlink-refusing walk every host path goes through, and the PATH search
+ * that never picks a program the sandbox could have written.
+ */
+#include "router/rules.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+bool path_within(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    if (n == 1 && dir[0] == '/')
+        return path[0] == '/';
+    return !strncmp(path, dir, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+bool route_in_code_dirs(const route_ctx *ctx, const char *abs)
+{
+    for (size_t i = 0; i < ctx->n_code_dirs; i++)
+        if (path_within(abs, ctx->code_dirs[i]))
+            return true;
+    return false;
+}
+
+/* A sync path entry may be a glob: abs is under it when abs or one of its
+ * parent directories matches. */
+static bool under_pattern(const char *abs, const char *pat)
+{
+    char buf[PATH_MAX];
+    size_t n = strlen(abs);
+
+    if (n >= sizeof(buf))
+        return true;        /* too long to judge: count it as synced */
+    memcpy(buf, abs, n + 1);
+    for (;;) {
+        if (fnmatch(pat, buf, FNM_PATHNAME) == 0)
+            return true;
+        while (n > 1 && buf[n - 1] != '/')
+            n--;
+        if (n <= 1)
+            return false;
+        buf[--n] = '\0';
+    }
+}
+
+bool route_in_synced(const route_ctx *ctx, const char *abs)
+{
+    if (route_in_code_dirs(ctx, abs))
+        return true;
+    for (size_t i = 0; i < ctx->n_sync_paths; i++) {
+        const char *e = ctx->sync_paths[i];
+        if (strpbrk(e, "*?[") ? under_pattern(abs, e) : path_within(abs, e))
+            return true;
+    }
+    return false;
+}
+
+int route_walk(const char *base, const char *path, unsigned flags, strbuf *out, bool *exists,
+               const char **why)
+{
+    bool missing = false;
+
+    strbuf_reset(out);
+    if (path[0] == '/')
+        strbuf_addch(out, '/');
+    else
+        strbuf_addstr(out, base);
+    while (*path) {
+        const char *end = strchrnul(path, '/');
+        size_t n = (size_t)(end - path), keep = out->len;
+        struct stat st;
+
+        if (n == 0 || (n == 1 && path[0] == '.')) {
+            path = *end ? end + 1 : end;
+            continue;
+        }
+        if (n == 2 && path[0] == '.' && path[1] == '.') {
+            if (missing) {
+                *why = "'..' after a directory that does not exist";
+                return -1;
+            }
+            /* every component so far is a real directory, so '..' is
+             * its textual parent, as bash's logical cd has it */
+            while (out->len > 1 && out->buf[out->len - 1] != '/')
+                out->len--;
+            if (out->len > 1)
+                out->len--;
+            strbuf_setlen(out, out->len);
+            path = *end ? end + 1 : end;
+            continue;
+        }
+        if (out->len > 1)
+            strbuf_addch(out, '/');
+        strbuf_add(out, path, n);
+        if (out->len >= PATH_MAX) {
+            *why = "path too long";
+            return -1;
+        }
+        path = *end ? end + 1 : end;
+        if (missing)
+            continue;
+        if (lstat(out->buf, &st) < 0) {
+            if (errno == ENOENT && (flags & WALK_MISSING_OK)) {
+                missing = true;
+                continue;
+            }
+            *why = errno == ENOENT ? "no such directory" : "cannot be examined";
+            strbuf_setlen(out, keep);
+            return -1;
+        }
+        if (S_ISLNK(st.st_mode)) {
+            *why = "goes through a symbolic link";
+            return -1;
+        }
+        if (!S_ISDIR(st.st_mode) && (*path || (flags & WALK_DIR))) {
+            *why = "not a directory";
+            return -1;
+        }
+    }
+    *exists = !missing;
+    return 0;
+}
+
+int route_find_program(const route_ctx *ctx, const char *name, strbuf *out, const char **why)
+{
+    const char *p = ctx->path;
+    char real[PATH_MAX];
+    bool skipped = false;
+
+    if (!p || !*p) {
+        *why = "PATH is not set";
+        return -1;
+    }
+    while (p) {
+        const char *end = strchr(p, ':');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        struct stat st;
+
+        strbuf_reset(out);
+        strbuf_add(out, p, n);
+        p = end ? end + 1 : NULL;
+        /* "" and relative entries mean the cwd, which the sandbox writes */
+        if (!n || out->buf[0] != '/') {
+            skipped = true;
+            continue;
+        }
+        if (out->buf[out->len - 1] != '/')
+            strbuf_addch(out, '/');
+        strbuf_addstr(out, name);
+        if (stat(out->buf, &st) < 0 || !S_ISREG(st.st_mode) || access(out->buf, X_OK) < 0)
+            continue;
+        if (!realpath(out->buf, real) || route_in_synced(ctx, out->buf) ||
+            route_in_synced(ctx, real)) {
+            skipped = true;
+            continue;
+        }
+        return 0;
+    }
+    strbuf_reset(out);
+    *why = skipped ? "not found on the host PATH outside the code directories"
+                   : "not found on the host PATH";
+    return -1;
+}
+
+void route_safe_path(const route_ctx *ctx, strbuf *out)
+{
+    const char *p = ctx->path;
+    strbuf dir = STRBUF_INIT;
+    char real[PATH_MAX];
+
+    strbuf_reset(out);
+    while (p && *p) {
+        const char *end = strchr(p, ':');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+
+        strbuf_reset(&dir);
+        strbuf_add(&dir, p, n);
+        p = end ? end + 1 : NULL;
+        if (!n || dir.buf[0] != '/' || route_in_synced(ctx, dir.buf) ||
+            (realpath(dir.buf, real) && route_in_synced(ctx, real)))
+            continue;
+        if (out->len)
+            strbuf_addch(out, ':');
+        strbuf_add(out, dir.buf, dir.len);
+    }
+    strbuf_release(&dir);
+}

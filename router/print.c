@@ -1,0 +1,121 @@
+/*
+ * --route: where each part of a line would run, for people (one line per
+ * part, tab-separated) and for tools (JSON). Executes nothing.
+ */
+#include "router/rules.h"
+
+#include "local/config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* One line per part: the text's newlines, tabs, CRs, backslashes and other
+ * control bytes are escaped so that a part never spans lines. */
+static void add_escaped(strbuf *out, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        switch (c) {
+        case '\\': strbuf_addstr(out, "\\\\"); break;
+        case '\n': strbuf_addstr(out, "\\n"); break;
+        case '\t': strbuf_addstr(out, "\\t"); break;
+        case '\r': strbuf_addstr(out, "\\r"); break;
+        default:
+            if (c < 0x20 || c == 0x7f)
+                strbuf_addf(out, "\\x%02x", c);
+            else
+                strbuf_addch(out, (char)c);
+        }
+    }
+}
+
+static void add_json_string(strbuf *out, const char *s, size_t n)
+{
+    strbuf_addch(out, '"');
+    strbuf_add_json_escaped(out, s, n);
+    strbuf_addch(out, '"');
+}
+
+void route_print(const route_plan *plan, const sh_parse *p, const route_ctx *ctx, bool json,
+                 strbuf *out)
+{
+    strbuf text = STRBUF_INIT;
+
+    if (json) {
+        strbuf_addstr(out, "{\"cwd\":");
+        add_json_string(out, ctx->cwd ? ctx->cwd : "", ctx->cwd ? strlen(ctx->cwd) : 0);
+        strbuf_addstr(out, ",\"code_dirs\":[");
+        for (size_t i = 0; i < ctx->n_code_dirs; i++) {
+            if (i)
+                strbuf_addch(out, ',');
+            add_json_string(out, ctx->code_dirs[i], strlen(ctx->code_dirs[i]));
+        }
+        strbuf_addstr(out, "],\"parts\":[");
+    }
+    for (size_t i = 0; i < plan->n; i++) {
+        const route_part *part = &plan->parts[i];
+        const char *where = part->where == ROUTE_HOST ? "host" : "sandbox";
+
+        strbuf_reset(&text);
+        sh_span_text_with_heredocs(p, part->span, &text);
+        if (json) {
+            const char *j = route_join_text(part->join);
+            if (i)
+                strbuf_addch(out, ',');
+            strbuf_addf(out, "{\"route\":\"%s\",\"reason\":", where);
+            add_json_string(out, part->reason, strlen(part->reason));
+            strbuf_addstr(out, ",\"join\":");
+            add_json_string(out, j, strlen(j));
+            strbuf_addf(out, ",\"background\":%s,\"start\":%u,\"end\":%u,\"text\":",
+                        part->background ? "true" : "false", part->span.start, part->span.end);
+            add_json_string(out, text.buf, text.len);
+            strbuf_addch(out, '}');
+        } else {
+            strbuf_addf(out, "%s\t%s\t", where, part->reason);
+            add_escaped(out, text.buf, text.len);
+            strbuf_addch(out, '\n');
+        }
+    }
+    if (json)
+        strbuf_addstr(out, "]}\n");
+    strbuf_release(&text);
+}
+
+int route_print_main(const sh_parse *p, bool json, sbx_err *err)
+{
+    strvec code_dirs = STRVEC_INIT, sync_paths = STRVEC_INIT;
+    strbuf out = STRBUF_INIT;
+    char cwd[PATH_MAX];
+    route_plan plan;
+    route_ctx ctx;
+    int ret = -1;
+
+    if (!getcwd(cwd, sizeof(cwd))) {
+        sbx_errno(err, "cannot read the current directory");
+        goto out;
+    }
+    if (sbx_resolve_code_dirs(getenv("AGENT_SANDBOX_CODE_DIRS"), cwd, &code_dirs, err) < 0)
+        goto out;
+    sbx_split_list(&sync_paths, getenv("AGENT_SANDBOX_SYNC_PATHS"), ':');
+    ctx = (route_ctx){
+        .code_dirs = (const char *const *)code_dirs.v, .n_code_dirs = code_dirs.n,
+        .sync_paths = (const char *const *)sync_paths.v, .n_sync_paths = sync_paths.n,
+        .cwd = cwd, .path = getenv("PATH"), .home = getenv("HOME"), .cdpath = getenv("CDPATH"),
+    };
+    route_plan_build(&plan, p, &ctx);
+    route_print(&plan, p, &ctx, json, &out);
+    route_plan_release(&plan);
+    if (write_full(1, out.buf, out.len) < 0) {
+        sbx_errno(err, "writing the route");
+        goto out;
+    }
+    ret = 0;
+out:
+    strvec_clear(&code_dirs);
+    strvec_clear(&sync_paths);
+    strbuf_release(&out);
+    return ret;
+}

@@ -1,0 +1,108 @@
+/*
+ * route-run: the router and the host runner on their own, for tests.
+ *
+ *   route-run [--route|--json] [-o pipefail] [-C DIR] LINE
+ *
+ * Routes LINE against the code directories (AGENT_SANDBOX_CODE_DIRS or the
+ * cwd's git top level), then either prints the plan (--route, --json) or
+ * runs it: host parts through route_run_host() with bash's && || ; rules,
+ * host cd carried to later parts. A part that is not HOST is not run: it
+ * prints "route-run: sandbox: REASON" and the line stops with status 125.
+ */
+#include "local/config.h"
+#include "router/route.h"
+#include "shell/parse.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int main(int argc, char **argv)
+{
+    bool print = false, json = false, pipefail = false;
+    strvec code_dirs = STRVEC_INIT, sync_paths = STRVEC_INIT;
+    strbuf cwd = STRBUF_INIT, newcwd = STRBUF_INIT, out = STRBUF_INIT;
+    char buf[PATH_MAX];
+    const char *line;
+    route_plan plan;
+    route_ctx ctx;
+    sh_parse p;
+    sbx_err err;
+    int i, status = 0;
+
+    for (i = 1; i < argc - 1; i++) {
+        if (!strcmp(argv[i], "--route"))
+            print = true;
+        else if (!strcmp(argv[i], "--json"))
+            print = json = true;
+        else if (!strcmp(argv[i], "-o") && i + 1 < argc - 1 && !strcmp(argv[i + 1], "pipefail"))
+            pipefail = true, i++;
+        else if (!strcmp(argv[i], "-C") && i + 1 < argc - 1 && chdir(argv[++i]) < 0)
+            return perror(argv[i]), 2;
+    }
+    if (i != argc - 1) {
+        fprintf(stderr, "usage: route-run [--route|--json] [-o pipefail] [-C DIR] LINE\n");
+        return 2;
+    }
+    line = argv[i];
+    if (!getcwd(buf, sizeof(buf)))
+        return perror("getcwd"), 2;
+    strbuf_addstr(&cwd, buf);
+    if (sbx_resolve_code_dirs(getenv("AGENT_SANDBOX_CODE_DIRS"), buf, &code_dirs, &err) < 0) {
+        fprintf(stderr, "route-run: %s\n", err.msg);
+        return 125;
+    }
+    sbx_split_list(&sync_paths, getenv("AGENT_SANDBOX_SYNC_PATHS"), ':');
+    ctx = (route_ctx){
+        .code_dirs = (const char *const *)code_dirs.v, .n_code_dirs = code_dirs.n,
+        .sync_paths = (const char *const *)sync_paths.v, .n_sync_paths = sync_paths.n,
+        .cwd = cwd.buf, .path = getenv("PATH"), .home = getenv("HOME"),
+        .cdpath = getenv("CDPATH"),
+    };
+    if (sh_parse_all(&p, line, strlen(line), NULL, true) != SH_OK) {
+        sh_parse_format_error(&p, "route-run: ", &out);
+        fputs(out.buf, stderr);
+        return 2;
+    }
+    route_plan_build(&plan, &p, &ctx);
+    if (print) {
+        route_print(&plan, &p, &ctx, json, &out);
+        fwrite(out.buf, 1, out.len, stdout);
+        return 0;
+    }
+    for (size_t k = 0; k < plan.n; k++) {
+        const route_part *part = &plan.parts[k];
+        route_run_opts ro = { .errname = "sbxsh", .pipefail = pipefail,
+                              .line = route_line_of(&p, part->span.start) };
+        int rc;
+
+        if ((part->join == ROUTE_JOIN_AND && status) || (part->join == ROUTE_JOIN_OR && !status))
+            continue;
+        ctx.cwd = cwd.buf;
+        rc = route_run_host(&p, part->pipe, &ctx, &ro, &status, &newcwd, &err);
+        if (rc == ROUTE_NOT_HOST) {
+            fprintf(stderr, "route-run: sandbox: %s\n", err.msg);
+            status = 125;
+            break;
+        }
+        if (rc < 0) {
+            fprintf(stderr, "route-run: %s\n", err.msg);
+            status = 125;
+            break;
+        }
+        if (newcwd.len) {
+            strbuf_reset(&cwd);
+            strbuf_addstr(&cwd, newcwd.buf);
+        }
+    }
+    route_plan_release(&plan);
+    sh_parse_free(&p);
+    strvec_clear(&code_dirs);
+    strvec_clear(&sync_paths);
+    strbuf_release(&cwd);
+    strbuf_release(&newcwd);
+    strbuf_release(&out);
+    return status;
+}
