@@ -361,7 +361,7 @@ static int agent_entry(apply_rx *rx, const wire_entry *e, sbx_err *err)
     rx->e_mtime = e->mtime_ns;
     rx->e_path = xstrndup(e->path, e->path_len);
     rx->e_path_len = e->path_len;
-    dfd = agent_parent(rx, e->root, e->path, e->path_len, &name, err);
+    dfd = agent_parent(rx, e->root, rx->e_path, rx->e_path_len, &name, err);
     if (dfd < 0) {
         /* A sandbox path component in the way (a file or a symlink where the host has a
          * directory): say so, do not fail the connection. */
