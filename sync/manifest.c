@@ -645,7 +645,7 @@ static void emit(scan_ctx *c, uint8_t op, const mf_node *n, const char *name, si
     o->op = op;
     o->type = n->type;
     o->root = c->root;
-    o->exec = (n->mode & S_IXUSR) != 0;
+    o->exec = n->type == MF_REG && (n->mode & S_IXUSR) != 0;
     o->size = op == WIRE_OP_PUT && n->type != MF_DIR ? n->size : 0;
     o->mtime_ns = n->mtime_ns;
     o->ino = n->ino;
@@ -982,13 +982,15 @@ static void scan_dir(scan_ctx *c, mf_node *dir, int dirfd, bool recursive)
     free(block);
 }
 
-/* Sets up c's ignore stack and path for directory node dir (walking from the top). */
-static void ctx_at(scan_ctx *c, mf_node *dir)
+/* Sets up c's ignore stack and path for directory node dir (walking from the top). The
+ * stack holds the rules of dir's ancestors, and dir's own with self (scan_dir() pushes a
+ * directory's own rules itself, after reloading them). */
+static void ctx_at(scan_ctx *c, mf_node *dir, bool self)
 {
     const mf_node *chain[SYNC_MAX_DEPTH + 2];
     size_t k = 0;
     c->nign = 0;
-    for (const mf_node *n = dir; n && k < ARRAY_SIZE(chain); n = n->parent)
+    for (const mf_node *n = self ? dir : dir->parent; n && k < ARRAY_SIZE(chain); n = n->parent)
         chain[k++] = n;
     while (k--)
         if (chain[k]->ign && c->nign < ARRAY_SIZE(c->ign))
@@ -1053,10 +1055,21 @@ static int scan_root_full(scan_ctx *c, sbx_err *err)
         r->top->nkids = 0;
         return 0;
     }
+    if (r->kind == WIRE_ROOT_CODE) {
+        /* The directory we hold open must still be the one at that path: walking a deleted
+         * (or replaced) directory would look like "everything was deleted". */
+        struct stat a, b;
+        if (fstat(rfd, &a) < 0 || stat(r->base, &b) < 0 || a.st_ino != b.st_ino ||
+            a.st_dev != b.st_dev) {
+            close(r->fd);
+            r->fd = -1;
+            return sbx_errf(err, "code directory %s is gone or was replaced", r->base);
+        }
+    }
     fd = openat(rfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return sbx_errno(err, "cannot read %s", r->base);
-    ctx_at(c, r->top);
+    ctx_at(c, r->top, false);
     scan_dir(c, r->top, fd, true);
     close(fd);
     return 0;
@@ -1080,18 +1093,17 @@ static void scan_dirty(scan_ctx *c, dirty_ent *e)
         /* The directory went away or became a symlink: its parent's events say so. */
         return;
     }
-    ctx_at(c, dir);
     if (!strcmp(e->name, ".sbxignore")) {
         int rd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (rd >= 0) {
-            load_ignore(c, dir, dfd);
-            ctx_at(c, dir);
+            ctx_at(c, dir, false);
             scan_dir(c, dir, rd, true);
             close(rd);
         }
         close(dfd);
         return;
     }
+    ctx_at(c, dir, true);
     pos = kid_pos(dir, e->name, strlen(e->name), &found);
     old = found ? dir->kids[pos] : NULL;
     if (found)

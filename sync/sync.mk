@@ -5,4 +5,5 @@ SYNC_COMMON := sync/wire.c sync/safefs.c sync/ignore.c sync/gitpolicy.c sync/man
 LIB_SRCS += $(SYNC_COMMON) sync/conn.c
 AGENT_SRCS += $(SYNC_COMMON) sync/agent.c
 AGENT_MAIN := sync/agent_main.c
-TEST_C += tests/sync/t-conn.c
+TEST_C += tests/sync/t-wire.c tests/sync/t-ignore.c tests/sync/t-gitpolicy.c tests/sync/t-manifest.c \
+          tests/sync/t-conn.c
