@@ -1,0 +1,354 @@
+/*
+ * Unit tests of sync/delta.c and sync/apply.c in one process: a scanned delta streamed by
+ * delta_tx into apply_rx, as the agent applies it (direct) and as the host does (checked,
+ * staged, committed at DELTA_END), including chunked files, a file that shrinks while it is
+ * sent, git config filtering, aborts, limits and conflicts.
+ */
+#include "sync/delta.h"
+#include "sync/safefs.h"
+#include "tests/lib/tap.h"
+#include "tests/sync/synctest.h"
+
+static strbuf warnings = STRBUF_INIT;
+
+static void warn(void *ctx, const char *msg)
+{
+    (void)ctx;
+    strbuf_addf(&warnings, "%s\n", msg);
+}
+
+static mf_tree *tree_at(const char *dir)
+{
+    wire_root r = { WIRE_ROOT_CODE, dir, strlen(dir), "", 0 };
+    return mf_new(&r, 1, NULL, NULL, 0, NULL);
+}
+
+/* Scans src and streams the delta into rx frame by frame; returns apply_frame's last result.
+ * between() runs after the first fill (to change the tree mid-send). */
+static int transfer(mf_tree *src, apply_rx *rx, bool filter_git, uint64_t seq,
+                    void (*between)(void), sbx_err *err)
+{
+    mf_delta d = { 0 };
+    delta_tx tx;
+    strbuf out = STRBUF_INIT;
+    bool full, done = false;
+    int r = 0;
+    size_t off = 0;
+
+    mf_scan(src, &d, &full, warn, NULL, err);
+    delta_tx_init(&tx, src, &d, seq, 0, filter_git, warn, NULL);
+    while (!done && r >= 0) {
+        done = delta_tx_fill(&tx, &out, out.len + 300000);
+        if (between) {
+            between();
+            between = NULL;
+        }
+        for (;;) {
+            wire_frame f;
+            int p = wire_parse((const uint8_t *)out.buf + off, out.len - off, &f, err);
+            if (p <= 0) {
+                if (p < 0)
+                    r = -1;
+                break;
+            }
+            off += WIRE_HEADER + f.len;
+            if (f.type == WIRE_DELTA_BEGIN) {
+                uint64_t s, a;
+                wire_get_u64_pair(&f, &s, &a, err);
+                r = apply_begin(rx, s, a, err);
+            } else {
+                r = apply_frame(rx, &f, err);
+            }
+            if (r < 0)
+                break;
+        }
+    }
+    delta_tx_release(&tx);
+    strbuf_release(&out);
+    return r;
+}
+
+static char *src_dir, *dst_dir;
+
+static void shrink_big(void)
+{
+    char *p = xasprintf("%s/big", src_dir);
+    truncate(p, 10);
+    free(p);
+}
+
+static void test_agent_apply(void)
+{
+    mf_tree *src, *dst;
+    apply_rx *rx;
+    sbx_err err;
+    char *a, *b;
+
+    src_dir = st_tmpdir("dsrc");
+    dst_dir = st_tmpdir("ddst");
+    src = tree_at(src_dir);
+    dst = tree_at(dst_dir);
+    rx = apply_new(dst, APPLY_AGENT, NULL, warn, NULL);
+    st_sh("cd '%s' && mkdir -p d/e empty && head -c 1000000 /dev/urandom > d/e/big1 && "
+          "echo small > s && ln -s d/e l && : > z && printf x > x && chmod 755 x && "
+          "mkdir .git && printf '[core]\\n\\tbare = false\\n[alias]\\n\\tx = !evil\\n' > "
+          ".git/config", src_dir);
+    is_int(transfer(src, rx, true, 1, NULL, &err), 1, "a delta streams and applies");
+    a = st_listing(src_dir, true);
+    b = st_listing(dst_dir, true);
+    {
+        /* Everything but the filtered git config is identical. */
+        char *ca = xasprintf("%s/.git/config", dst_dir);
+        ok(strstr(st_read(ca), "bare") && !strstr(st_read(ca), "alias"),
+           "the git config arrives filtered: %s", st_read(ca));
+        free(ca);
+        st_sh("cp '%s/.git/config' '%s/.git/config' && touch -r '%s/.git/config' "
+              "'%s/.git/config'", src_dir, dst_dir, src_dir, dst_dir);
+        free(b);
+        b = st_listing(dst_dir, true);
+    }
+    is_str(b, a, "the tree arrives whole: 1 MB in chunks, a symlink, modes and mtimes");
+    free(a);
+    free(b);
+
+    st_sh("cd '%s' && head -c 2000000 /dev/zero > big && rm -r d && echo more >> s", src_dir);
+    is_int(transfer(src, rx, false, 2, shrink_big, &err), 1,
+           "a file that shrinks while it is sent does not break the delta");
+    {
+        char *p = xasprintf("%s/big", dst_dir);
+        ok(!st_exists(p), "the truncated file was cancelled, not written half");
+        free(p);
+    }
+    is_int(transfer(src, rx, false, 3, NULL, &err), 1, "the next delta");
+    a = st_listing(src_dir, true);
+    b = st_listing(dst_dir, false);
+    free(a);
+    a = st_listing(src_dir, false);
+    is_str(b, a, "sends it again, whole");
+    free(a);
+    free(b);
+    apply_free(rx);
+    mf_free(src);
+    mf_free(dst);
+    st_rm_rf(src_dir);
+    st_rm_rf(dst_dir);
+    free(src_dir);
+    free(dst_dir);
+}
+
+/* Frames by hand, as a hostile agent would send them. */
+static void put_entry(strbuf *out, uint8_t op, uint8_t type, const char *path,
+                      const char *content, uint64_t size)
+{
+    wire_entry e = { .op = op, .ftype = type, .path = path, .path_len = strlen(path),
+                     .size = size, .mtime_ns = 1000000000LL * 1600000000 };
+    size_t at = wire_put_entry_begin(out, &e);
+    if (content)
+        strbuf_add(out, content, strlen(content));
+    wire_end(out, at);
+}
+
+static int feed(apply_rx *rx, strbuf *frames, sbx_err *err)
+{
+    size_t off = 0;
+    int r = 0;
+    while (r >= 0) {
+        wire_frame f;
+        int p = wire_parse((const uint8_t *)frames->buf + off, frames->len - off, &f, err);
+        if (p <= 0)
+            return p < 0 ? -1 : r;
+        off += WIRE_HEADER + f.len;
+        if (f.type == WIRE_DELTA_BEGIN) {
+            uint64_t s, a;
+            wire_get_u64_pair(&f, &s, &a, err);
+            r = apply_begin(rx, s, a, err);
+        } else {
+            r = apply_frame(rx, &f, err);
+        }
+    }
+    return r;
+}
+
+static void begin(strbuf *sb, uint64_t seq)
+{
+    size_t at = wire_begin(sb, WIRE_DELTA_BEGIN, 0, 0);
+    wire_u64(sb, seq);
+    wire_u64(sb, 0);
+    wire_end(sb, at);
+}
+
+static void end(strbuf *sb, uint64_t seq, uint64_t n)
+{
+    size_t at = wire_begin(sb, WIRE_DELTA_END, 0, 0);
+    wire_u64(sb, seq);
+    wire_u64(sb, n);
+    wire_end(sb, at);
+}
+
+static void test_host_apply(void)
+{
+    char *dir = st_tmpdir("dhost");
+    mf_tree *t = tree_at(dir);
+    apply_limits lim = { .max_file_size = 1000, .max_bytes = 5000, .max_entries = 100 };
+    apply_rx *rx = apply_new(t, APPLY_HOST, &lim, warn, NULL);
+    strbuf sb = STRBUF_INIT;
+    sbx_err err;
+    char *before, *after, *p;
+    bool full;
+    mf_delta d = { 0 };
+
+    st_sh("cd '%s' && echo base > kept && echo base > both && mkdir sub", dir);
+    mf_scan(t, &d, &full, warn, NULL, &err);
+    mf_delta_release(&d);
+
+    /* A good delta: applied at DELTA_END only. */
+    begin(&sb, 1);
+    put_entry(&sb, WIRE_OP_PUT, WIRE_DIR, "n", NULL, 0);
+    put_entry(&sb, WIRE_OP_PUT, WIRE_REG, "n/f", "new\n", 4);
+    put_entry(&sb, WIRE_OP_PUT, WIRE_LNK, "n/l", "../kept", 7);
+    put_entry(&sb, WIRE_OP_DELETE, WIRE_DIR, "sub", NULL, 0);
+    before = st_listing(dir, true);
+    is_int(feed(rx, &sb, &err), 0, "entries are accepted");
+    after = st_listing(dir, true);
+    {
+        /* Staged files wait in a hidden directory of ours under the root. */
+        strbuf kept = STRBUF_INIT;
+        for (char *line = after, *nl; *line; line = nl + 1) {
+            nl = strchr(line, '\n');
+            if (!strstr(line, SF_STAGE_PREFIX) || strstr(line, SF_STAGE_PREFIX) > nl)
+                strbuf_add(&kept, line, (size_t)(nl - line + 1));
+        }
+        is_str(kept.buf, before, "nothing is written in place before DELTA_END");
+        strbuf_release(&kept);
+    }
+    free(after);
+    free(before);
+    strbuf_reset(&sb);
+    end(&sb, 1, 4);
+    is_int(feed(rx, &sb, &err), 1, "DELTA_END commits");
+    p = xasprintf("%s/n/f", dir);
+    is_str(st_read(p), "new\n", "a new file");
+    free(p);
+    p = xasprintf("%s/sub", dir);
+    ok(!st_exists(p), "a deleted directory");
+    free(p);
+    after = st_listing(dir, false);
+    ok(!strstr(after, ".sbx-stage") && !strstr(after, ".sbx-tmp"), "no staging left behind");
+    free(after);
+
+    /* A truncated delta, then abort: the tree is exactly as before. */
+    strbuf_reset(&sb);
+    begin(&sb, 2);
+    put_entry(&sb, WIRE_OP_PUT, WIRE_REG, "kept", "changed\n", 8);
+    put_entry(&sb, WIRE_OP_DELETE, WIRE_REG, "both", NULL, 0);
+    put_entry(&sb, WIRE_OP_PUT, WIRE_REG, "partial", "abc", 10);
+    before = st_listing(dir, true);
+    is_int(feed(rx, &sb, &err), 0, "a delta in progress");
+    apply_abort(rx);
+    after = st_listing(dir, true);
+    is_str(after, before, "an aborted delta leaves the host tree byte for byte unchanged");
+    free(after);
+    free(before);
+
+    /* Protocol violations. */
+    strbuf_reset(&sb);
+    begin(&sb, 3);
+    wire_frame_raw(&sb, WIRE_CHUNK, 0, 0, "x", 1);
+    is_int(feed(rx, &sb, &err), -1, "a CHUNK without an entry is an error");
+    apply_abort(rx);
+    strbuf_reset(&sb);
+    begin(&sb, 3);
+    put_entry(&sb, WIRE_OP_PUT, WIRE_REG, "f", "ab", 4);
+    wire_frame_raw(&sb, WIRE_CHUNK, 0, 0, "abc", 3);
+    is_int(feed(rx, &sb, &err), -1, "more content than announced is an error");
+    apply_abort(rx);
+    strbuf_reset(&sb);
+    begin(&sb, 3);
+    put_entry(&sb, WIRE_OP_PUT, WIRE_REG, "f", "ab", 2);
+    end(&sb, 3, 5);
+    is_int(feed(rx, &sb, &err), -1, "a DELTA_END with the wrong count is an error");
+    apply_abort(rx);
+
+    /* Limits. */
+    strbuf_reset(&sb);
+    begin(&sb, 4);
+    put_entry(&sb, WIRE_OP_PUT, WIRE_REG, "huge", "", 1001);
+    is_int(feed(rx, &sb, &err), 0, "a file over the size limit is refused, not fatal");
+    ok(strstr(warnings.buf, "over the size limit") != NULL, "with a warning");
+    apply_abort(rx);
+    strbuf_reset(&sb);
+    begin(&sb, 4);
+    {
+        char big[1000];
+        memset(big, 'x', 999);
+        big[999] = '\0';
+        for (int i = 0; i < 6; i++)
+            put_entry(&sb, WIRE_OP_PUT, WIRE_REG, "many", big, 999);
+    }
+    is_int(feed(rx, &sb, &err), -1, "a delta over the byte limit is aborted");
+    ok(strstr(err.msg, "5000") != NULL, "saying so: %s", err.msg);
+    apply_abort(rx);
+    strbuf_reset(&sb);
+    begin(&sb, 4);
+    for (int i = 0; i < 101; i++)
+        put_entry(&sb, WIRE_OP_PUT, WIRE_DIR, "d", NULL, 0);
+    is_int(feed(rx, &sb, &err), -1, "a delta over the entry limit is aborted");
+    apply_abort(rx);
+
+    /* Conflict: changed on the host since the base, and by the sandbox. */
+    p = xasprintf("%s/both", dir);
+    st_write(p, "host\n");
+    strbuf_reset(&warnings);
+    strbuf_reset(&sb);
+    begin(&sb, 5);
+    put_entry(&sb, WIRE_OP_PUT, WIRE_REG, "both", "sandbox\n", 8);
+    put_entry(&sb, WIRE_OP_PUT, WIRE_REG, "kept", "base\n", 5);
+    end(&sb, 5, 2);
+    is_int(feed(rx, &sb, &err), 1, "a conflicting delta commits");
+    is_str(st_read(p), "host\n", "the host's version stays");
+    is_int(st_sh("grep -qx sandbox '%s'/both.sbx-conflict-sandbox-*", dir), 0,
+           "the sandbox's is beside it");
+    ok(strstr(warnings.buf, "conflict") != NULL, "with a warning");
+    is_int(st_sh("ls '%s'/kept.sbx-conflict-* >/dev/null 2>&1", dir), 2,
+           "the same content on both sides is no conflict");
+    free(p);
+    {
+        /* Host and sandbox made the same change: no conflict. */
+        char *q = xasprintf("%s/kept", dir);
+        st_write(q, "same\n");
+        strbuf_reset(&warnings);
+        strbuf_reset(&sb);
+        begin(&sb, 6);
+        put_entry(&sb, WIRE_OP_PUT, WIRE_REG, "kept", "same\n", 5);
+        end(&sb, 6, 1);
+        is_int(feed(rx, &sb, &err), 1, "both sides changed a file the same way");
+        is_str(warnings.buf, "", "that is no conflict");
+        is_int(st_sh("ls '%s'/kept.sbx-conflict-* >/dev/null 2>&1", dir), 2,
+               "and leaves no conflict copy");
+        free(q);
+    }
+    strbuf_reset(&sb);
+    begin(&sb, 7);
+    put_entry(&sb, WIRE_OP_DELETE, WIRE_REG, "both", NULL, 0);
+    end(&sb, 7, 1);
+    strbuf_reset(&warnings);
+    is_int(feed(rx, &sb, &err), 1, "a deletion of a file the host changed");
+    p = xasprintf("%s/both", dir);
+    is_str(st_read(p), "host\n", "keeps the host's version");
+    free(p);
+    ok(strstr(warnings.buf, "kept") != NULL, "and says so: %s", warnings.buf);
+
+    strbuf_release(&sb);
+    apply_free(rx);
+    mf_free(t);
+    st_rm_rf(dir);
+    free(dir);
+}
+
+int main(void)
+{
+    test_agent_apply();
+    test_host_apply();
+    strbuf_release(&warnings);
+    return done_testing();
+}
