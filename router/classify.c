@@ -353,7 +353,8 @@ static int check_redir(const sh_redir *r, rcmd *c, strbuf *val, strbuf *why)
     }
     if (r->op == R_IN || r->op == R_RDWR || r->op == R_DUP_IN)
         strbuf_addstr(why, "input from a file or descriptor");
-    else if (r->op == R_DUP_OUT)
+    else if (r->op == R_DUP_OUT && (!strcmp(val->buf, "-") ||
+                                    strspn(val->buf, "0123456789") == val->len))
         strbuf_addstr(why, "a redirection to another descriptor");
     else if (devnull)
         strbuf_addstr(why, "a redirection of a descriptor other than stdout and stderr");
@@ -392,11 +393,15 @@ static bool cwd_real(const route_ctx *ctx, const char **why)
     strbuf out = STRBUF_INIT;
     bool exists, ok;
 
-    ok = ctx->cwd && ctx->cwd[0] == '/' &&
-         route_walk("/", ctx->cwd, WALK_DIR, &out, &exists, why) == 0 &&
-         !strcmp(out.buf, ctx->cwd);
-    if (!ok && ctx->cwd && out.len && strcmp(out.buf, ctx->cwd))
-        *why = "the current directory is not a real path";
+    if (!ctx->cwd || ctx->cwd[0] != '/') {
+        *why = "the current directory is unknown";
+        return false;
+    }
+    ok = route_walk("/", ctx->cwd, WALK_DIR, &out, &exists, why) == 0;
+    if (ok && strcmp(out.buf, ctx->cwd)) {
+        *why = "the current directory is not a normalized path";
+        ok = false;
+    }
     strbuf_release(&out);
     return ok;
 }
@@ -681,8 +686,39 @@ static route_join join_of_sep(sh_sep s)
     }
 }
 
+/* A sandbox part that can change what a command name means (a function,
+ * alias, hash or enable, sourcing, eval, or a compound command that may
+ * hold any of them): bash would run the new meaning of a later `git` or
+ * `echo` in the line, so the rest of the line stays with bash. */
+static bool may_redefine(const sh_pipeline *pl)
+{
+    static const char *const names[] = { "alias", "hash", "enable", "source", ".", "eval",
+                                         "shopt" };
+
+    for (const sh_cmd *c = pl->cmds; c; c = c->next) {
+        strbuf v = STRBUF_INIT, why = STRBUF_INIT;
+        bool hit = false;
+        /* a subshell's definitions die with it; [[ ]] and (( )) define nothing */
+        if (c->kind == SH_SUBSHELL || c->kind == SH_DBRACKET || c->kind == SH_ARITH)
+            continue;
+        if (c->kind != SH_SIMPLE)
+            return true;
+        if (c->words && word_value(c->words, &v, &why))
+            for (size_t i = 0; i < ARRAY_SIZE(names) && !hit; i++)
+                hit = !strcmp(v.buf, names[i]);
+        else if (c->words)
+            hit = true;     /* a command name that expands: could be any of them */
+        strbuf_release(&v);
+        strbuf_release(&why);
+        if (hit)
+            return true;
+    }
+    return false;
+}
+
 void route_plan_build(route_plan *plan, const sh_parse *p, const route_ctx *ctx)
 {
+    const char *redefined = NULL;
     strbuf why = STRBUF_INIT, reason = STRBUF_INIT, cwd = STRBUF_INIT, newcwd = STRBUF_INIT;
     const char *whole = line_refusal(p, &why);
     route_ctx lctx = *ctx;
@@ -723,6 +759,9 @@ void route_plan_build(route_plan *plan, const sh_parse *p, const route_ctx *ctx)
             } else if (part->background) {
                 strbuf_addstr(&reason, "runs in the background (&)");
                 part->where = ROUTE_SANDBOX;
+            } else if (redefined) {
+                strbuf_addstr(&reason, redefined);
+                part->where = ROUTE_SANDBOX;
             } else {
                 strbuf_reset(&newcwd);
                 lctx.cwd = cwd.buf;
@@ -735,6 +774,9 @@ void route_plan_build(route_plan *plan, const sh_parse *p, const route_ctx *ctx)
                 }
             }
             part->reason = arena_strndup(&plan->mem, reason.buf, reason.len);
+            if (!redefined && part->where == ROUTE_SANDBOX && may_redefine(pl))
+                redefined = "follows a part that may redefine commands (a function, alias, "
+                            "source, eval, or a compound command)";
         }
         prev_sep = ao->sep;
     }

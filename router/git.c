@@ -452,12 +452,12 @@ int route_check_repo(const route_ctx *ctx, const char *cwd, const char *repo, bo
         strbuf_addstr(why, "a repository that starts with '-' would be read as an option");
         return -1;
     }
-    if (!printable(repo, false) || strlen(repo) > 4096) {
-        strbuf_addstr(why, "a repository with spaces or control characters");
-        return -1;
-    }
     if (strstr(repo, "::")) {
         strbuf_addstr(why, "<transport>::<address> runs a remote helper program");
+        return -1;
+    }
+    if (!printable(repo, false) || strlen(repo) > 4096) {
+        strbuf_addstr(why, "a repository with spaces or control characters");
         return -1;
     }
     if (repo[0] == '~') {
@@ -722,6 +722,9 @@ int route_check_git(const route_ctx *ctx, rcmd *c, strbuf *why)
                 eq = argv[i] - 1;
             }
             if (eq && option_value(o, sub, eq + 1, why) < 0)
+                goto out;
+            /* --recurse-submodules alone means yes */
+            if (!eq && o->val == V_NO && option_value(o, sub, "", why) < 0)
                 goto out;
             multiple |= o->sh == 'm' && s == GIT_FETCH;
             all |= !strcmp(o->lng, "all");
