@@ -465,6 +465,9 @@ static const char *host_refusal(apply_rx *rx, const wire_entry *e, sbx_err *err)
     r = mf_root_at(rx->t, e->root);
     if (r->kind == WIRE_ROOT_TASK)
         return "task files are pushed only";
+    if (e->flags & ~(uint32_t)WIRE_ENTRY_EXEC)
+        return "a mode the protocol does not carry (only the exec bit syncs: never setuid, "
+               "setgid or sticky)";
     if (sf_check_relpath(e->path, e->path_len, err) < 0)
         return err->msg;
     for (size_t i = 0; i < e->path_len;) {

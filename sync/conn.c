@@ -461,15 +461,22 @@ static void pump(sync_conn *c)
     }
 }
 
+static void read_input(sync_conn *c);
+
 static void flush_out(sync_conn *c)
 {
     while (!c->dead && c->out_off < c->out.len) {
         ssize_t n = write(c->wfd, c->out.buf + c->out_off, c->out.len - c->out_off);
         if (n < 0) {
-            if (errno == EINTR)
+            int e = errno;
+            if (e == EINTR)
                 continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                die(c, "sbxsh: lost the connection to sbx-agent (write: %s)", strerror(errno));
+            if (e != EAGAIN && e != EWOULDBLOCK) {
+                /* What the agent said before it went away explains it better. */
+                if (!c->in_dispatch)
+                    read_input(c);
+                die(c, "sbxsh: lost the connection to sbx-agent (write: %s)", strerror(e));
+            }
             break;
         }
         c->out_off += (size_t)n;
