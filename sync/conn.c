@@ -1247,7 +1247,6 @@ typedef struct waiter {
     strbuf pend[SYNC_MAX_FDS];   /* input read from the host fd, not yet accepted */
     bool done;
     sync_exit_status *st;
-    char msg[SYNC_MAX_TEXT + 1];
     char error[SYNC_MAX_TEXT + 256];
 } waiter;
 
@@ -1277,10 +1276,7 @@ static void w_exit(void *ctx, uint32_t chan, const sync_exit_status *st)
     waiter *w = ctx;
     if (chan != w->chan)
         return;
-    *w->st = *st;
-    wire_sanitize(w->msg, sizeof(w->msg), st->message ? st->message : "",
-                  st->message ? strlen(st->message) : 0);
-    w->st->message = w->msg;
+    *w->st = *st;   /* its message lives in the connection until the next call */
     w->done = true;
 }
 

@@ -1144,7 +1144,8 @@ int mf_scan(mf_tree *t, mf_delta *delta, bool *full, mf_warn_fn warn, void *ctx,
         dirty_ent *d = t->dirty;
         t->dirty = NULL;
         t->ndirty = t->adirty = 0;
-        qsort(d, nd, sizeof(*d), dirty_cmp);
+        if (nd)
+            qsort(d, nd, sizeof(*d), dirty_cmp);
         for (size_t i = 0; i < nd; i++) {
             if (i && !dirty_cmp(&d[i - 1], &d[i]))
                 continue;

@@ -199,9 +199,17 @@ static bool scenario(const char *name, int round, strbuf *o)
     return true;
 }
 
+static strbuf in = STRBUF_INIT, out = STRBUF_INIT;
+
+static int finish(int code)
+{
+    strbuf_release(&in);
+    strbuf_release(&out);
+    return code;
+}
+
 int main(int argc, char **argv)
 {
-    strbuf in = STRBUF_INIT, out = STRBUF_INIT;
     size_t off = 0;
     int round = 0;
     wire_hello h = { .version = SYNC_PROTOCOL_VERSION, .pid = (uint32_t)getpid(),
@@ -221,12 +229,12 @@ int main(int argc, char **argv)
         ssize_t n;
         int r = wire_parse((const uint8_t *)in.buf + off, in.len - off, &f, &err);
         if (r < 0)
-            return 1;
+            return finish(1);
         if (r == 0) {
             strbuf_grow(&in, 65536);
             n = read(0, in.buf + in.len, 65536);
             if (n <= 0)
-                return 0;
+                return finish(0);
             strbuf_setlen(&in, in.len + (size_t)n);
             continue;
         }
@@ -241,7 +249,7 @@ int main(int argc, char **argv)
         round++;
         if (!scenario(argv[1], round, &out)) {
             write_full(1, out.buf, out.len);
-            return 0;
+            return finish(0);
         }
         if (f.type == WIRE_RUN) {
             wire_exit x = { .kind = 0, .code = 0 };

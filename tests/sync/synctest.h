@@ -138,6 +138,18 @@ static inline void st_list_dir(const char *root, const char *rel, bool mtimes, s
     free(dir);
 }
 
+/* Waits (polling) until path exists; false after ms milliseconds. A synchronization with
+ * a background process, not a timing assertion. */
+static inline bool st_wait_file(const char *path, int ms)
+{
+    for (int waited = 0; waited < ms; waited += 10) {
+        if (st_exists(path))
+            return true;
+        usleep(10000);
+    }
+    return st_exists(path);
+}
+
 /* A listing of the tree under root: equal listings mean equal trees. */
 static inline char *st_listing(const char *root, bool mtimes)
 {

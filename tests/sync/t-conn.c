@@ -277,13 +277,32 @@ static void test_commands(void)
         free(big);
     }
 
-    run(&s, "sleep 100 & echo started", &r);
-    is_str(r.out, "started\n", "a background process does not hold the exit");
-    run(&s, "pgrep -f 'sleep 100' >/dev/null && echo alive; pkill -f 'sleep 100'; true", &r);
-    is_str(r.out, "alive\n", "the background process outlived its command");
-
-    run(&s, "(sleep 0.3; echo late) & echo early", &r);
-    is_str(r.out, "early\n", "output after the exit is not reported (and does not block)");
+    {
+        char *cmd = xasprintf("(exec -a sbx-sync-bg-%d sleep 100) & echo started", (int)getpid());
+        run(&s, cmd, &r);
+        free(cmd);
+        is_str(r.out, "started\n", "a background process does not hold the exit");
+        cmd = xasprintf("pgrep -f sbx-sync-bg-%d >/dev/null && echo alive; "
+                        "pkill -f sbx-sync-bg-%d; true", (int)getpid(), (int)getpid());
+        run(&s, cmd, &r);
+        free(cmd);
+        is_str(r.out, "alive\n", "the background process outlived its command");
+    }
+    {
+        /* A background writer that keeps the pipe and writes after the exit. */
+        char *flag = xasprintf("%s/late-flag", s.tmp), *done = xasprintf("%s/late-done", s.tmp);
+        char *cmd = xasprintf("(while [ ! -e '%s' ]; do sleep 0.01; done; echo late; "
+                              "touch '%s') & echo early", flag, done);
+        run(&s, cmd, &r);
+        is_str(r.out, "early\n", "the exit does not wait for a background writer");
+        st_write(flag, "");
+        ok(st_wait_file(done, 20000), "which then writes after the exit without blocking");
+        run(&s, "echo next", &r);
+        is_str(r.out, "next\n", "and its output is dropped, not given to the next command");
+        free(cmd);
+        free(flag);
+        free(done);
+    }
 
     run_opts(&s, "tty; stty size", NULL, true, &r);
     ok(!strncmp(r.out, "/dev/pts/", 9), "with tty the command has a terminal: %s", r.out);
@@ -420,6 +439,27 @@ static void test_events(void)
     sess_free(&s);
 }
 
+/* A sandbox change made by a background process after its command's pull: the command
+ * leaves it waiting; we let it go and wait until it is done. */
+static void bg_change(sess *s, const char *change)
+{
+    result r;
+    char *flag = xasprintf("%s/bg-flag", s->tmp), *done = xasprintf("%s/bg-done", s->tmp);
+    char *cmd = xasprintf("(while [ ! -e '%s' ]; do sleep 0.01; done; %s; touch '%s') "
+                          ">/dev/null 2>&1 &", flag, change, done);
+    unlink(flag);
+    unlink(done);
+    run(s, cmd, &r);
+    st_write(flag, "");
+    if (!st_wait_file(done, 20000))
+        diag("the background change did not happen");
+    unlink(flag);
+    unlink(done);
+    free(cmd);
+    free(flag);
+    free(done);
+}
+
 static void test_conflicts(void)
 {
     sync_config cfg = { 0 };
@@ -449,18 +489,19 @@ static void test_conflicts(void)
         s.agent = st_agent_start(args);
         sync_conn_open(s.host, s.agent.rfd, s.agent.wfd, &ev_ops, &e, 10000, &s.conn, &err);
     }
-    start_cmd(&s, 1, "sleep 0.5; echo sandbox > a.txt");
-    {
-        uint64_t end = now_ns() + 200000000;
-        while (now_ns() < end) {
-            struct pollfd pfd[SYNC_CONN_MAX_POLLFDS];
-            size_t n = sync_conn_pollfds(s.conn, pfd, SYNC_CONN_MAX_POLLFDS);
-            poll(pfd, n, 20);
-            sync_conn_handle_events(s.conn, pfd, n);
-        }
+    /* The command signals it started (the push is done), then waits for the host's change. */
+    start_cmd(&s, 1, "echo ready; read go; echo sandbox > a.txt");
+    while (!strstr(e.out[1].buf, "ready") && !e.exits) {
+        struct pollfd pfd[SYNC_CONN_MAX_POLLFDS];
+        size_t n = sync_conn_pollfds(s.conn, pfd, SYNC_CONN_MAX_POLLFDS);
+        poll(pfd, n, 100);
+        if (sync_conn_handle_events(s.conn, pfd, n) < 0)
+            break;
     }
     st_write(hp, "host\n");
-    pump_until(&s, &e, 1, 10000);
+    sync_conn_write(s.conn, 1, 0, "go\n", 3);
+    sync_conn_eof(s.conn, 1, 0);
+    pump_until(&s, &e, 1, 20000);
     is_str(st_read(hp), "host\n", "both changed: the host's version stays");
     {
         char *cmd = xasprintf("cat '%s'/a.txt.sbx-conflict-sandbox-* 2>/dev/null", s.code);
@@ -477,18 +518,18 @@ static void test_conflicts(void)
     for (int i = 0; i < 8; i++)
         strbuf_release(&e.out[i]);
     sess_close(&s);
+    st_rm_rf(s.prefix);
     {
         const char *args[] = { "--root-prefix", s.prefix, NULL };
         sess_connect(&s, args);
     }
-    /* A new agent process: a new pairing, so the whole tree goes again. */
+    /* A new sandbox: a new pairing, so the whole tree goes again. */
     strbuf_reset(&s.warnings);
     run(&s, "cat a.txt; ls a.txt.sbx-conflict-sandbox-* | wc -l", &r);
     is_str(r.out, "host\n1\n", "the next command sees the host's version and the conflict copy");
 
     /* The sandbox changes it in the background after the pull; the host changes it too. */
-    run(&s, "(sleep 0.3; echo bg > a.txt) >/dev/null 2>&1 &", &r);
-    usleep(600000);
+    bg_change(&s, "echo bg > a.txt");
     st_write(hp, "host2\n");
     run(&s, "cat a.txt; cat a.txt.sbx-conflict-sandbox-*", &r);
     ok(!strncmp(r.out, "host2\n", 6), "a push over a sandbox change: the host's version wins");
@@ -502,8 +543,7 @@ static void test_conflicts(void)
 
     /* A deletion never removes a version the other side changed. */
     run(&s, "echo keep > k.txt", &r);
-    run(&s, "(sleep 0.3; echo changed > k.txt) >/dev/null 2>&1 &", &r);
-    usleep(600000);
+    bg_change(&s, "echo changed > k.txt");
     {
         char *k = host_path(&s, "k.txt");
         unlink(k);
@@ -692,7 +732,9 @@ static void test_reattach(void)
         connect(fd, (struct sockaddr *)&sun, sizeof(sun));
         sync_conn_open(s.host, fd, fd, &ops, &s, 10000, &s.conn, &err);
         ok(!sync_conn_agent(s.conn)->resumed, "a new holder and a new agent start afresh");
-        run(&s, "sleep 100 & echo started", &r);
+        char *cmd = xasprintf("(exec -a sbx-sync-bg-%d sleep 100) & echo started", (int)getpid());
+        run(&s, cmd, &r);
+        free(cmd);
         run(&s, "echo one > one.txt", &r);
         sync_conn_stats_get(s.conn, &stats);
         ok(stats.push_entries >= 50, "the first push sent the tree");
@@ -714,8 +756,10 @@ static void test_reattach(void)
         connect(fd, (struct sockaddr *)&sun, sizeof(sun));
         sync_conn_open(s.host, fd, fd, &ops, &s, 10000, &s.conn, &err);
         ok(sync_conn_agent(s.conn)->resumed, "a restarted holder resumes the agent's state");
-        run(&s, "cat one.txt; pgrep -f 'sleep 100' >/dev/null && echo bg-alive; "
-                "pkill -f 'sleep 100'; true", &r);
+        char *cmd = xasprintf("cat one.txt; pgrep -f sbx-sync-bg-%d >/dev/null && echo bg-alive; "
+                              "pkill -f sbx-sync-bg-%d; true", (int)getpid(), (int)getpid());
+        run(&s, cmd, &r);
+        free(cmd);
         is_str(r.out, "one\nbg-alive\n", "files and background processes are still there");
         sync_conn_stats_get(s.conn, &stats);
         is_int(stats.push_entries, 0, "and nothing was pushed again");
