@@ -185,9 +185,9 @@ bool sh_word_static_value(const sh_word *w, strbuf *out)
 
 /* ---- errors ----------------------------------------------------------------- */
 
-void sh_parse_format_error(const sh_parse *p, const char *prefix, strbuf *out)
+static void prefix_lines(const strbuf *lines, const char *prefix, strbuf *out)
 {
-    const char *s = p->errors.buf, *end = s + p->errors.len;
+    const char *s = lines->buf, *end = s + lines->len;
 
     while (s < end) {
         const char *nl = memchr(s, '\n', (size_t)(end - s));
@@ -198,4 +198,14 @@ void sh_parse_format_error(const sh_parse *p, const char *prefix, strbuf *out)
             strbuf_addch(out, '\n');
         s += n;
     }
+}
+
+void sh_parse_format_error(const sh_parse *p, const char *prefix, strbuf *out)
+{
+    prefix_lines(&p->errors, prefix, out);
+}
+
+void sh_parse_format_warnings(const sh_parse *p, const char *prefix, strbuf *out)
+{
+    prefix_lines(&p->warnings, prefix, out);
 }

@@ -71,7 +71,9 @@ struct sh_wpart {
     sh_list *body;       /* WP_CMDSUB, WP_BACKQUOTE, WP_PROCSUB_*: the parsed commands;
                             NULL when empty, or when bash parses the text only as it
                             runs it and it does not parse (see body_unparsed) */
-    bool body_unparsed;  /* body text that bash would reject when running it */
+    bool body_unparsed;  /* in a here-document body: a $( ), `...`, ${ or $[ that bash
+                            would reject when it runs the command; the part covers the
+                            rest of the body (body/param/text as far as known) */
     sh_param *param;     /* WP_PARAM */
     sh_wpart *next;
 };

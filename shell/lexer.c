@@ -1066,7 +1066,7 @@ got_token:
         result = T_ASSIGNMENT_WORD;
     t->assign_shaped = ai > 0;
     t->assignok = (P->pstate & PST_ASSIGNOK) != 0;
-    if (is_assign && !(P->pstate & PST_COMPASSIGN)) {
+    if (is_assign) {
         bool attach = result == T_ASSIGNMENT_WORD || (P->pstate & PST_ASSIGNOK);
         t->word = wd_assignment_word(P, &wb, start, t->span.end, eq_pos, attach,
                                      compound ? elements : NULL);
@@ -1315,6 +1315,7 @@ sh_wpart *lx_heredoc_parts(parser *P, sh_span body)
     sh_parse *scratch = arena_alloc(P->a, sizeof(*scratch));
     jmp_buf jb;
     volatile size_t fail_start = body.start;
+    volatile int fail_kind = '(';
     unsigned flags = 0;
 
     if (body.end <= body.start)
@@ -1350,6 +1351,7 @@ sh_wpart *lx_heredoc_parts(parser *P, sh_span body)
             } else if (c == '$') {
                 int n = lx_getc(C, true);
                 fail_start = cpos;
+                fail_kind = n;
                 if (n == '(')
                     wb_part(C, wb, lex_dollar_paren(C, cpos, '$'));
                 else if (n == '{')
@@ -1362,14 +1364,25 @@ sh_wpart *lx_heredoc_parts(parser *P, sh_span body)
                 }
             } else if (c == '`') {
                 fail_start = cpos;
+                fail_kind = '`';
                 wb_part(C, wb, lex_quoted(C, '`', cpos, false, P_DQUOTE));
             } else {
                 wb_lit(C, wb, cpos);
             }
         }
     } else {
-        sh_wpart *bad = wb_new_part(C, WP_CMDSUB, fail_start, body.end);
+        /* the construct bash would fail on when it runs: the rest of the body */
+        sh_wpart_kind k = fail_kind == '`' ? WP_BACKQUOTE : fail_kind == '{' ? WP_PARAM :
+                          fail_kind == '[' ? WP_ARITH : WP_CMDSUB;
+        sh_wpart *bad = wb_new_part(C, k, fail_start, body.end);
         bad->body_unparsed = true;
+        if (k == WP_PARAM) {
+            bad->param = arena_alloc(P->a, sizeof(sh_param));
+            bad->param->braced = bad->param->bad = true;
+            bad->param->name = "";
+        } else if (k != WP_CMDSUB) {
+            bad->text = wb_range_text(C, fail_start, body.end, &bad->len);
+        }
         wb_part(C, wb, bad);
     }
     strbuf_release(&scratch->warnings);

@@ -87,4 +87,9 @@ bool sh_word_static_value(const sh_word *w, strbuf *out);
  * prefix is e.g. "sbxsh: -c: " or "script.sh: ". */
 void sh_parse_format_error(const sh_parse *p, const char *prefix, strbuf *out);
 
+/* Appends the warnings with prefix on each line, as bash prints them:
+ * "bash: line 2: warning: ..." (bash uses "bash: " here even with -c, and
+ * "script.sh: " for a script). */
+void sh_parse_format_warnings(const sh_parse *p, const char *prefix, strbuf *out);
+
 #endif

@@ -1,10 +1,189 @@
+/*
+ * The input loops: -c, a script, stdin and a terminal. Each hands complete
+ * commands to the line executor (router/line.h), which decides where each
+ * part runs.
+ */
 #include "shell/run.h"
+#include "common/strbuf.h"
+#include "router/line.h"
+#include "shell/parse.h"
 
+#include <errno.h>
+#include <readline/history.h>
+#include <readline/readline.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
-/* Placeholder until the router and the session client exist (issues 3 and 5). */
+static int fail(const sh_options *o, const sbx_err *err)
+{
+    fflush(stdout);
+    fprintf(stderr, "%s: %s\n", o->progname, err->msg);
+    return SBX_EXIT_INTERNAL;
+}
+
+static void line_opts_from(const sh_options *o, line_opts *lo)
+{
+    memset(lo, 0, sizeof(*lo));
+    lo->argv0 = o->argv0;
+    lo->dollar0 = o->dollar0;
+    lo->errname = o->progname;
+    lo->bash_args = (const char *const *)o->bash_args.v;
+    lo->positional = (const char *const *)o->positional.v;
+    lo->session = o->session;
+    lo->errexit = o->errexit;
+    lo->stdin_is_script = o->mode == SH_INPUT_STDIN || o->mode == SH_INPUT_INTERACTIVE;
+    lo->interactive = o->mode == SH_INPUT_INTERACTIVE;
+    for (size_t i = 0; i + 1 < o->bash_args.n; i++)
+        if (!strcmp(o->bash_args.v[i], "-o") && !strcmp(o->bash_args.v[i + 1], "pipefail"))
+            lo->pipefail = true;
+}
+
+/* -c STRING and SCRIPT: the whole text at once. */
+static int run_program(const sh_options *o, line_exec *x)
+{
+    sbx_err err;
+    int ws;
+    char *text = NULL;
+    size_t len;
+
+    if (o->mode == SH_INPUT_SCRIPT) {
+        if (read_file(o->script, (size_t)1 << 30, &text, &len, &err) < 0) {
+            /* bash: "bash: nosuch.sh: No such file or directory", status 127 */
+            fprintf(stderr, "%s: %s: %s\n", o->progname, o->script,
+                    errno == ENOENT ? "No such file or directory" : err.msg);
+            return errno == ENOENT ? 127 : 126;
+        }
+    }
+    if (line_exec_program(x, text ? text : o->command, text ? len : strlen(o->command),
+                          o->extglob, o->mode == SH_INPUT_SCRIPT ? o->script : NULL, &ws,
+                          &err) < 0) {
+        free(text);
+        return fail(o, &err);
+    }
+    free(text);
+    line_exec_free(x);
+    line_exit(ws);
+}
+
+/* Reads more input into buf: from readline at a terminal (prompt decides
+ * PS1 or PS2), else from fd 0. Returns 0 at end of input. */
+static int read_more(const sh_options *o, strbuf *buf, bool continuation)
+{
+    if (o->mode == SH_INPUT_INTERACTIVE) {
+        char *line = readline(continuation ? "> " : (geteuid() ? "sbxsh$ " : "sbxsh# "));
+        if (!line)
+            return 0;
+        if (*line)
+            add_history(line);
+        strbuf_addstr(buf, line);
+        strbuf_addch(buf, '\n');
+        free(line);
+        return 1;
+    }
+    for (;;) {
+        ssize_t r;
+        strbuf_grow(buf, 65536);
+        r = read(0, buf->buf + buf->len, buf->alloc - buf->len - 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return 0;
+        strbuf_setlen(buf, buf->len + (size_t)r);
+        return 1;
+    }
+}
+
+/* Prints a syntax error of interactive mode, where bash reports it and goes on. */
+static void print_syntax_error(const sh_options *o, const sh_parse *p)
+{
+    strbuf msg = STRBUF_INIT, prefix = STRBUF_INIT;
+    strbuf_addf(&prefix, "%s: ", o->progname);
+    sh_parse_format_error(p, prefix.buf, &msg);
+    fputs(msg.buf, stderr);
+    strbuf_release(&msg);
+    strbuf_release(&prefix);
+}
+
+/* stdin and interactive modes: one complete command at a time, each run as
+ * soon as it is read, state carried in the sandbox's persistent bash. */
+static int run_stream(const sh_options *o, line_exec *x)
+{
+    strbuf buf = STRBUF_INIT;
+    size_t start = 0;
+    bool at_eof = false, exited = false;
+    sh_parse_opts po = { .extglob = o->extglob, .track_shopt = true };
+    sbx_err err;
+    int ws = 0;
+
+    while (!exited) {
+        if (buf.len > start) {
+            sh_parse p;
+            size_t consumed = 0;
+            sh_status st = sh_parse_next(&p, buf.buf + start, buf.len - start, &po, at_eof,
+                                         &consumed);
+            if (st == SH_OK && consumed > 0) {
+                int rc = 0;
+                if (p.root && p.root->items)
+                    rc = line_exec_command(x, &p, &exited, &ws, &err);
+                po.extglob = p.extglob_after;
+                sh_parse_free(&p);
+                if (rc < 0) {
+                    if (o->mode != SH_INPUT_INTERACTIVE) {
+                        strbuf_release(&buf);
+                        return fail(o, &err);
+                    }
+                    fail(o, &err);
+                }
+                start += consumed;
+                continue;
+            }
+            if (st == SH_ERROR && o->mode == SH_INPUT_INTERACTIVE) {
+                print_syntax_error(o, &p);
+                sh_parse_free(&p);
+                start = buf.len;
+                continue;
+            }
+            sh_parse_free(&p);
+            if (st == SH_ERROR) {
+                /* Not sbxsh's to judge: bash in the sandbox reads the rest of the
+                 * input, reports the error in its own words and exits as it would. */
+                int rc = line_exec_raw_rest(x, buf.buf + start, buf.len - start, 0, &ws, &err);
+                strbuf_release(&buf);
+                if (rc < 0)
+                    return fail(o, &err);
+                exited = true;
+                break;
+            }
+        }
+        if (at_eof)
+            break;
+        if (start == buf.len) {
+            strbuf_reset(&buf);
+            start = 0;
+        }
+        if (!read_more(o, &buf, buf.len > start))
+            at_eof = true;
+    }
+    strbuf_release(&buf);
+    if (!exited && line_exec_finish(x, &ws, &err) < 0)
+        return fail(o, &err);
+    if (o->mode == SH_INPUT_INTERACTIVE && !exited)
+        fputs("exit\n", stderr);
+    line_exec_free(x);
+    line_exit(ws);
+}
+
 int shell_run(const sh_options *o)
 {
-    fprintf(stderr, "%s: running commands is not built yet; use -n or --ast\n", o->progname);
-    return SBX_EXIT_INTERNAL;
+    line_opts lo;
+    line_exec *x;
+    sbx_err err;
+
+    line_opts_from(o, &lo);
+    if (line_exec_new(&lo, &x, &err) < 0)
+        return fail(o, &err);
+    if (o->mode == SH_INPUT_COMMAND || o->mode == SH_INPUT_SCRIPT)
+        return run_program(o, x);
+    return run_stream(o, x);
 }

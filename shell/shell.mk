@@ -5,3 +5,22 @@ LIB_SRCS += shell/options.c shell/run.c
 # The parser (shell/README.md): lexer, grammar, words, AST helpers, JSON.
 LIB_SRCS += shell/lexer.c shell/parser.c shell/word.c shell/ast.c shell/ast_json.c
 TEST_HELPERS += tests/shell/parsecheck.c
+
+# The parser's libFuzzer driver (clang): `make fuzz` runs it FUZZ_SECONDS,
+# seeded and starting from tests/fuzz/corpus-parse. Inputs that ever broke
+# it live in tests/shell/regress/ and run in make check.
+PARSER_SRCS := shell/lexer.c shell/parser.c shell/word.c shell/ast.c shell/ast_json.c
+FUZZ_C += tests/fuzz/fuzz-parse.c
+FUZZ_SECONDS ?= 60
+FUZZ_CC ?= clang
+build-fuzz/fuzz-parse: tests/fuzz/fuzz-parse.c $(PARSER_SRCS) $(COMMON_SRCS) $(wildcard shell/*.h common/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=gnu11 -D_GNU_SOURCE -I. -g -O1 -fsanitize=fuzzer,address,undefined \
+	    -fno-sanitize-recover=undefined -o $@ tests/fuzz/fuzz-parse.c $(PARSER_SRCS) \
+	    $(COMMON_SRCS) -lcjson
+fuzz-parse: build-fuzz/fuzz-parse
+	@mkdir -p build-fuzz/corpus-parse
+	build-fuzz/fuzz-parse -seed=1 -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
+	    -rss_limit_mb=2048 -artifact_prefix=build-fuzz/ build-fuzz/corpus-parse tests/fuzz/corpus-parse
+fuzz: fuzz-parse
+.PHONY: fuzz-parse

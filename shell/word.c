@@ -487,6 +487,25 @@ static bool brace_sequence(const char *s, size_t n)
            seq_end_ok(d2 + 2, (size_t)(s + n - d2 - 2), &a3) && !a3;
 }
 
+/* A literal part made of characters [a, b) of literal part w. */
+static sh_wpart *sub_lit(parser *P, const sh_wpart *w, size_t a, size_t b)
+{
+    sh_wpart *l = arena_alloc(P->a, sizeof(*l));
+    uint32_t *map;
+    size_t n;
+
+    *l = *w;
+    l->next = NULL;
+    if (a == 0 && b == w->len)
+        return l;
+    (void)range_text(P, w->span.start, w->span.end, true, &n, &map);
+    l->text = arena_strndup(P->a, w->text + a, b - a);
+    l->len = b - a;
+    l->span.start = a < n ? map[a] : w->span.end;
+    l->span.end = b > a && b - 1 < n ? map[b - 1] + 1 : l->span.start;
+    return l;
+}
+
 static sh_wpart *brace_pass(parser *P, sh_wpart *parts)
 {
     size_t nu = 0, alloc = 0;
@@ -591,11 +610,7 @@ static sh_wpart *brace_pass(parser *P, sh_wpart *parts)
                         size_t m2 = m;
                         while (m2 + 1 < e && u[m2 + 1].c && u[m2 + 1].part == u[m].part)
                             m2++;
-                        sh_wpart *l = arena_alloc(P->a, sizeof(*l));
-                        *l = *u[m].part;
-                        l->text = arena_strndup(P->a, u[m].part->text + u[m].off, m2 - m + 1);
-                        l->len = m2 - m + 1;
-                        pl_add(&in, l);
+                        pl_add(&in, sub_lit(P, u[m].part, u[m].off, u[m2].off + 1));
                         m = m2;
                     } else {
                         sh_wpart *l = arena_alloc(P->a, sizeof(*l));
@@ -615,18 +630,7 @@ static sh_wpart *brace_pass(parser *P, sh_wpart *parts)
             while (m2 + 1 < nu && u[m2 + 1].c && u[m2 + 1].part == u[k].part &&
                    !(u[m2 + 1].c == '{' && match[m2 + 1] != (size_t)-1 && valid[m2 + 1]))
                 m2++;
-            sh_wpart *l = arena_alloc(P->a, sizeof(*l));
-            *l = *u[k].part;
-            if (u[k].off != 0 || m2 - k + 1 != u[k].part->len) {
-                l->text = arena_strndup(P->a, u[k].part->text + u[k].off, m2 - k + 1);
-                l->len = m2 - k + 1;
-                uint32_t *map;
-                size_t n;
-                (void)range_text(P, u[k].part->span.start, u[k].part->span.end, true, &n, &map);
-                l->span.start = map[u[k].off];
-                l->span.end = map[m2] + 1;
-            }
-            pl_add(&out, l);
+            pl_add(&out, sub_lit(P, u[k].part, u[k].off, u[m2].off + 1));
             k = m2 + 1;
         } else {
             sh_wpart *l = arena_alloc(P->a, sizeof(*l));
@@ -791,8 +795,8 @@ sh_param *wd_param(parser *P, wbuild *inner, size_t start, size_t end)
     const char *op = NULL;
     size_t oplen = 0;
     if (pm->indirect && i + 1 == n && !more && (t[i] == '*' || t[i] == '@')) {
-        op = t[i] == '*' ? "*" : "@";
-        oplen = 1;
+        pm->op = t[i] == '*' ? "*" : "@";        /* ${!prefix*}: no operand */
+        return pm;
     } else if (t[i] == '@') {
         op = "@";
         oplen = 1;
