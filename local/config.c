@@ -405,6 +405,38 @@ static int mkdir_parents(const char *path, sbx_err *err)
     return 0;
 }
 
+static char *beside(const char *path, const char *name)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return NULL;
+    char *p = xasprintf("%.*s/%s", (int)(slash - path), path, name);
+    if (access(p, R_OK) == 0)
+        return p;
+    free(p);
+    return NULL;
+}
+
+char *sbx_find_libexec(const char *agent_path, const char *name)
+{
+    char self[PATH_MAX], *p;
+    ssize_t n;
+
+    if (agent_path && (p = beside(agent_path, name)))
+        return p;
+    n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        if ((p = beside(self, name)))
+            return p;
+    }
+    p = xasprintf("%s/%s", SBX_LIBEXECDIR, name);
+    if (access(p, R_OK) == 0)
+        return p;
+    free(p);
+    return NULL;
+}
+
 int sbx_private_dir(const char *path, sbx_err *err)
 {
     struct stat st;

@@ -85,6 +85,10 @@ int sbx_parse_duration(const char *s, unsigned *out, sbx_err *err);
 /* Finds the sbx-agent binary: $AGENT_SANDBOX_AGENT, else sbx-agent-static
  * or sbx-agent beside the running program, else in LIBEXECDIR. */
 char *sbx_find_agent(sbx_err *err);
+/* Finds a file that installs beside sbx-agent (e.g. sbx-runsc-compat.so):
+ * beside agent_path, beside the running program, or in LIBEXECDIR; NULL
+ * when none has it. */
+char *sbx_find_libexec(const char *agent_path, const char *name);
 
 /* Creates (if needed) and checks a private directory: owned by us, mode
  * 0700, not a symlink. Parents are created with mode 0700 too. */

@@ -1043,16 +1043,8 @@ sbx_backend *sbx_local_backend_new(const sbx_config *cfg, const sbx_sandbox_spec
     if (spec->agent_env)
         for (size_t i = 0; i < spec->agent_env->n; i++)
             strvec_push(&lb->agent_env, spec->agent_env->v[i]);
-    if (lb->runtime == SBX_RUNTIME_RUNSC) {
-        char *dir = xstrdup(lb->agent_path);
-        *strrchr(dir, '/') = '\0';
-        lb->compat_so = xasprintf("%s/sbx-runsc-compat.so", dir);
-        free(dir);
-        if (access(lb->compat_so, R_OK) < 0) {
-            free(lb->compat_so);
-            lb->compat_so = NULL;
-        }
-    }
+    if (lb->runtime == SBX_RUNTIME_RUNSC)
+        lb->compat_so = sbx_find_libexec(lb->agent_path, "sbx-runsc-compat.so");
     return &lb->base;
 }
 

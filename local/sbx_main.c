@@ -633,16 +633,13 @@ static void doctor_agent(sbx_config *cfg, sbx_runtime rt)
             " (dynamic: the sandbox's /usr libraries must match; `make` builds "
             "sbx-agent-static)" : "");
     if (rt == SBX_RUNTIME_RUNSC) {
-        char *dir = xstrdup(agent);
-        *strrchr(dir, '/') = '\0';
-        char *so = xasprintf("%s/sbx-runsc-compat.so", dir);
-        if (access(so, R_OK) == 0)
+        char *so = sbx_find_libexec(agent, "sbx-runsc-compat.so");
+        if (so)
             finding(0, "runsc statx shim:", "%s", so);
         else
             finding(1, "sbx-runsc-compat.so missing beside sbx-agent", "without it `ls` and "
                     "`stat` fail under Debian 12's runsc; run `make` or `make install`");
         free(so);
-        free(dir);
     }
     free(agent);
 }

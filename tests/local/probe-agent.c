@@ -7,6 +7,7 @@
  * the sync protocol.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +29,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", argv[2]);
     unlink(argv[2]);
-    lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 8) < 0) {
         perror("probe-agent: listen");
         return 1;
@@ -36,7 +37,7 @@ int main(int argc, char **argv)
     for (;;) {
         char line[8192];
         size_t len = 0;
-        int c = accept(lfd, NULL, NULL);
+        int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
         if (c < 0)
             continue;
         while (len < sizeof(line) - 1) {
@@ -48,6 +49,10 @@ int main(int argc, char **argv)
         line[len] = '\0';
         pid_t pid = fork();
         if (pid == 0) {
+            /* Only 1 and 2 are the connection, so that a background
+             * process that closes them does not hold it open. */
+            int null = open("/dev/null", O_RDONLY);
+            dup2(null, 0);
             dup2(c, 1);
             dup2(c, 2);
             execl("/bin/sh", "sh", "-c", line, (char *)NULL);

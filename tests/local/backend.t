@@ -1,0 +1,89 @@
+#!/bin/bash
+# The local backend on both runtimes, driven directly (no sync engine): the
+# sandbox's view of the machine, and claim / reattach / crash / release.
+# tests/local/probe-agent stands in for sbx-agent.
+. "$(dirname "$0")/../lib/tap.sh"
+. "$(dirname "$0")/lib.sh"
+
+PROBE=${SBXSH_BUILD:-$SBXSH_BIN/build}/tests/local/backend-probe
+[ -x "$PROBE" ] || skip_all "backend-probe not built (make check builds it)"
+local_env
+export AGENT_SANDBOX_AGENT
+AGENT_SANDBOX_AGENT=$(agent_dir_with_shim "${SBXSH_BUILD:-$SBXSH_BIN/build}/tests/local/probe-agent")
+mkdir -p "$HOME/.ssh"
+echo "host-secret" > "$HOME/.ssh/id_test"
+echo "host-home-file" > "$HOME/notes"
+
+# A server on the host's loopback that the sandbox must not reach.
+port=$((20000 + RANDOM % 20000))
+/usr/bin/python3 -m http.server --bind 127.0.0.1 "$port" >/dev/null 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null; tap_cleanup' EXIT
+for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
+ok "a host loopback server for the network tests" eval "(exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null"
+export SBX_CANARY=host-variable
+
+for rt in runsc bwrap; do
+    why=$(runtime_skip_reason $rt)
+    if [ -n "$why" ]; then
+        skip "$rt: $why"
+        continue
+    fi
+    export AGENT_SANDBOX_LOCAL_RUNTIME=$rt
+    is "$($PROBE claim)" "created" "$rt: first claim creates a sandbox"
+    is "$($PROBE claim)" "reattached" "$rt: second claim reattaches"
+
+    out=$($PROBE run 'cat /proc/version')
+    if [ $rt = runsc ]; then
+        like "$out" "^Linux version 4\.4\.0" "$rt: /proc/version is gVisor's kernel"
+    else
+        is "$out" "$(cat /proc/version)" "$rt: /proc/version is the host kernel"
+    fi
+    is "$($PROBE run 'ls -d /usr /tmp >/dev/null && echo listed')" "listed" "$rt: ls works"
+    is "$($PROBE run 'cat README 2>&1; pwd')" \
+       "cat: README: No such file or directory
+/" "$rt: the agent starts at / (the copy is filled by the sync, not here)"
+    is "$($PROBE run "echo made > $PROJ/new && cat $PROJ/new")" "made" "$rt: code dir is writable"
+    ok "$rt: ...and the write does not reach the host tree" test ! -e "$PROJ/new"
+    is "$($PROBE run "ls -A $HOME; echo x > $HOME/f && cat $HOME/f")" "x" \
+       "$rt: HOME is private and empty (no host files), and writable"
+    ok "$rt: ...the private HOME is not the host's" test ! -e "$HOME/f"
+    is "$($PROBE run "cat $HOME/.ssh/id_test 2>/dev/null || echo unreadable")" "unreadable" \
+       "$rt: the host's ~/.ssh is out of reach"
+    is "$($PROBE run 'cat /etc/shadow /etc/gshadow 2>/dev/null || echo unreadable')" "unreadable" \
+       "$rt: /etc/shadow is out of reach"
+    is "$($PROBE run 'ls /root 2>/dev/null; ls /etc/ssh 2>/dev/null; echo end')" "end" \
+       "$rt: /root and ssh host keys are not there"
+    like "$($PROBE run 'grep "^root:" /etc/passwd')" "^root:" "$rt: /etc/passwd is there"
+    is "$($PROBE run 'touch /usr/x 2>/dev/null || touch /etc/x 2>/dev/null || touch /x 2>/dev/null || echo ro')" \
+       "ro" "$rt: system directories and / are read-only"
+    is "$($PROBE run 'echo t > /tmp/t && cat /tmp/t')" "t" "$rt: /tmp is writable"
+    is "$($PROBE run 'grep CapEff /proc/self/status')" "CapEff:	0000000000000000" \
+       "$rt: no capabilities"
+    is "$($PROBE run "bash -c '(exec 3<>/dev/tcp/127.0.0.1/$port)' 2>/dev/null && echo reached || echo blocked")" \
+       "blocked" "$rt: the host's loopback is unreachable"
+    is "$($PROBE run 'printenv SBX_CANARY || echo none')" "none" \
+       "$rt: no host environment reaches the sandbox"
+    $PROBE run 'tail -f /dev/null >/dev/null 2>&1 & echo started' >/dev/null
+    is "$($PROBE run 'pgrep -x tail >/dev/null && echo alive')" "alive" \
+       "$rt: a background process survives between commands"
+
+    pid=$($PROBE status | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
+    kill -9 "$pid"
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+    is "$($PROBE claim)" "created" "$rt: after the sandbox died, a claim creates a new one"
+
+    export AGENT_SANDBOX_LOCAL_NETWORK=host
+    $PROBE release
+    is "$($PROBE run "bash -c '(exec 3<>/dev/tcp/127.0.0.1/$port)' 2>/dev/null && echo reached || echo blocked")" \
+       "reached" "$rt: AGENT_SANDBOX_LOCAL_NETWORK=host reaches the host's loopback"
+    unset AGENT_SANDBOX_LOCAL_NETWORK
+    $PROBE release
+    ok "$rt: release removes the session's state" test -z "$(ls -A "$AGENT_SANDBOX_STATE_DIR" 2>/dev/null)"
+    is "$(pgrep -f "$AGENT_SANDBOX_STATE_DIR" | wc -l)" "0" "$rt: release leaves no process"
+done
+
+AGENT_SANDBOX_LOCAL_RUNTIME=nosuch $PROBE claim 2>"$SBX_TEST_TMP/err"
+is "$?" "125" "unknown runtime: exit 125"
+like "$(cat "$SBX_TEST_TMP/err")" "use runsc, bwrap or auto" "...with a message"
+done_testing

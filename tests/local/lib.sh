@@ -1,0 +1,50 @@
+# Shared setup for tests/local/*.t (sourced after tests/lib/tap.sh).
+#
+# local_env: an isolated world under $SBX_TEST_TMP: a HOME, a state
+# directory, a runtime directory, and a git repository $PROJ as the code
+# directory; nothing of the real user's sessions is touched.
+# runtime_skip_reason RT: empty when runtime RT can start sandboxes here,
+# else why not (for skip messages).
+
+local_env() {
+    export HOME=$SBX_TEST_TMP/home
+    export XDG_RUNTIME_DIR=$SBX_TEST_TMP/run
+    export AGENT_SANDBOX_STATE_DIR=$SBX_TEST_TMP/state
+    unset AGENT_SANDBOX_SESSION AGENT_SANDBOX_CODE_DIRS AGENT_SANDBOX_FORWARD_ENV \
+          AGENT_SANDBOX_SYNC_PATHS AGENT_SANDBOX_TASK_FILES AGENT_SANDBOX_SYNC_EXCLUDE \
+          AGENT_SANDBOX_LOCAL_NETWORK AGENT_SANDBOX_IDLE_TIMEOUT AGENT_SANDBOX_BACKEND \
+          AGENT_SANDBOX_AGENT XDG_STATE_HOME
+    mkdir -p "$HOME" "$XDG_RUNTIME_DIR"
+    PROJ=$SBX_TEST_TMP/proj
+    mkdir -p "$PROJ"
+    git -C "$PROJ" init -q
+    printf 'hello\n' > "$PROJ/README"
+    cd "$PROJ" || exit 1
+}
+
+runtime_skip_reason() {
+    case $1 in
+    runsc)
+        command -v runsc >/dev/null || { echo "runsc is not installed (make deps)"; return; }
+        [ "$(id -u)" = 0 ] || { echo "runsc needs root here"; return; }
+        runsc --network=none --ignore-cgroups do /bin/true >/dev/null 2>&1 ||
+            echo "runsc cannot start a sandbox on this machine"
+        ;;
+    bwrap)
+        command -v bwrap >/dev/null || { echo "bubblewrap is not installed (make deps)"; return; }
+        bwrap --unshare-user --unshare-pid --ro-bind /usr /usr --symlink usr/lib64 /lib64 \
+            --symlink usr/lib /lib --symlink usr/bin /bin --proc /proc --dev /dev \
+            /bin/true >/dev/null 2>&1 ||
+            echo "bubblewrap cannot create user namespaces here"
+        ;;
+    esac
+}
+
+# sbx-agent beside which the runsc shim sits (so that `ls` works under runsc).
+agent_dir_with_shim() { # AGENT_BINARY
+    local d=$SBX_TEST_TMP/libexec
+    mkdir -p "$d"
+    cp "$1" "$d/"
+    [ -f "$SBXSH_BIN/sbx-runsc-compat.so" ] && cp "$SBXSH_BIN/sbx-runsc-compat.so" "$d/"
+    printf '%s/%s\n' "$d" "$(basename "$1")"
+}
