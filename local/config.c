@@ -476,3 +476,8 @@ char *sbx_session_lock_path(const sbx_config *cfg)
 {
     return xasprintf("%s/%s.lock", cfg->run_dir, cfg->session);
 }
+
+char *sbx_session_log_path(const sbx_config *cfg)
+{
+    return xasprintf("%s/%s.log", cfg->run_dir, cfg->session);
+}

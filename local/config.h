@@ -94,10 +94,12 @@ char *sbx_find_libexec(const char *agent_path, const char *name);
  * 0700, not a symlink. Parents are created with mode 0700 too. */
 int sbx_private_dir(const char *path, sbx_err *err);
 
-/* The path of the session's directory under cfg->state_root, its socket and
- * lock under cfg->run_dir. Malloc'd. */
+/* The path of the session's directory under cfg->state_root, its socket,
+ * lock and log under cfg->run_dir. Malloc'd. */
 char *sbx_session_state_dir(const sbx_config *cfg);
 char *sbx_session_socket_path(const sbx_config *cfg);
 char *sbx_session_lock_path(const sbx_config *cfg);
+/* The holder's log, beside its socket; removed by a release. */
+char *sbx_session_log_path(const sbx_config *cfg);
 
 #endif

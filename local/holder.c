@@ -421,6 +421,9 @@ static void release_now(holder *h)
     }
     /* No new client may reach a holder that is going away. */
     unlink(h->sock_path);
+    char *log = sbx_session_log_path(h->cfg);
+    unlink(log);
+    free(log);
     h->quit = true;
 }
 
@@ -791,7 +794,7 @@ static void agent_setup(holder *h)
     strvec_push(&h->agent_env, "LANG=C.UTF-8");
     /* The agent keeps its manifest beside its socket, so that a new holder
      * (or a restarted agent) resumes without a full push. */
-    strvec_push(&h->agent_args, "--state-file");
+    strvec_push(&h->agent_args, "--state");
     strvec_push(&h->agent_args, SBX_SANDBOX_AGENT_DIR "/agent.state");
 }
 

@@ -3,7 +3,7 @@
 LOCAL_SRCS := local/config.c local/fsutil.c local/local_backend.c local/proto.c \
               local/termfilter.c local/holder.c local/session.c
 LIB_SRCS += $(LOCAL_SRCS)
-# SBX_MAIN (local/sbx_main.c) joins once sync/ links.
+SBX_MAIN := local/sbx_main.c
 
 # Where `make install` puts sbx-agent; the code looks there after its own directory.
 $(BUILD)/local/config.o: ALL_CFLAGS += -DSBX_LIBEXECDIR='"$(LIBEXECDIR)"'

@@ -273,10 +273,10 @@ static void sock_read(sbx_session *s)
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return;
     if (n <= 0) {
-        char *dir = sbx_session_state_dir(s->cfg);
-        set_failed(s, "the session holder went away (see %s/holder.log); the next command "
-                   "starts a new one", dir);
-        free(dir);
+        char *log = sbx_session_log_path(s->cfg);
+        set_failed(s, "the session holder went away (see %s); the next command starts a new "
+                   "one", log);
+        free(log);
         return;
     }
     strbuf_add(&s->in, buf, (size_t)n);
@@ -488,7 +488,7 @@ static int start_holder(sbx_config *cfg, const char *sock_path, sbx_err *err)
         setsid();
         if (fork() != 0)
             _exit(0);
-        char *log = xasprintf("%s/holder.log", dir);
+        char *log = sbx_session_log_path(cfg);
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         int lg = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
         if (null < 0 || lg < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(lg, 2) < 0 ||
@@ -525,9 +525,12 @@ static int hello(sbx_session *s, sbx_err *err)
     send_u32s(s, P_HELLO, 2, SBX_PROTO_VERSION, isatty(2) ? P_HELLO_PROGRESS : 0);
     while (!s->holder_pid && !s->failed) {
         uint64_t now = now_ns();
-        if (now >= deadline)
-            return sbx_errf(err, "the session holder does not answer; see its log under %s",
-                            s->cfg->state_root);
+        if (now >= deadline) {
+            char *log = sbx_session_log_path(s->cfg);
+            sbx_errf(err, "the session holder does not answer; see %s", log);
+            free(log);
+            return -1;
+        }
         pump(s, (int)((deadline - now) / 1000000) + 1);
     }
     return s->failed ? fail(s, err) : 0;
