@@ -1310,9 +1310,10 @@ int lx_read_token(parser *P, token *t)
  * body. */
 sh_wpart *lx_heredoc_parts(parser *P, sh_span body)
 {
-    parser *C = arena_alloc(P->a, sizeof(*C));
-    wbuild *wb = arena_alloc(P->a, sizeof(*wb));
-    sh_parse *scratch = arena_alloc(P->a, sizeof(*scratch));
+    parser *C;
+    wbuild *wb;
+    sh_parse *scratch;
+    sh_wpart *parts;
     jmp_buf jb;
     volatile size_t fail_start = body.start;
     volatile int fail_kind = '(';
@@ -1320,6 +1321,11 @@ sh_wpart *lx_heredoc_parts(parser *P, sh_span body)
 
     if (body.end <= body.start)
         return NULL;
+    /* heap, not arena: one per here-document, freed below; not locals,
+     * because longjmp() comes back into this frame */
+    C = xcalloc(1, sizeof(*C));
+    wb = xcalloc(1, sizeof(*wb));
+    scratch = xcalloc(1, sizeof(*scratch));
     strbuf_init(&scratch->warnings, 0);
     strbuf_init(&scratch->errors, 0);
     C->p = scratch;
@@ -1387,5 +1393,9 @@ sh_wpart *lx_heredoc_parts(parser *P, sh_span body)
     }
     strbuf_release(&scratch->warnings);
     strbuf_release(&scratch->errors);
-    return wb_finish(C, wb, WCTX_HEREDOC, &flags);
+    parts = wb_finish(C, wb, WCTX_HEREDOC, &flags);
+    free(scratch);
+    free(wb);
+    free(C);
+    return parts;
 }

@@ -1567,34 +1567,35 @@ sh_status sh_parse_next(sh_parse *p, const char *src, size_t len, const sh_parse
  * (*ok false), or the list (NULL for an empty one). */
 sh_list *px_child_parse(parser *P, const char *src, size_t end, size_t start, bool *ok)
 {
-    parser C;
-    sh_parse scratch;
+    /* on the heap: longjmp() returns into this frame */
+    parser *C = xcalloc(1, sizeof(*C));
+    sh_parse *scratch = xcalloc(1, sizeof(*scratch));
     jmp_buf jb;
     sh_list *l = node(P, sizeof(*l));
 
-    memset(&scratch, 0, sizeof(scratch));
-    strbuf_init(&scratch.warnings, 0);
-    strbuf_init(&scratch.errors, 0);
-    memset(&C, 0, sizeof(C));
-    C.p = &scratch;
-    C.a = P->a;
-    C.extglob = P->extglob;
-    C.max_depth = P->max_depth;
-    C.depth = P->depth;
-    C.jb = &jb;
-    lx_init(&C, src, end, start, true);
-    C.last_tok = C.tok_before = C.two_ago = C.cur_tok = '\n';
-    lx_tokbuf_reset(&C);
-    C.unit_tail = &l->items;
+    strbuf_init(&scratch->warnings, 0);
+    strbuf_init(&scratch->errors, 0);
+    C->p = scratch;
+    C->a = P->a;
+    C->extglob = P->extglob;
+    C->max_depth = P->max_depth;
+    C->depth = P->depth;
+    C->jb = &jb;
+    lx_init(C, src, end, start, true);
+    C->last_tok = C->tok_before = C->two_ago = C->cur_tok = '\n';
+    lx_tokbuf_reset(C);
+    C->unit_tail = &l->items;
     *ok = true;
     if (setjmp(jb) == 0) {
-        while (inputunit(&C))
+        while (inputunit(C))
             ;
     } else {
         *ok = false;
     }
-    strbuf_release(&scratch.warnings);
-    strbuf_release(&scratch.errors);
+    strbuf_release(&scratch->warnings);
+    strbuf_release(&scratch->errors);
+    free(scratch);
+    free(C);
     if (!*ok || !l->items)
         return NULL;
     finish_root(l);

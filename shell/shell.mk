@@ -24,3 +24,4 @@ fuzz-parse: build-fuzz/fuzz-parse
 	    -rss_limit_mb=2048 -artifact_prefix=build-fuzz/ build-fuzz/corpus-parse tests/fuzz/corpus-parse
 fuzz: fuzz-parse
 .PHONY: fuzz-parse
+TEST_C += tests/shell/t-parse.c

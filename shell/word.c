@@ -111,16 +111,28 @@ bool wd_valid_array_reference(const char *s, size_t n)
 /* ---- source text ------------------------------------------------------------ */
 
 /* Text of src[s, e) as bash read it: NULs dropped and, with cont, backslash-
- * newline pairs removed (a backslash escapes the next byte). */
+ * newline pairs removed (a backslash escapes the next byte). With map,
+ * *map[i] is the source position of text[i]; *map stays NULL when that is
+ * simply s + i (nothing was removed), the common case. */
 static char *range_text(parser *P, size_t s, size_t e, bool cont, size_t *len, uint32_t **map)
 {
     char *out;
     size_t n = 0;
+    bool plain = true;
 
     if (e > P->len)
         e = P->len;
     if (s > e)
         s = e;
+    for (size_t i = s; i < e && plain; i++)
+        if (P->src[i] == 0 || (cont && P->src[i] == '\\' && i + 1 < e))
+            plain = false;
+    if (plain) {
+        if (map)
+            *map = NULL;
+        *len = e - s;
+        return arena_strndup(P->a, P->src + s, e - s);
+    }
     out = arena_alloc(P->a, e - s + 1);
     if (map)
         *map = arena_alloc(P->a, (e - s + 1) * sizeof(uint32_t));
@@ -156,6 +168,12 @@ static char *range_text(parser *P, size_t s, size_t e, bool cont, size_t *len, u
     out[n] = 0;
     *len = n;
     return out;
+}
+
+/* Source position of character i of a range_text() result. */
+static inline uint32_t mpos(const uint32_t *map, size_t s, size_t i)
+{
+    return map ? map[i] : (uint32_t)(s + i);
 }
 
 char *wb_range_text(parser *P, size_t s, size_t e, size_t *len)
@@ -260,11 +278,11 @@ static void pl_add(plist *l, sh_wpart *w)
 }
 
 static sh_wpart *mk_text_part(parser *P, sh_wpart_kind kind, const char *text, size_t n,
-                              const uint32_t *map, size_t i, size_t j)
+                              const uint32_t *map, size_t s, size_t i, size_t j)
 {
     sh_wpart *w = arena_alloc(P->a, sizeof(*w));
     w->kind = kind;
-    w->span = lx_span(P, map[i], j > i ? map[j - 1] + 1 : map[i]);
+    w->span = lx_span(P, mpos(map, s, i), j > i ? mpos(map, s, j - 1) + 1 : mpos(map, s, i));
     w->text = arena_strndup(P->a, text, n);
     w->len = n;
     return w;
@@ -311,7 +329,7 @@ static void resolve_run(parser *P, size_t s, size_t e, word_ctx ctx, bool first,
 #define FLUSH_LIT()                                                                        \
     do {                                                                                   \
         if (i > lit)                                                                       \
-            pl_add(out, mk_text_part(P, WP_LIT, t + lit, i - lit, map, lit, i));           \
+            pl_add(out, mk_text_part(P, WP_LIT, t + lit, i - lit, map, s, lit, i));           \
     } while (0)
 
     while (i < n) {
@@ -329,7 +347,7 @@ static void resolve_run(parser *P, size_t s, size_t e, word_ctx ctx, bool first,
             }
             if (j) {
                 FLUSH_LIT();
-                sh_wpart *w = mk_text_part(P, WP_PARAM, t + i, j - i, map, i, j);
+                sh_wpart *w = mk_text_part(P, WP_PARAM, t + i, j - i, map, s, i, j);
                 w->param = arena_alloc(P->a, sizeof(sh_param));
                 w->param->name = arena_strndup(P->a, t + i + 1, j - i - 1);
                 w->param->name_len = j - i - 1;
@@ -362,11 +380,11 @@ static void resolve_run(parser *P, size_t s, size_t e, word_ctx ctx, bool first,
         }
         FLUSH_LIT();
         if (kind == WP_TILDE) {
-            sh_wpart *w = mk_text_part(P, WP_TILDE, t + i + 1, j - i - 1, map, i, j);
+            sh_wpart *w = mk_text_part(P, WP_TILDE, t + i + 1, j - i - 1, map, s, i, j);
             pl_add(out, w);
             *flags |= SH_WF_TILDE;
         } else {
-            pl_add(out, mk_text_part(P, kind, t + i, j - i, map, i, j));
+            pl_add(out, mk_text_part(P, kind, t + i, j - i, map, s, i, j));
             *flags |= SH_WF_GLOB;
         }
         i = lit = j;
@@ -444,6 +462,7 @@ unsigned wd_flags_of_parts(const sh_wpart *parts)
 typedef struct bunit {
     sh_wpart *part;
     size_t off;          /* offset in part->text for literal characters */
+    uint32_t pos;        /* its source position */
     char c;              /* the character, or 0 for an opaque part */
 } bunit;
 
@@ -487,25 +506,33 @@ static bool brace_sequence(const char *s, size_t n)
            seq_end_ok(d2 + 2, (size_t)(s + n - d2 - 2), &a3) && !a3;
 }
 
-/* A literal part made of characters [a, b) of literal part w. */
-static sh_wpart *sub_lit(parser *P, const sh_wpart *w, size_t a, size_t b)
+/* A literal part made of units u[a..b] (characters of one literal part). */
+static sh_wpart *unit_lit(parser *P, const bunit *u, size_t a, size_t b)
 {
     sh_wpart *l = arena_alloc(P->a, sizeof(*l));
-    uint32_t *map;
-    size_t n;
-
+    const sh_wpart *w = u[a].part;
     *l = *w;
     l->next = NULL;
-    if (a == 0 && b == w->len)
+    if (u[a].off == 0 && u[b].off + 1 == w->len)
         return l;
-    (void)range_text(P, w->span.start, w->span.end, true, &n, &map);
-    l->text = arena_strndup(P->a, w->text + a, b - a);
-    l->len = b - a;
-    l->span.start = a < n ? map[a] : w->span.end;
-    l->span.end = b > a && b - 1 < n ? map[b - 1] + 1 : l->span.start;
+    l->text = arena_strndup(P->a, w->text + u[a].off, u[b].off - u[a].off + 1);
+    l->len = u[b].off - u[a].off + 1;
+    l->span.start = u[a].pos;
+    l->span.end = u[b].pos + 1;
     return l;
 }
 
+static sh_wpart *copy_part(parser *P, const sh_wpart *w)
+{
+    sh_wpart *l = arena_alloc(P->a, sizeof(*l));
+    *l = *w;
+    l->next = NULL;
+    return l;
+}
+
+/* Finds bash's brace expansions among the word's literal characters
+ * ({a,b} or {1..3}; quoted parts and expansions inside are kept as parts)
+ * and replaces each outermost one with a WP_BRACE part. */
 static sh_wpart *brace_pass(parser *P, sh_wpart *parts)
 {
     size_t nu = 0, alloc = 0;
@@ -526,14 +553,18 @@ static sh_wpart *brace_pass(parser *P, sh_wpart *parts)
             alloc = na;
         }
         if (w->kind == WP_LIT) {
+            uint32_t *map;
+            size_t n;
+            (void)range_text(P, w->span.start, w->span.end, true, &n, &map);
             for (size_t k = 0; k < w->len; k++)
-                u[nu++] = (bunit){ w, k, w->text[k] ? w->text[k] : 1 };
+                u[nu++] = (bunit){ w, k, k < n ? mpos(map, w->span.start, k) : w->span.end,
+                                   w->text[k] ? w->text[k] : 1 };
         } else {
-            u[nu++] = (bunit){ w, 0, 0 };
+            u[nu++] = (bunit){ w, 0, w->span.start, 0 };
         }
     }
 
-    /* Match braces with a stack; note a comma at each brace's own level. */
+    /* Match braces with a stack, noting a comma at each brace's own level. */
     size_t *stack = arena_alloc(P->a, (nu + 1) * sizeof(size_t));
     bool *comma = arena_alloc(P->a, (nu + 1) * sizeof(bool));
     size_t *match = arena_alloc(P->a, (nu + 1) * sizeof(size_t));
@@ -549,19 +580,17 @@ static sh_wpart *brace_pass(parser *P, sh_wpart *parts)
             comma[sp - 1] = true;
         } else if (u[k].c == '}' && sp) {
             size_t o = stack[--sp];
-            match[o] = k;
             bool ok = comma[sp];
-            if (!ok) {
+            match[o] = k;
+            if (!ok && k - o - 1 <= 64) {
                 /* a sequence: only literal characters inside */
+                char buf[65];
                 bool plain = true;
-                for (size_t m = o + 1; m < k && plain; m++)
+                for (size_t m = o + 1; m < k && plain; m++) {
                     plain = u[m].c != 0 && u[m].c != '{';
-                if (plain && k - o - 1 <= 64) {
-                    char buf[65];
-                    for (size_t m = o + 1; m < k; m++)
-                        buf[m - o - 1] = u[m].c;
-                    ok = brace_sequence(buf, k - o - 1);
+                    buf[m - o - 1] = u[m].c;
                 }
+                ok = plain && brace_sequence(buf, k - o - 1);
             }
             valid[o] = ok;
         }
@@ -573,35 +602,14 @@ static sh_wpart *brace_pass(parser *P, sh_wpart *parts)
     while (k < nu) {
         if (u[k].c == '{' && match[k] != (size_t)-1 && valid[k]) {
             size_t e = match[k];
-            sh_wpart *first = u[k].part, *last = u[e].part;
-            size_t start = first->span.start, end = last->span.end;
-            /* Source positions of the braces themselves. */
-            {
-                uint32_t *map;
-                size_t n;
-                (void)range_text(P, first->span.start, first->span.end, true, &n, &map);
-                start = map[u[k].off];
-                (void)range_text(P, last->span.start, last->span.end, true, &n, &map);
-                end = map[u[e].off] + 1;
-            }
             sh_wpart *b = arena_alloc(P->a, sizeof(*b));
-            b->kind = WP_BRACE;
-            b->span.start = (uint32_t)start;
-            b->span.end = (uint32_t)end;
-            strbuf sb = STRBUF_INIT;
             bool opaque = false;
-            for (size_t m = k; m <= e; m++) {
-                if (u[m].c)
-                    strbuf_addch(&sb, u[m].part->text[u[m].off]);
-                else {
-                    opaque = true;
-                    strbuf_add(&sb, P->src + u[m].part->span.start,
-                               u[m].part->span.end - u[m].part->span.start);
-                }
-            }
-            b->text = arena_strndup(P->a, sb.buf, sb.len);
-            b->len = sb.len;
-            strbuf_release(&sb);
+            b->kind = WP_BRACE;
+            b->span.start = u[k].pos;
+            b->span.end = u[e].pos + 1;
+            for (size_t m = k; m <= e && !opaque; m++)
+                opaque = u[m].c == 0;
+            b->text = range_text(P, b->span.start, b->span.end, true, &b->len, NULL);
             if (opaque) {
                 /* keep the inner parts (quotes, expansions) visible */
                 plist in = { NULL, &in.head };
@@ -610,32 +618,25 @@ static sh_wpart *brace_pass(parser *P, sh_wpart *parts)
                         size_t m2 = m;
                         while (m2 + 1 < e && u[m2 + 1].c && u[m2 + 1].part == u[m].part)
                             m2++;
-                        pl_add(&in, sub_lit(P, u[m].part, u[m].off, u[m2].off + 1));
+                        pl_add(&in, unit_lit(P, u, m, m2));
                         m = m2;
                     } else {
-                        sh_wpart *l = arena_alloc(P->a, sizeof(*l));
-                        *l = *u[m].part;
-                        pl_add(&in, l);
+                        pl_add(&in, copy_part(P, u[m].part));
                     }
                 }
                 b->parts = in.head;
             }
             pl_add(&out, b);
             k = e + 1;
-            continue;
-        }
-        /* copy a unit run belonging to one part */
-        if (u[k].c) {
+        } else if (u[k].c) {
             size_t m2 = k;
             while (m2 + 1 < nu && u[m2 + 1].c && u[m2 + 1].part == u[k].part &&
                    !(u[m2 + 1].c == '{' && match[m2 + 1] != (size_t)-1 && valid[m2 + 1]))
                 m2++;
-            pl_add(&out, sub_lit(P, u[k].part, u[k].off, u[m2].off + 1));
+            pl_add(&out, unit_lit(P, u, k, m2));
             k = m2 + 1;
         } else {
-            sh_wpart *l = arena_alloc(P->a, sizeof(*l));
-            *l = *u[k].part;
-            pl_add(&out, l);
+            pl_add(&out, copy_part(P, u[k].part));
             k++;
         }
     }
@@ -676,13 +677,13 @@ static bool raw_split(parser *P, sh_wpart *list, char c, sh_wpart **before, sh_w
         if (k + 1 < n) {
             sh_wpart *r = arena_alloc(P->a, sizeof(*r));
             r->kind = WP_RUN;
-            r->span.start = map[k + 1];
+            r->span.start = mpos(map, w->span.start, k + 1);
             r->span.end = w->span.end;
             r->next = rest;
             rest = r;
         }
         if (k > 0) {
-            w->span.end = map[k];
+            w->span.end = mpos(map, w->span.start, k);
             w->next = NULL;
         } else {
             *link = NULL;
@@ -778,7 +779,8 @@ sh_param *wd_param(parser *P, wbuild *inner, size_t start, size_t end)
             return pm;
         }
         pm->has_subscript = true;
-        pm->subscript = lx_span(P, map[i + 1], map[k]);
+        pm->subscript = lx_span(P, mpos(map, first->span.start, i + 1),
+                                mpos(map, first->span.start, k));
         i = k + 1;
     }
     if (i == n) {
@@ -822,7 +824,7 @@ sh_param *wd_param(parser *P, wbuild *inner, size_t start, size_t end)
 
     /* The operand: the rest of the first run, then the other parts. */
     sh_wpart *rest = first->next;
-    size_t arg_start = map[i + oplen];
+    size_t arg_start = mpos(map, first->span.start, i + oplen);
     if (i + oplen < n) {
         sh_wpart *r = arena_alloc(P->a, sizeof(*r));
         r->kind = WP_RUN;
@@ -872,7 +874,8 @@ sh_word *wd_assignment_word(parser *P, wbuild *wb, size_t start, size_t end, siz
         size_t k = skip_subscript(t, n, i);
         if (k < n) {
             as->has_subscript = true;
-            as->subscript = lx_span(P, map[i + 1], map[k]);
+            as->subscript = lx_span(P, mpos(map, first->span.start, i + 1),
+                                    mpos(map, first->span.start, k));
             i = k + 1;
         }
     }
@@ -880,7 +883,7 @@ sh_word *wd_assignment_word(parser *P, wbuild *wb, size_t start, size_t end, siz
         as->append = true;
 
     /* The word's parts: "name=" as a literal, then the value's parts. */
-    sh_wpart *namepart = mk_text_part(P, WP_LIT, t, n, map, 0, n);
+    sh_wpart *namepart = mk_text_part(P, WP_LIT, t, n, map, first->span.start, 0, n);
     sh_wpart *rest = first->next;
     if (eq_pos + 1 < first->span.end) {
         sh_wpart *r = arena_alloc(P->a, sizeof(*r));
@@ -1222,7 +1225,7 @@ sh_list *wd_backquote_body(parser *P, size_t start, size_t end, bool in_dquote, 
             (t[i + 1] == '`' || t[i + 1] == '\\' || t[i + 1] == '$' ||
              (in_dquote && t[i + 1] == '"')))
             i++;
-        omap[o] = map[i];
+        omap[o] = mpos(map, start, i);
         body[o++] = t[i];
     }
     body[o] = 0;

@@ -55,9 +55,13 @@ static int ac_in(ast_checker *c, sh_span s, sh_span outer, const char *what)
 /* The source text as bash reads it: NULs dropped, backslash-newline removed. */
 static void ac_clean(const char *s, size_t n, strbuf *out)
 {
+    strbuf nonul = STRBUF_INIT;
+    for (size_t i = 0; i < n; i++)
+        if (s[i])
+            strbuf_addch(&nonul, s[i]);
+    s = nonul.buf;
+    n = nonul.len;
     for (size_t i = 0; i < n; i++) {
-        if (s[i] == 0)
-            continue;
         if (s[i] == '\\' && i + 1 < n && s[i + 1] == '\n') {
             i++;
             continue;
@@ -69,6 +73,7 @@ static void ac_clean(const char *s, size_t n, strbuf *out)
         }
         strbuf_addch(out, s[i]);
     }
+    strbuf_release(&nonul);
 }
 
 static int ac_starts(const char *s, size_t n, const char *pre)
