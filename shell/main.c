@@ -97,8 +97,15 @@ static int check_syntax(const sh_options *o)
     }
     parse_opts_from(o, &po);
     sh_parse_all(&p, buf, len, &po, true);
-    if (p.warnings.len)
-        fwrite(p.warnings.buf, 1, p.warnings.len, stderr);
+    if (p.warnings.len) {
+        /* bash: "bash: line 2: warning: ..." even with -c; "script: ..." */
+        strbuf prefix = STRBUF_INIT, msg = STRBUF_INIT;
+        strbuf_addf(&prefix, "%s: ", o->mode == SH_INPUT_SCRIPT ? o->script : o->progname);
+        sh_parse_format_warnings(&p, prefix.buf, &msg);
+        fwrite(msg.buf, 1, msg.len, stderr);
+        strbuf_release(&prefix);
+        strbuf_release(&msg);
+    }
     if (p.status == SH_OK) {
         status = 0;
     } else {
@@ -108,7 +115,7 @@ static int check_syntax(const sh_options *o)
         fwrite(msg.buf, 1, msg.len, stderr);
         strbuf_release(&prefix);
         strbuf_release(&msg);
-        status = 2;
+        status = p.exit_status ? p.exit_status : 2;   /* 1 after an a=( ) error, as bash */
     }
     sh_parse_free(&p);
     if (owned)

@@ -25,3 +25,4 @@ fuzz-parse: build-fuzz/fuzz-parse
 fuzz: fuzz-parse
 .PHONY: fuzz-parse
 TEST_C += tests/shell/t-parse.c
+TEST_C += tests/shell/t-fuzz-regress.c

@@ -18,7 +18,6 @@
 #include <string.h>
 
 static size_t g_len;
-static sh_parse_opts g_opts;
 
 static void check_span(sh_span s)
 {
