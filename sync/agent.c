@@ -750,6 +750,8 @@ static void attach(agent *a, int in_fd, int out_fd)
     a->out_fd = out_fd;
     set_nonblock(in_fd, true);
     set_nonblock(out_fd, true);
+    fcntl(in_fd, F_SETPIPE_SZ, 1 << 20);
+    fcntl(out_fd, F_SETPIPE_SZ, 1 << 20);
     send_hello(a);
 }
 

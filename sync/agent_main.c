@@ -2,12 +2,14 @@
 #include "sync/agent.h"
 #include "sync/wire.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static const char usage[] =
@@ -35,17 +37,26 @@ static const char usage[] =
     "  --version            print the version and protocol version\n"
     "  --help               this text\n";
 
-/* Sets close-on-exec on every inherited fd above 2, so commands never inherit one. */
+/* Sets close-on-exec on every inherited fd above 2, so commands never inherit one:
+ * close_range(CLOSE_RANGE_CLOEXEC) where the kernel has it, else the fds /proc lists. */
 static void cloexec_inherited(void)
 {
-    long max = sysconf(_SC_OPEN_MAX);
-    if (max < 0 || max > 65536)
-        max = 65536;
-    for (int fd = 3; fd < max; fd++) {
-        int fl = fcntl(fd, F_GETFD);
-        if (fl >= 0 && !(fl & FD_CLOEXEC))
-            fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+    DIR *d;
+    struct dirent *de;
+    if (syscall(SYS_close_range, 3U, ~0U, 4U /* CLOSE_RANGE_CLOEXEC */) == 0)
+        return;
+    d = opendir("/proc/self/fd");
+    if (!d) {
+        for (int fd = 3; fd < 4096; fd++)
+            fcntl(fd, F_SETFD, FD_CLOEXEC);
+        return;
     }
+    while ((de = readdir(d))) {
+        int fd = atoi(de->d_name);
+        if (fd > 2 && fd != dirfd(d))
+            fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
+    closedir(d);
 }
 
 int main(int argc, char **argv)

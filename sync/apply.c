@@ -315,24 +315,36 @@ static int agent_finish_file(apply_rx *rx, sbx_err *err)
     const char *name;
     struct stat cur;
     bool have_cur;
-    int dfd = agent_parent(rx, rx->e_root, rx->e_path, rx->e_path_len, &name, err);
+    int dfd;
     uint64_t hash = mf_hash_final(&rx->hs);
 
+    if (rx->direct) {
+        /* Created in place with its mode: only the mtime is left, and the record. */
+        struct stat st;
+        sf_set_mtime(rx->fd, rx->e_mtime);
+        if (fstat(rx->fd, &st) == 0)
+            mf_record(rx->t, rx->e_root, rx->e_path, rx->e_path_len, &st, hash, true);
+        close(rx->fd);
+        rx->fd = -1;
+        free(rx->e_path);
+        rx->e_path = NULL;
+        rx->in_entry = rx->direct = false;
+        return 0;
+    }
+    dfd = agent_parent(rx, rx->e_root, rx->e_path, rx->e_path_len, &name, err);
     if (dfd < 0)
         return -1;
     have_cur = fstatat(dfd, name, &cur, AT_SYMLINK_NOFOLLOW) == 0;
     sf_set_mtime(rx->fd, rx->e_mtime);
     fchmod(rx->fd, apply_file_mode(have_cur ? &cur : NULL, rx->e_exec));
-    if (!rx->direct) {
-        if (have_cur && agent_must_keep(rx, dfd, name, &cur, NULL, rx->fd))
-            agent_put_aside(rx, dfd, name);
-        else if (have_cur && S_ISDIR(cur.st_mode))
-            agent_put_aside(rx, dfd, name);
-        if (renameat(dfd, rx->tmp, dfd, name) < 0) {
-            warnf(rx, "cannot write %s/%s in the sandbox: %s", mf_root_at(rx->t, rx->e_root)->base,
-                  rx->e_path, strerror(errno));
-            unlinkat(dfd, rx->tmp, 0);
-        }
+    if (have_cur && agent_must_keep(rx, dfd, name, &cur, NULL, rx->fd))
+        agent_put_aside(rx, dfd, name);
+    else if (have_cur && S_ISDIR(cur.st_mode))
+        agent_put_aside(rx, dfd, name);
+    if (renameat(dfd, rx->tmp, dfd, name) < 0) {
+        warnf(rx, "cannot write %s/%s in the sandbox: %s", mf_root_at(rx->t, rx->e_root)->base,
+              rx->e_path, strerror(errno));
+        unlinkat(dfd, rx->tmp, 0);
     }
     close(rx->fd);
     rx->fd = -1;

@@ -847,6 +847,9 @@ int sync_conn_open(sync_host *h, int rfd, int wfd, const sync_conn_ops *ops, voi
     strbuf_init(&c->out, 0);
     set_nonblock(rfd, true);
     set_nonblock(wfd, true);
+    /* Bigger pipe buffers: fewer wakeups when a whole tree goes through (not a socket). */
+    fcntl(rfd, F_SETPIPE_SZ, 1 << 20);
+    fcntl(wfd, F_SETPIPE_SZ, 1 << 20);
     wire_put_hello(&c->out, &mine);
     if (wait_hello(c, timeout_ms, &theirs, err) < 0) {
         c->ops = NULL;

@@ -137,7 +137,9 @@ static bool start_op(delta_tx *tx, const mf_op *op, strbuf *out)
     }
 
     {
-        struct stat st;
+        /* The scan's stat goes with the content: a file changed since is sent again by the
+         * next scan; one that shrank is cancelled below; a non-file opened in its place
+         * fails to read (a directory) or reads nothing (a fifo, thanks to O_NONBLOCK). */
         int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         size_t inline_n;
         if (fd < 0) {
@@ -149,35 +151,23 @@ static bool start_op(delta_tx *tx, const mf_op *op, strbuf *out)
             }
             return false;
         }
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-            close(fd);
-            invalidate(tx, op);
-            return false;
-        }
-        /* What is there now: the manifest keeps the scan's stat, so a later scan resends
-         * the file if it changed after the scan. */
-        e.mtime_ns = sf_stat_mtime(&st);
-        e.flags = (st.st_mode & S_IXUSR) ? WIRE_ENTRY_EXEC : 0;
         tx->off = 0;
         tx->fd = fd;
         if (tx->filter_git && mf_root_at(tx->t, op->root)->kind == WIRE_ROOT_CODE &&
             git_is_repo_config(op->path, op->path_len)) {
-            char *text = NULL;
-            size_t len = 0;
-            if ((size_t)st.st_size <= GITCONFIG_MAX) {
-                text = xmalloc((size_t)st.st_size + 1);
-                ssize_t n = read_full(fd, text, (size_t)st.st_size);
-                len = n > 0 ? (size_t)n : 0;
-            }
+            char *text = xmalloc(GITCONFIG_MAX + 2);
+            ssize_t n = read_full(fd, text, GITCONFIG_MAX + 1);
             strbuf_reset(&tx->mem);
-            if (text && gitconfig_filter_repo(text, len, &tx->mem) < 0)
+            /* Too big or unreadable counts as unparsable: an empty config. */
+            if (n < 0 || n > GITCONFIG_MAX ||
+                gitconfig_filter_repo(text, (size_t)n, &tx->mem) < 0)
                 strbuf_reset(&tx->mem);
             free(text);
             close(fd);
             tx->fd = -1;
             tx->size = tx->mem.len;
         } else {
-            tx->size = (uint64_t)st.st_size;
+            tx->size = op->size;
         }
         e.size = tx->size;
         inline_n = tx->size < SYNC_CHUNK ? (size_t)tx->size : SYNC_CHUNK;

@@ -1,0 +1,13 @@
+# bench/sync*: the sync benchmarks (bench/sync-bench.c; see bench/sync.md for the figures).
+BENCH_C += bench/sync-bench.c
+SYNC_BENCH_SIZES ?= 1000,10000,100000
+SYNC_BENCH_REPS ?= 5
+$(BUILD)/bench/sync-bench: bench/sync-bench.c $(BUILD)/libsbx.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -MF $(BUILD)/bench/sync-bench.d -MT $@ $(LDFLAGS) -o $@ $< \
+	    $(BUILD)/libsbx.a $(LDLIBS)
+bench-sync: $(BUILD)/bench/sync-bench $(BIN)/sbx-agent
+	$(BUILD)/bench/sync-bench --agent $(BIN)/sbx-agent --sizes $(SYNC_BENCH_SIZES) \
+	    --reps $(SYNC_BENCH_REPS)
+bench: bench-sync
+.PHONY: bench-sync
