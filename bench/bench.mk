@@ -6,3 +6,5 @@ fuzz:
 	@true
 
 .PHONY: bench fuzz
+
+include bench/sync.mk
