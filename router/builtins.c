@@ -38,28 +38,55 @@
 
 /* bash calls setlocale(LC_ALL, "") at startup; the builtins switch to the
  * locale the environment names for their duration only (uselocale is per
- * thread), so the rest of sbxsh keeps the C locale. It is looked up on
- * each use: the environment may change between commands. */
+ * thread), so the rest of sbxsh keeps the C locale. Loading a locale costs
+ * far more than routing a line, so the last one is kept for as long as the
+ * variables that name it stay the same. A BI_CHECK run needs none: nothing
+ * it decides depends on the locale. */
 typedef struct bi_locale {
-    locale_t loc, saved;
-    bool utf8;
+    locale_t saved;
+    bool utf8, entered;
 } bi_locale;
 
-static void locale_enter(bi_locale *l)
+static void locale_enter(bi_locale *l, unsigned flags)
 {
-    l->loc = newlocale(LC_ALL_MASK, "", (locale_t)0);
-    if (!l->loc)
-        l->loc = newlocale(LC_ALL_MASK, "C", (locale_t)0);
-    if (!l->loc)
-        xdie_oom();
-    l->utf8 = strcmp(nl_langinfo_l(CODESET, l->loc), "UTF-8") == 0;
-    l->saved = uselocale(l->loc);
+    static const char *const vars[] = { "LC_ALL", "LC_CTYPE", "LC_NUMERIC", "LC_COLLATE",
+                                        "LC_MESSAGES", "LC_TIME", "LC_MONETARY", "LANG" };
+    static locale_t cached;
+    static strbuf cached_key = STRBUF_INIT;
+    static bool cached_utf8;
+    strbuf key = STRBUF_INIT;
+
+    l->entered = false;
+    l->utf8 = false;
+    if (flags & BI_CHECK)
+        return;
+    for (size_t i = 0; i < ARRAY_SIZE(vars); i++) {
+        const char *v = getenv(vars[i]);
+        strbuf_addf(&key, "%s=%s%c", vars[i], v ? v : "", 0);
+    }
+    if (!cached || key.len != cached_key.len || memcmp(key.buf, cached_key.buf, key.len)) {
+        locale_t loc = newlocale(LC_ALL_MASK, "", (locale_t)0);
+        if (!loc)
+            loc = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+        if (!loc)
+            xdie_oom();
+        if (cached)
+            freelocale(cached);
+        cached = loc;
+        cached_utf8 = strcmp(nl_langinfo_l(CODESET, loc), "UTF-8") == 0;
+        strbuf_reset(&cached_key);
+        strbuf_add(&cached_key, key.buf, key.len);
+    }
+    strbuf_release(&key);
+    l->utf8 = cached_utf8;
+    l->saved = uselocale(cached);
+    l->entered = true;
 }
 
 static void locale_leave(bi_locale *l)
 {
-    uselocale(l->saved);
-    freelocale(l->loc);
+    if (l->entered)
+        uselocale(l->saved);
 }
 
 /* The ISO C basic character set (bash's is_basic()): tab, vertical tab,
@@ -72,17 +99,36 @@ static bool is_basic(unsigned char c)
 
 /* ---- messages ---------------------------------------------------------- */
 
-static void bi_error(const bi_env *env, const char *cmd, const char *fmt, ...)
-    SBX_PRINTF(3, 4);
+/* Writes out the pending output through its last newline (all of it when
+ * all is set), as a line-buffered stdio stream would have by now. */
+static void out_flush(bi_env *env, bool all)
+{
+    size_t n = env->out.len;
+
+    if (env->flags & BI_CHECK)
+        return;
+    if (!all) {
+        while (n && env->out.buf[n - 1] != '\n')
+            n--;
+    }
+    if (!n)
+        return;
+    if (!env->write_errno && write_full(env->out_fd, env->out.buf, n) < 0)
+        env->write_errno = errno ? errno : EIO;
+    strbuf_remove(&env->out, 0, n);
+}
+
+static void bi_error(bi_env *env, const char *cmd, const char *fmt, ...) SBX_PRINTF(3, 4);
 
 /* bash's builtin_error(): "NAME: line N: CMD: message". */
-static void bi_error(const bi_env *env, const char *cmd, const char *fmt, ...)
+static void bi_error(bi_env *env, const char *cmd, const char *fmt, ...)
 {
     strbuf sb = STRBUF_INIT;
     va_list ap;
 
     if ((env->flags & BI_CHECK) || env->err_fd < 0)
         return;
+    out_flush(env, false);
     strbuf_addf(&sb, "%s: ", env->errname ? env->errname : "sbxsh");
     if (env->line)
         strbuf_addf(&sb, "line %u: ", env->line);
@@ -95,11 +141,27 @@ static void bi_error(const bi_env *env, const char *cmd, const char *fmt, ...)
     strbuf_release(&sb);
 }
 
-int bi_flush(const char *cmd, int fd, const strbuf *out, int status, const bi_env *env)
+/* The end of a builtin: the rest of the output, and bash's message and
+ * status when a write failed. */
+static int bi_finish(const char *cmd, bi_env *env, int status)
 {
-    if (!out->len || write_full(fd, out->buf, out->len) == 0)
+    if (status == BI_REFUSE || (env->flags & BI_CHECK)) {
+        strbuf_release(&env->out);
         return status;
-    bi_error(env, cmd, "write error: %s", strerror(errno));
+    }
+    out_flush(env, true);
+    strbuf_release(&env->out);
+    if (!env->write_errno)
+        return status;
+    if (env->err_fd >= 0) {
+        strbuf sb = STRBUF_INIT;
+        strbuf_addf(&sb, "%s: ", env->errname ? env->errname : "sbxsh");
+        if (env->line)
+            strbuf_addf(&sb, "line %u: ", env->line);
+        strbuf_addf(&sb, "%s: write error: %s\n", cmd, strerror(env->write_errno));
+        write_full(env->err_fd, sb.buf, sb.len);
+        strbuf_release(&sb);
+    }
     return 1;
 }
 
@@ -113,8 +175,9 @@ static int refuse(bi_env *env, const char *why)
 
 /* ansicstr(s, len, 1, ...): echo -e's escapes. Appends to out; returns 1
  * after \c (stop all output), 0 otherwise, or BI_REFUSE for \u and \U. */
-static int echo_escapes(const char *s, bi_env *env, bool utf8, strbuf *out)
+static int echo_escapes(const char *s, bi_env *env, bool utf8)
 {
+    strbuf *out = &env->out;
     while (*s) {
         int c = (unsigned char)*s++, temp;
 
@@ -184,13 +247,15 @@ static int echo_escapes(const char *s, bi_env *env, bool utf8, strbuf *out)
     return 0;
 }
 
-int bi_echo(char *const *args, size_t nargs, bi_env *env, strbuf *out)
+int bi_echo(char *const *args, size_t nargs, bi_env *env)
 {
     bool newline = true, escapes = false;
     bi_locale loc;
     size_t i = 0;
     int ret = 0;
 
+    strbuf_init(&env->out, 0);
+    env->write_errno = 0;
     /* Leading words made only of n, e and E after a dash are options;
      * anything else ("-", "--", "-x") starts the text. */
     for (; i < nargs && args[i][0] == '-'; i++) {
@@ -204,10 +269,10 @@ int bi_echo(char *const *args, size_t nargs, bi_env *env, strbuf *out)
                 escapes = *o == 'e';
         }
     }
-    locale_enter(&loc);
+    locale_enter(&loc, env->flags);
     for (; i < nargs; i++) {
         if (escapes) {
-            int r = echo_escapes(args[i], env, loc.utf8, out);
+            int r = echo_escapes(args[i], env, loc.utf8);
             if (r == BI_REFUSE) {
                 ret = BI_REFUSE;
                 break;
@@ -217,26 +282,26 @@ int bi_echo(char *const *args, size_t nargs, bi_env *env, strbuf *out)
                 break;
             }
         } else {
-            strbuf_addstr(out, args[i]);
+            strbuf_addstr(&env->out, args[i]);
         }
         if (i + 1 < nargs)
-            strbuf_addch(out, ' ');
-        if ((env->flags & BI_CHECK) && out->len > ROUTE_MAX_OUTPUT) {
+            strbuf_addch(&env->out, ' ');
+        if ((env->flags & BI_CHECK) && env->out.len > ROUTE_MAX_OUTPUT) {
             ret = refuse(env, "output larger than the host limit");
             break;
         }
     }
     locale_leave(&loc);
     if (ret == 0 && newline)
-        strbuf_addch(out, '\n');
-    return ret;
+        strbuf_addch(&env->out, '\n');
+    return bi_finish("echo", env, ret);
 }
 
 /* ---- printf ------------------------------------------------------------- */
 
 typedef struct pf {
     bi_env *env;
-    strbuf *out;
+    strbuf *out;                /* &env->out */
     char *const *args;
     size_t nargs, next;         /* bash's garglist: args[next] is the next argument */
     bool conversion_error;
@@ -715,6 +780,27 @@ static void conv_text(strbuf *f, const char *start, size_t modlen, const char *m
     strbuf_addch(f, conv);
 }
 
+/* Whether a conversion's width or precision (digits in spec, or the '*'
+ * values) could make more output than a host part may produce. */
+static bool width_too_large(const char *spec, bool have_fw, int fw, bool have_pr, int pr)
+{
+    long long n = 0;
+
+    if ((have_fw && (fw > ROUTE_MAX_OUTPUT || fw < -ROUTE_MAX_OUTPUT)) ||
+        (have_pr && pr > ROUTE_MAX_OUTPUT))
+        return true;
+    for (const char *p = spec; *p && !strchr("hjlLtzdiouxXeEfFgGaAcsbqQn(", *p); p++) {
+        if (DIGIT(*p)) {
+            n = n * 10 + (*p - '0');
+            if (n > ROUTE_MAX_OUTPUT)
+                return true;
+        } else {
+            n = 0;
+        }
+    }
+    return false;
+}
+
 /* One pass over the format. Returns -1 to go on, or the final status. */
 static int printf_pass(pf *s, const char *format, strbuf *f)
 {
@@ -767,6 +853,12 @@ static int printf_pass(pf *s, const char *format, strbuf *f)
                 while (DIGIT(*fmt))
                     fmt++;
             }
+        }
+        /* printf(3) would produce every byte of a huge padding just to
+         * count them: such widths are the sandbox's */
+        if (width_too_large(start + 1, have_fw, fieldwidth, have_pr, precision)) {
+            pf_refuse(s, "printf width or precision larger than the host limit");
+            return 1;
         }
         modstart = fmt;
         while (*fmt && strchr("hjlLtz", *fmt))
@@ -863,14 +955,16 @@ static int printf_pass(pf *s, const char *format, strbuf *f)
     return -1;
 }
 
-int bi_printf(char *const *args, size_t nargs, bi_env *env, strbuf *out)
+int bi_printf(char *const *args, size_t nargs, bi_env *env)
 {
-    pf s = { .env = env, .out = out };
+    pf s = { .env = env, .out = &env->out };
     strbuf f = STRBUF_INIT;
     bi_locale loc;
     const char *format;
     int ret = -1;
 
+    strbuf_init(&env->out, 0);
+    env->write_errno = 0;
     /* bash's internal_getopt("v:"): "--" ends the options; -v is for the
      * sandbox (the router never sends it here); any other dash word is an
      * invalid option. */
@@ -879,28 +973,28 @@ int bi_printf(char *const *args, size_t nargs, bi_env *env, strbuf *out)
         nargs--;
     } else if (nargs && args[0][0] == '-' && args[0][1]) {
         if (env->flags & BI_CHECK)
-            return refuse(env, "printf options");
+            return bi_finish("printf", env, refuse(env, "printf options"));
         bi_error(env, "printf", "%.2s: invalid option", args[0]);
         if (env->err_fd >= 0) {
             static const char usage[] = "printf: usage: printf [-v var] format [arguments]\n";
             write_full(env->err_fd, usage, sizeof(usage) - 1);
         }
-        return 2;
+        return bi_finish("printf", env, 2);
     }
     if (!nargs) {
         if (!(env->flags & BI_CHECK) && env->err_fd >= 0) {
             static const char usage[] = "printf: usage: printf [-v var] format [arguments]\n";
             write_full(env->err_fd, usage, sizeof(usage) - 1);
         }
-        return 2;
+        return bi_finish("printf", env, 2);
     }
     format = args[0];
     if (!*format)
-        return 0;
+        return bi_finish("printf", env, 0);
     s.args = args + 1;
     s.nargs = nargs - 1;
 
-    locale_enter(&loc);
+    locale_enter(&loc, env->flags);
     s.utf8 = loc.utf8;
     /* The format is reused while arguments remain, if a pass used any. */
     do {
@@ -910,8 +1004,8 @@ int bi_printf(char *const *args, size_t nargs, bi_env *env, strbuf *out)
     strbuf_release(&f);
 
     if (s.refused)
-        return BI_REFUSE;
-    if (ret < 0)
+        ret = BI_REFUSE;
+    else if (ret < 0)
         ret = s.conversion_error ? 1 : 0;
-    return ret;
+    return bi_finish("printf", env, ret);
 }

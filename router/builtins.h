@@ -9,9 +9,10 @@
  * shell variable) and %(...)T (the clock and TZ), \u and \U escapes (their
  * output depends on iconv), and output beyond ROUTE_MAX_OUTPUT.
  *
- * Standard output is collected in a strbuf and written by the caller when
- * the builtin returns, as bash's stdio buffer is flushed; error messages go
- * to err_fd at once, so their order relative to the output matches bash's.
+ * Standard output is buffered as bash buffers it (bash makes stdout line
+ * buffered): an error message written while output is pending first lets
+ * out every complete line before it, so stdout and stderr sent to the same
+ * place interleave as they do under bash.
  */
 #ifndef SBX_ROUTER_BUILTINS_H
 #define SBX_ROUTER_BUILTINS_H
@@ -30,20 +31,19 @@ enum {
 #define BI_REFUSE (-1)
 
 typedef struct bi_env {
+    int out_fd;             /* standard output; ignored with BI_CHECK */
     int err_fd;             /* where messages go; -1 for none */
     const char *errname;    /* "sbxsh": messages start "sbxsh: line N: printf: " */
     unsigned line;          /* 0: no "line N: " (interactive) */
     unsigned flags;         /* BI_* */
     const char *why;        /* set on BI_REFUSE */
+    /* the builtins' own */
+    strbuf out;             /* output not yet written */
+    int write_errno;        /* a write to out_fd failed */
 } bi_env;
 
-/* args excludes the command name. Appends the output to out and returns the
- * exit status (or BI_REFUSE). */
-int bi_echo(char *const *args, size_t nargs, bi_env *env, strbuf *out);
-int bi_printf(char *const *args, size_t nargs, bi_env *env, strbuf *out);
-
-/* Writes out to fd as bash flushes its stdout: on a failure prints
- * "NAME: line N: CMD: write error: ..." and returns 1, else status. */
-int bi_flush(const char *cmd, int fd, const strbuf *out, int status, const bi_env *env);
+/* args excludes the command name. Returns the exit status (or BI_REFUSE). */
+int bi_echo(char *const *args, size_t nargs, bi_env *env);
+int bi_printf(char *const *args, size_t nargs, bi_env *env);
 
 #endif

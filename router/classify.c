@@ -449,6 +449,33 @@ static int check_cd(const route_ctx *ctx, const rcmd *c, char **new_cwd, strbuf 
     return 0;
 }
 
+/* bash gives a simple command the line its parser was on when it made the
+ * command: once the token after the first element (word, assignment or
+ * redirection) was read. So `printf \<newline>%d x` reports line 2. */
+static uint32_t command_line_off(const sh_cmd *cmd)
+{
+    uint32_t first = UINT32_MAX, second = UINT32_MAX, first_end = cmd->span.start;
+    uint32_t second_end = 0;
+
+#define CONSIDER(start, end)                                  \
+    do {                                                      \
+        if ((start) < first) {                                \
+            second = first, second_end = first_end;           \
+            first = (start), first_end = (end);               \
+        } else if ((start) < second) {                        \
+            second = (start), second_end = (end);             \
+        }                                                     \
+    } while (0)
+    for (const sh_word *w = cmd->words; w; w = w->next)
+        CONSIDER(w->span.start, w->span.end);
+    for (const sh_assign *a = cmd->assigns; a; a = a->next)
+        CONSIDER(a->span.start, a->span.end);
+    for (const sh_redir *r = cmd->redirs; r; r = r->next)
+        CONSIDER(r->span.start, r->target ? r->target->span.start : r->span.end);
+#undef CONSIDER
+    return second != UINT32_MAX ? second_end : first_end;
+}
+
 static route_where check_cmd(const route_ctx *ctx, const sh_cmd *cmd, rcmd *c, rpipe *rp,
                              strbuf *why)
 {
@@ -505,6 +532,7 @@ static route_where check_cmd(const route_ctx *ctx, const sh_cmd *cmd, rcmd *c, r
         if (check_redir(r, c, &val, why) < 0)
             goto out;
     c->pipe_stderr = cmd->pipe_stderr;
+    c->line_off = command_line_off(cmd);
 
     switch (c->kind) {
     case RC_ECHO:
@@ -518,9 +546,7 @@ static route_where check_cmd(const route_ctx *ctx, const sh_cmd *cmd, rcmd *c, r
                                                  : "a printf option");
             goto out;
         }
-        strbuf_reset(&val);
-        st = c->kind == RC_ECHO ? bi_echo(args, nargs, &env, &val)
-                                : bi_printf(args, nargs, &env, &val);
+        st = c->kind == RC_ECHO ? bi_echo(args, nargs, &env) : bi_printf(args, nargs, &env);
         if (st == BI_REFUSE) {
             strbuf_addf(why, "%s: %s", name, env.why);
             goto out;

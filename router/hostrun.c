@@ -233,19 +233,27 @@ static bool is_builtin(const rcmd *c)
     return c->kind == RC_ECHO || c->kind == RC_PRINTF;
 }
 
+/* The options for one command: its own line number, as bash counts. */
+static route_run_opts cmd_opts(const route_run_opts *o, const sh_parse *p,
+                               const sh_pipeline *pl, const rcmd *c)
+{
+    route_run_opts co = *o;
+
+    if (co.line)
+        for (uint32_t i = pl->span.start; i < c->line_off && i < p->len; i++)
+            co.line += p->src[i] == '\n';
+    return co;
+}
+
 static int run_builtin(const rcmd *c, const route_run_opts *o, int out_fd, int err_fd)
 {
-    bi_env env = { .err_fd = err_fd, .errname = o->errname, .line = o->line };
-    strbuf out = STRBUF_INIT;
-    int st;
+    bi_env env = { .out_fd = out_fd, .err_fd = err_fd, .errname = o->errname,
+                   .line = o->line };
+    int st = c->kind == RC_ECHO ? bi_echo(c->argv.v + 1, c->argv.n - 1, &env)
+                                : bi_printf(c->argv.v + 1, c->argv.n - 1, &env);
 
-    st = c->kind == RC_ECHO ? bi_echo(c->argv.v + 1, c->argv.n - 1, &env, &out)
-                            : bi_printf(c->argv.v + 1, c->argv.n - 1, &env, &out);
-    if (st == BI_REFUSE)    /* route_check ran the same check: cannot happen */
-        st = 1;
-    st = bi_flush(c->argv.v[0], out_fd, &out, st, &env);
-    strbuf_release(&out);
-    return st;
+    /* route_check made the same call with BI_CHECK: a refusal cannot happen */
+    return st == BI_REFUSE ? 1 : st;
 }
 
 /* Applies c's redirections to the descriptors fds[0..2] (real ones in a
@@ -283,13 +291,29 @@ static int redirect(const rcmd *c, const route_run_opts *o, int fds[3], int open
     return 0;
 }
 
+/* Signals ignored when sbxsh started. bash leaves those ignored for the
+ * commands it runs (and cannot trap them); everything else they get with
+ * its default action. Recorded before main(), so that whatever sbxsh itself
+ * ignores later (SIGPIPE, for its sockets) does not count. */
+static sigset_t ignored_at_start;
+
+__attribute__((constructor)) static void note_ignored_signals(void)
+{
+    sigemptyset(&ignored_at_start);
+    for (int s = 1; s < NSIG; s++) {
+        struct sigaction sa;
+        if (sigaction(s, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
+            sigaddset(&ignored_at_start, s);
+    }
+}
+
 /* In a child: the signal dispositions and mask bash gives a command. */
 static void child_signals(void)
 {
     sigset_t none;
     for (int s = 1; s < NSIG; s++)
         if (s != SIGKILL && s != SIGSTOP)
-            signal(s, SIG_DFL);
+            signal(s, sigismember(&ignored_at_start, s) ? SIG_IGN : SIG_DFL);
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
 }
@@ -325,8 +349,9 @@ static int wait_status(pid_t pid)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-static int run_pipeline(const rpipe *rp, const prepared *pr, const route_ctx *ctx,
-                        const route_run_opts *o, int *status, sbx_err *err)
+static int run_pipeline(const sh_parse *p, const sh_pipeline *pl, const rpipe *rp,
+                        const prepared *pr, const route_ctx *ctx, const route_run_opts *o,
+                        int *status, sbx_err *err)
 {
     pid_t pids[ROUTE_MAX_CMDS];
     int statuses[ROUTE_MAX_CMDS] = { 0 }, prev = -1, ret = 0;
@@ -353,18 +378,19 @@ static int run_pipeline(const rpipe *rp, const prepared *pr, const route_ctx *ct
         }
         if (pid == 0) {
             int fds[3] = { 0, 1, 2 }, opened[2] = { -1, -1 };
+            route_run_opts co = cmd_opts(o, p, pl, c);
             child_signals();
             if ((prev >= 0 && dup2(prev, 0) < 0) || (pfd[1] >= 0 && dup2(pfd[1], 1) < 0))
                 _exit(126);
-            if (redirect(c, o, fds, opened, true) < 0)
+            if (redirect(c, &co, fds, opened, true) < 0)
                 _exit(1);
             /* |& copies stderr to the pipe after the command's own redirections */
             if (c->pipe_stderr && dup2(1, 2) < 0)
                 _exit(126);
             close_range(3, ~0U, 0);
             if (is_builtin(c))
-                _exit(run_builtin(c, o, 1, 2));
-            child_exec(c, &pr[i], ctx, o);
+                _exit(run_builtin(c, &co, 1, 2));
+            child_exec(c, &pr[i], ctx, &co);
         }
         pids[started++] = pid;
         if (prev >= 0)
@@ -435,12 +461,13 @@ int route_run_host(const sh_parse *p, const sh_pipeline *pl, const route_ctx *ct
         *status = 0;
     } else if (rp.n == 1 && is_builtin(&rp.cmds[0])) {
         int fds[3] = { 0, 1, 2 }, opened[2] = { -1, -1 };
-        *status = redirect(&rp.cmds[0], o, fds, opened, false) < 0
-                      ? 1 : run_builtin(&rp.cmds[0], o, fds[1], fds[2]);
+        route_run_opts co = cmd_opts(o, p, pl, &rp.cmds[0]);
+        *status = redirect(&rp.cmds[0], &co, fds, opened, false) < 0
+                      ? 1 : run_builtin(&rp.cmds[0], &co, fds[1], fds[2]);
         for (int k = 0; k < 2; k++)
             if (opened[k] >= 0)
                 close(opened[k]);
-    } else if (run_pipeline(&rp, pr, ctx, o, status, err) < 0) {
+    } else if (run_pipeline(p, pl, &rp, pr, ctx, o, status, err) < 0) {
         ret = -1;
         goto out;
     }

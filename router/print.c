@@ -4,13 +4,7 @@
  */
 #include "router/rules.h"
 
-#include "local/config.h"
-
-#include <errno.h>
-#include <limits.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* One line per part: the text's newlines, tabs, CRs, backslashes and other
  * control bytes are escaped so that a part never spans lines. */
@@ -82,40 +76,4 @@ void route_print(const route_plan *plan, const sh_parse *p, const route_ctx *ctx
     if (json)
         strbuf_addstr(out, "]}\n");
     strbuf_release(&text);
-}
-
-int route_print_main(const sh_parse *p, bool json, sbx_err *err)
-{
-    strvec code_dirs = STRVEC_INIT, sync_paths = STRVEC_INIT;
-    strbuf out = STRBUF_INIT;
-    char cwd[PATH_MAX];
-    route_plan plan;
-    route_ctx ctx;
-    int ret = -1;
-
-    if (!getcwd(cwd, sizeof(cwd))) {
-        sbx_errno(err, "cannot read the current directory");
-        goto out;
-    }
-    if (sbx_resolve_code_dirs(getenv("AGENT_SANDBOX_CODE_DIRS"), cwd, &code_dirs, err) < 0)
-        goto out;
-    sbx_split_list(&sync_paths, getenv("AGENT_SANDBOX_SYNC_PATHS"), ':');
-    ctx = (route_ctx){
-        .code_dirs = (const char *const *)code_dirs.v, .n_code_dirs = code_dirs.n,
-        .sync_paths = (const char *const *)sync_paths.v, .n_sync_paths = sync_paths.n,
-        .cwd = cwd, .path = getenv("PATH"), .home = getenv("HOME"), .cdpath = getenv("CDPATH"),
-    };
-    route_plan_build(&plan, p, &ctx);
-    route_print(&plan, p, &ctx, json, &out);
-    route_plan_release(&plan);
-    if (write_full(1, out.buf, out.len) < 0) {
-        sbx_errno(err, "writing the route");
-        goto out;
-    }
-    ret = 0;
-out:
-    strvec_clear(&code_dirs);
-    strvec_clear(&sync_paths);
-    strbuf_release(&out);
-    return ret;
 }

@@ -104,7 +104,10 @@ route_where route_classify(const sh_parse *p, const sh_pipeline *pl, const route
 /* How a host part reports itself and decides its status. */
 typedef struct route_run_opts {
     const char *errname;   /* bash's $0 in messages: "sbxsh", or the script's name */
-    unsigned line;         /* line number for "NAME: line N: ..."; 0 = interactive, no line */
+    unsigned line;         /* the line the pipeline starts on (route_line_of() of its
+                              span start, plus the line the parsed text starts at); each
+                              command's messages say the line bash would; 0 = interactive:
+                              no "line N: " */
     bool pipefail;         /* set -o pipefail */
 } route_run_opts;
 

@@ -1,11 +1,39 @@
 # router/: host-or-sandbox decisions for every part of a line, and the host
 # runner (argv, pipes, echo/printf in-process; never a host shell).
 ROUTER_SRCS := router/builtins.c router/classify.c router/filters.c router/git.c \
-               router/hostrun.c router/paths.c router/print.c
+               router/hostrun.c router/paths.c router/print.c router/route_main.c
 LIB_SRCS += $(ROUTER_SRCS)
 
 TEST_C += tests/router/t-builtins.c tests/router/t-route-table.c
 
 # The line executor (the lead engineer's): runs parsed lines part by part.
 LIB_SRCS += router/line.c
-TEST_HELPERS += tests/router/route-run.c
+TEST_HELPERS += tests/router/route-run.c tests/router/route-fuzz.c
+
+# The route fuzzer in full under `make fuzz`: a fresh seed (SBX_FUZZ_SEED to
+# choose one) and SBX_FUZZ_COUNT lines; and the router's libFuzzer driver,
+# built with clang like the parser's (FUZZ_CC, FUZZ_SECONDS: shell/shell.mk).
+ROUTE_FUZZ_SRCS = $(filter-out router/route_main.c,$(ROUTER_SRCS)) $(PARSER_SRCS) $(COMMON_SRCS)
+FUZZ_C += tests/fuzz/fuzz-route.c
+build-fuzz/fuzz-route: tests/fuzz/fuzz-route.c $(ROUTE_FUZZ_SRCS) $(wildcard router/*.h shell/*.h common/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=gnu11 -D_GNU_SOURCE -I. -g -O1 -fsanitize=fuzzer,address,undefined \
+	    -fno-sanitize-recover=undefined -o $@ tests/fuzz/fuzz-route.c $(ROUTE_FUZZ_SRCS) -lcjson
+fuzz-route: build-fuzz/fuzz-route
+	@mkdir -p build-fuzz/corpus-route
+	build-fuzz/fuzz-route -seed=1 -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
+	    -rss_limit_mb=2048 -artifact_prefix=build-fuzz/ build-fuzz/corpus-route tests/fuzz/corpus-route
+route-fuzz-long: $(BUILD)/tests/router/route-fuzz
+	$(BUILD)/tests/router/route-fuzz --seed $${SBX_FUZZ_SEED:-$$(date +%s)} \
+	    --count $${SBX_FUZZ_COUNT:-500000} --jobs $${SBX_FUZZ_JOBS:-2}
+fuzz: fuzz-route route-fuzz-long
+
+# `make bench`: the time to parse and route typical agent lines.
+BENCH_C += bench/route-bench.c
+$(BUILD)/bench/route-bench: bench/route-bench.c $(BUILD)/libsbx.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libsbx.a $(LDLIBS)
+bench-route: $(BUILD)/bench/route-bench
+	$(BUILD)/bench/route-bench
+bench: bench-route
+.PHONY: fuzz-route route-fuzz-long bench-route

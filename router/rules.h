@@ -36,6 +36,8 @@ typedef struct rcmd {
     rredir redirs[RCMD_MAX_REDIRS];
     size_t n_redirs;
     bool pipe_stderr;          /* followed by |& */
+    uint32_t line_off;         /* bash numbers a command's messages with the line this
+                                  offset is on (see command_line_off()) */
     /* RC_GIT */
     char *git_cwd;             /* where git works after its -C options */
     int git_sub;               /* which subcommand (git.c's enum) */

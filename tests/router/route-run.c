@@ -12,6 +12,7 @@
 #include "local/config.h"
 #include "router/route.h"
 #include "shell/parse.h"
+#include "tests/router/hostline.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -23,7 +24,7 @@ int main(int argc, char **argv)
 {
     bool print = false, json = false, pipefail = false;
     strvec code_dirs = STRVEC_INIT, sync_paths = STRVEC_INIT;
-    strbuf cwd = STRBUF_INIT, newcwd = STRBUF_INIT, out = STRBUF_INIT;
+    strbuf cwd = STRBUF_INIT, out = STRBUF_INIT;
     char buf[PATH_MAX];
     const char *line;
     route_plan plan;
@@ -72,37 +73,12 @@ int main(int argc, char **argv)
         fwrite(out.buf, 1, out.len, stdout);
         return 0;
     }
-    for (size_t k = 0; k < plan.n; k++) {
-        const route_part *part = &plan.parts[k];
-        route_run_opts ro = { .errname = "sbxsh", .pipefail = pipefail,
-                              .line = route_line_of(&p, part->span.start) };
-        int rc;
-
-        if ((part->join == ROUTE_JOIN_AND && status) || (part->join == ROUTE_JOIN_OR && !status))
-            continue;
-        ctx.cwd = cwd.buf;
-        rc = route_run_host(&p, part->pipe, &ctx, &ro, &status, &newcwd, &err);
-        if (rc == ROUTE_NOT_HOST) {
-            fprintf(stderr, "route-run: sandbox: %s\n", err.msg);
-            status = 125;
-            break;
-        }
-        if (rc < 0) {
-            fprintf(stderr, "route-run: %s\n", err.msg);
-            status = 125;
-            break;
-        }
-        if (newcwd.len) {
-            strbuf_reset(&cwd);
-            strbuf_addstr(&cwd, newcwd.buf);
-        }
-    }
+    status = run_host_line(&p, &plan, ctx, pipefail, false, stderr);
     route_plan_release(&plan);
     sh_parse_free(&p);
     strvec_clear(&code_dirs);
     strvec_clear(&sync_paths);
     strbuf_release(&cwd);
-    strbuf_release(&newcwd);
     strbuf_release(&out);
     return status;
 }

@@ -34,7 +34,7 @@ static void drain(int fd, strbuf *sb)
 }
 
 /* bash -c 'CMD "$@"' sbxsh ARGS: the builtin as bash runs it. */
-static void run_bash(const char *cmd, char *const *args, size_t n, result *r)
+static void run_bash(const char *cmd, char *const *args, size_t n, bool merged, result *r)
 {
     int po[2], pe[2];
     pid_t pid;
@@ -42,7 +42,7 @@ static void run_bash(const char *cmd, char *const *args, size_t n, result *r)
     char script[64];
     int st;
 
-    snprintf(script, sizeof(script), "%s \"$@\"", cmd);
+    snprintf(script, sizeof(script), "%s \"$@\"%s", cmd, merged ? " 2>&1" : "");
     strvec_push(&argv, "bash");
     strvec_push(&argv, "-c");
     strvec_push(&argv, script);
@@ -71,26 +71,27 @@ static void run_bash(const char *cmd, char *const *args, size_t n, result *r)
     strvec_clear(&argv);
 }
 
-static int run_builtin(const char *cmd, char *const *args, size_t n, result *r)
+/* merged: stdout and stderr into one pipe, as 2>&1 */
+static int run_builtin(const char *cmd, char *const *args, size_t n, bool merged, result *r)
 {
-    int pe[2];
+    int po[2], pe[2];
     bi_env env = { .errname = "sbxsh", .line = 1 };
-    bi_env chk = { .errname = "sbxsh", .line = 1, .flags = BI_CHECK };
-    strbuf scratch = STRBUF_INIT;
+    bi_env chk = { .errname = "sbxsh", .line = 1, .flags = BI_CHECK, .err_fd = -1 };
     int cst;
 
-    cst = !strcmp(cmd, "echo") ? bi_echo(args, n, &chk, &scratch)
-                               : bi_printf(args, n, &chk, &scratch);
-    strbuf_release(&scratch);
+    cst = !strcmp(cmd, "echo") ? bi_echo(args, n, &chk) : bi_printf(args, n, &chk);
     if (cst == BI_REFUSE)
         return BI_REFUSE;
-    if (pipe(pe))
+    if (pipe(po) || pipe(pe))
         abort();
-    env.err_fd = pe[1];
-    r->status = !strcmp(cmd, "echo") ? bi_echo(args, n, &env, &r->out)
-                                     : bi_printf(args, n, &env, &r->out);
+    env.out_fd = po[1];
+    env.err_fd = merged ? po[1] : pe[1];
+    r->status = !strcmp(cmd, "echo") ? bi_echo(args, n, &env) : bi_printf(args, n, &env);
+    close(po[1]);
     close(pe[1]);
+    drain(po[0], &r->out);
     drain(pe[0], &r->err);
+    close(po[0]);
     close(pe[0]);
     if (r->status != cst)
         return -2;
@@ -106,7 +107,7 @@ static void show(strbuf *d, const char *what, const strbuf *sb)
 
 static int n_refused;
 
-static void compare(const char *cmd, char *const *args, size_t n)
+static void compare_mode(const char *cmd, char *const *args, size_t n, bool merged)
 {
     result b = { STRBUF_INIT, STRBUF_INIT, 0 }, s = { STRBUF_INIT, STRBUF_INIT, 0 };
     strbuf name = STRBUF_INIT, d = STRBUF_INIT;
@@ -117,12 +118,14 @@ static void compare(const char *cmd, char *const *args, size_t n)
         strbuf_addch(&name, ' ');
         strbuf_add_shell_quoted(&name, args[i], strlen(args[i]));
     }
-    rc = run_builtin(cmd, args, n, &s);
+    if (merged)
+        strbuf_addstr(&name, " 2>&1");
+    rc = run_builtin(cmd, args, n, merged, &s);
     if (rc == BI_REFUSE) {
         n_refused++;
         goto out;
     }
-    run_bash(cmd, args, n, &b);
+    run_bash(cmd, args, n, merged, &b);
     if (!ok(rc == 0 && b.status == s.status && b.out.len == s.out.len &&
             !memcmp(b.out.buf, s.out.buf, b.out.len) && !strcmp(b.err.buf, s.err.buf),
             "%s", name.buf)) {
@@ -138,6 +141,13 @@ out:
     strbuf_release(&b.out); strbuf_release(&b.err);
     strbuf_release(&s.out); strbuf_release(&s.err);
     strbuf_release(&name); strbuf_release(&d);
+}
+
+/* Each case twice: stdout and stderr apart, and together (their order). */
+static void compare(const char *cmd, char *const *args, size_t n)
+{
+    compare_mode(cmd, args, n, false);
+    compare_mode(cmd, args, n, true);
 }
 
 #define CASE(cmd, ...) do {                                   \

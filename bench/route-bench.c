@@ -1,0 +1,107 @@
+/*
+ * route-bench: the time to parse and route typical agent command lines
+ * (DESIGN.md 6: "well under 100 microseconds"). For each line: the parse
+ * alone (the baseline), then parse + route, each the median of many runs
+ * against a real code directory (a temporary git repository), so that the
+ * filesystem checks (cwd, cd targets, PATH lookups) are counted.
+ *
+ *   make bench-route        or        build/bench/route-bench [ROUNDS]
+ */
+#include "common/strbuf.h"
+#include "common/util.h"
+#include "router/route.h"
+#include "shell/parse.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const lines[] = {
+    "git push origin HEAD",
+    "git push -u origin feature/login-form",
+    "cd sub && git fetch origin main",
+    "git ls-remote --heads origin | grep -c main",
+    "printf '%s\\n' x | grep -c x",
+    "make test && git push origin HEAD",
+    "npm run build 2>&1 | tail -20",
+    "git add -A && git commit -m 'fix: handle empty input' && git push",
+    "echo '{\"a\":1}' | jq -r .a",
+    "cd sub && python3 -m pytest -q tests/test_api.py -k 'not slow' ; echo exit=$?",
+    "git fetch --upload-pa=/tmp/evil origin",
+    "GIT_TERMINAL_PROMPT=0 git pull --rebase origin main >/dev/null 2>&1",
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static uint64_t median(uint64_t *v, size_t n)
+{
+    qsort(v, n, sizeof(*v), cmp_u64);
+    return v[n / 2];
+}
+
+int main(int argc, char **argv)
+{
+    size_t rounds = argc > 1 ? strtoul(argv[1], NULL, 0) : 20000;
+    char tmpl[] = "/tmp/route-bench.XXXXXX", cmd[256];
+    const char *dirs[1];
+    uint64_t *t_parse, *t_route, worst = 0;
+    route_ctx ctx;
+
+    if (rounds < 10)
+        rounds = 10;
+    if (!mkdtemp(tmpl)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    snprintf(cmd, sizeof(cmd), "git init -q %s && mkdir %s/sub", tmpl, tmpl);
+    if (system(cmd) != 0)
+        return 1;
+    dirs[0] = tmpl;
+    ctx = (route_ctx){ .code_dirs = dirs, .n_code_dirs = 1, .cwd = tmpl,
+                       .path = getenv("PATH"), .home = getenv("HOME") };
+    t_parse = xmalloc(rounds * sizeof(*t_parse));
+    t_route = xmalloc(rounds * sizeof(*t_route));
+
+    printf("# parse and route, median of %zu runs each (code dir %s)\n", rounds, tmpl);
+    printf("%-72s %10s %12s %7s\n", "line", "parse us", "+route us", "ratio");
+    for (size_t i = 0; i < ARRAY_SIZE(lines); i++) {
+        const char *l = lines[i];
+        size_t len = strlen(l);
+        uint64_t mp, mr;
+        route_plan plan;
+        sh_parse p;
+
+        for (size_t r = 0; r < rounds; r++) {
+            uint64_t t0 = now_ns();
+            sh_parse_all(&p, l, len, NULL, true);
+            t_parse[r] = now_ns() - t0;
+            sh_parse_free(&p);
+
+            t0 = now_ns();
+            sh_parse_all(&p, l, len, NULL, true);
+            route_plan_build(&plan, &p, &ctx);
+            t_route[r] = now_ns() - t0;
+            route_plan_release(&plan);
+            sh_parse_free(&p);
+        }
+        mp = median(t_parse, rounds);
+        mr = median(t_route, rounds);
+        if (mr > worst)
+            worst = mr;
+        printf("%-72.72s %10.2f %12.2f %7.1f\n", l, mp / 1e3, mr / 1e3, (double)mr / (double)mp);
+    }
+    printf("# slowest line: %.2f us to parse and route (target: well under 100 us)\n",
+           worst / 1e3);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpl);
+    if (system(cmd) != 0)
+        return 1;
+    free(t_parse);
+    free(t_route);
+    return 0;
+}
