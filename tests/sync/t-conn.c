@@ -775,6 +775,125 @@ static void test_reattach(void)
     sess_free(&s);
 }
 
+static void test_modes_files_and_orphans(void)
+{
+    sync_config cfg = { 0 };
+    sess s;
+    result r;
+    char *home = NULL, *gc = NULL, *sandbox_gc, *p;
+
+    {
+        char *t = st_tmpdir("home");
+        home = t;
+        gc = xasprintf("%s/.gitconfig", home);
+        st_write(gc, "[user]\n\tname = Ann\n\temail = ann@example.com\n[alias]\n\tx = !evil\n"
+                     "[credential]\n\thelper = store\n");
+    }
+    sandbox_gc = xasprintf("/sandbox-home-%d/.gitconfig", (int)getpid());
+    cfg.user_gitconfig = gc;
+    cfg.sandbox_gitconfig = sandbox_gc;
+    sess_open(&s, "modes", &cfg);
+
+    run(&s, "echo x > suid && chmod 4755 suid && mkdir sticky && chmod 1777 sticky && "
+            "echo g > sgid && chmod 2755 sgid", &r);
+    {
+        char *l = st_listing(s.code, false);
+        ok(!strstr(l, "mode="), "setuid, setgid and sticky bits never reach the host");
+        ok(strstr(l, "f suid x ") != NULL, "the exec bit does");
+        free(l);
+    }
+    p = xasprintf("%s%s", s.prefix, sandbox_gc);
+    ok(strstr(st_read(p), "ann@example.com") != NULL,
+       "the user's git identity is written into the sandbox's HOME");
+    ok(!strstr(st_read(p), "alias") && !strstr(st_read(p), "helper"),
+       "without aliases or credential helpers");
+    free(p);
+    {
+        sbx_err err;
+        char *dst = xasprintf("/put-%d/deep/task.txt", (int)getpid());
+        ok(sync_conn_put_file(s.conn, dst, 0600, "payload", 7, &err) == 0, "put_file queues");
+        run(&s, "true", &r);
+        p = xasprintf("%s%s", s.prefix, dst);
+        is_str(st_read(p), "payload", "put_file writes the file, making its directories");
+        {
+            struct stat st;
+            stat(p, &st);
+            is_int(st.st_mode & 0777, 0600, "with its mode");
+        }
+        free(p);
+        ok(sync_conn_put_file(s.conn, "relative", 0644, "x", 1, &err) < 0,
+           "put_file wants an absolute path");
+        free(dst);
+    }
+
+    /* An orphan (its parent exits first) is reaped by the agent: no zombie stays. */
+    run(&s, "(sleep 0.2 & exit 0); echo started", &r);
+    is_str(r.out, "started\n", "a command that leaves an orphan");
+    {
+        bool zombie = true;
+        char *cmd = xasprintf("ps -o stat= --ppid %d | grep -q Z", (int)s.agent.pid);
+        for (int i = 0; i < 200 && zombie; i++) {
+            usleep(20000);
+            zombie = st_sh("%s", cmd) == 0 || st_sh("ps -o pid= --ppid %d | grep -q .",
+                                                     (int)s.agent.pid) == 0;
+        }
+        ok(!zombie, "is reaped by the agent (its subreaper) once it exits");
+        free(cmd);
+    }
+    sess_free(&s);
+    st_rm_rf(home);
+    free(home);
+    free(gc);
+    free(sandbox_gc);
+}
+
+static void test_winsize(void)
+{
+    sync_config cfg = { 0 };
+    sess s;
+    evstate e;
+    const char *argv[] = { "bash", "-c", "stty size; read x; stty size", NULL };
+    const char *env[] = { "PATH=/usr/bin:/bin", NULL };
+    sync_run_req req;
+    sbx_err err;
+
+    sess_open(&s, "winsize", &cfg);
+    sess_close(&s);
+    memset(&e, 0, sizeof(e));
+    e.s = &s;
+    for (int i = 0; i < 8; i++)
+        strbuf_init(&e.out[i], 0);
+    {
+        const char *args[] = { "--root-prefix", s.prefix, NULL };
+        s.agent = st_agent_start(args);
+        sync_conn_open(s.host, s.agent.rfd, s.agent.wfd, &ev_ops, &e, 10000, &s.conn, &err);
+    }
+    memset(&req, 0, sizeof(req));
+    req.exe = "bash";
+    req.argv = argv;
+    req.env = env;
+    req.cwd = s.code;
+    req.tty = true;
+    req.rows = 30;
+    req.cols = 90;
+    sync_conn_run(s.conn, 1, &req, &err);
+    while (!strstr(e.out[1].buf, "30 90") && !e.exits) {
+        struct pollfd pfd[SYNC_CONN_MAX_POLLFDS];
+        size_t n = sync_conn_pollfds(s.conn, pfd, SYNC_CONN_MAX_POLLFDS);
+        poll(pfd, n, 100);
+        if (sync_conn_handle_events(s.conn, pfd, n) < 0)
+            break;
+    }
+    ok(strstr(e.out[1].buf, "30 90") != NULL, "a tty starts with the requested size");
+    sync_conn_winsize(s.conn, 1, 40, 100);
+    sync_conn_write(s.conn, 1, 0, "\n", 1);
+    pump_until(&s, &e, 1, 20000);
+    ok(strstr(e.out[1].buf, "40 100") != NULL, "WINSIZE resizes it: %s", e.out[1].buf);
+    for (int i = 0; i < 8; i++)
+        strbuf_release(&e.out[i]);
+    sess_free(&s);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -785,5 +904,7 @@ int main(void)
     test_git();
     test_excludes_and_paths();
     test_reattach();
+    test_modes_files_and_orphans();
+    test_winsize();
     return done_testing();
 }
