@@ -163,15 +163,42 @@ static inline void tb_addch(parser *P, int c)
     P->tokbuf.buf[P->tokbuf.len] = 0;
 }
 
-/* Appends a source range as bash's token text would hold it. */
+/* Appends a source range as bash's token text holds it (NULs and
+ * backslash-newlines dropped). */
 static void tb_add_range(parser *P, size_t s, size_t e)
 {
-    size_t n;
-    char *t = wb_range_text(P, s, e, &n);
-    tb_grow(P, n);
-    memcpy(P->tokbuf.buf + P->tokbuf.len, t, n);
-    P->tokbuf.len += n;
+    if (e > P->len)
+        e = P->len;
+    tb_grow(P, e > s ? e - s : 0);
+    for (size_t i = s; i < e; i++) {
+        char c = P->src[i];
+        if (c == 0)
+            continue;
+        if (c == '\\' && i + 1 < e && P->src[i + 1] == '\n') {
+            i++;
+            continue;
+        }
+        P->tokbuf.buf[P->tokbuf.len++] = c;
+        if (c == '\\' && i + 1 < e)
+            P->tokbuf.buf[P->tokbuf.len++] = P->src[++i];
+    }
     P->tokbuf.buf[P->tokbuf.len] = 0;
+}
+
+/* A quoted or nested construct in the token text. bash keeps its full text,
+ * but the tests made on the token (reserved words, assignments, NUMBER,
+ * {var}) look only at literal text around it, so its first and last
+ * characters stand in for it. */
+static void tb_add_construct(parser *P, size_t s, size_t e)
+{
+    if (e > P->len)
+        e = P->len;
+    if (e - s <= 4) {
+        tb_add_range(P, s, e);
+        return;
+    }
+    tb_addch(P, P->src[s]);
+    tb_addch(P, P->src[e - 1]);
 }
 
 void lx_tokbuf_reset(parser *P)
@@ -921,7 +948,7 @@ static int read_token_word(parser *P, int ch, token *t)
             size_t mark = P->tokbuf.len;
             (void)mark;
             wb_part(P, &wb, lex_quoted(P, ch, cpos, false, 0));
-            tb_add_range(P, cpos, P->lastpos + 1);
+            tb_add_construct(P, cpos, P->lastpos + 1);
             all_digit = false;
             if (ch != '`')
                 quoted = true;
@@ -935,7 +962,7 @@ static int read_token_word(parser *P, int ch, token *t)
                 goto got_character;
             wb.flags |= scan_matched_literal(P, '(', ')', 0);
             wb_lit_range(P, &wb, cpos, P->lastpos + 1);
-            tb_add_range(P, cpos, P->lastpos + 1);
+            tb_add_construct(P, cpos, P->lastpos + 1);
             dollar_present = all_digit = false;
             goto next_character;
         }
@@ -948,7 +975,7 @@ static int read_token_word(parser *P, int ch, token *t)
                 x->text = wb_range_text(P, cpos, P->lastpos + 1, &x->len);
                 wb.flags |= f;
                 wb_part(P, &wb, x);
-                tb_add_range(P, cpos, P->lastpos + 1);
+                tb_add_construct(P, cpos, P->lastpos + 1);
                 dollar_present = all_digit = false;
                 goto next_character;
             }
@@ -966,13 +993,13 @@ static int read_token_word(parser *P, int ch, token *t)
                 else
                     x = lex_dollar_bracket(P, cpos, 0);
                 wb_part(P, &wb, x);
-                tb_add_range(P, cpos, P->lastpos + 1);
+                tb_add_construct(P, cpos, P->lastpos + 1);
                 dollar_present = true;
                 all_digit = false;
                 goto next_character;
             } else if (ch == '$' && (peek == '\'' || peek == '"')) {
                 wb_part(P, &wb, lex_quoted(P, peek, cpos, true, 0));
-                tb_add_range(P, cpos, P->lastpos + 1);
+                tb_add_construct(P, cpos, P->lastpos + 1);
                 quoted = true;
                 all_digit = false;
                 goto next_character;

@@ -158,6 +158,9 @@ struct parser {
     unsigned depth, max_depth;
     jmp_buf *jb;
 
+    /* literal-run nodes already resolved, reused for new parts */
+    sh_wpart *free_parts;
+
     /* the top-level list being built: units are linked in when complete */
     sh_andor **unit_tail;
     sh_andor *unit_first;

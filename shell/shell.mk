@@ -26,3 +26,16 @@ fuzz: fuzz-parse
 .PHONY: fuzz-parse
 TEST_C += tests/shell/t-parse.c
 TEST_C += tests/shell/t-fuzz-regress.c
+
+# bench/parse*: parse time per agent command line, throughput on the machine's
+# shell scripts against bash -n (see shell/README.md for the figures).
+BENCH_C += bench/parse-bench.c
+PARSE_BENCH_DIRS ?= /usr/bin /etc
+$(BUILD)/bench/parse-bench: bench/parse-bench.c $(BUILD)/libsbx.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -MF $(BUILD)/bench/parse-bench.d -MT $@ $(LDFLAGS) -o $@ $< \
+	    $(BUILD)/libsbx.a $(LDLIBS)
+bench-parse: $(BUILD)/bench/parse-bench
+	$(BUILD)/bench/parse-bench $(PARSE_BENCH_DIRS)
+bench: bench-parse
+.PHONY: bench-parse

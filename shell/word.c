@@ -194,9 +194,20 @@ void wb_init(wbuild *wb)
     wb->tail = &wb->head;
 }
 
+/* A zeroed part: a recycled literal-run node when there is one. */
+static sh_wpart *alloc_part(parser *P)
+{
+    sh_wpart *w = P->free_parts;
+    if (!w)
+        return arena_alloc(P->a, sizeof(*w));
+    P->free_parts = w->next;
+    memset(w, 0, sizeof(*w));
+    return w;
+}
+
 sh_wpart *wb_new_part(parser *P, sh_wpart_kind kind, size_t start, size_t end)
 {
-    sh_wpart *w = arena_alloc(P->a, sizeof(*w));
+    sh_wpart *w = alloc_part(P);
     w->kind = kind;
     w->span = lx_span(P, start, end);
     w->text = "";
@@ -210,7 +221,7 @@ static void wb_close_run(parser *P, wbuild *wb)
     wb->run_open = false;
     if (wb->run_end <= wb->run_start)
         return;
-    sh_wpart *r = arena_alloc(P->a, sizeof(*r));
+    sh_wpart *r = alloc_part(P);
     r->kind = WP_RUN;
     /* runs keep raw positions in this parser's buffer until resolved */
     r->span.start = wb->run_start;
@@ -280,7 +291,7 @@ static void pl_add(plist *l, sh_wpart *w)
 static sh_wpart *mk_text_part(parser *P, sh_wpart_kind kind, const char *text, size_t n,
                               const uint32_t *map, size_t s, size_t i, size_t j)
 {
-    sh_wpart *w = arena_alloc(P->a, sizeof(*w));
+    sh_wpart *w = alloc_part(P);
     w->kind = kind;
     w->span = lx_span(P, mpos(map, s, i), j > i ? mpos(map, s, j - 1) + 1 : mpos(map, s, i));
     w->text = arena_strndup(P->a, text, n);
@@ -402,7 +413,10 @@ sh_wpart *wb_finish(parser *P, wbuild *wb, word_ctx ctx, unsigned *flags)
     for (sh_wpart *w = wb->head, *next; w; w = next) {
         next = w->next;
         if (w->kind == WP_RUN) {
-            resolve_run(P, w->span.start, w->span.end, ctx, first, next == NULL, &out, flags);
+            uint32_t s = w->span.start, e = w->span.end;
+            w->next = P->free_parts;          /* resolved: the node can be reused */
+            P->free_parts = w;
+            resolve_run(P, s, e, ctx, first, next == NULL, &out, flags);
         } else {
             pl_add(&out, w);
         }
