@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,6 +29,18 @@ static int reps = 5;
 static double now_ms(void)
 {
     return (double)now_ns() / 1e6;
+}
+
+/* CPU time (user + system, ms) of this process and its waited-for children. */
+static double cpu_ms(void)
+{
+    struct rusage self, kids;
+    getrusage(RUSAGE_SELF, &self);
+    getrusage(RUSAGE_CHILDREN, &kids);
+    return (self.ru_utime.tv_sec + self.ru_stime.tv_sec + kids.ru_utime.tv_sec +
+            kids.ru_stime.tv_sec) * 1e3 +
+           (self.ru_utime.tv_usec + self.ru_stime.tv_usec + kids.ru_utime.tv_usec +
+            kids.ru_stime.tv_usec) / 1e3;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -207,6 +220,7 @@ static void bench_size(const char *base, int nfiles, size_t size)
     char *dst = xasprintf("%s/dst-%d", base, nfiles);
     char *prefix = xasprintf("%s/sbx-%d", base, nfiles);
     double tar[16], rsync[16], first[16], round[16], watch1[64], walk1[64], git[64];
+    double tar_cpu[16], first_cpu[16];
     int r1 = reps < 16 ? reps : 15;
     double mb = (double)nfiles * (double)size / 1e6;
     session s;
@@ -221,9 +235,10 @@ static void bench_size(const char *base, int nfiles, size_t size)
     for (int i = 0; i < r1; i++) {
         sh("rm -rf '%s' && mkdir -p '%s'", dst, dst);
         {
-            double t0 = now_ms();
+            double t0 = now_ms(), c0 = cpu_ms();
             sh("tar -C '%s' -cf - . | tar -C '%s' -xf -", src, dst);
             tar[i] = now_ms() - t0;
+            tar_cpu[i] = cpu_ms() - c0;
         }
         sh("rm -rf '%s' && mkdir -p '%s'", dst, dst);
         {
@@ -233,12 +248,14 @@ static void bench_size(const char *base, int nfiles, size_t size)
         }
         sh("rm -rf '%s' && mkdir -p '%s'", prefix, prefix);
         {
-            double t0 = now_ms();
+            double t0 = now_ms(), c0 = cpu_ms();
             if (open_session(&s, src, prefix, true) < 0)
                 exit(1);
             push_only(&s);
             first[i] = now_ms() - t0;
             close_session(&s);
+            /* The agent's CPU is counted once it has been waited for. */
+            first_cpu[i] = cpu_ms() - c0;
         }
         sh("rm -rf '%s' && mkdir -p '%s'", prefix, prefix);
         {
@@ -281,12 +298,12 @@ static void bench_size(const char *base, int nfiles, size_t size)
 
     {
         double mt = median(tar, r1), mr = median(rsync, r1), mf = median(first, r1),
-               mo = median(round, r1);
+               mo = median(round, r1), ct = median(tar_cpu, r1), cf = median(first_cpu, r1);
         double mw = median(watch1, reps * 4 < 64 ? reps * 4 : 64), mk = median(walk1, reps),
                mg = median(git, reps);
-        printf("| %7d | %4.0f | %8.1f | %8.1f | %8.1f | %4.2f | %4.2f | %8.1f | %4.2f |"
-               " %6.2f | %6.2f | %6.2f | %5.3f | %4.2f |\n", nfiles, mb, mt, mr, mf, mf / mt,
-               mf / mr, mo, mo / mt, mw, mk, mg, mw / mg, mk / mg);
+        printf("| %7d | %4.0f | %8.1f | %8.1f | %8.1f | %4.2f | %4.2f | %7.1f | %7.1f | %4.2f "
+               "| %8.1f | %4.2f | %6.2f | %6.2f | %6.2f | %5.3f | %4.2f |\n", nfiles, mb, mt, mr,
+               mf, mf / mt, mf / mr, ct, cf, cf / ct, mo, mo / mt, mw, mk, mg, mw / mg, mk / mg);
         fflush(stdout);
     }
     sh("rm -rf '%s' '%s' '%s'", src, dst, prefix);
@@ -328,12 +345,14 @@ int main(int argc, char **argv)
     printf("sync-bench: medians in ms of %d runs (%d for the inotify column), all in %s\n"
            "first push: the whole tree into an empty sandbox; round trip: push, then the\n"
            "sandbox's scan and pull; 1-file: one file appended on the host, then a sync round\n"
-           "(push + pull) with inotify on both sides, or with full stat walks on both sides\n\n",
+           "(push + pull) with inotify on both sides, or with full stat walks on both sides;\n"
+           "CPU: user + system time of all the processes involved (host, agent; tar, tar)\n\n",
            reps < 16 ? reps : 15, reps * 4 < 64 ? reps * 4 : 64, base);
-    printf("| files | MB | tar c\\|x | rsync -a | sbx first push | /tar | /rsync | sbx round "
-           "trip | /tar | 1-file inotify | 1-file walk | git status | inotify/git | walk/git "
-           "|\n");
-    printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    printf("| files | MB | tar c\\|x | rsync -a | sbx first push | /tar | /rsync | tar CPU "
+           "| sbx CPU | /tar | sbx round trip | /tar | 1-file inotify | 1-file walk | "
+           "git status | inotify/git | walk/git |\n");
+    printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+           "---:|\n");
     fflush(stdout);
     for (const char *p = sizes; *p;) {
         int n = atoi(p);

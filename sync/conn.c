@@ -604,7 +604,9 @@ static void on_delta_frame(sync_conn *c, const wire_frame *f)
         uint64_t entries, bytes;
         apply_stats(c->rx, &entries, &bytes);
         c->h->pull_seq = c->rx_seq;
-        c->h->dirty = true;
+        /* A save that misses only a sequence number loses nothing (see PROTOCOL.md). */
+        if (entries)
+            c->h->dirty = true;
         c->stats.pulls++;
         c->stats.pull_entries += entries;
         c->stats.pull_bytes += bytes;

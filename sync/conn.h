@@ -225,7 +225,8 @@ int sync_conn_run(sync_conn *conn, uint32_t chan, const sync_run_req *req, sbx_e
 ssize_t sync_conn_write(sync_conn *conn, uint32_t chan, int fd, const void *buf, size_t len);
 /* End of input on the child's fd, after the bytes already accepted. */
 int sync_conn_eof(sync_conn *conn, uint32_t chan, int fd);
-/* Sends signo to the command's process group. Not delayed by pushes in progress. */
+/* Sends signo to the command's process group. Once the command started, it goes out ahead
+ * of any push still to be read from disk. */
 int sync_conn_signal(sync_conn *conn, uint32_t chan, int signo);
 int sync_conn_winsize(sync_conn *conn, uint32_t chan, uint16_t rows, uint16_t cols);
 /* The consumer of (chan, fd) went away: the agent closes its read end, so that the child's
