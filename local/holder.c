@@ -60,6 +60,7 @@ typedef struct holder {
     uint64_t idle_since_ns;     /* last moment the session was in use */
     uint64_t save_at_ns;        /* 0: nothing to save */
     bool releasing;             /* an internal sync before release is in flight */
+    bool release_ready;         /* ...and it is done: release from the main loop */
     bool quit;
 } holder;
 
@@ -236,7 +237,7 @@ static void on_sync_done(void *ctx, uint64_t id)
 {
     holder *h = ctx;
     if (id == INTERNAL_SYNC_ID) {
-        release_now(h);
+        h->release_ready = true;   /* not here: release frees the connection */
         return;
     }
     for (size_t i = 0; i < h->nclients; i++) {
@@ -289,7 +290,7 @@ static void on_error(void *ctx, const char *msg)
         }
     }
     if (h->releasing)
-        release_now(h);
+        h->release_ready = true;
 }
 
 static const sync_conn_ops conn_ops = {
@@ -387,6 +388,7 @@ static void release_now(holder *h)
     int ok = 0;
 
     h->releasing = false;
+    h->release_ready = false;
     if (h->conn)
         drop_conn(h);
     if (h->host) {
@@ -864,6 +866,8 @@ int sbx_holder_main(const sbx_config *cfg, int listen_fd)
             if (sync_conn_handle_events(h->conn, pfd + 1, nconn) < 0)
                 h->conn_dead = true;
         }
+        if (h->release_ready)
+            release_now(h);
         if (h->conn_dead)
             drop_conn(h);
         if (pfd[0].revents & POLLIN)

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -505,6 +506,9 @@ static int start_holder(sbx_config *cfg, const char *sock_path, sbx_err *err)
         sigprocmask(SIG_SETMASK, &none, NULL);
         if (chdir("/") < 0)
             _exit(1);
+        /* ps and pgrep show it as what it is, not as the command that
+         * happened to start it. */
+        prctl(PR_SET_NAME, "sbx-holder", 0, 0, 0);
         _exit(sbx_holder_main(cfg, 3));
     }
     close(lfd);

@@ -48,3 +48,15 @@ agent_dir_with_shim() { # AGENT_BINARY
     [ -f "$SBXSH_BIN/sbx-runsc-compat.so" ] && cp "$SBXSH_BIN/sbx-runsc-compat.so" "$d/"
     printf '%s/%s\n' "$d" "$(basename "$1")"
 }
+
+# Stops whatever sandboxes and holders a test left in its state directory
+# (a failing test must not leave processes behind): by pid, from the files
+# the backend writes.
+local_teardown() {
+    local f pid
+    for f in "$AGENT_SANDBOX_STATE_DIR"/*/sandbox.json; do
+        [ -f "$f" ] || continue
+        pid=$(sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "$f")
+        [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
+    done
+}
