@@ -874,6 +874,7 @@ static sh_word *parse_compound_assignment(parser *P, unsigned *flags)
     P->pstate |= PST_COMPASSIGN;
     P->esacs_needed = P->expecting_in = 0;
     px_enter(P);
+    P->in_compound++;
     for (;;) {
         token t;
         int tok = lx_read_token(P, &t);
@@ -890,6 +891,7 @@ static sh_word *parse_compound_assignment(parser *P, unsigned *flags)
         *tail = t.word;
         tail = &t.word->next;
     }
+    P->in_compound--;
     px_leave(P);
     P->tokbuf = save_tb;
     P->last_tok = save_last;

@@ -149,6 +149,7 @@ struct parser {
     sh_redir *heredocs[SH_HEREDOC_MAX];
     int nheredoc;
     bool noerror;            /* an error was already reported (bash's PST_NOERROR) */
+    unsigned in_compound;    /* inside a=( ... ), even through a $( ) */
 
     /* the current lookahead token */
     token tok;

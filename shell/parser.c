@@ -25,10 +25,18 @@
 
 enum { JMP_ERROR = 1, JMP_RECOVER = 2, JMP_INCOMPLETE = 3 };
 
+static void add_error_line(parser *P, unsigned line, const char *msg);
+
 /* ---- errors ------------------------------------------------------------------- */
 
 void px_fail(parser *P)
 {
+    if (P->in_compound && P->eof_reached) {
+        /* end of input inside a=( ... ): bash reports it as a compound-
+         * assignment error, adds this line, and the status is 1 */
+        add_error_line(P, P->lineno, "syntax error: unexpected end of file");
+        longjmp(*P->jb, JMP_RECOVER);
+    }
     longjmp(*P->jb, JMP_ERROR);
 }
 

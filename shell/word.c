@@ -1096,8 +1096,14 @@ typedef struct remap {
 static void rm_span(const remap *m, sh_span *s)
 {
     uint32_t a = s->start, b = s->end;
+    if (a == b) {
+        /* empty: just after the character before it, as span ends map */
+        s->start = s->end = a > 0 && a - 1 < m->n ? m->map[a - 1] + 1
+                                                   : a < m->n ? m->map[a] : m->end;
+        return;
+    }
     s->start = a < m->n ? m->map[a] : m->end;
-    s->end = b == a ? s->start : (b - 1 < m->n ? m->map[b - 1] + 1 : m->end);
+    s->end = b - 1 < m->n ? m->map[b - 1] + 1 : m->end;
     if (s->end < s->start)
         s->end = s->start;
 }
