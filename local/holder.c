@@ -271,6 +271,12 @@ static void on_error(void *ctx, const char *msg)
     holder *h = ctx;
     char text[1200];
     bool alive = h->backend && h->backend->ops->alive(h->backend);
+    /* A killed sandbox closes the stream a moment before its process is
+     * gone: give it that moment, so that the message says what happened. */
+    for (int i = 0; alive && i < 50; i++) {
+        usleep(10000);
+        alive = h->backend->ops->alive(h->backend);
+    }
 
     log_msg("agent connection failed: %s", msg);
     snprintf(text, sizeof(text),
