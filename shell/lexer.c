@@ -524,7 +524,7 @@ static size_t scan_matched(parser *P, int qc, int open, int close, unsigned flag
                 bool dol = (tflags & LEX_WASDOL) && (ch == '\'' || ch == '"');
                 size_t qstart = cpos;
                 if (dol) {
-                    wb_unlit_dollar(P, wb);
+                    wb_unlit_at(wb, prev_pos);
                     qstart = prev_pos;
                 }
                 wb_part(P, wb, lex_quoted(P, ch, qstart, dol,
@@ -537,7 +537,7 @@ static size_t scan_matched(parser *P, int qc, int open, int close, unsigned flag
             } else if ((flags & (P_ARRAYSUB | P_DOLBRACE)) && (tflags & LEX_GTLT) && ch == '(') {
                 /* <( ) inside ${...} or a subscript */
                 int kind = charat(P, prev_pos);
-                wb_unlit_dollar(P, wb);
+                wb_unlit_at(wb, prev_pos);
                 if (open == ch)
                     count--;
                 wb_part(P, wb, lex_dollar_paren(P, prev_pos, kind));
@@ -550,7 +550,7 @@ static size_t scan_matched(parser *P, int qc, int open, int close, unsigned flag
         dollar_word:
             if (open == ch)
                 count--;
-            wb_unlit_dollar(P, wb);
+            wb_unlit_at(wb, prev_pos);
             if (ch == '(')
                 wb_part(P, wb, lex_dollar_paren(P, prev_pos, '$'));
             else if (ch == '{')
@@ -628,7 +628,7 @@ static sh_wpart *lex_dollar_paren(parser *P, size_t start, int kind)
     }
     w = wb_new_part(P, kind == '$' ? WP_CMDSUB : kind == '<' ? WP_PROCSUB_IN : WP_PROCSUB_OUT,
                     start, 0);
-    w->body = px_parse_comsub(P, (uint32_t)open_pos);
+    w->body = px_parse_comsub(P);
     w->span = lx_span(P, start, P->lastpos + 1);
     return w;
 }
@@ -947,8 +947,6 @@ static int read_token_word(parser *P, int ch, token *t)
         }
 
         if (is_quote(ch)) {
-            size_t mark = P->tokbuf.len;
-            (void)mark;
             wb_part(P, &wb, lex_quoted(P, ch, cpos, false, 0));
             tb_add_construct(P, cpos, P->lastpos + 1);
             all_digit = false;
@@ -1093,8 +1091,6 @@ got_token:
     result = T_WORD;
     if (ai > 0 && (assignment_acceptable(P, P->last_tok) || (P->pstate & PST_COMPASSIGN)))
         result = T_ASSIGNMENT_WORD;
-    t->assign_shaped = ai > 0;
-    t->assignok = (P->pstate & PST_ASSIGNOK) != 0;
     if (is_assign) {
         bool attach = result == T_ASSIGNMENT_WORD || (P->pstate & PST_ASSIGNOK);
         t->word = wd_assignment_word(P, &wb, start, t->span.end, eq_pos, attach,
@@ -1104,8 +1100,6 @@ got_token:
     }
     t->word->span = t->span;
     t->word->flags |= elem_flags & ~SH_WF_ASSIGN;
-    t->compound = elements;
-    t->is_compound = compound;
 
     if (command_token_position(P, P->last_tok) &&
         is_assignment_builtin(P->tokbuf.buf, P->tokbuf.len))

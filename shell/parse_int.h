@@ -107,11 +107,6 @@ typedef struct token {
     long number;             /* T_NUMBER */
     sh_span text;            /* T_ARITH_CMD, T_ARITH_FOR_EXPRS: expression source */
     unsigned line;           /* line where the token was read */
-    bool assign_shaped;      /* the word passes bash's assignment() test */
-    bool assignok;           /* read while an assignment builtin was in effect */
-    size_t eq_tokidx;        /* assignment: index of '=' in the token text */
-    sh_word *compound;       /* a=( ... ): the elements */
-    bool is_compound;
 } token;
 
 typedef struct parser parser;
@@ -195,7 +190,7 @@ void lx_token_text(parser *P, const token *t, strbuf *out);
 bool lx_reserved_word_acceptable(const parser *P, int tok);
 void lx_gather_heredocs(parser *P);
 /* Parses a $( ) body after its "(" (bash's parse_comsub); NULL when empty. */
-sh_list *px_parse_comsub(parser *P, uint32_t open_pos);
+sh_list *px_parse_comsub(parser *P);
 /* A compound-assignment error (bash goes on with the next line). */
 void px_compound_error(parser *P, unsigned line, const token *t) __attribute__((noreturn));
 /* Parses src[start, end) as a script on a child parser sharing P's arena;
@@ -209,8 +204,9 @@ void wb_lit(parser *P, wbuild *wb, size_t pos);            /* one literal char a
 void wb_lit_range(parser *P, wbuild *wb, size_t start, size_t end);
 void wb_part(parser *P, wbuild *wb, sh_wpart *part);
 sh_wpart *wb_new_part(parser *P, sh_wpart_kind kind, size_t start, size_t end);
-/* Drops a '$' just added as a literal (it begins ${ $( $[). */
-void wb_unlit_dollar(parser *P, wbuild *wb);
+/* Drops the literal character at pos, just added (a '$' or '<' that turns
+ * out to begin ${ $( $[ <( ). */
+void wb_unlit_at(wbuild *wb, size_t pos);
 /* Resolves literal runs for ctx; returns the parts. */
 sh_wpart *wb_finish(parser *P, wbuild *wb, word_ctx ctx, unsigned *flags);
 /* The text of a source range as bash read it: NULs dropped and (range)
@@ -242,8 +238,5 @@ unsigned wd_flags_of_parts(const sh_wpart *parts);
 bool sh_legal_identifier(const char *s, size_t n);
 /* bash's assignment(): index of '=' in s when s is name[sub]=..., name+=..., else -1. */
 long sh_assignment_index(const char *s, size_t n, bool compassign);
-
-/* ---- parser.c ---- */
-sh_list *px_compound_list_until(parser *P, int close_tok);
 
 #endif

@@ -1278,7 +1278,7 @@ static sh_cond *cond_command(parser *P, sh_cmd *c)
 
 /* ---- $( ) ---------------------------------------------------------------------------------- */
 
-sh_list *px_parse_comsub(parser *P, uint32_t open_pos)
+sh_list *px_parse_comsub(parser *P)
 {
     /* bash's save_parser_state() */
     int s_last = P->last_tok, s_before = P->tok_before, s_two = P->two_ago, s_cur = P->cur_tok;
@@ -1292,7 +1292,6 @@ sh_list *px_parse_comsub(parser *P, uint32_t open_pos)
     strbuf s_tb = P->tokbuf;
     sh_list *body = NULL;
 
-    (void)open_pos;
     memcpy(s_hd, P->heredocs, sizeof(s_hd));
     px_enter(P);
     P->tokbuf = (strbuf)STRBUF_INIT;
@@ -1447,6 +1446,19 @@ static void parse_init(sh_parse *p, const char *src, size_t len)
     p->exit_status = 0;
 }
 
+/* Spans are 32-bit offsets. */
+static bool too_large(sh_parse *p, size_t len)
+{
+    if (len < UINT32_MAX - 2)
+        return false;
+    strbuf_addf(&p->errors, "line 1: input too large for sbxsh's parser: %zu bytes\n", len);
+    snprintf(p->err_msg, sizeof(p->err_msg), "input too large for sbxsh's parser");
+    p->err_line = 1;
+    p->status = SH_ERROR;
+    p->exit_status = 2;
+    return true;
+}
+
 static sh_list *new_root(parser *P)
 {
     sh_list *l = node(P, sizeof(*l));
@@ -1471,6 +1483,8 @@ sh_status sh_parse_all(sh_parse *p, const char *src, size_t len, const sh_parse_
     volatile int errors = 0;
 
     parse_init(p, src, len);
+    if (too_large(p, len))
+        return SH_ERROR;
     parser_setup(&P, p, src, len, opts, at_eof, &jb);
     p->root = new_root(&P);
     P.unit_tail = &p->root->items;
@@ -1526,10 +1540,12 @@ sh_status sh_parse_next(sh_parse *p, const char *src, size_t len, const sh_parse
     int r;
 
     parse_init(p, src, len);
+    *consumed = 0;
+    if (too_large(p, len))
+        return SH_ERROR;
     parser_setup(&P, p, src, len, opts, at_eof, &jb);
     p->root = new_root(&P);
     P.unit_tail = &p->root->items;
-    *consumed = 0;
     r = setjmp(jb);
     if (r == 0) {
         /* Blank lines and comments before the command belong to it. */

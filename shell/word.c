@@ -252,18 +252,11 @@ void wb_lit_range(parser *P, wbuild *wb, size_t start, size_t end)
     wb->run_end = (uint32_t)end;
 }
 
-void wb_unlit_dollar(parser *P, wbuild *wb)
+void wb_unlit_at(wbuild *wb, size_t pos)
 {
-    (void)P;
-    if (!wb->run_open)
+    if (!wb->run_open || wb->run_end <= pos)
         return;
-    /* the '$' was the run's last character */
-    size_t e = wb->run_end;
-    while (e > wb->run_start && P->src[e - 1] != '$')
-        e--;
-    if (e > wb->run_start)
-        e--;
-    wb->run_end = (uint32_t)e;
+    wb->run_end = (uint32_t)pos;
     if (wb->run_end <= wb->run_start)
         wb->run_open = false;
 }
