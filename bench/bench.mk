@@ -8,3 +8,4 @@ fuzz:
 .PHONY: bench fuzz
 
 include bench/sync.mk
+include bench/local.mk
