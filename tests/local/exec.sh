@@ -1,7 +1,8 @@
 # `sbx exec` and the session lifecycle on one runtime; sourced by
 # exec-runsc.t and exec-bwrap.t with RT set (prove runs the two in parallel).
-. "$(dirname "$0")/../lib/tap.sh"
-. "$(dirname "$0")/lib.sh"
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/../lib/tap.sh"
+. "$HERE/lib.sh"
 
 why=$(runtime_skip_reason "$RT")
 [ -z "$why" ] || skip_all "$RT: $why"
@@ -131,6 +132,18 @@ is "$(cat "$SBX_TEST_TMP/env")" "passed" "...unless named in AGENT_SANDBOX_FORWA
 X bash -c 'printf "\033]0;title\007\033[2Jplain \033[31mred\033[0m\n"' > "$SBX_TEST_TMP/esc"
 is "$(od -An -c "$SBX_TEST_TMP/esc" | tr -d ' \n')" "$(printf '\033]0;title\007\033[2Jplain \033[31mred\033[0m\n' | od -An -c | tr -d ' \n')" \
    "output to a file or pipe is not filtered"
+
+PTY=$HERE/ptyrun.py
+out=$("$PTY" -- "$SBX" exec --keep -- bash -c 'printf "\033]0;title\007\033[2Jplain \033[31mred\033[0m\033[6n\n"')
+is "$out" "$(printf 'plain \033[31mred\033[0m')" \
+   "output to a terminal cannot set the title, clear the screen or query it (colours stay)"
+out=$("$PTY" -- "$SBX" exec --keep --tty -- bash -c 'tty; stty size; printf "\033]0;t\007"')
+like "$out" "^/dev/pts/[0-9]+
+33 101" "--tty runs on a pty of the terminal's size"
+like "$out" $'\033]0;t\007' "...and an interactive tty session is not filtered"
+is "$("$PTY" --input 'typed\r' -- "$SBX" exec --keep --tty -- bash -c 'read x; echo "got=$x"')" \
+   "typed
+got=typed" "--tty relays the terminal's input"
 
 # ---- session lifecycle ------------------------------------------------------
 hpid=$("$SBX" status --json | sed -n 's/.*"holder_pid":\([0-9]*\).*/\1/p')
