@@ -29,7 +29,10 @@ typedef struct dirty_ent {
 
 typedef struct wd_slot {
     int wd;               /* 0: empty, -1: deleted */
-    mf_node *node;
+    mf_node **nodes;      /* every node this watch serves: a directory can be reached by two
+                           * roots (two task files in one directory), or seen at its old and
+                           * new path while a move is being scanned */
+    size_t nnodes;
 } wd_slot;
 
 struct mf_tree {
@@ -153,7 +156,7 @@ static mf_node *node_new(const char *name, size_t len, uint8_t type)
     return n;
 }
 
-static void wd_del(mf_tree *t, int wd);
+static void wd_unref(mf_tree *t, mf_node *n);
 
 static void node_free(mf_tree *t, mf_node *n)
 {
@@ -161,10 +164,8 @@ static void node_free(mf_tree *t, mf_node *n)
         return;
     for (uint32_t i = 0; i < n->nkids; i++)
         node_free(t, n->kids[i]);
-    if (n->wd >= 0 && t->ifd >= 0) {
-        inotify_rm_watch(t->ifd, n->wd);
-        wd_del(t, n->wd);
-    }
+    if (n->wd >= 0 && t->ifd >= 0)
+        wd_unref(t, n);
     ign_free(n->ign);
     free(n->kids);
     free(n);
@@ -274,7 +275,7 @@ static size_t wd_hash(int wd, size_t cap)
     return ((uint32_t)wd * 2654435761u) & (cap - 1);
 }
 
-static void wd_put(mf_tree *t, int wd, mf_node *n);
+static wd_slot *wd_slot_for(mf_tree *t, int wd, bool create);
 
 static void wd_rehash(mf_tree *t, size_t cap)
 {
@@ -283,49 +284,77 @@ static void wd_rehash(mf_tree *t, size_t cap)
     t->wds = xcalloc(cap, sizeof(*t->wds));
     t->awds = cap;
     t->nwds = 0;
-    for (size_t i = 0; i < ocap; i++)
-        if (old[i].wd > 0)
-            wd_put(t, old[i].wd, old[i].node);
+    for (size_t i = 0; i < ocap; i++) {
+        if (old[i].wd > 0) {
+            wd_slot *s = wd_slot_for(t, old[i].wd, true);
+            s->nodes = old[i].nodes;
+            s->nnodes = old[i].nnodes;
+        }
+    }
     free(old);
 }
 
-static void wd_put(mf_tree *t, int wd, mf_node *n)
+/* The slot of wd (made when create), or NULL. */
+static wd_slot *wd_slot_for(mf_tree *t, int wd, bool create)
 {
     size_t i;
-    if ((t->nwds + 1) * 2 > t->awds)
-        wd_rehash(t, t->awds ? t->awds * 2 : 1024);
-    for (i = wd_hash(wd, t->awds);; i = (i + 1) & (t->awds - 1)) {
-        if (t->wds[i].wd == wd) {
-            t->wds[i].node = n;
-            return;
-        }
-        if (t->wds[i].wd == 0)
-            break;
-    }
-    t->wds[i].wd = wd;
-    t->wds[i].node = n;
-    t->nwds++;
-}
-
-static wd_slot *wd_find(mf_tree *t, int wd)
-{
-    if (!t->awds || wd <= 0)
+    if (wd <= 0)
         return NULL;
-    for (size_t i = wd_hash(wd, t->awds);; i = (i + 1) & (t->awds - 1)) {
+    if (create && (t->nwds + 1) * 2 > t->awds)
+        wd_rehash(t, t->awds ? t->awds * 2 : 1024);
+    if (!t->awds)
+        return NULL;
+    for (i = wd_hash(wd, t->awds);; i = (i + 1) & (t->awds - 1)) {
         if (t->wds[i].wd == wd)
             return &t->wds[i];
         if (t->wds[i].wd == 0)
-            return NULL;
+            break;
     }
+    if (!create)
+        return NULL;
+    t->wds[i].wd = wd;
+    t->wds[i].nodes = NULL;
+    t->wds[i].nnodes = 0;
+    t->nwds++;
+    return &t->wds[i];
 }
 
-static void wd_del(mf_tree *t, int wd)
+static void wd_ref(mf_tree *t, int wd, mf_node *n)
 {
-    wd_slot *s = wd_find(t, wd);
+    wd_slot *s = wd_slot_for(t, wd, true);
+    for (size_t i = 0; i < s->nnodes; i++)
+        if (s->nodes[i] == n)
+            return;
+    s->nodes = xrealloc(s->nodes, (s->nnodes + 1) * sizeof(*s->nodes));
+    s->nodes[s->nnodes++] = n;
+    n->wd = wd;
+}
+
+static void wd_drop_slot(wd_slot *s)
+{
+    free(s->nodes);
+    s->nodes = NULL;
+    s->nnodes = 0;
+    s->wd = -1;
+}
+
+/* n no longer uses its watch; the last node to go removes it. */
+static void wd_unref(mf_tree *t, mf_node *n)
+{
+    wd_slot *s = wd_slot_for(t, n->wd, false);
     if (s) {
-        s->wd = -1;
-        s->node = NULL;
+        for (size_t i = 0; i < s->nnodes; i++) {
+            if (s->nodes[i] == n) {
+                s->nodes[i] = s->nodes[--s->nnodes];
+                break;
+            }
+        }
+        if (!s->nnodes) {
+            inotify_rm_watch(t->ifd, s->wd);
+            wd_drop_slot(s);
+        }
     }
+    n->wd = -1;
 }
 
 /* Stops watching for good: every later scan is a full walk. */
@@ -334,9 +363,11 @@ static void watch_off(mf_tree *t)
     if (t->ifd >= 0)
         close(t->ifd);
     t->ifd = -1;
-    for (size_t i = 0; i < t->awds; i++)
-        if (t->wds[i].wd > 0 && t->wds[i].node)
-            t->wds[i].node->wd = -1;
+    for (size_t i = 0; i < t->awds; i++) {
+        for (size_t k = 0; t->wds[i].wd > 0 && k < t->wds[i].nnodes; k++)
+            t->wds[i].nodes[k]->wd = -1;
+        free(t->wds[i].nodes);
+    }
     free(t->wds);
     t->wds = NULL;
     t->nwds = t->awds = 0;
@@ -353,7 +384,6 @@ static void watch_dir(mf_tree *t, mf_node *n, int fd)
 {
     char proc[64];
     int wd;
-    wd_slot *s;
     if (t->ifd < 0 || n->wd >= 0)
         return;
     snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
@@ -363,12 +393,7 @@ static void watch_dir(mf_tree *t, mf_node *n, int fd)
         watch_off(t);
         return;
     }
-    /* The same inode already watched under another node: it moved; the watch is ours now. */
-    s = wd_find(t, wd);
-    if (s && s->node && s->node != n)
-        s->node->wd = -1;
-    n->wd = wd;
-    wd_put(t, wd, n);
+    wd_ref(t, wd, n);
 }
 
 static void add_dirty(mf_tree *t, uint16_t root, const char *dir, size_t dir_len,
@@ -438,21 +463,26 @@ void mf_drain_events(mf_tree *t)
                 t->need_full = true;
                 continue;
             }
-            s = wd_find(t, ev->wd);
-            if (!s || !s->node)
+            s = wd_slot_for(t, ev->wd, false);
+            if (!s)
                 continue;
             if (ev->mask & IN_IGNORED) {
-                mf_node *d = s->node;
-                d->wd = -1;
-                wd_del(t, ev->wd);
-                dirty_node_entry(t, d);
+                /* The kernel dropped the watch (the directory is gone): look again. */
+                for (size_t k = 0; k < s->nnodes; k++) {
+                    s->nodes[k]->wd = -1;
+                    dirty_node_entry(t, s->nodes[k]);
+                }
+                wd_drop_slot(s);
                 continue;
             }
-            if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF))
-                dirty_node_entry(t, s->node);
-            if (ev->len) {
-                node_path(s->node, &p);
-                add_dirty(t, s->node->root, p.buf, p.len, ev->name, strlen(ev->name));
+            for (size_t k = 0; k < s->nnodes; k++) {
+                mf_node *d = s->nodes[k];
+                if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF))
+                    dirty_node_entry(t, d);
+                if (ev->len) {
+                    node_path(d, &p);
+                    add_dirty(t, d->root, p.buf, p.len, ev->name, strlen(ev->name));
+                }
             }
         }
     }

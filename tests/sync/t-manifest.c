@@ -146,6 +146,39 @@ static void test_patterns(void)
     free(dir);
 }
 
+/* Two roots on one directory (two task files side by side) share one inotify watch. */
+static void test_shared_watch(void)
+{
+    char *dir = st_tmpdir("mfsw");
+    wire_root r[] = { { WIRE_ROOT_TASK, dir, strlen(dir), "a.md", 4 },
+                      { WIRE_ROOT_TASK, dir, strlen(dir), "b.md", 4 } };
+    mf_tree *t = mf_new(r, 2, NULL, NULL, 0, NULL);
+    char *a = xasprintf("%s/a.md", dir), *b = xasprintf("%s/b.md", dir), *s;
+    bool full;
+
+    st_write(a, "a");
+    st_write(b, "b");
+    if (mf_watch(t, true) < 0) {
+        skip("inotify is not available here");
+    } else {
+        free(scan_text(t, &full));
+        st_write(a, "a2");
+        s = scan_text(t, &full);
+        ok(!full, "an incremental scan");
+        is_str(s, "+f a.md\n", "sees a change to the first root's file");
+        free(s);
+        st_write(b, "b2");
+        s = scan_text(t, &full);
+        is_str(s, "+f b.md\n", "and to the second's, through the same watch");
+        free(s);
+    }
+    mf_free(t);
+    st_rm_rf(dir);
+    free(dir);
+    free(a);
+    free(b);
+}
+
 /* Runs the same changes past a watching manifest and a walking one: same deltas. */
 static void test_watch(void)
 {
@@ -321,6 +354,7 @@ int main(void)
     test_scan();
     test_patterns();
     test_watch();
+    test_shared_watch();
     test_racy_and_record();
     test_persistence();
     test_pathmap();
