@@ -1687,10 +1687,16 @@ uint64_t mf_pathmap_get(const mf_pathmap *m, unsigned root, const char *path, si
 
 void mf_pathmap_prune(mf_pathmap *m, uint64_t upto)
 {
-    size_t cap = 64;
+    size_t keep = 0, cap = 64;
     if (!m->n)
         return;
-    while (cap < m->n * 2)
+    for (size_t i = 0; i < m->cap; i++)
+        keep += m->s[i].key && m->s[i].v > upto;
+    if (keep == m->n)
+        return;
+    /* Sized for what stays: a first push of 100,000 paths must not leave a huge table to
+     * rebuild at every round. */
+    while (cap < keep * 2)
         cap *= 2;
     pm_rebuild(m, cap, upto);
 }
