@@ -163,63 +163,75 @@ static bool path_inside(const char *p, const char *dir)
 
 /* ---- exec -------------------------------------------------------------- */
 
+/* Without --keep: makes cfg a session of our own, unless one was named
+ * (then it must not exist yet, so that we never release someone else's).
+ * Returns -1 (having said why) when the named session exists. */
+static int fresh_session(sbx_config *cfg, bool named)
+{
+    sbx_open_opts no = { .no_start = true };
+    sbx_session *probe = NULL;
+    strbuf js = STRBUF_INIT;
+    sbx_err err;
+    char *dir;
+    int r = 0;
+
+    if (!named) {
+        char *name = xasprintf("%.40s-exec-%d", cfg->session, (int)getpid());
+        free(cfg->session);
+        cfg->session = name;
+    }
+    dir = sbx_session_state_dir(cfg);
+    if (sbx_local_backend_peek(dir, &js) == 0 || sbx_session_open(cfg, &no, &probe, &err) == 0) {
+        fprintf(stderr, "sbx: session '%s' exists already; use --keep to run in it, or "
+                "`sbx release --session %s` first\n", cfg->session, cfg->session);
+        r = -1;
+    }
+    sbx_session_close(probe);
+    strbuf_release(&js);
+    free(dir);
+    return r;
+}
+
 static int cmd_exec(int argc, char **argv)
 {
     const char *session = NULL;
     bool keep = false, tty = false;
     int first = parse_opts(argc, argv, usage_exec, &session, &keep, NULL, &tty);
     sbx_config cfg;
-    sbx_session *s;
+    sbx_session *s = NULL;
     sbx_err err;
     sbx_exit st;
-    char cwd[PATH_MAX];
+    char here[PATH_MAX], cwd[PATH_MAX];
     strvec env = STRVEC_INIT;
     bool inside = false;
-    int rc;
+    int rc = SBX_EXIT_INTERNAL;
 
     if (first >= argc) {
         fputs(usage_exec, stderr);
         return 2;
     }
     load_config(&cfg, session);
-    char here[PATH_MAX];
-    if (!getcwd(here, sizeof(here)) || !realpath(here, cwd))
-        die125("cannot read the current directory");
+    if (!getcwd(here, sizeof(here)) || !realpath(here, cwd)) {
+        fprintf(stderr, "sbx: cannot read the current directory: %s\n", strerror(errno));
+        goto out;
+    }
     for (size_t i = 0; i < cfg.code_dirs.n; i++)
         inside |= path_inside(cwd, cfg.code_dirs.v[i]);
     if (!inside) {
         fprintf(stderr, "sbx: the current directory %s is outside the code directories (%s); "
                 "cd into one, or set AGENT_SANDBOX_CODE_DIRS\n", cwd, cfg.code_dirs.v[0]);
-        return SBX_EXIT_INTERNAL;
+        goto out;
     }
-    if (!keep) {
-        /* A fresh sandbox: a session of our own, unless one was named (then
-         * it must not exist yet, so that we never release someone's). */
-        strbuf dirjs = STRBUF_INIT;
-        char *dir;
-        if (!session) {
-            char *name = xasprintf("%.40s-exec-%d", cfg.session, (int)getpid());
-            free(cfg.session);
-            cfg.session = name;
-        }
-        dir = sbx_session_state_dir(&cfg);
-        sbx_session *probe = NULL;
-        sbx_open_opts no = { .no_start = true };
-        cfg.agent_path = sbx_find_agent(&err);
-        if (!cfg.agent_path)
-            die125(err.msg);
-        if (sbx_local_backend_peek(dir, &dirjs) == 0 ||
-            sbx_session_open(&cfg, &no, &probe, &err) == 0) {
-            fprintf(stderr, "sbx: session '%s' exists already; use --keep to run in it, or "
-                    "`sbx release --session %s` first\n", cfg.session, cfg.session);
-            sbx_session_close(probe);
-            return SBX_EXIT_INTERNAL;
-        }
-        free(dir);
-        strbuf_release(&dirjs);
+    if (!(cfg.agent_path = sbx_find_agent(&err))) {
+        fprintf(stderr, "sbx: %s\n", err.msg);
+        goto out;
     }
-    if (sbx_session_open(&cfg, NULL, &s, &err) < 0)
-        die125(err.msg);
+    if (!keep && fresh_session(&cfg, session != NULL) < 0)
+        goto out;
+    if (sbx_session_open(&cfg, NULL, &s, &err) < 0) {
+        fprintf(stderr, "sbx: %s\n", err.msg);
+        goto out;
+    }
 
     tty = tty && isatty(0) && isatty(1);
     sbx_sandbox_env(&cfg, tty, &env);
@@ -241,7 +253,6 @@ static int cmd_exec(int argc, char **argv)
     };
     if (sbx_session_run(s, &cmd, &st, &err) < 0) {
         fprintf(stderr, "sbx: %s\n", err.msg);
-        rc = SBX_EXIT_INTERNAL;
     } else if (WIFEXITED(st.wait_status)) {
         rc = WEXITSTATUS(st.wait_status);
         if (st.spawn_failed)
@@ -249,14 +260,13 @@ static int cmd_exec(int argc, char **argv)
                     rc == 127 ? "command not found" : st.message);
     } else if (WIFSIGNALED(st.wait_status)) {
         rc = 128 + WTERMSIG(st.wait_status);
-    } else {
-        rc = SBX_EXIT_INTERNAL;
     }
     if (!keep && sbx_session_release(s, &err) < 0) {
         fprintf(stderr, "sbx: cannot release the sandbox: %s\n", err.msg);
         if (rc == 0)
             rc = SBX_EXIT_INTERNAL;
     }
+out:
     sbx_session_close(s);
     strvec_clear(&env);
     sbx_config_free(&cfg);
@@ -269,11 +279,13 @@ static int cmd_release(int argc, char **argv)
 {
     const char *session = NULL;
     int first = parse_opts(argc, argv, usage_release, &session, NULL, NULL, NULL);
+    sbx_open_opts no = { .no_start = true };
     sbx_config cfg;
-    sbx_session *s;
+    sbx_session *s = NULL;
     sbx_err err;
     strbuf js = STRBUF_INIT;
     char *dir;
+    int rc = 0;
 
     if (first != argc) {
         fputs(usage_release, stderr);
@@ -281,23 +293,30 @@ static int cmd_release(int argc, char **argv)
     }
     load_config(&cfg, session);
     dir = sbx_session_state_dir(&cfg);
-    sbx_open_opts no = { .no_start = true };
     if (sbx_session_open(&cfg, &no, &s, &err) < 0) {
         if (sbx_local_backend_peek(dir, &js) < 0) {
             fprintf(stderr, "sbx: no session '%s' here (sbx ls lists them)\n", cfg.session);
-            return 1;
+            rc = 1;
+            goto out;
         }
-        /* A sandbox without a holder: a holder reattaches, pulls, releases. */
-        if (sbx_session_open(&cfg, NULL, &s, &err) < 0)
-            die125(err.msg);
+        /* A sandbox without a holder: a new holder reattaches, pulls the
+         * sandbox's last changes and releases it. */
+        if (sbx_session_open(&cfg, NULL, &s, &err) < 0) {
+            fprintf(stderr, "sbx: %s\n", err.msg);
+            rc = SBX_EXIT_INTERNAL;
+            goto out;
+        }
     }
-    if (sbx_session_release(s, &err) < 0)
-        die125(err.msg);
+    if (sbx_session_release(s, &err) < 0) {
+        fprintf(stderr, "sbx: %s\n", err.msg);
+        rc = SBX_EXIT_INTERNAL;
+    }
+out:
     sbx_session_close(s);
     strbuf_release(&js);
     free(dir);
     sbx_config_free(&cfg);
-    return 0;
+    return rc;
 }
 
 static void print_status_human(const char *json)
@@ -354,6 +373,7 @@ static int cmd_status(int argc, char **argv)
     const char *session = NULL;
     bool json = false;
     int first = parse_opts(argc, argv, usage_status, &session, NULL, &json, NULL);
+    sbx_open_opts no = { .no_start = true };
     sbx_config cfg;
     sbx_session *s;
     sbx_err err;
@@ -365,30 +385,32 @@ static int cmd_status(int argc, char **argv)
         return 2;
     }
     load_config(&cfg, session);
-    sbx_open_opts no = { .no_start = true };
     if (sbx_session_open(&cfg, &no, &s, &err) == 0) {
-        if (sbx_session_status(s, &js, &err) < 0)
-            die125(err.msg);
+        if (sbx_session_status(s, &js, &err) < 0) {
+            fprintf(stderr, "sbx: %s\n", err.msg);
+            rc = SBX_EXIT_INTERNAL;
+        }
         sbx_session_close(s);
     } else {
         char *dir = sbx_session_state_dir(&cfg);
         strbuf sbjs = STRBUF_INIT;
         if (sbx_local_backend_peek(dir, &sbjs) < 0) {
-            if (json)
-                printf("null\n");
-            else
-                fprintf(stderr, "sbx: no session '%s' here (sbx ls lists them)\n", cfg.session);
-            return 1;
+            rc = 1;
+        } else {
+            strbuf_addstr(&js, "{\"session\":\"");
+            strbuf_add_json_escaped(&js, cfg.session, strlen(cfg.session));
+            strbuf_addf(&js, "\",\"holder_pid\":null,\"sandbox\":%s}", sbjs.buf);
         }
-        strbuf_addstr(&js, "{\"session\":\"");
-        strbuf_add_json_escaped(&js, cfg.session, strlen(cfg.session));
-        strbuf_addf(&js, "\",\"holder_pid\":null,\"sandbox\":%s}", sbjs.buf);
         strbuf_release(&sbjs);
         free(dir);
     }
-    if (json)
+    if (rc == 1 && json)
+        printf("null\n");
+    else if (rc == 1)
+        fprintf(stderr, "sbx: no session '%s' here (sbx ls lists them)\n", cfg.session);
+    else if (rc == 0 && json)
         printf("%s\n", js.buf);
-    else
+    else if (rc == 0)
         print_status_human(js.buf);
     strbuf_release(&js);
     sbx_config_free(&cfg);
