@@ -1,0 +1,45 @@
+#!/bin/bash
+# The sbx command line: help, doctor, and what it says when there is no
+# session or the input is wrong. Starts no sandbox.
+. "$(dirname "$0")/../lib/tap.sh"
+. "$(dirname "$0")/lib.sh"
+
+[ -x "$SBX" ] || skip_all "sbx not built"
+local_env
+
+like "$("$SBX" --help)" "^usage: sbx COMMAND" "sbx --help"
+for c in exec release status ls doctor; do
+    like "$("$SBX" $c --help)" "^usage: sbx $c" "sbx $c --help"
+done
+"$SBX" 2>/dev/null; is "$?" 2 "no command: usage, status 2"
+"$SBX" frobnicate 2>"$SBX_TEST_TMP/e"; is "$?" 2 "unknown command: status 2"
+like "$(cat "$SBX_TEST_TMP/e")" "unknown command 'frobnicate'" "...named"
+"$SBX" exec 2>/dev/null; is "$?" 2 "exec without a command: status 2"
+
+"$SBX" status 2>"$SBX_TEST_TMP/e"; is "$?" 1 "status of a session that does not exist: 1"
+like "$(cat "$SBX_TEST_TMP/e")" "no session" "...saying so"
+is "$("$SBX" status --json)" "null" "status --json prints null"
+"$SBX" release --session nope 2>"$SBX_TEST_TMP/e"; is "$?" 1 "release of an unknown session: 1"
+is "$("$SBX" ls | tail -n +2)" "" "ls with no sessions lists none"
+is "$("$SBX" ls --json)" "[]" "ls --json with no sessions"
+"$SBX" exec --session '../x' -- true 2>"$SBX_TEST_TMP/e"; is "$?" 125 "a bad session name: 125"
+like "$(cat "$SBX_TEST_TMP/e")" "invalid session name" "...saying what is allowed"
+AGENT_SANDBOX_LOCAL_RUNTIME=docker "$SBX" exec -- true 2>"$SBX_TEST_TMP/e"
+is "$?" 125 "an unknown runtime: 125"
+like "$(cat "$SBX_TEST_TMP/e")" "use runsc, bwrap or auto" "...naming the choices"
+AGENT_SANDBOX_IDLE_TIMEOUT=soon "$SBX" exec -- true 2>"$SBX_TEST_TMP/e"
+is "$?" 125 "a bad idle timeout: 125"
+
+out=$("$SBX" doctor)
+rc=$?
+like "$out" "sbx-agent:" "doctor checks the agent"
+like "$out" "state directory" "doctor checks the state directory"
+like "$out" "runtime in use: (runsc|bwrap)|no usable sandbox runtime" "doctor names the runtime"
+if [ -z "$(runtime_skip_reason runsc)$(runtime_skip_reason bwrap)" ]; then
+    is "$rc" 0 "doctor passes on a machine with both runtimes"
+fi
+out=$(AGENT_SANDBOX_POOL=Bad_Pool AGENT_SANDBOX_KUBECONFIG=$SBX_TEST_TMP/none "$SBX" doctor)
+is "$?" 1 "doctor fails on bad kube settings"
+like "$out" "FAIL  AGENT_SANDBOX_KUBECONFIG is not readable" "...a missing kubeconfig"
+like "$out" "FAIL  AGENT_SANDBOX_POOL is not a valid pool name" "...an invalid pool name"
+done_testing
