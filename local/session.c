@@ -487,11 +487,13 @@ static int start_holder(sbx_config *cfg, const char *sock_path, sbx_err *err)
     if (pid == 0) {
         sigset_t none;
         setsid();
+        free(dir);
         if (fork() != 0)
             _exit(0);
         char *log = sbx_session_log_path(cfg);
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         int lg = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        free(log);
         if (null < 0 || lg < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(lg, 2) < 0 ||
             dup2(lfd, 3) < 0)
             _exit(1);
