@@ -12,6 +12,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -38,7 +39,8 @@ typedef struct outfd {
     bool eof;
     bool closed;        /* the local reader went away: output is discarded */
     bool filter;
-    bool capped;        /* a pipe or socket: at most PIPE_BUF per POLLOUT */
+    bool capped;        /* a pipe or socket: never a blocking write */
+    bool nowait;        /* ...and pwritev2(RWF_NOWAIT) works on it */
     sbx_termfilter tf;
 } outfd;
 
@@ -339,10 +341,20 @@ static void relay_input(sbx_session *s, infd *in)
 static void relay_output(sbx_session *s, outfd *o)
 {
     while (o->q.len) {
-        size_t want = o->q.len;
-        if (o->capped && want > PIPE_BUF)
-            want = PIPE_BUF;
-        ssize_t n = write(o->local_fd, o->q.buf, want);
+        ssize_t n;
+        if (o->capped && o->nowait) {
+            /* A pipe or socket shared with others must not be made
+             * O_NONBLOCK; RWF_NOWAIT gives one non-blocking write. */
+            struct iovec iov = { o->q.buf, o->q.len };
+            n = pwritev2(o->local_fd, &iov, 1, -1, RWF_NOWAIT);
+            if (n < 0 && (errno == EOPNOTSUPP || errno == EINVAL)) {
+                o->nowait = false;  /* an older kernel: PIPE_BUF at a time */
+                continue;
+            }
+        } else {
+            n = write(o->local_fd, o->q.buf,
+                      o->capped && o->q.len > PIPE_BUF ? PIPE_BUF : o->q.len);
+        }
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -359,7 +371,7 @@ static void relay_output(sbx_session *s, outfd *o)
         }
         strbuf_remove(&o->q, 0, (size_t)n);
         o->written += (size_t)n;
-        if (o->capped)
+        if (o->capped && !o->nowait)
             break;      /* poll again before the next PIPE_BUF */
     }
     /* Unfiltered, bytes written are bytes received; filtered, only a
@@ -684,7 +696,7 @@ int sbx_session_start(sbx_session *s, const sbx_command *cmd, sbx_err *err)
             o->local_fd = m->local_fd;
             strbuf_init(&o->q, 0);
             if (m->mode == SBX_FD_RELAY_OUT) {
-                o->capped = is_capped(m->local_fd);
+                o->capped = o->nowait = is_capped(m->local_fd);
                 o->filter = cmd->filter == SBX_FILTER_ON ||
                             (cmd->filter == SBX_FILTER_AUTO && !cmd->tty && isatty(m->local_fd));
                 sbx_termfilter_init(&o->tf);
