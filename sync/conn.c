@@ -20,8 +20,8 @@
 
 _Static_assert(SYNC_MAX_FDS == WIRE_MAX_FDS, "fd map sizes agree");
 
-#define OUT_LOW (256u * 1024)     /* refill the output below this */
-#define OUT_HIGH (1024u * 1024)   /* ... up to this */
+#define OUT_LOW (64u * 1024)      /* refill the output below this */
+#define OUT_HIGH (256u * 1024)    /* ... up to this: small steps keep the agent busy */
 #define CREDIT_BATCH (SYNC_OUTPUT_WINDOW / 4)
 
 /* ---- sync_host --------------------------------------------------------------------------- */
@@ -326,11 +326,15 @@ static void die(sync_conn *c, const char *fmt, ...)
     va_start(ap, fmt);
     strbuf_vaddf(&msg, fmt, ap);
     va_end(ap);
-    if (c->rx && apply_active(c->rx))
-        apply_abort(c->rx);
-    if (c->tx_active) {
-        delta_tx_release(&c->tx);
-        c->tx_active = false;
+    /* During a push's scan the manifest and the delta are in use: start_push() cleans up
+     * when the scan returns. */
+    if (!(c->tx_active && c->tx.open)) {
+        if (c->rx && apply_active(c->rx))
+            apply_abort(c->rx);
+        if (c->tx_active) {
+            delta_tx_release(&c->tx);
+            c->tx_active = false;
+        }
     }
     if (c->ops && c->ops->error)
         c->ops->error(c->ctx, msg.buf);
@@ -394,32 +398,61 @@ static void free_item(conn_item *it)
     free(it);
 }
 
-/* Starts the push at the head of the queue: scans the host tree into a delta. */
+static void flush_out(sync_conn *c);
+
+/* While the scan runs: send what it found so far, so the agent writes as we walk. */
+static void push_progress(void *ctx)
+{
+    sync_conn *c = ctx;
+    if (c->dead)
+        return;
+    if (c->out.len - c->out_off < OUT_HIGH)
+        delta_tx_fill(&c->tx, &c->out, c->out_off + OUT_HIGH);
+    flush_out(c);
+}
+
+/* Starts the push at the head of the queue: scans the host tree into a delta, streaming it
+ * as the scan goes. */
 static int start_push(sync_conn *c)
 {
     mf_delta d = { 0 };
-    bool full;
+    bool full, dispatching = c->in_dispatch;
     sbx_err err;
     int64_t t0 = (int64_t)now_ns();
     sync_host *h = c->h;
-    uint64_t seq;
+    uint64_t seq = ++h->push_seq;
+    int ret;
 
-    if (mf_scan(h->tree, &d, &full, warn_cb, c, &err) < 0) {
-        mf_delta_release(&d);
-        die(c, "sbxsh: cannot scan the host tree: %s", err.msg);
-        return -1;
-    }
-    seq = ++h->push_seq;
-    for (size_t i = 0; i < d.n; i++)
-        mf_pathmap_set(c->inflight, d.ops[i].root, d.ops[i].path, d.ops[i].path_len, seq);
-    c->stats.pushes++;
-    c->stats.push_entries += d.n;
-    c->stats.push_bytes += d.bytes;
-    c->stats.full_scans += full;
-    if (d.n)
-        h->dirty = true;
     delta_tx_init(&c->tx, h->tree, &d, seq, h->pull_seq, true, warn_cb, c);
     c->tx_active = true;
+    c->tx.open = true;
+    c->tx.d.progress = push_progress;
+    c->tx.d.progress_ctx = c;
+    /* Nothing from the agent is read (or applied to the manifest) during the scan. */
+    c->in_dispatch = true;
+    ret = mf_scan(h->tree, &c->tx.d, &full, warn_cb, c, &err);
+    c->in_dispatch = dispatching;
+    c->tx.open = false;
+    c->tx.d.progress = NULL;
+    if (ret < 0)
+        die(c, "sbxsh: cannot scan the host tree: %s", err.msg);
+    if (c->dead) {
+        /* What die() left for after the scan. */
+        if (c->rx && apply_active(c->rx))
+            apply_abort(c->rx);
+        delta_tx_release(&c->tx);
+        c->tx_active = false;
+        return -1;
+    }
+    for (size_t i = 0; i < c->tx.d.n; i++)
+        mf_pathmap_set(c->inflight, c->tx.d.ops[i].root, c->tx.d.ops[i].path,
+                       c->tx.d.ops[i].path_len, seq);
+    c->stats.pushes++;
+    c->stats.push_entries += c->tx.d.n;
+    c->stats.push_bytes += c->tx.d.bytes;
+    c->stats.full_scans += full;
+    if (c->tx.d.n)
+        h->dirty = true;
     c->stats.last_push_ns = (uint64_t)((int64_t)now_ns() - t0);
     return 0;
 }

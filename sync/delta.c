@@ -29,6 +29,8 @@ void delta_tx_init(delta_tx *tx, mf_tree *t, mf_delta *d, uint64_t seq, uint64_t
 
 void delta_tx_release(delta_tx *tx)
 {
+    free(tx->lost);
+    tx->lost = NULL;
     if (tx->fd >= 0)
         close(tx->fd);
     if (tx->dir_fd >= 0)
@@ -63,10 +65,17 @@ static int parent_fd(delta_tx *tx, const mf_op *op, const char **name)
     return tx->dir_fd;
 }
 
-/* Makes the next node scan see this path as changed (its content did not get through). */
+/* Makes the next scan see this path as changed (its content did not get through); later
+ * when a scan is still filling the delta. */
 static void invalidate(delta_tx *tx, const mf_op *op)
 {
-    mf_node *n = mf_lookup(tx->t, op->root, op->path, op->path_len);
+    mf_node *n;
+    if (tx->open) {
+        XGROW(tx->lost, tx->alost, tx->nlost + 1);
+        tx->lost[tx->nlost++] = (size_t)(op - tx->d.ops);
+        return;
+    }
+    n = mf_lookup(tx->t, op->root, op->path, op->path_len);
     if (n) {
         n->size = UINT64_MAX;
         n->flags &= (uint8_t)~MF_HASHED;
@@ -222,6 +231,11 @@ bool delta_tx_fill(delta_tx *tx, strbuf *out, size_t limit)
                 tx->entries++;
             continue;
         }
+        if (tx->open)
+            break;
+        for (size_t i = 0; i < tx->nlost; i++)
+            invalidate(tx, &tx->d.ops[tx->lost[i]]);
+        tx->nlost = 0;
         {
             size_t at = wire_begin(out, WIRE_DELTA_END, 0, 0);
             wire_u64(out, tx->seq);

@@ -20,6 +20,9 @@
 typedef struct delta_tx {
     mf_tree *t;
     mf_delta d;
+    bool open;            /* a scan is still adding ops to d: stream what is there */
+    size_t *lost;         /* ops whose content did not get through, invalidated once the */
+    size_t nlost, alost;  /* scan is over (the manifest cannot be touched during it) */
     size_t next;          /* the next op to send */
     uint64_t seq, acked;
     int state;            /* 0 begin, 1 entries, 2 done */
@@ -36,11 +39,12 @@ typedef struct delta_tx {
     void *wctx;
 } delta_tx;
 
-/* Takes the ops of d (d is left empty). */
+/* Takes the ops of d (d is left empty). A scan may go on adding ops to tx->d with tx->open
+ * set (streaming from its progress hook); clear it when the scan is over. */
 void delta_tx_init(delta_tx *tx, mf_tree *t, mf_delta *d, uint64_t seq, uint64_t acked,
                    bool filter_git, mf_warn_fn warn, void *wctx);
-/* Appends frames to out until out->len reaches limit or the delta is complete; returns true
- * once DELTA_END has been appended. */
+/* Appends frames to out until out->len reaches limit, or until the ops run out (while open),
+ * or the delta is complete; returns true once DELTA_END has been appended. */
 bool delta_tx_fill(delta_tx *tx, strbuf *out, size_t limit);
 void delta_tx_release(delta_tx *tx);
 

@@ -689,6 +689,8 @@ static void emit(scan_ctx *c, uint8_t op, const mf_node *n, const char *name, si
     o->path[o->path_len] = '\0';
     if (op == WIRE_OP_PUT && n->type == MF_REG)
         d->bytes += n->size;
+    if (d->progress && d->n % MF_PROGRESS_OPS == 0)
+        d->progress(d->progress_ctx);
 }
 
 static void path_push(scan_ctx *c, const char *name, size_t len)
@@ -1201,7 +1203,9 @@ void mf_delta_release(mf_delta *d)
     for (size_t i = 0; i < d->n; i++)
         free(d->ops[i].path);
     free(d->ops);
-    memset(d, 0, sizeof(*d));
+    d->ops = NULL;
+    d->n = d->alloc = 0;
+    d->bytes = 0;
 }
 
 /* ---- recording what we applied ----------------------------------------------------------- */

@@ -79,7 +79,13 @@ typedef struct mf_delta {
     mf_op *ops;
     size_t n, alloc;
     uint64_t bytes;       /* content bytes of the PUTs of files */
+    /* Called every MF_PROGRESS_OPS operations while a scan fills the delta, so that a sender
+     * can stream what is there (it must not touch the manifest meanwhile). */
+    void (*progress)(void *ctx);
+    void *progress_ctx;
 } mf_delta;
+
+#define MF_PROGRESS_OPS 256
 
 typedef void (*mf_warn_fn)(void *ctx, const char *msg);
 
