@@ -59,6 +59,9 @@ typedef struct sbx_backend_ops {
     int (*open_stream)(sbx_backend *b, int *rfd, int *wfd, sbx_err *err);
     /* Cheap liveness check of the claimed sandbox. */
     bool (*alive)(sbx_backend *b);
+    /* Whether the session has a running sandbox that claim() would
+     * reattach to (without claiming anything). */
+    bool (*exists)(sbx_backend *b);
     /* Stops the sandbox and deletes what it had (copies, home, state). */
     int (*release)(sbx_backend *b, sbx_err *err);
     /* Appends a JSON object of facts: runtime, id, created (unix seconds),
@@ -88,5 +91,9 @@ int sbx_local_runtime_resolve(sbx_runtime want, sbx_runtime *out, char **path, s
  * claiming anything), as the JSON object status() gives; used by `sbx ls`
  * and `sbx status` when no holder runs. Returns -1 when there is none. */
 int sbx_local_backend_peek(const char *state_dir, strbuf *json);
+/* Sets cfg's runtime, network and code directories to those of the sandbox
+ * whose state is in state_dir, so that a holder started with cfg reattaches
+ * to it (sbx release from anywhere). Returns -1 when there is none. */
+int sbx_local_backend_adopt(const char *state_dir, sbx_config *cfg);
 
 #endif

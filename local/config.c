@@ -481,3 +481,13 @@ char *sbx_session_log_path(const sbx_config *cfg)
 {
     return xasprintf("%s/%s.log", cfg->run_dir, cfg->session);
 }
+
+char *sbx_config_fingerprint(const sbx_config *cfg)
+{
+    strbuf sb = STRBUF_INIT;
+    strbuf_addf(&sb, "runtime=%s network=%s code_dirs=", sbx_runtime_name(cfg->runtime),
+                cfg->network_host ? "host" : "none");
+    for (size_t i = 0; i < cfg->code_dirs.n; i++)
+        strbuf_addf(&sb, "%s%s", i ? ":" : "", cfg->code_dirs.v[i]);
+    return strbuf_detach(&sb, NULL);
+}

@@ -79,6 +79,12 @@ char *sbx_session_name_derive(const strvec *code_dirs);
 /* 0 when name is a valid session name, else -1 with a message. */
 int sbx_session_name_check(const char *name, sbx_err *err);
 
+/* What fixes a sandbox's shape: runtime as asked, network, code
+ * directories. A holder serves only clients whose fingerprint equals its
+ * own (a session named explicitly could otherwise be reused with another
+ * runtime or other directories without a word). Malloc'd. */
+char *sbx_config_fingerprint(const sbx_config *cfg);
+
 /* Parses an idle timeout: "1800", "90s", "30m", "2h", "0" (never). */
 int sbx_parse_duration(const char *s, unsigned *out, sbx_err *err);
 

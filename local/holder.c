@@ -45,6 +45,7 @@ typedef struct holder {
     char *sock_path;
     char *state_file;   /* the host manifest (sync_host_save) */
     char *user_gitconfig, *sandbox_gitconfig;
+    char *fingerprint;  /* sbx_config_fingerprint(): clients must match it */
     int lfd;
     int sigpipe[2];     /* self-pipe for SIGTERM */
     sbx_backend *backend;
@@ -340,6 +341,17 @@ static int make_host(holder *h, sbx_err *err)
     return sync_host_new(&sc, &h->host, err);
 }
 
+static int make_backend(holder *h, sbx_err *err)
+{
+    sbx_sandbox_spec spec = {
+        .agent_path = h->cfg->agent_path,
+        .agent_args = &h->agent_args,
+        .agent_env = &h->agent_env,
+    };
+    h->backend = sbx_backend_new(h->cfg, &spec, err);
+    return h->backend ? 0 : -1;
+}
+
 /* Makes sure there is a live connection to a sandbox's agent: reconnects to
  * the claimed sandbox, or claims one (reattaching to a sandbox an earlier
  * holder left, or starting a new one). */
@@ -350,15 +362,8 @@ static int ensure_conn(holder *h, hclient *c, sbx_err *err)
     if (h->conn && !h->conn_dead)
         return 0;
     drop_conn(h);
-    if (!h->backend) {
-        sbx_sandbox_spec spec = {
-            .agent_path = h->cfg->agent_path,
-            .agent_args = &h->agent_args,
-            .agent_env = &h->agent_env,
-        };
-        if (!(h->backend = sbx_backend_new(h->cfg, &spec, err)))
-            return -1;
-    }
+    if (!h->backend && make_backend(h, err) < 0)
+        return -1;
     if (!h->backend->ops->alive(h->backend)) {
         if (c && c->progress)
             send_str(c, P_PROGRESS, "starting the sandbox...");
@@ -402,10 +407,8 @@ static void release_now(holder *h)
         h->host = NULL;
     }
     unlink(h->state_file);
-    if (!h->backend) {
-        sbx_sandbox_spec spec = { .agent_path = h->cfg->agent_path };
-        h->backend = sbx_backend_new(h->cfg, &spec, &err);
-    }
+    if (!h->backend)
+        make_backend(h, &err);
     if (h->backend && h->backend->ops->release(h->backend, &err) < 0) {
         ok = -1;
         log_msg("release failed: %s", err.msg);
@@ -439,8 +442,16 @@ static void release_now(holder *h)
  * (background processes), so that nothing is lost. */
 static void start_release(holder *h)
 {
+    sbx_err err;
+
     if (h->releasing)
         return;
+    /* A new holder (the old one died) reattaches first, to pull. */
+    if (!h->conn && !h->backend)
+        make_backend(h, &err);
+    if (!h->conn && h->backend && h->backend->ops->exists(h->backend) &&
+        ensure_conn(h, NULL, &err) < 0)
+        log_msg("cannot reach the sandbox to pull its last changes: %s", err.msg);
     if (h->conn && !h->conn_dead && sync_conn_sync(h->conn, INTERNAL_SYNC_ID) == 0) {
         h->releasing = true;
         return;
@@ -594,16 +605,29 @@ static int handle_frame(holder *h, hclient *c, int type, proto_reader *r)
     if (!c->hello && type != P_HELLO)
         return -1;
     switch (type) {
-    case P_HELLO:
-        if (proto_get_u32(r, &a) < 0 || proto_get_u32(r, &b) < 0 || a != SBX_PROTO_VERSION) {
+    case P_HELLO: {
+        const char *fp;
+        size_t fplen;
+        if (proto_get_u32(r, &a) < 0 || proto_get_u32(r, &b) < 0 || a != SBX_PROTO_VERSION ||
+            proto_get_str(r, &fp, &fplen) < 0) {
             send_str(c, P_ERROR, "this sbxsh and the session's holder are different "
                                  "versions; run `sbx release` and try again");
+            return 0;
+        }
+        if (fplen && (fplen != strlen(h->fingerprint) || memcmp(fp, h->fingerprint, fplen))) {
+            char msg[1024];
+            snprintf(msg, sizeof(msg), "session '%s' runs with %s, and this call asks for "
+                     "%.*s; use another session name, or `sbx release --session %s` first",
+                     h->cfg->session, h->fingerprint, (int)(fplen > 400 ? 400 : fplen), fp,
+                     h->cfg->session);
+            send_str(c, P_ERROR, msg);
             return 0;
         }
         c->hello = true;
         c->progress = b & P_HELLO_PROGRESS;
         send_u32s(c, P_HELLO_OK, 2, SBX_PROTO_VERSION, (uint32_t)getpid());
         return 0;
+    }
     case P_RUN:
         handle_run(h, c, r);
         return 0;
@@ -821,6 +845,7 @@ int sbx_holder_main(const sbx_config *cfg, int listen_fd)
     h->state_file = xasprintf("%s/host.manifest", h->dir);
     h->user_gitconfig = xasprintf("%s/.gitconfig", cfg->home);
     h->sandbox_gitconfig = xasprintf("%s/.gitconfig", cfg->home);
+    h->fingerprint = sbx_config_fingerprint(cfg);
     h->idle_since_ns = now_ns();
     agent_setup(h);
 
@@ -929,5 +954,6 @@ int sbx_holder_main(const sbx_config *cfg, int listen_fd)
     free(h->state_file);
     free(h->user_gitconfig);
     free(h->sandbox_gitconfig);
+    free(h->fingerprint);
     return 0;
 }

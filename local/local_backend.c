@@ -833,6 +833,18 @@ static bool local_alive(sbx_backend *b)
     return lb->claimed && state_alive(lb->pid, lb->starttime);
 }
 
+static bool local_exists(sbx_backend *b)
+{
+    local_backend *lb = (local_backend *)b;
+    saved_state s;
+    bool alive;
+    if (load_state(lb->dir, &s) < 0)
+        return false;
+    alive = state_alive(s.pid, s.starttime);
+    strvec_clear(&s.code_dirs);
+    return alive;
+}
+
 static int local_open_stream(sbx_backend *b, int *rfd, int *wfd, sbx_err *err)
 {
     local_backend *lb = (local_backend *)b;
@@ -959,6 +971,18 @@ int sbx_local_backend_peek(const char *state_dir, strbuf *json)
     return 0;
 }
 
+int sbx_local_backend_adopt(const char *state_dir, sbx_config *cfg)
+{
+    saved_state s;
+    if (load_state(state_dir, &s) < 0 || !s.code_dirs.n)
+        return -1;
+    cfg->runtime = !strcmp(s.runtime, "runsc") ? SBX_RUNTIME_RUNSC : SBX_RUNTIME_BWRAP;
+    cfg->network_host = s.network_host;
+    strvec_clear(&cfg->code_dirs);
+    cfg->code_dirs = s.code_dirs;
+    return 0;
+}
+
 static void local_free(sbx_backend *b)
 {
     local_backend *lb = (local_backend *)b;
@@ -980,6 +1004,7 @@ static const sbx_backend_ops local_ops = {
     .claim = local_claim,
     .open_stream = local_open_stream,
     .alive = local_alive,
+    .exists = local_exists,
     .release = local_release,
     .status = local_status,
     .free = local_free,

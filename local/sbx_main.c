@@ -168,7 +168,7 @@ static bool path_inside(const char *p, const char *dir)
  * Returns -1 (having said why) when the named session exists. */
 static int fresh_session(sbx_config *cfg, bool named)
 {
-    sbx_open_opts no = { .no_start = true };
+    sbx_open_opts no = { .no_start = true, .any_shape = true };
     sbx_session *probe = NULL;
     strbuf js = STRBUF_INIT;
     sbx_err err;
@@ -279,7 +279,8 @@ static int cmd_release(int argc, char **argv)
 {
     const char *session = NULL;
     int first = parse_opts(argc, argv, usage_release, &session, NULL, NULL, NULL);
-    sbx_open_opts no = { .no_start = true };
+    sbx_open_opts no = { .no_start = true, .any_shape = true };
+    sbx_open_opts adopt = { .any_shape = true };
     sbx_config cfg;
     sbx_session *s = NULL;
     sbx_err err;
@@ -294,14 +295,14 @@ static int cmd_release(int argc, char **argv)
     load_config(&cfg, session);
     dir = sbx_session_state_dir(&cfg);
     if (sbx_session_open(&cfg, &no, &s, &err) < 0) {
-        if (sbx_local_backend_peek(dir, &js) < 0) {
+        if (sbx_local_backend_adopt(dir, &cfg) < 0) {
             fprintf(stderr, "sbx: no session '%s' here (sbx ls lists them)\n", cfg.session);
             rc = 1;
             goto out;
         }
-        /* A sandbox without a holder: a new holder reattaches, pulls the
-         * sandbox's last changes and releases it. */
-        if (sbx_session_open(&cfg, NULL, &s, &err) < 0) {
+        /* A sandbox without a holder: a new holder, made for that sandbox's
+         * shape, reattaches, pulls its last changes and releases it. */
+        if (sbx_session_open(&cfg, &adopt, &s, &err) < 0) {
             fprintf(stderr, "sbx: %s\n", err.msg);
             rc = SBX_EXIT_INTERNAL;
             goto out;
@@ -373,7 +374,7 @@ static int cmd_status(int argc, char **argv)
     const char *session = NULL;
     bool json = false;
     int first = parse_opts(argc, argv, usage_status, &session, NULL, &json, NULL);
-    sbx_open_opts no = { .no_start = true };
+    sbx_open_opts no = { .no_start = true, .any_shape = true };
     sbx_config cfg;
     sbx_session *s;
     sbx_err err;
@@ -467,7 +468,7 @@ static int cmd_ls(int argc, char **argv)
         char *dir = sbx_session_state_dir(&cfg);
         strbuf sbjs = STRBUF_INIT;
         sbx_session *s = NULL;
-        sbx_open_opts no = { .no_start = true };
+        sbx_open_opts no = { .no_start = true, .any_shape = true };
         bool has_sandbox = sbx_local_backend_peek(dir, &sbjs) == 0;
         long holder = 0;
         if (sbx_session_open(&cfg, &no, &s, &err) == 0) {

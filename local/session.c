@@ -540,7 +540,14 @@ fail:
 static int hello(sbx_session *s, sbx_err *err)
 {
     uint64_t deadline = now_ns() + (uint64_t)HELLO_TIMEOUT_MS * 1000000;
-    send_u32s(s, P_HELLO, 2, SBX_PROTO_VERSION, isatty(2) ? P_HELLO_PROGRESS : 0);
+    char *fp = s->opts.any_shape ? xstrdup("") : sbx_config_fingerprint(s->cfg);
+    size_t start = s->out.len;
+    proto_begin(&s->out, P_HELLO);
+    proto_u32(&s->out, SBX_PROTO_VERSION);
+    proto_u32(&s->out, isatty(2) ? P_HELLO_PROGRESS : 0);
+    proto_strz(&s->out, fp);
+    proto_end(&s->out, start);
+    free(fp);
     while (!s->holder_pid && !s->failed) {
         uint64_t now = now_ns();
         if (now >= deadline) {

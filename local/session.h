@@ -60,6 +60,10 @@ typedef struct sbx_open_opts {
     /* Fail with -1 (and errno-like reason "no holder") instead of starting
      * a holder when none runs: sbx status, sbx release. */
     bool no_start;
+    /* Reach the session whatever runtime, network or code directories this
+     * call's configuration has (sbx status, release): skips the holder's
+     * check that they match the session's. */
+    bool any_shape;
     /* Called for sync warnings (conflicts, refused paths). NULL: print
      * "sbxsh: warning: MSG" on stderr. */
     void (*warning)(void *ctx, const char *msg);

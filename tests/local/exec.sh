@@ -171,10 +171,14 @@ is "$(cat "$PROJ/crash.txt" 2>&1)" "before-crash" "...and the host tree is intac
 is "$(X cat crash.txt)" "before-crash" "after a crash, a new sandbox has the host's tree"
 isnt "$("$SBX" status --json | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')" "$sbid" "...in a new sandbox"
 rm -f "$PROJ/crash.txt"
+AGENT_SANDBOX_LOCAL_NETWORK=host X true 2>"$SBX_TEST_TMP/e"
+is "$?" 125 "a call asking the session for another shape (network) is refused: 125"
+like "$(cat "$SBX_TEST_TMP/e")" "runs with runtime=.* network=none" "...saying what the session runs with"
 X bash -c 'nohup bash -c "sleep 0.5; echo late > late.txt" >/dev/null 2>&1 &'
 sleep 1
-"$SBX" release
-is "$?" 0 "sbx release"
+kill -9 "$("$SBX" status --json | sed -n 's/.*"holder_pid":\([0-9]*\).*/\1/p')"
+(cd "$SBX_TEST_TMP" && AGENT_SANDBOX_CODE_DIRS=$HOME "$SBX" release)
+is "$?" 0 "sbx release from another directory, with no holder running"
 is "$(cat "$PROJ/late.txt" 2>&1)" "late" "release pulls what background processes wrote"
 rm -f "$PROJ/late.txt"
 "$SBX" status >/dev/null 2>&1; is "$?" 1 "after release the session is gone"
