@@ -1,0 +1,717 @@
+#include "router/line.h"
+#include "common/strbuf.h"
+#include "local/config.h"
+#include "local/session.h"
+#include "router/route.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/*
+ * The persistent shell's helpers, sent once when it starts. __sbx_setrc sets
+ * $? (and, through its last argument, $_) without a fork. __sbx_report tells
+ * us how a chunk ended, as six NUL-terminated fields on fd 199: a kind
+ * ("done" after the chunk, "next" on the line after it), the status, the
+ * flags ($-), the set -o options, the cwd and PS4. Both are called as
+ * `{ f ... && __sbx_setrc 0 "$_"; } 2>/dev/null`: set -x does not trace
+ * them, $? and $_ come out as they went in, and a non-zero status does not
+ * trip set -e (a failure before && never does).
+ */
+static const char shell_prelude[] =
+    "__sbx_setrc() { return \"$1\"; }\n"
+    "__sbx_report() { printf '%s\\0' \"$1\" \"$2\" \"$-\" \"$SHELLOPTS\" \"$PWD\" \"$PS4\" >&199; "
+    "return \"$2\"; }\n";
+
+#define REPORT_FIELDS 6
+
+struct line_exec {
+    line_opts o;
+    sbx_config cfg;
+    sbx_session *sess;        /* opened on the first sandbox run */
+    bool shell_running;       /* the persistent bash is up */
+    bool shell_ended;         /* ... and has exited; final_status holds its status */
+    int final_status;         /* raw wait status */
+    int last_status;          /* bash's $? */
+    bool sandbox_stale;       /* the persistent shell has not seen last_status yet */
+    char *last_arg;           /* $_ after the last host part, when it sets one */
+    char *cwd;                /* where the next part runs */
+    char *shell_cwd;          /* the persistent shell's $PWD as last reported */
+    bool errexit, pipefail;
+    bool xtrace;              /* set -x, as last reported */
+    char *ps4;                /* PS4, as last reported */
+    strvec env;               /* the sandbox commands' environment */
+};
+
+static char *current_dir(void)
+{
+    char *d = getcwd(NULL, 0);
+    return d ? d : xstrdup("/");
+}
+
+int line_exec_new(const line_opts *o, line_exec **out, sbx_err *err)
+{
+    line_exec *x = xcalloc(1, sizeof(*x));
+    sbx_config_opts co = { .session = o->session };
+
+    x->o = *o;
+    x->errexit = o->errexit;
+    x->pipefail = o->pipefail;
+    x->cwd = current_dir();
+    strvec_init(&x->env);
+    if (sbx_config_load(&x->cfg, &co, err) < 0) {
+        free(x->cwd);
+        free(x);
+        return -1;
+    }
+    sbx_sandbox_env(&x->cfg, false, &x->env);
+    *out = x;
+    return 0;
+}
+
+void line_exec_free(line_exec *x)
+{
+    if (!x)
+        return;
+    if (x->sess)
+        sbx_session_close(x->sess);
+    sbx_config_free(&x->cfg);
+    strvec_clear(&x->env);
+    free(x->last_arg);
+    free(x->cwd);
+    free(x->shell_cwd);
+    free(x->ps4);
+    free(x);
+}
+
+void line_exit(int wait_status)
+{
+    if (WIFSIGNALED(wait_status)) {
+        int sig = WTERMSIG(wait_status);
+        struct rlimit none = { 0, 0 };
+        /* Die the same way, so our parent sees what bash's parent would;
+         * without leaving a core file of sbxsh behind. */
+        fflush(NULL);
+        setrlimit(RLIMIT_CORE, &none);
+        signal(sig, SIG_DFL);
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, sig);
+        sigprocmask(SIG_UNBLOCK, &set, NULL);
+        raise(sig);
+        exit(128 + sig);
+    }
+    exit(WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : SBX_EXIT_INTERNAL);
+}
+
+/* bash's $? for a raw wait status. */
+static int bash_status(int wait_status)
+{
+    if (WIFSIGNALED(wait_status))
+        return 128 + WTERMSIG(wait_status);
+    return WEXITSTATUS(wait_status);
+}
+
+static bool inside_code_dirs(const line_exec *x, const char *path)
+{
+    for (size_t i = 0; i < x->cfg.code_dirs.n; i++) {
+        const char *d = x->cfg.code_dirs.v[i];
+        size_t n = strlen(d);
+        if (!strncmp(path, d, n) && (path[n] == '\0' || path[n] == '/'))
+            return true;
+    }
+    return false;
+}
+
+static int check_sandbox_cwd(const line_exec *x, sbx_err *err)
+{
+    if (inside_code_dirs(x, x->cwd))
+        return 0;
+    strbuf dirs = STRBUF_INIT;
+    for (size_t i = 0; i < x->cfg.code_dirs.n; i++)
+        strbuf_addf(&dirs, "%s%s", i ? ":" : "", x->cfg.code_dirs.v[i]);
+    sbx_errf(err,
+             "the current directory %s is outside the code directories (%s), so the "
+             "sandbox cannot run there; cd into one, or set AGENT_SANDBOX_CODE_DIRS",
+             x->cwd, dirs.buf);
+    strbuf_release(&dirs);
+    return -1;
+}
+
+static int open_session(line_exec *x, sbx_err *err)
+{
+    if (x->sess)
+        return 0;
+    if (strcmp(x->cfg.backend, "local"))
+        return sbx_errf(err, "AGENT_SANDBOX_BACKEND=%s: only the local backend is built so far",
+                        x->cfg.backend);
+    return sbx_session_open(&x->cfg, NULL, &x->sess, err);
+}
+
+static void route_ctx_fill(const line_exec *x, route_ctx *ctx)
+{
+    memset(ctx, 0, sizeof(*ctx));
+    ctx->code_dirs = (const char *const *)x->cfg.code_dirs.v;
+    ctx->n_code_dirs = x->cfg.code_dirs.n;
+    ctx->sync_paths = (const char *const *)x->cfg.sync_paths.v;
+    ctx->n_sync_paths = x->cfg.sync_paths.n;
+    ctx->cwd = x->cwd;
+    ctx->path = getenv("PATH");
+    ctx->home = getenv("HOME");
+    ctx->cdpath = getenv("CDPATH");
+}
+
+/* ---- one-shot --------------------------------------------------------------------------- */
+
+static int run_oneshot(line_exec *x, const char *text, const char *script, int *wait_status,
+                       sbx_err *err)
+{
+    strvec argv = STRVEC_INIT;
+    sbx_fd_map fds[] = {
+        { 0, SBX_FD_RELAY_IN, 0 }, { 1, SBX_FD_RELAY_OUT, 1 }, { 2, SBX_FD_RELAY_OUT, 2 },
+    };
+    sbx_command cmd = { 0 };
+    sbx_exit st;
+    int rc;
+
+    if (check_sandbox_cwd(x, err) < 0 || open_session(x, err) < 0)
+        return -1;
+    if (script) {
+        /* `bash [OPTIONS] SCRIPT ARGS`: $0 is the script as named. */
+        strvec_push(&argv, x->o.argv0);
+        strvec_pushv(&argv, (char *const *)x->o.bash_args);
+        strvec_push(&argv, script);
+    } else {
+        /* `bash [OPTIONS] -c TEXT [NAME ARGS]`: argv[0] is how sbxsh was
+         * called, so $0 and bash's messages name sbxsh as they would name bash. */
+        strvec_push(&argv, x->o.argv0);
+        strvec_pushv(&argv, (char *const *)x->o.bash_args);
+        strvec_push(&argv, "-c");
+        strvec_push(&argv, text);
+        if (x->o.dollar0 != x->o.argv0 || (x->o.positional && x->o.positional[0]))
+            strvec_push(&argv, x->o.dollar0);
+    }
+    strvec_pushv(&argv, (char *const *)x->o.positional);
+    cmd.exe = "bash";
+    cmd.argv = (const char *const *)argv.v;
+    cmd.env = (const char *const *)x->env.v;
+    cmd.cwd = x->cwd;
+    cmd.fds = fds;
+    cmd.nfds = ARRAY_SIZE(fds);
+    cmd.forward_signals = true;
+    rc = sbx_session_run(x->sess, &cmd, &st, err);
+    strvec_clear(&argv);
+    if (rc < 0)
+        return -1;
+    *wait_status = st.wait_status;
+    if (st.spawn_failed)
+        return sbx_errf(err, "cannot start bash in the sandbox: %s", st.message);
+    return 0;
+}
+
+/* ---- the persistent shell ------------------------------------------------------------- */
+
+static int shell_start(line_exec *x, sbx_err *err)
+{
+    strvec argv = STRVEC_INIT;
+    sbx_fd_map fds[5];
+    size_t nfds = 0;
+    sbx_command cmd = { 0 };
+    int rc;
+
+    if (check_sandbox_cwd(x, err) < 0 || open_session(x, err) < 0)
+        return -1;
+    fds[nfds++] = (sbx_fd_map){ 0, SBX_FD_API_IN, -1 };
+    fds[nfds++] = (sbx_fd_map){ 1, SBX_FD_RELAY_OUT, 1 };
+    fds[nfds++] = (sbx_fd_map){ 2, SBX_FD_RELAY_OUT, 2 };
+    if (!x->o.stdin_is_script)
+        fds[nfds++] = (sbx_fd_map){ 198, SBX_FD_RELAY_IN, 0 };
+    fds[nfds++] = (sbx_fd_map){ 199, SBX_FD_API_OUT, -1 };
+
+    strvec_push(&argv, x->o.dollar0);
+    strvec_pushv(&argv, (char *const *)x->o.bash_args);
+    strvec_push(&argv, "-s");
+    strvec_pushv(&argv, (char *const *)x->o.positional);
+    cmd.exe = "bash";
+    cmd.argv = (const char *const *)argv.v;
+    cmd.env = (const char *const *)x->env.v;
+    cmd.cwd = x->cwd;
+    cmd.fds = fds;
+    cmd.nfds = nfds;
+    cmd.forward_signals = true;
+    rc = sbx_session_start(x->sess, &cmd, err);
+    strvec_clear(&argv);
+    if (rc < 0)
+        return -1;
+    x->shell_running = true;
+    free(x->shell_cwd);
+    x->shell_cwd = xstrdup(x->cwd);
+    return sbx_session_write(x->sess, 0, shell_prelude, sizeof(shell_prelude) - 1, err);
+}
+
+/* The persistent shell has exited: collect its status. */
+static int shell_reap(line_exec *x, sbx_err *err)
+{
+    sbx_exit st;
+    if (sbx_session_wait(x->sess, &st, err) < 0)
+        return -1;
+    x->shell_running = false;
+    x->shell_ended = true;
+    x->final_status = st.wait_status;
+    x->last_status = bash_status(st.wait_status);
+    if (st.spawn_failed)
+        return sbx_errf(err, "cannot start bash in the sandbox: %s", st.message);
+    return 0;
+}
+
+/* Appends what brings the persistent shell up to date with the host parts
+ * that ran since its last report: their status as $?, the last argument as
+ * $_, and a `cd` a host part made. join is how the next sandbox text joins
+ * the part before it (&&, || or a plain sequence). */
+static void add_state_prefix(line_exec *x, route_join join, strbuf *out)
+{
+    bool cd = strcmp(x->cwd, x->shell_cwd ? x->shell_cwd : "") != 0;
+    bool andor = join == ROUTE_JOIN_AND || join == ROUTE_JOIN_OR;
+    strbuf arg = STRBUF_INIT;
+
+    if (!x->sandbox_stale && !cd && !andor)
+        return;
+    if (x->sandbox_stale && x->last_arg)
+        strbuf_add_shell_quoted(&arg, x->last_arg, strlen(x->last_arg));
+    else
+        strbuf_addstr(&arg, "\"$_\"");
+    strbuf_addstr(out, "{ ");
+    if (cd) {
+        strbuf_addstr(out, "CDPATH= builtin cd -- ");
+        strbuf_add_shell_quoted(out, x->cwd, strlen(x->cwd));
+        strbuf_addstr(out, "; ");
+    }
+    if (andor) {
+        /* the host part's status is the left operand of the next && or || */
+        strbuf_addf(out, "__sbx_setrc %d %s; } 2>/dev/null %s ", x->last_status, arg.buf,
+                    join == ROUTE_JOIN_AND ? "&&" : "||");
+    } else {
+        /* `f N && f 0`: $? becomes N without tripping set -e */
+        strbuf_addf(out, "__sbx_setrc %d %s && __sbx_setrc 0 %s; } 2>/dev/null\n",
+                    x->last_status, arg.buf, arg.buf);
+    }
+    strbuf_release(&arg);
+}
+
+/* Reads one report: 1 with fields[] filled (pointers into rec), 0 when the
+ * shell exited instead, -1 on error. */
+static int shell_read_one_report(line_exec *x, strbuf *rec, char *fields[REPORT_FIELDS],
+                                 sbx_err *err)
+{
+    size_t starts[REPORT_FIELDS];
+    strbuf_reset(rec);
+    for (int i = 0; i < REPORT_FIELDS; i++) {
+        int r;
+        starts[i] = rec->len;
+        r = sbx_session_read_record(x->sess, 199, '\0', rec, err);
+        if (r <= 0)
+            return r;
+    }
+    for (int i = 0; i < REPORT_FIELDS; i++)
+        fields[i] = rec->buf + starts[i];
+    if (strcmp(fields[0], "done") && strcmp(fields[0], "next"))
+        return sbx_errf(err, "the sandbox's shell sent a malformed status report");
+    return 1;
+}
+
+/* Reads what the shell says after a chunk. Returns 1 when the chunk ran to
+ * its end, 2 when an error made bash abandon the rest of its line (as bash
+ * does on an expansion error), 0 when the shell exited (exit, set -e), -1 on
+ * error. The sandbox's changes are on the host when it returns 1 or 2. */
+static int shell_read_report(line_exec *x, sbx_err *err)
+{
+    strbuf rec = STRBUF_INIT;
+    char *f[REPORT_FIELDS];
+    int r = shell_read_one_report(x, &rec, f, err), result;
+
+    if (r > 0 && !strcmp(f[0], "done")) {
+        result = 1;
+        r = shell_read_one_report(x, &rec, f, err);  /* its "next" */
+    } else {
+        result = 2;
+    }
+    if (r <= 0) {
+        strbuf_release(&rec);
+        if (r < 0)
+            return -1;
+        return shell_reap(x, err) < 0 ? -1 : 0;
+    }
+    if (f[4][0] != '/') {
+        strbuf_release(&rec);
+        return sbx_errf(err, "the sandbox's shell sent a malformed status report");
+    }
+    x->last_status = atoi(f[1]) & 0xff;
+    x->errexit = strchr(f[2], 'e') != NULL;
+    x->xtrace = strchr(f[2], 'x') != NULL;
+    x->pipefail = strstr(f[3], "pipefail") != NULL;
+    free(x->shell_cwd);
+    x->shell_cwd = xstrdup(f[4]);
+    free(x->cwd);
+    x->cwd = xstrdup(f[4]);
+    free(x->ps4);
+    x->ps4 = xstrdup(f[5]);
+    x->sandbox_stale = false;
+    strbuf_release(&rec);
+    /* The sandbox's changes come back before anything else runs here. */
+    if (sbx_session_sync(x->sess, err) < 0)
+        return -1;
+    return result;
+}
+
+/* Sends text to the persistent shell as one chunk and waits for its report. */
+static int shell_run_chunk(line_exec *x, const char *prefix_and_text, sbx_err *err)
+{
+    strbuf w = STRBUF_INIT;
+    int rc;
+
+    if (!x->shell_running && shell_start(x, err) < 0)
+        return -1;
+    strbuf_addstr(&w, "{ ");
+    strbuf_addstr(&w, prefix_and_text);
+    /* The "done" report shares the group's line: an error that makes bash
+     * abandon the rest of the line skips it, and only "next" comes. */
+    strbuf_addstr(&w, x->o.stdin_is_script ? "\n} 0</dev/null;" : "\n} 0<&198;");
+    strbuf_addstr(&w, " { __sbx_report done $? \"$_\" && __sbx_setrc 0 \"$_\"; } 2>/dev/null\n"
+                      "{ __sbx_report next $? \"$_\" && __sbx_setrc 0 \"$_\"; } 2>/dev/null\n");
+    rc = sbx_session_write(x->sess, 0, w.buf, w.len, err);
+    strbuf_release(&w);
+    if (rc < 0)
+        return -1;
+    return shell_read_report(x, err);
+}
+
+/* Ends the persistent shell: its EXIT trap runs with $? as bash would have
+ * it, and its status is the final one. exit_now sends `exit N` (errexit in a
+ * host part); else end of input. */
+static int shell_end(line_exec *x, bool exit_now, sbx_err *err)
+{
+    strbuf w = STRBUF_INIT;
+    if (!x->shell_running)
+        return 0;
+    add_state_prefix(x, ROUTE_JOIN_SEMI, &w);
+    if (exit_now)
+        strbuf_addf(&w, "exit %d\n", x->last_status);
+    if (w.len && sbx_session_write(x->sess, 0, w.buf, w.len, err) < 0) {
+        strbuf_release(&w);
+        return -1;
+    }
+    strbuf_release(&w);
+    if (sbx_session_close_fd(x->sess, 0, err) < 0)
+        return -1;
+    return shell_reap(x, err);
+}
+
+/* ---- running a routed list ---------------------------------------------------------- */
+
+/* The last argument of a single host command, which becomes bash's $_
+ * (a pipeline leaves $_ alone). */
+static char *host_last_arg(const sh_pipeline *pl)
+{
+    const sh_word *w, *last = NULL;
+    strbuf sb = STRBUF_INIT;
+    if (!pl->cmds || pl->cmds->next || pl->cmds->kind != SH_SIMPLE)
+        return NULL;
+    for (w = pl->cmds->words; w; w = w->next)
+        last = w;
+    if (!last || !sh_word_static_value(last, &sb)) {
+        strbuf_release(&sb);
+        return NULL;
+    }
+    return strbuf_detach(&sb, NULL);
+}
+
+/* Is this host part one that must run on the host (a git network command,
+ * where the credentials are), rather than glue that could run anywhere? */
+static bool part_needs_host(const route_part *part)
+{
+    if (part->where != ROUTE_HOST || part->background)
+        return false;
+    for (const sh_cmd *c = part->pipe->cmds; c; c = c->next) {
+        strbuf name = STRBUF_INIT;
+        bool git = c->kind == SH_SIMPLE && c->words && sh_word_static_value(c->words, &name) &&
+                   !strcmp(name.buf, "git");
+        strbuf_release(&name);
+        if (git)
+            return true;
+    }
+    return false;
+}
+
+/* A line is split between host and sandbox only when it must be: some part
+ * needs the host. Otherwise glue runs wherever the rest runs, so that a
+ * line with any sandbox part is one exact `bash -c` there. */
+static bool plan_needs_split(const route_plan *plan)
+{
+    for (size_t i = 0; i < plan->n; i++)
+        if (part_needs_host(&plan->parts[i]))
+            return true;
+    return false;
+}
+
+/* set -x for a host part: what bash's xtrace would print for it (PS4, then
+ * each command's assignments and words, quoted as bash quotes them). A PS4
+ * with expansions is shown as bash's default. */
+static void trace_host_part(const line_exec *x, const sh_pipeline *pl)
+{
+    const char *ps4 = x->ps4 && !strpbrk(x->ps4, "$`\\") ? x->ps4 : "+ ";
+    strbuf out = STRBUF_INIT;
+    for (const sh_cmd *c = pl->cmds; c; c = c->next) {
+        if (c->kind != SH_SIMPLE)
+            continue;
+        for (const sh_assign *a = c->assigns; a; a = a->next) {
+            strbuf_addf(&out, "%s", ps4);
+            strbuf_add(&out, a->name, a->name_len);
+            strbuf_addch(&out, '=');
+            if (a->value)
+                sh_word_static_value(a->value, &out);
+            strbuf_addch(&out, '\n');
+        }
+        if (!c->words)
+            continue;
+        strbuf_addstr(&out, ps4);
+        for (const sh_word *w = c->words; w; w = w->next) {
+            strbuf v = STRBUF_INIT;
+            sh_word_static_value(w, &v);
+            if (w != c->words)
+                strbuf_addch(&out, ' ');
+            if (!v.len || strpbrk(v.buf, " \t\n'\"\\$`*?[]|&;()<>!{}") || v.buf[0] == '~' ||
+                v.buf[0] == '#')
+                strbuf_add_shell_quoted(&out, v.buf, v.len);
+            else
+                strbuf_add(&out, v.buf, v.len);
+            strbuf_release(&v);
+        }
+        strbuf_addch(&out, '\n');
+    }
+    fflush(stdout);
+    if (write_full(2, out.buf, out.len) < 0) {
+        /* stderr is gone; bash would not fail the command for it either */
+    }
+    strbuf_release(&out);
+}
+
+static bool joins_andor(const route_part *parts, size_t n, size_t i)
+{
+    return i + 1 < n && (parts[i + 1].join == ROUTE_JOIN_AND || parts[i + 1].join == ROUTE_JOIN_OR);
+}
+
+/* Builds the text of sandbox parts [i, j): the prefix that brings the shell
+ * up to date, the parts' own source, what keeps set -e from firing on a last
+ * and-or list that a host part continues, and here-document bodies. */
+static void build_chunk(line_exec *x, const sh_parse *p, const route_part *parts, size_t n,
+                        size_t i, size_t j, strbuf *out)
+{
+    sh_span span = { parts[i].span.start, parts[j - 1].span.end };
+    strbuf text = STRBUF_INIT;
+    size_t span_len = sh_span_len(span);
+
+    add_state_prefix(x, parts[i].join, out);
+    sh_span_text_with_heredocs(p, span, &text);
+    strbuf_add(out, text.buf, span_len);
+    if (parts[j - 1].background)
+        strbuf_addstr(out, " &");
+    else if (joins_andor(parts, n, j - 1))
+        strbuf_addstr(out, " && { __sbx_setrc 0 \"$_\"; } 2>/dev/null");
+    strbuf_add(out, text.buf + span_len, text.len - span_len);
+    strbuf_release(&text);
+}
+
+/* Runs a routed list. line_base is added to line numbers (0: none, as in
+ * stdin mode). Sets *exited when the shell ended. */
+static int run_parts(line_exec *x, const sh_parse *p, route_plan *plan, unsigned line_base,
+                     bool *exited, sbx_err *err)
+{
+    route_part *parts = plan->parts;
+    size_t n = plan->n;
+
+    *exited = false;
+    for (size_t i = 0; i < n;) {
+        if (parts[i].where == ROUTE_HOST && !parts[i].background) {
+            route_join j = parts[i].join;
+            route_ctx ctx;
+            route_run_opts ro = { .errname = x->o.dollar0, .pipefail = x->pipefail };
+            strbuf newcwd = STRBUF_INIT;
+            int status, rc;
+
+            if ((j == ROUTE_JOIN_AND && x->last_status != 0) ||
+                (j == ROUTE_JOIN_OR && x->last_status == 0)) {
+                i++;
+                continue;
+            }
+            route_ctx_fill(x, &ctx);
+            if (x->xtrace)
+                trace_host_part(x, parts[i].pipe);
+            if (line_base)
+                ro.line = line_base - 1 + route_line_of(p, parts[i].span.start);
+            rc = route_run_host(p, parts[i].pipe, &ctx, &ro, &status, &newcwd, err);
+            if (rc < 0) {
+                strbuf_release(&newcwd);
+                return -1;
+            }
+            if (rc == ROUTE_NOT_HOST) {
+                /* The cwd moved since the plan was made: it runs in the sandbox. */
+                parts[i].where = ROUTE_SANDBOX;
+                strbuf_release(&newcwd);
+                continue;
+            }
+            fflush(stdout);
+            x->last_status = status;
+            x->sandbox_stale = true;
+            free(x->last_arg);
+            x->last_arg = host_last_arg(parts[i].pipe);
+            if (newcwd.len) {
+                free(x->cwd);
+                x->cwd = strbuf_detach(&newcwd, NULL);
+            }
+            strbuf_release(&newcwd);
+            if (x->errexit && status != 0 && !parts[i].pipe->bang && !joins_andor(parts, n, i)) {
+                *exited = true;
+                if (x->shell_running) {
+                    if (shell_end(x, true, err) < 0)
+                        return -1;
+                } else {
+                    x->final_status = W_EXITCODE(status, 0);
+                }
+                return 0;
+            }
+            i++;
+            continue;
+        }
+
+        size_t j = i + 1;
+        strbuf chunk = STRBUF_INIT;
+        int r;
+        while (j < n && (parts[j].where == ROUTE_SANDBOX || parts[j].background))
+            j++;
+        build_chunk(x, p, parts, n, i, j, &chunk);
+        r = shell_run_chunk(x, chunk.buf, err);
+        strbuf_release(&chunk);
+        if (r < 0)
+            return -1;
+        if (r == 0) {
+            *exited = true;
+            return 0;
+        }
+        i = j;
+        if (r == 2) {
+            /* bash abandoned the rest of the line (an expansion error): so do we */
+            while (i < n && parts[i].join != ROUTE_JOIN_NEWLINE)
+                i++;
+        }
+    }
+    return 0;
+}
+
+int line_exec_program(line_exec *x, const char *text, size_t len, bool extglob,
+                      const char *script, int *wait_status, sbx_err *err)
+{
+    sh_parse p;
+    sh_parse_opts po = { .extglob = extglob, .track_shopt = true };
+    route_plan plan;
+    route_ctx ctx;
+    size_t host = 0;
+    bool exited;
+
+    int rc = 0;
+
+    if (script) {
+        /* The sandbox can run the file itself only if it is synced there. */
+        char *real = realpath(script, NULL);
+        if (!real || !inside_code_dirs(x, real))
+            script = NULL;
+        free(real);
+    }
+    sh_parse_all(&p, text, len, &po, true);
+    if (p.status != SH_OK) {
+        /* bash itself reports it, after running what comes before it */
+        sh_parse_free(&p);
+        return run_oneshot(x, text, script, wait_status, err);
+    }
+    route_ctx_fill(x, &ctx);
+    route_plan_build(&plan, &p, &ctx);
+    for (size_t i = 0; i < plan.n; i++)
+        host += plan.parts[i].where == ROUTE_HOST && !plan.parts[i].background;
+    if (host < plan.n && !plan_needs_split(&plan)) {
+        route_plan_release(&plan);
+        sh_parse_free(&p);
+        return run_oneshot(x, text, script, wait_status, err);
+    }
+    rc = run_parts(x, &p, &plan, 1, &exited, err);
+    route_plan_release(&plan);
+    sh_parse_free(&p);
+    if (rc < 0)
+        return -1;
+    if (!exited && line_exec_finish(x, wait_status, err) < 0)
+        return -1;
+    if (exited)
+        *wait_status = x->final_status;
+    return 0;
+}
+
+int line_exec_command(line_exec *x, const sh_parse *p, bool *exited, int *wait_status,
+                      sbx_err *err)
+{
+    route_plan plan;
+    route_ctx ctx;
+    int rc;
+
+    route_ctx_fill(x, &ctx);
+    route_plan_build(&plan, p, &ctx);
+    if (!plan_needs_split(&plan)) {
+        /* all of it in the sandbox's shell, as one chunk: exact bash */
+        for (size_t i = 0; i < plan.n; i++)
+            plan.parts[i].where = ROUTE_SANDBOX;
+    }
+    rc = run_parts(x, p, &plan, 0, exited, err);
+    route_plan_release(&plan);
+    if (rc == 0 && *exited)
+        *wait_status = x->final_status;
+    return rc;
+}
+
+int line_exec_raw_rest(line_exec *x, const char *text, size_t len, int in_fd, int *wait_status,
+                       sbx_err *err)
+{
+    strbuf w = STRBUF_INIT;
+    char buf[65536];
+
+    if (!x->shell_running && shell_start(x, err) < 0)
+        return -1;
+    add_state_prefix(x, ROUTE_JOIN_SEMI, &w);
+    strbuf_add(&w, text, len);
+    if (sbx_session_write(x->sess, 0, w.buf, w.len, err) < 0) {
+        strbuf_release(&w);
+        return -1;
+    }
+    strbuf_release(&w);
+    for (;;) {
+        ssize_t r = read(in_fd, buf, sizeof(buf));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        if (sbx_session_write(x->sess, 0, buf, (size_t)r, err) < 0)
+            return -1;
+    }
+    if (sbx_session_close_fd(x->sess, 0, err) < 0 || shell_reap(x, err) < 0)
+        return -1;
+    *wait_status = x->final_status;
+    return 0;
+}
+
+int line_exec_finish(line_exec *x, int *wait_status, sbx_err *err)
+{
+    if (x->shell_running && shell_end(x, false, err) < 0)
+        return -1;
+    *wait_status = x->shell_ended ? x->final_status : W_EXITCODE(x->last_status, 0);
+    return 0;
+}

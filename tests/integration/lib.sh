@@ -1,0 +1,99 @@
+# Shared setup for integration tests: an isolated session per test file.
+#
+#   . "$(dirname "$0")/lib.sh"
+#   setup_session NAME [RUNTIME]   # code dir $CODE, sandbox runtime or default
+#   ref_bash SCRIPT                # bash -c SCRIPT as the sandbox would run it, on the host
+#   end_session
+#
+# Each test file gets its own HOME, state and runtime directories under
+# $SBX_TEST_TMP, so tests never touch the user's sessions or home.
+
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/tap.sh"
+
+# The sandbox's default environment (local/session.c: sbx_sandbox_env).
+SANDBOX_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+# runtime_usable RUNTIME: can a sandbox of this kind start here? Prints why not.
+runtime_usable() {
+    case $1 in
+    runsc) command -v runsc >/dev/null || { echo "runsc not installed (make deps)"; return 1; } ;;
+    bwrap) command -v bwrap >/dev/null || { echo "bubblewrap not installed (make deps)"; return 1; }
+           bwrap --ro-bind / / --unshare-user --unshare-pid true 2>/dev/null ||
+               { echo "bubblewrap cannot create namespaces here"; return 1; } ;;
+    esac
+    return 0
+}
+
+setup_session() {
+    local name=$1 runtime=${2:-}
+    export HOME=$SBX_TEST_TMP/home
+    export XDG_RUNTIME_DIR=$SBX_TEST_TMP/run
+    export AGENT_SANDBOX_STATE_DIR=$SBX_TEST_TMP/state
+    mkdir -p "$HOME" "$XDG_RUNTIME_DIR" "$AGENT_SANDBOX_STATE_DIR"
+    chmod 700 "$XDG_RUNTIME_DIR"
+    CODE=$SBX_TEST_TMP/code
+    mkdir -p "$CODE"
+    CODE=$(cd "$CODE" && pwd -P)
+    export AGENT_SANDBOX_CODE_DIRS=$CODE
+    export AGENT_SANDBOX_SESSION=$name
+    if [ -n "$runtime" ]; then
+        export AGENT_SANDBOX_LOCAL_RUNTIME=$runtime
+    fi
+    unset AGENT_SANDBOX_FORWARD_ENV AGENT_SANDBOX_SYNC_PATHS AGENT_SANDBOX_TASK_FILES
+    unset AGENT_SANDBOX_SYNC_EXCLUDE AGENT_SANDBOX_BACKEND
+    trap 'end_session; stop_git_daemon; tap_cleanup' EXIT
+}
+
+end_session() {
+    "$SBX" release --session "$AGENT_SANDBOX_SESSION" >/dev/null 2>&1 || true
+}
+
+# ref_bash SCRIPT: what `sbxsh -c SCRIPT` must reproduce, run by the host's
+# bash with the sandbox's environment and sbxsh's name as $0.
+ref_bash() {
+    env -i PATH="$SANDBOX_PATH" HOME="$HOME" bash -c 'exec -a sbxsh bash -c "$1"' _ "$1"
+}
+
+# tree_listing DIR [PRUNE...]: type, exec bit, size, content hash and link
+# target of everything under DIR but the PRUNE paths (e.g. ./.git), sorted:
+# what a sync must reproduce.
+tree_listing() {
+    local dir=$1 prune=() p; shift
+    for p in "$@"; do prune+=(-path "$p" -prune -o); done
+    (cd "$dir" && find . -mindepth 1 "${prune[@]}" -printf '%y %s %p -> %l\n' | LC_ALL=C sort | while read -r t s p rest; do
+        case $t in
+        f) x=-; [ -x "$p" ] && x=x
+           printf '%s %s %s %s %s\n' "$t" "$x" "$s" "$(md5sum < "$p" | cut -c1-32)" "$p" ;;
+        l) printf '%s %s %s\n' "$t" "$p" "$rest" ;;
+        *) printf '%s %s\n' "$t" "$p" ;;
+        esac
+    done)
+}
+
+# start_git_daemon: serves $SBX_TEST_TMP/gitroot on loopback with push enabled
+# and sets GITROOT and GITBASE (git://127.0.0.1:PORT); returns 1 if it cannot.
+start_git_daemon() {
+    GITROOT=$SBX_TEST_TMP/gitroot
+    mkdir -p "$GITROOT"
+    local port probe=$GITROOT/.probe.git
+    git init -q --bare "$probe"
+    for port in $(seq 19418 19460); do
+        git daemon --reuseaddr --listen=127.0.0.1 --port=$port --base-path="$GITROOT" \
+            --export-all --enable=receive-pack --pid-file="$SBX_TEST_TMP/daemon.pid" \
+            --detach "$GITROOT" 2>/dev/null || continue
+        for _ in $(seq 50); do
+            if git ls-remote "git://127.0.0.1:$port/.probe.git" >/dev/null 2>&1; then
+                GITBASE=git://127.0.0.1:$port
+                return 0
+            fi
+            sleep 0.1
+        done
+        stop_git_daemon
+    done
+    return 1
+}
+
+stop_git_daemon() {
+    [ -f "$SBX_TEST_TMP/daemon.pid" ] && kill "$(cat "$SBX_TEST_TMP/daemon.pid")" 2>/dev/null
+    rm -f "$SBX_TEST_TMP/daemon.pid"
+}
