@@ -27,7 +27,9 @@ tap_result() { # COND NAME
     else
         tap_failed=$((tap_failed + 1))
         printf 'not ok %d - %s\n' "$tap_n" "$2"
-        printf '#   failed at %s line %s\n' "${BASH_SOURCE[2]:-?}" "${BASH_LINENO[1]:-?}"
+        # the outermost frame: the line of the test file that made the check
+        local top=$((${#BASH_SOURCE[@]} - 1))
+        printf '#   failed at %s line %s\n' "${BASH_SOURCE[$top]}" "${BASH_LINENO[$((top - 1))]}"
     fi
 }
 
