@@ -23,7 +23,7 @@ install-local: $(BIN)/sbx-runsc-compat.so
 .PHONY: install-local
 
 TEST_C += tests/local/t-config.c tests/local/t-termfilter.c tests/local/t-proto.c
-TEST_HELPERS += tests/local/backend-probe.c
+TEST_HELPERS += tests/local/backend-probe.c tests/local/session-drive.c
 
 # The stand-in agent runs inside sandboxes: static and without the
 # sanitizers (an ASan runtime cannot load after runsc's preloaded shim).
