@@ -233,6 +233,7 @@ static void on_exit_cb(void *ctx, uint32_t chan, const sync_exit_status *st)
 }
 
 static void release_now(holder *h);
+static void client_write(holder *h, hclient *c);
 
 static void on_sync_done(void *ctx, uint64_t id)
 {
@@ -365,17 +366,22 @@ static int ensure_conn(holder *h, hclient *c, sbx_err *err)
     if (!h->backend && make_backend(h, err) < 0)
         return -1;
     if (!h->backend->ops->alive(h->backend)) {
-        if (c && c->progress)
+        if (c && c->progress && !h->backend->ops->exists(h->backend)) {
+            /* The claim blocks this loop: say so now, not after. */
             send_str(c, P_PROGRESS, "starting the sandbox...");
+            client_write(h, c);
+        }
         uint64_t t0 = now_ns();
         if (h->backend->ops->claim(h->backend, &reattached, err) < 0)
             return -1;
         log_msg("%s sandbox in %.0f ms", reattached ? "reattached to the" : "started a new",
                 (double)(now_ns() - t0) / 1e6);
-        if (!reattached && h->host) {
+        if (!reattached) {
             /* A new sandbox has none of the old one's files: forget what was
-             * synced, so that the first push sends the whole tree. */
-            sync_host_free(h->host);
+             * synced (here and in the file a dead holder left), so that the
+             * first push sends the whole tree. */
+            if (h->host)
+                sync_host_free(h->host);
             h->host = NULL;
             unlink(h->state_file);
         }

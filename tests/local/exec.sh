@@ -171,6 +171,11 @@ is "$(cat "$PROJ/crash.txt" 2>&1)" "before-crash" "...and the host tree is intac
 is "$(X cat crash.txt)" "before-crash" "after a crash, a new sandbox has the host's tree"
 isnt "$("$SBX" status --json | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')" "$sbid" "...in a new sandbox"
 rm -f "$PROJ/crash.txt"
+hpid=$("$SBX" status --json | sed -n 's/.*"holder_pid":\([0-9]*\).*/\1/p')
+sbpid=$("$SBX" status --json | sed -n 's/.*"sandbox":{[^}]*"pid":\([0-9]*\).*/\1/p')
+kill -9 "$hpid" "$sbpid"
+for _ in $(seq 100); do kill -0 "$sbpid" 2>/dev/null || break; sleep 0.05; done
+is "$(X cat README)" "hello" "holder and sandbox both killed: the next call starts over with the host's tree"
 AGENT_SANDBOX_LOCAL_NETWORK=host X true 2>"$SBX_TEST_TMP/e"
 is "$?" 125 "a call asking the session for another shape (network) is refused: 125"
 like "$(cat "$SBX_TEST_TMP/e")" "runs with runtime=.* network=none" "...saying what the session runs with"
