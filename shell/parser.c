@@ -117,7 +117,24 @@ static void offending_line(parser *P)
     strbuf_release(&msg);
 }
 
-/* bash's ansic_shouldquote() + ansic_quote() for a token in a message. */
+/* Length of a valid UTF-8 character at s (n bytes left), or 0. */
+static size_t utf8_char(const unsigned char *s, size_t n)
+{
+    size_t len = s[0] < 0xc2 ? 0 : s[0] < 0xe0 ? 2 : s[0] < 0xf0 ? 3 : s[0] < 0xf5 ? 4 : 0;
+    if (!len || len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] > 0x9f) ||
+        (s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] > 0x8f))
+        return 0;
+    return len;
+}
+
+/* bash's ansic_shouldquote() + ansic_quote() for a token in a message:
+ * $'...' when it has a control or non-ASCII byte; valid UTF-8 characters
+ * stay as they are, other bytes become octal escapes. */
 static void quote_token(const char *s, size_t n, strbuf *out)
 {
     bool need = false;
@@ -134,6 +151,7 @@ static void quote_token(const char *s, size_t n, strbuf *out)
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         const char *e = NULL;
+        size_t l;
         switch (c) {
         case '\a': e = "\\a"; break;
         case '\b': e = "\\b"; break;
@@ -146,12 +164,16 @@ static void quote_token(const char *s, size_t n, strbuf *out)
         case '\\': e = "\\\\"; break;
         case '\'': e = "\\'"; break;
         }
-        if (e)
+        if (e) {
             strbuf_addstr(out, e);
-        else if (c < 0x20 || c == 0x7f)
+        } else if (c >= 0x80 && (l = utf8_char((const unsigned char *)s + i, n - i)) > 0) {
+            strbuf_add(out, s + i, l);
+            i += l - 1;
+        } else if (c < 0x20 || c >= 0x7f) {
             strbuf_addf(out, "\\%03o", c);
-        else
+        } else {
             strbuf_addch(out, c);
+        }
     }
     strbuf_addch(out, '\'');
 }
