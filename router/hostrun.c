@@ -90,6 +90,33 @@ static void run_error(const route_run_opts *o, int fd, const char *fmt, ...)
     strbuf_release(&sb);
 }
 
+/* Signals ignored when sbxsh started. bash leaves those ignored for the
+ * commands it runs (and cannot trap them); everything else they get with
+ * its default action. Recorded before main(), so that whatever sbxsh itself
+ * ignores later (SIGPIPE, for its sockets) does not count. */
+static sigset_t ignored_at_start;
+
+__attribute__((constructor)) static void note_ignored_signals(void)
+{
+    sigemptyset(&ignored_at_start);
+    for (int s = 1; s < NSIG; s++) {
+        struct sigaction sa;
+        if (sigaction(s, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
+            sigaddset(&ignored_at_start, s);
+    }
+}
+
+/* In a child: the signal dispositions and mask bash gives a command. */
+static void child_signals(void)
+{
+    sigset_t none;
+    for (int s = 1; s < NSIG; s++)
+        if (s != SIGKILL && s != SIGSTOP)
+            signal(s, sigismember(&ignored_at_start, s) ? SIG_IGN : SIG_DFL);
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
 /* ---- git's own configuration ----------------------------------------------------- */
 
 /* Runs a git query in cwd and collects its standard output (at most max
@@ -109,9 +136,11 @@ static int git_query(const rcmd *c, char *const *envp, char *const *args, strbuf
     pid = fork();
     if (pid == 0) {
         int nul = open("/dev/null", O_RDWR);
+        child_signals();
         if (nul < 0 || dup2(nul, 0) < 0 || dup2(pfd[1], 1) < 0 || dup2(nul, 2) < 0 ||
             chdir(c->git_cwd) < 0)
             _exit(127);
+        close_range(3, ~0U, 0);
         execve(c->prog, argv.v, envp);
         _exit(127);
     }
@@ -289,33 +318,6 @@ static int redirect(const rcmd *c, const route_run_opts *o, int fds[3], int open
         }
     }
     return 0;
-}
-
-/* Signals ignored when sbxsh started. bash leaves those ignored for the
- * commands it runs (and cannot trap them); everything else they get with
- * its default action. Recorded before main(), so that whatever sbxsh itself
- * ignores later (SIGPIPE, for its sockets) does not count. */
-static sigset_t ignored_at_start;
-
-__attribute__((constructor)) static void note_ignored_signals(void)
-{
-    sigemptyset(&ignored_at_start);
-    for (int s = 1; s < NSIG; s++) {
-        struct sigaction sa;
-        if (sigaction(s, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
-            sigaddset(&ignored_at_start, s);
-    }
-}
-
-/* In a child: the signal dispositions and mask bash gives a command. */
-static void child_signals(void)
-{
-    sigset_t none;
-    for (int s = 1; s < NSIG; s++)
-        if (s != SIGKILL && s != SIGSTOP)
-            signal(s, sigismember(&ignored_at_start, s) ? SIG_IGN : SIG_DFL);
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
 SBX_NORETURN static void child_exec(const rcmd *c, const prepared *pr, const route_ctx *ctx,

@@ -41,6 +41,7 @@
 #include <string.h>
 #include <sys/fanotify.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1128,6 +1129,11 @@ out:
     strbuf_release(&bash.err);
 }
 
+static void on_signal(int sig)
+{
+    _exit(128 + sig);
+}
+
 /* One job: its own namespaces, every job-th line. Writes its stats to fd. */
 static int worker(int job, int fd)
 {
@@ -1145,7 +1151,13 @@ static int worker(int job, int fd)
             ;
         return WIFEXITED(wst) ? WEXITSTATUS(wst) : 2;
     }
-    /* pid 1 of the new namespace */
+    /* pid 1 of the new namespace: signals with no handler do not reach it,
+     * so give the usual ones one; and die with the process that started it
+     * (the namespace's processes die with it) */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    signal(SIGTERM, on_signal);
+    signal(SIGINT, on_signal);
+    signal(SIGHUP, on_signal);
     clearenv();
     setenv("PATH", "/usr/local/bin:/usr/bin:/bin", 1);
     setenv("HOME", FUZZ_ROOT "/home", 1);
@@ -1236,6 +1248,7 @@ int main(int argc, char **argv)
     for (int j = 0; j < opt_jobs; j++) {
         pids[j] = fork();
         if (pids[j] == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
             close(pfd[0]);
             _exit(worker(j, pfd[1]));
         }
