@@ -1,0 +1,55 @@
+#!/bin/bash
+# sbxsh --route and --route --json: one line per part, valid JSON, nothing
+# executed, syntax errors as bash reports them.
+. "$(dirname "$0")/../lib/tap.sh"
+
+[ -x "$SBXSH" ] || bail_out "sbxsh not built ($SBXSH)"
+command -v jq >/dev/null || skip_all "jq not installed (make deps)"
+
+export HOME=$SBX_TEST_TMP/home GIT_CONFIG_NOSYSTEM=1
+mkdir -p "$HOME"
+git init -q "$SBX_TEST_TMP/code" && cd "$SBX_TEST_TMP/code" && mkdir sub
+CODE=$(pwd -P)
+unset AGENT_SANDBOX_CODE_DIRS AGENT_SANDBOX_SYNC_PATHS CDPATH
+
+out=$("$SBXSH" --route -c 'cd sub && git push origin HEAD; make test'); st=$?
+is "$st" 0 "--route exits 0"
+is "$out" "$(printf 'host\tcd: within the code directories\tcd sub\nhost\tgit push: network command, options allowed\tgit push origin HEAD\nsandbox\tmake is not a host command\tmake test')" \
+    "one host<TAB>reason<TAB>text line per part"
+
+out=$("$SBXSH" --route -c 'git fetch --upload-pa=/tmp/x origin')
+like "$out" "^sandbox	git fetch: --upload-pa abbreviates an option that runs a program	" \
+    "the reason names the abbreviated option"
+
+out=$("$SBXSH" --route -c $'echo "a\tb\nc\\\\d"')
+is "$out" "$(printf 'host\techo: builtin glue\t%s' 'echo "a\tb\nc\\\\d"')" \
+    "tabs, newlines and backslashes of the text are escaped"
+
+json=$("$SBXSH" --route --json -c $'printf "%s\\n" x | grep -c x && ls\necho bg &')
+ok "--route --json is valid JSON" jq -e . <<<"$json" >/dev/null
+is "$(jq -r '.code_dirs[0]' <<<"$json")" "$CODE" "code_dirs: the repository's top level"
+is "$(jq -r '.cwd' <<<"$json")" "$CODE" "cwd"
+is "$(jq -r '[.parts[].route] | join(",")' <<<"$json")" "host,sandbox,sandbox" "routes"
+is "$(jq -c '[.parts[].join]' <<<"$json")" '["","&&","\n"]' "joins: none, &&, newline"
+is "$(jq -r '.parts[2].background' <<<"$json")" "true" "background part"
+is "$(jq -r '.parts[0].text' <<<"$json")" 'printf "%s\n" x | grep -c x' "text of a part"
+is "$(jq -r '.parts[1].start, .parts[1].end' <<<"$json" | tr '\n' ' ')" "31 33 " "offsets"
+
+"$SBXSH" --route -c 'echo hi > created; git push' >/dev/null
+ok "--route executes nothing" test ! -e created
+
+out=$("$SBXSH" --route -c 'if then' 2>&1); st=$?
+is "$st" 2 "a syntax error exits 2"
+like "$out" "syntax error near unexpected token" "and is reported as bash does"
+
+out=$(AGENT_SANDBOX_CODE_DIRS=$CODE/sub "$SBXSH" --route -c 'git push')
+like "$out" "^sandbox	git push: the directory is outside the code directories" \
+    "AGENT_SANDBOX_CODE_DIRS decides the code directories"
+out=$(cd sub && AGENT_SANDBOX_CODE_DIRS=$CODE/sub "$SBXSH" --route -c 'git push')
+like "$out" "^host	" "and a directory inside them is fine"
+
+printf 'git fetch\nrm -rf x\n' > script.sh
+out=$("$SBXSH" --route script.sh)
+is "$(cut -f1 <<<"$out" | tr '\n' ' ')" "host sandbox " "a script file is routed too"
+
+done_testing
