@@ -345,10 +345,74 @@ static void test_host_apply(void)
     free(dir);
 }
 
+/* A sandbox change that crossed a host push still in flight (the agent made its delta before
+ * applying the push): the host's version wins even though the host did not change the path
+ * again since it pushed it. */
+static void test_crossing(void)
+{
+    char *dir = st_tmpdir("dcross");
+    mf_tree *t = tree_at(dir);
+    apply_rx *rx = apply_new(t, APPLY_HOST, NULL, warn, NULL);
+    mf_pathmap *inflight = mf_pathmap_new();
+    strbuf sb = STRBUF_INIT;
+    sbx_err err;
+    mf_delta d = { 0 };
+    bool full;
+    char *p = xasprintf("%s/x", dir), *q = xasprintf("%s/y", dir);
+
+    st_write(p, "pushed by the host\n");
+    st_write(q, "host\n");
+    mf_scan(t, &d, &full, warn, NULL, &err);
+    mf_delta_release(&d);
+    apply_set_inflight(rx, inflight);
+    mf_pathmap_set(inflight, 0, "x", 1, 7);   /* push 7 carried x and y */
+    mf_pathmap_set(inflight, 0, "y", 1, 7);
+    strbuf_reset(&warnings);
+    {
+        size_t at = wire_begin(&sb, WIRE_DELTA_BEGIN, 0, 0);
+        wire_u64(&sb, 1);
+        wire_u64(&sb, 6);                      /* the agent had applied push 6 only */
+        wire_end(&sb, at);
+    }
+    put_entry(&sb, WIRE_OP_PUT, WIRE_REG, "x", "sandbox\n", 8);
+    put_entry(&sb, WIRE_OP_DELETE, WIRE_REG, "y", NULL, 0);
+    end(&sb, 1, 2);
+    is_int(feed(rx, &sb, &err), 1, "a delta that crossed push 7");
+    is_str(st_read(p), "pushed by the host\n", "the host's pushed version stays");
+    is_int(st_sh("grep -qx sandbox '%s'/x.sbx-conflict-sandbox-*", dir), 0,
+           "the sandbox's crossing change is kept beside it");
+    is_str(st_read(q), "host\n", "a crossing deletion does not remove the host's push");
+    ok(strstr(warnings.buf, "conflict") && strstr(warnings.buf, "kept"),
+       "both are reported: %s", warnings.buf);
+
+    /* Once the agent has applied push 7, the same change is an ordinary one. */
+    strbuf_reset(&sb);
+    {
+        size_t at = wire_begin(&sb, WIRE_DELTA_BEGIN, 0, 0);
+        wire_u64(&sb, 2);
+        wire_u64(&sb, 7);
+        wire_end(&sb, at);
+    }
+    put_entry(&sb, WIRE_OP_PUT, WIRE_REG, "x", "later\n", 6);
+    end(&sb, 2, 1);
+    mf_pathmap_prune(inflight, 7);
+    is_int(feed(rx, &sb, &err), 1, "a later delta, after the push was acknowledged");
+    is_str(st_read(p), "later\n", "applies normally");
+    strbuf_release(&sb);
+    mf_pathmap_free(inflight);
+    apply_free(rx);
+    mf_free(t);
+    st_rm_rf(dir);
+    free(dir);
+    free(p);
+    free(q);
+}
+
 int main(void)
 {
     test_agent_apply();
     test_host_apply();
+    test_crossing();
     strbuf_release(&warnings);
     return done_testing();
 }
