@@ -26,7 +26,7 @@ is "$out" "$(printf 'host\techo: builtin glue\t%s' 'echo "a\tb\nc\\\\d"')" \
     "tabs, newlines and backslashes of the text are escaped"
 
 json=$("$SBXSH" --route --json -c $'printf "%s\\n" x | grep -c x && ls\necho bg &')
-ok "--route --json is valid JSON" jq -e . <<<"$json" >/dev/null
+jq -e . <<<"$json" >/dev/null; is $? 0 "--route --json is valid JSON"
 is "$(jq -r '.code_dirs[0]' <<<"$json")" "$CODE" "code_dirs: the repository's top level"
 is "$(jq -r '.cwd' <<<"$json")" "$CODE" "cwd"
 is "$(jq -r '[.parts[].route] | join(",")' <<<"$json")" "host,sandbox,sandbox" "routes"
