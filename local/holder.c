@@ -46,6 +46,12 @@ typedef struct holder {
     char *state_file;   /* the host manifest (sync_host_save) */
     char *user_gitconfig, *sandbox_gitconfig;
     char *fingerprint;  /* sbx_config_fingerprint(): clients must match it */
+    /* What the sync covers besides the code directories: the union of what
+     * the clients asked for (AGENT_SANDBOX_SYNC_PATHS, _TASK_FILES,
+     * _SYNC_EXCLUDE). A client adding to it makes the host state stale:
+     * rebuilt before the next command starts, once none runs. */
+    strvec sync_paths, task_files, excludes;
+    bool host_stale;
     int lfd;
     int sigpipe[2];     /* self-pipe for SIGTERM */
     sbx_backend *backend;
@@ -332,9 +338,9 @@ static int make_host(holder *h, sbx_err *err)
     const sbx_config *cfg = h->cfg;
     sync_config sc = {
         .code_dirs = (const char *const *)cfg->code_dirs.v,
-        .sync_paths = (const char *const *)cfg->sync_paths.v,
-        .task_files = (const char *const *)cfg->task_files.v,
-        .excludes = (const char *const *)cfg->excludes.v,
+        .sync_paths = (const char *const *)h->sync_paths.v,
+        .task_files = (const char *const *)h->task_files.v,
+        .excludes = (const char *const *)h->excludes.v,
         .state_file = h->state_file,
         .user_gitconfig = h->user_gitconfig,
         .sandbox_gitconfig = h->sandbox_gitconfig,
@@ -353,6 +359,30 @@ static int make_backend(holder *h, sbx_err *err)
     return h->backend ? 0 : -1;
 }
 
+static bool commands_running(holder *h)
+{
+    for (size_t i = 0; i < h->nclients; i++)
+        if (h->clients[i]->chan || h->clients[i]->sync_id)
+            return true;
+    return false;
+}
+
+/* Adds what list has and into lacks to into; true when it grew. */
+static bool add_missing(strvec *into, char **list)
+{
+    bool grew = false;
+    for (char **p = list; p && *p; p++) {
+        size_t i = 0;
+        while (i < into->n && strcmp(into->v[i], *p))
+            i++;
+        if (i == into->n) {
+            strvec_push(into, *p);
+            grew = true;
+        }
+    }
+    return grew;
+}
+
 /* Makes sure there is a live connection to a sandbox's agent: reconnects to
  * the claimed sandbox, or claims one (reattaching to a sandbox an earlier
  * holder left, or starting a new one). */
@@ -360,6 +390,16 @@ static int ensure_conn(holder *h, hclient *c, sbx_err *err)
 {
     bool reattached = false;
 
+    if (h->host_stale && !commands_running(h)) {
+        /* New sync paths, task files or excludes: a host state for them. */
+        sbx_err serr;
+        drop_conn(h);
+        if (h->host && sync_host_save(h->host, &serr) < 0)
+            log_msg("cannot save the host manifest: %s", serr.msg);
+        sync_host_free(h->host);
+        h->host = NULL;
+        h->host_stale = false;
+    }
     if (h->conn && !h->conn_dead)
         return 0;
     drop_conn(h);
@@ -629,6 +669,23 @@ static int handle_frame(holder *h, hclient *c, int type, proto_reader *r)
             send_str(c, P_ERROR, msg);
             return 0;
         }
+        char **lists[3] = { NULL, NULL, NULL };
+        for (int i = 0; i < 3; i++) {
+            if (get_list(r, &lists[i]) < 0) {
+                for (int j = 0; j < i; j++)
+                    free_strs(lists[j]);
+                return -1;
+            }
+        }
+        bool grew = add_missing(&h->sync_paths, lists[0]);
+        grew |= add_missing(&h->task_files, lists[1]);
+        grew |= add_missing(&h->excludes, lists[2]);
+        for (int i = 0; i < 3; i++)
+            free_strs(lists[i]);
+        if (grew) {
+            log_msg("sync paths, task files or excludes added by a client");
+            h->host_stale = true;
+        }
         c->hello = true;
         c->progress = b & P_HELLO_PROGRESS;
         send_u32s(c, P_HELLO_OK, 2, SBX_PROTO_VERSION, (uint32_t)getpid());
@@ -852,6 +909,9 @@ int sbx_holder_main(const sbx_config *cfg, int listen_fd)
     h->user_gitconfig = xasprintf("%s/.gitconfig", cfg->home);
     h->sandbox_gitconfig = xasprintf("%s/.gitconfig", cfg->home);
     h->fingerprint = sbx_config_fingerprint(cfg);
+    strvec_pushv(&h->sync_paths, cfg->sync_paths.v);
+    strvec_pushv(&h->task_files, cfg->task_files.v);
+    strvec_pushv(&h->excludes, cfg->excludes.v);
     h->idle_since_ns = now_ns();
     agent_setup(h);
 
@@ -961,5 +1021,8 @@ int sbx_holder_main(const sbx_config *cfg, int listen_fd)
     free(h->user_gitconfig);
     free(h->sandbox_gitconfig);
     free(h->fingerprint);
+    strvec_clear(&h->sync_paths);
+    strvec_clear(&h->task_files);
+    strvec_clear(&h->excludes);
     return 0;
 }

@@ -40,7 +40,8 @@
 enum sbx_proto_type {
     /* client -> holder */
     P_HELLO = 1,      /* u32 version, u32 flags (P_HELLO_PROGRESS), str fingerprint
-                         (sbx_config_fingerprint; empty: any) */
+                         (sbx_config_fingerprint; empty: any), list sync paths, list
+                         task files, list excludes */
     P_RUN,            /* str exe, list argv, list env, str cwd, u32 nfds, nfds * (u32 fd,
                          u32 dir: 0 in, 1 out), u32 tty, u32 rows, u32 cols */
     P_INPUT,          /* u32 fd, bytes (the rest of the frame) */

@@ -546,6 +546,13 @@ static int hello(sbx_session *s, sbx_err *err)
     proto_u32(&s->out, SBX_PROTO_VERSION);
     proto_u32(&s->out, isatty(2) ? P_HELLO_PROGRESS : 0);
     proto_strz(&s->out, fp);
+    /* What this call wants synced besides the code directories; the holder
+     * adds it to what it syncs. */
+    static const char *const none[] = { NULL };
+    bool any = s->opts.any_shape;
+    proto_list(&s->out, any ? none : (const char *const *)s->cfg->sync_paths.v);
+    proto_list(&s->out, any ? none : (const char *const *)s->cfg->task_files.v);
+    proto_list(&s->out, any ? none : (const char *const *)s->cfg->excludes.v);
     proto_end(&s->out, start);
     free(fp);
     while (!s->holder_pid && !s->failed) {

@@ -133,6 +133,18 @@ X bash -c 'printf "\033]0;title\007\033[2Jplain \033[31mred\033[0m\n"' > "$SBX_T
 is "$(od -An -c "$SBX_TEST_TMP/esc" | tr -d ' \n')" "$(printf '\033]0;title\007\033[2Jplain \033[31mred\033[0m\n' | od -An -c | tr -d ' \n')" \
    "output to a file or pipe is not filtered"
 
+# An agent's shape, in a session that was started without these settings:
+# a snapshot pushed as a task file, a cwd file outside the code directory
+# synced back.
+mkdir -p "$HOME/.snap"
+echo 'SNAP=from-snapshot' > "$HOME/.snap/s.sh"
+cwdfile=/tmp/sbx-cwd-$$-$RT
+out=$(AGENT_SANDBOX_TASK_FILES=$HOME/.snap/s.sh AGENT_SANDBOX_SYNC_PATHS=$cwdfile \
+      X bash -c ". $HOME/.snap/s.sh && echo \$SNAP && cd sub && pwd -P >| $cwdfile")
+is "$out" "from-snapshot" "a task file added by a later call is pushed"
+is "$(cat "$cwdfile" 2>&1)" "$PROJ/sub" "a sync path added by a later call comes back"
+rm -f "$cwdfile"
+
 PTY=$HERE/ptyrun.py
 out=$("$PTY" -- "$SBX" exec --keep -- bash -c 'printf "\033]0;title\007\033[2Jplain \033[31mred\033[0m\033[6n\n"')
 is "$out" "$(printf 'plain \033[31mred\033[0m')" \
