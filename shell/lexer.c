@@ -441,6 +441,103 @@ static int check_reserved_word(parser *P)
     return -1;
 }
 
+/* ---- constructs parsed once -------------------------------------------------- */
+
+/*
+ * bash reads some text twice: $(( that turns out not to be arithmetic is
+ * scanned as a matched pair and then parsed as commands, and (( that does
+ * not end in )) is scanned and then read again as a subshell. Each time the
+ * substitutions and quotes inside are parsed again, so nesting them would
+ * cost 2^depth. Instead each construct is remembered by its position the
+ * first time, and a second read of the same bytes takes the result and
+ * skips to its end, keeping the parse linear.
+ */
+typedef struct memo_entry {
+    uint32_t start;            /* position after the construct's opening */
+    uint32_t kind;             /* which construct, with its quoting context; 0 = empty */
+    sh_wpart *part;
+    uint32_t pos, lastpos, line_start, line_end, next_fetch;
+    unsigned lines;            /* lines counted while reading it */
+} memo_entry;
+
+struct lx_memo {
+    memo_entry *tab;
+    size_t cap, n;
+};
+
+lx_memo *lx_memo_new(parser *P)
+{
+    return arena_alloc(P->a, sizeof(lx_memo));
+}
+
+static size_t memo_slot(const lx_memo *m, size_t start, unsigned kind)
+{
+    size_t h = (start * 2654435761u + kind * 40503u) & (m->cap - 1);
+    while (m->tab[h].kind && (m->tab[h].start != start || m->tab[h].kind != kind))
+        h = (h + 1) & (m->cap - 1);
+    return h;
+}
+
+/* The construct of this kind starting at start, if already parsed: the
+ * reader continues after it. */
+static sh_wpart *memo_get(parser *P, unsigned kind, size_t start)
+{
+    lx_memo *m = P->memo;
+    memo_entry *e;
+    sh_wpart *copy;
+
+    if (!m || !m->n)
+        return NULL;
+    e = &m->tab[memo_slot(m, start, kind)];
+    if (!e->kind || e->pos > P->vlen)
+        return NULL;
+    if (e->pos > P->line_end) {
+        /* lines this reader has not fetched yet: take them as counted */
+        P->line_start = e->line_start;
+        P->line_end = e->line_end < P->vlen ? e->line_end : P->vlen;
+        P->next_fetch = e->next_fetch < P->vlen ? e->next_fetch : P->vlen;
+        P->in_eof_line = false;
+        P->lineno += e->lines;
+    }
+    P->pos = e->pos;
+    P->lastpos = e->lastpos;
+    P->nhist = 0;
+    P->eof_pushback = false;
+    copy = arena_alloc(P->a, sizeof(*copy));
+    *copy = *e->part;
+    copy->next = NULL;
+    return copy;
+}
+
+static void memo_put(parser *P, unsigned kind, size_t start, unsigned line0, sh_wpart *part)
+{
+    lx_memo *m = P->memo;
+    memo_entry *e;
+
+    if (!m)
+        return;
+    if (2 * (m->n + 1) > m->cap) {
+        size_t old = m->cap;
+        memo_entry *t = m->tab;
+        m->cap = old ? 2 * old : 64;
+        m->tab = arena_alloc(P->a, m->cap * sizeof(*m->tab));
+        m->n = 0;
+        for (size_t i = 0; i < old; i++)
+            if (t[i].kind) {
+                m->tab[memo_slot(m, t[i].start, t[i].kind)] = t[i];
+                m->n++;
+            }
+    }
+    e = &m->tab[memo_slot(m, start, kind)];
+    if (!e->kind)
+        m->n++;
+    *e = (memo_entry){ (uint32_t)start, kind, part, (uint32_t)P->pos, (uint32_t)P->lastpos,
+                       (uint32_t)P->line_start, (uint32_t)P->line_end,
+                       (uint32_t)P->next_fetch, P->lineno - line0 };
+}
+
+#define MEMO_KIND(what, rflags) ((unsigned)(what) << 8 | ((rflags) & P_DQUOTE ? 1u : 0u) | 2u)
+
 /* ---- matched pairs: bash's parse_matched_pair ----------------------------- */
 
 enum { LEX_WASDOL = 1, LEX_PASSNEXT = 2, LEX_GTLT = 4 };
@@ -582,8 +679,13 @@ static sh_wpart *lex_quoted(parser *P, int q, size_t start, bool dollar, unsigne
 {
     wbuild inner;
     size_t open_pos = P->lastpos, close_pos;
-    sh_wpart *w;
+    unsigned kind = MEMO_KIND(q + (dollar ? 256 : 0), rflags), line0 = P->lineno;
+    sh_wpart *w = memo_get(P, kind, open_pos);
 
+    if (w) {
+        w->span = lx_span(P, start, P->lastpos + 1);
+        return w;
+    }
     wb_init(&inner);
     close_pos = scan_matched(P, q, q, q, (dollar && q == '\'') ? (P_ALLOWESC | rflags) :
                              (q == '`' ? P_COMMAND | rflags : rflags), &inner);
@@ -606,6 +708,7 @@ static sh_wpart *lex_quoted(parser *P, int q, size_t start, bool dollar, unsigne
         w->body = wd_backquote_body(P, open_pos + 1, close_pos, (rflags & P_DQUOTE) != 0,
                                     &w->body_unparsed);
     }
+    memo_put(P, kind, open_pos, line0, w);
     return w;
 }
 
@@ -614,9 +717,15 @@ static sh_wpart *lex_quoted(parser *P, int q, size_t start, bool dollar, unsigne
 static sh_wpart *lex_dollar_paren(parser *P, size_t start, int kind)
 {
     size_t open_pos = P->lastpos;
-    int peek = lx_getc(P, true);
-    sh_wpart *w;
+    unsigned mk = MEMO_KIND('(' + kind * 256, 0), line0 = P->lineno;
+    sh_wpart *w = memo_get(P, mk, open_pos);
+    int peek;
 
+    if (w) {
+        w->span = lx_span(P, start, P->lastpos + 1);
+        return w;
+    }
+    peek = lx_getc(P, true);
     lx_ungetc_c(P, peek);
     if (peek == '(') {
         wbuild inner;
@@ -624,12 +733,13 @@ static sh_wpart *lex_dollar_paren(parser *P, size_t start, int kind)
         wb_init(&inner);
         close_pos = scan_matched(P, 0, '(', ')', P_ARITH, &inner);
         w = wd_arith_or_comsub(P, kind, start, open_pos + 1, close_pos);
-        return w;
+    } else {
+        w = wb_new_part(P, kind == '$' ? WP_CMDSUB : kind == '<' ? WP_PROCSUB_IN
+                                                                : WP_PROCSUB_OUT, start, 0);
+        w->body = px_parse_comsub(P);
+        w->span = lx_span(P, start, P->lastpos + 1);
     }
-    w = wb_new_part(P, kind == '$' ? WP_CMDSUB : kind == '<' ? WP_PROCSUB_IN : WP_PROCSUB_OUT,
-                    start, 0);
-    w->body = px_parse_comsub(P);
-    w->span = lx_span(P, start, P->lastpos + 1);
+    memo_put(P, mk, open_pos, line0, w);
     return w;
 }
 
@@ -637,12 +747,18 @@ static sh_wpart *lex_dollar_brace(parser *P, size_t start, unsigned rflags)
 {
     wbuild inner;
     size_t open_pos = P->lastpos, close_pos;
-    sh_wpart *w;
+    unsigned kind = MEMO_KIND('{', rflags), line0 = P->lineno;
+    sh_wpart *w = memo_get(P, kind, open_pos);
 
+    if (w) {
+        w->span = lx_span(P, start, P->lastpos + 1);
+        return w;
+    }
     wb_init(&inner);
     close_pos = scan_matched(P, 0, '{', '}', P_FIRSTCLOSE | P_DOLBRACE | rflags, &inner);
     w = wb_new_part(P, WP_PARAM, start, close_pos + 1);
     w->param = wd_param(P, &inner, open_pos + 1, close_pos);
+    memo_put(P, kind, open_pos, line0, w);
     return w;
 }
 
@@ -1359,6 +1475,7 @@ sh_wpart *lx_heredoc_parts(parser *P, sh_span body)
     C->jb = &jb;
     lx_init(C, P->src, body.end, body.start, true);
     C->last_tok = C->tok_before = C->two_ago = C->cur_tok = '\n';
+    C->memo = P->memo;
     lx_tokbuf_reset(C);
     wb_init(wb);
     if (setjmp(jb) == 0) {

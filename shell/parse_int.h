@@ -110,6 +110,7 @@ typedef struct token {
 } token;
 
 typedef struct parser parser;
+typedef struct lx_memo lx_memo;
 
 struct parser {
     sh_parse *p;
@@ -157,6 +158,10 @@ struct parser {
     /* literal-run nodes already resolved, reused for new parts */
     sh_wpart *free_parts;
 
+    /* constructs already parsed, by position: shared by the parses that
+     * read the same bytes again (see lexer.c), NULL in backquote bodies */
+    lx_memo *memo;
+
     /* the top-level list being built: units are linked in when complete */
     sh_andor **unit_tail;
     sh_andor *unit_first;
@@ -185,6 +190,8 @@ void lx_push_heredoc(parser *P, sh_redir *r);
 /* The parts of an unquoted here-document's body. */
 sh_wpart *lx_heredoc_parts(parser *P, sh_span body);
 int lx_read_token(parser *P, token *t);
+/* A memo for a parse over src (in the parse's arena). */
+lx_memo *lx_memo_new(parser *P);
 /* The text bash shows for a token in "near unexpected token `X'". */
 void lx_token_text(parser *P, const token *t, strbuf *out);
 bool lx_reserved_word_acceptable(const parser *P, int tok);

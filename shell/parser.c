@@ -1455,6 +1455,7 @@ static void parser_setup(parser *P, sh_parse *p, const char *src, size_t len,
     P->lineno = opts ? opts->first_line : 0;
     P->last_tok = P->tok_before = P->two_ago = P->cur_tok = '\n';
     lx_tokbuf_reset(P);
+    P->memo = lx_memo_new(P);
 }
 
 static void parse_init(sh_parse *p, const char *src, size_t len)
@@ -1630,6 +1631,9 @@ sh_list *px_child_parse(parser *P, const char *src, size_t end, size_t start, bo
     lx_init(C, src, end, start, true);
     C->last_tok = C->tok_before = C->two_ago = C->cur_tok = '\n';
     lx_tokbuf_reset(C);
+    /* the same bytes as P (a $(( read again) share its memo; a backquote
+     * body is another text */
+    C->memo = src == P->src ? P->memo : lx_memo_new(C);
     C->unit_tail = &l->items;
     *ok = true;
     if (setjmp(jb) == 0) {

@@ -305,6 +305,9 @@ static void depth_limits(void)
         { "arrays in substitutions", "", "a=($(", "x", "))", "" },
         { "extglob", "echo ", "@(", "x", ")", "" },
         { "mixed", "", "( { echo \"${x:-$(", "x", ")}\"; } )", "" },
+        /* read twice by bash (as arithmetic, then as commands): linear here */
+        { "$(( that are not arithmetic", "echo ", "$((echo ", "x", ") )", "" },
+        { "(( that are subshells", "", "((echo $(", "x", ") ) )", "" },
     };
     sh_parse_opts ext = { .extglob = true };
 
