@@ -889,7 +889,13 @@ static int await(sbx_session *s, bool *flag, sbx_err *err)
 int sbx_session_sync(sbx_session *s, sbx_err *err)
 {
     send_u32s(s, P_SYNC, 0, 0, 0);
-    return await(s, &s->got_sync_done, err);
+    if (await(s, &s->got_sync_done, err) < 0)
+        return -1;
+    /* A sync is an output barrier (sync/PROTOCOL.md): what the command wrote
+     * before it is relayed before we return, so the caller prints in order. */
+    while (!s->failed && !outputs_drained(s))
+        pump(s, -1);
+    return s->failed ? fail(s, err) : 0;
 }
 
 int sbx_session_release(sbx_session *s, sbx_err *err)

@@ -38,6 +38,8 @@ typedef struct achan_fd {
     int fd;               /* our end, or -1 */
     uint32_t credit;      /* out: bytes we may still send */
     uint64_t drain_left;  /* out, after the exit: bytes to read before EXIT */
+    uint64_t barrier_left;/* out: bytes the pipe held when a SYNC came, to send before
+                             its SYNC_DONE */
     strbuf in;            /* in: bytes for the child */
     size_t in_off;
     bool in_eof;
@@ -92,6 +94,8 @@ typedef struct agent {
     size_t out_off;
     delta_tx tx;
     bool tx_active;
+    final *barred;        /* SYNCs waiting for their output barrier (see sync_barrier) */
+    size_t nbarred, abarred;
     final *finals;        /* waiting for the next scan */
     size_t nfinals, afinals;
     final *sending;       /* finals of the delta being sent */
@@ -242,6 +246,52 @@ static void send_exit(agent *a, achan *ch)
     }
     wire_put_exit(&a->out, ch->id, &x);
     chan_discard(ch);
+}
+
+/*
+ * A SYNC is also an output barrier: whatever the commands' output pipes hold
+ * when it arrives goes to the host before its SYNC_DONE. The persistent
+ * shell writes a command's output, then its status report; once the host has
+ * the report and asks for a SYNC, the output before the report is in the
+ * pipes, and this puts it ahead of SYNC_DONE, so the front end can print what
+ * comes next in order.
+ */
+static void sync_barrier(agent *a, const final *f)
+{
+    for (size_t i = 0; i < a->nchans; i++) {
+        achan *ch = a->chans[i];
+        if (ch->orphan || (ch->state != CH_RUNNING && ch->state != CH_DRAINING))
+            continue;
+        for (size_t k = 0; k < ch->nfds; k++) {
+            achan_fd *fd = &ch->fds[k];
+            int avail = 0;
+            if (!fd->out || fd->fd < 0)
+                continue;
+            if (ioctl(fd->fd, FIONREAD, &avail) < 0 || avail < 0)
+                avail = 0;
+            if ((uint64_t)avail > fd->barrier_left)
+                fd->barrier_left = (uint64_t)avail;
+        }
+    }
+    XGROW(a->barred, a->abarred, a->nbarred + 1);
+    a->barred[a->nbarred++] = *f;
+}
+
+/* SYNCs whose barrier is passed go on to the scan, in the order they came. */
+static void release_barred(agent *a)
+{
+    if (!a->nbarred)
+        return;
+    for (size_t i = 0; i < a->nchans; i++) {
+        achan *ch = a->chans[i];
+        for (size_t k = 0; k < ch->nfds; k++)
+            if (ch->fds[k].out && ch->fds[k].fd >= 0 && ch->fds[k].barrier_left &&
+                !ch->orphan)
+                return;
+    }
+    for (size_t i = 0; i < a->nbarred; i++)
+        queue_final(a, &a->barred[i]);
+    a->nbarred = 0;
 }
 
 /* The main process is gone: note what its pipes hold now; that much goes before EXIT. */
@@ -715,7 +765,7 @@ static void drop_connection(agent *a)
         delta_tx_release(&a->tx);
         a->tx_active = false;
     }
-    a->nfinals = a->nsending = 0;
+    a->nfinals = a->nsending = a->nbarred = 0;
     strbuf_reset(&a->in);
     strbuf_reset(&a->out);
     a->in_off = a->out_off = 0;
@@ -920,13 +970,15 @@ static int dispatch(agent *a, const wire_frame *f, sbx_err *err)
         if (cf && cf->fd >= 0) {
             close_fd(cf);
             cf->drain_left = 0;
+            cf->barrier_left = 0;
         }
         return 0;
     case WIRE_SYNC: {
         final fin = { .is_exit = false, .scan = a->tree != NULL };
         if (wire_get_u64_one(f, &fin.id, err) < 0)
             return -1;
-        queue_final(a, &fin);
+        sync_barrier(a, &fin);
+        release_barred(a);
         return 0;
     }
     case WIRE_PUT_FILE:
@@ -1026,8 +1078,10 @@ static void read_output(agent *a, achan *ch, achan_fd *f)
             wire_frame_raw(&a->out, WIRE_EOF, f->child_fd, ch->id, NULL, 0);
         close_fd(f);
         f->drain_left = 0;
+        f->barrier_left = 0;
         return;
     }
+    f->barrier_left -= (uint64_t)n < f->barrier_left ? (uint64_t)n : f->barrier_left;
     if (discard)
         return;
     wire_frame_raw(&a->out, WIRE_DATA, f->child_fd, ch->id, buf, (size_t)n);
@@ -1193,6 +1247,7 @@ static int loop(agent *a)
         }
         /* An exited command's drain may be complete without any more events. */
         reap(a);
+        release_barred(a);
     }
     free(pfd);
     free(refs);
@@ -1246,6 +1301,7 @@ static void agent_release(agent *a)
     journal_prune(a, UINT64_MAX);
     free(a->journal);
     free(a->finals);
+    free(a->barred);
     free(a->sending);
     strbuf_release(&a->in);
     strbuf_release(&a->out);

@@ -439,6 +439,86 @@ static void test_events(void)
     sess_free(&s);
 }
 
+/* A SYNC is an output barrier: everything a command wrote before it reported on another fd
+ * arrives before SYNC_DONE (the persistent shell relies on it to print in order). */
+typedef struct barrier_state {
+    sess *s;
+    size_t out_bytes, out_at_done, uncredited;
+    bool reported, synced, done;
+} barrier_state;
+
+/* stdout gets no credit until the report came: the agent has sent one window of it and
+ * the rest waits in the pipe when the SYNC arrives, ahead of the credit that frees it. */
+static void bar_output(void *ctx, uint32_t chan, int fd, const void *buf, size_t len)
+{
+    barrier_state *b = ctx;
+    if (fd == 1) {
+        b->out_bytes += len;
+        if (!b->synced) {
+            b->uncredited += len;
+            return;
+        }
+    }
+    if (fd == 3 && !b->synced) {
+        b->reported = true;
+        b->synced = true;
+        sync_conn_sync(b->s->conn, 77);
+        sync_conn_credit(b->s->conn, chan, 1, b->uncredited);
+    }
+    sync_conn_credit(b->s->conn, chan, fd, len);
+}
+
+static void bar_sync_done(void *ctx, uint64_t id)
+{
+    barrier_state *b = ctx;
+    if (id == 77) {
+        b->out_at_done = b->out_bytes;
+        b->done = true;
+    }
+}
+
+static const sync_conn_ops bar_ops = { .output = bar_output, .sync_done = bar_sync_done,
+                                       .warning = on_warning, .error = on_error };
+
+static void test_sync_barrier(void)
+{
+    sync_config cfg = { 0 };
+    sess s;
+    barrier_state b = { 0 };
+    sbx_err err;
+
+    sess_open(&s, "barrier", &cfg);
+    sync_conn_free(s.conn);
+    st_agent_stop(&s.agent);
+    b.s = &s;
+    {
+        const char *args[] = { "--root-prefix", s.prefix, NULL };
+        s.agent = st_agent_start(args);
+        if (sync_conn_open(s.host, s.agent.rfd, s.agent.wfd, &bar_ops, &b, 10000, &s.conn,
+                           &err) < 0)
+            diag("open: %s", err.msg);
+    }
+    /* more than the window, less than the window and a 64 KiB pipe */
+    const char *argv[] = { "bash", "-c", "head -c 300000 /dev/zero; echo R >&3; sleep 1", NULL };
+    const char *env[] = { "PATH=/usr/bin:/bin", NULL };
+    sync_fd_spec fds[] = { { 1, SYNC_FD_OUT }, { 3, SYNC_FD_OUT } };
+    sync_run_req req = { .exe = "/bin/bash", .argv = argv, .env = env, .cwd = s.code,
+                         .fds = fds, .nfds = 2 };
+    if (sync_conn_run(s.conn, 1, &req, &err) < 0)
+        diag("run: %s", err.msg);
+    uint64_t end = now_ns() + 20000000000ull;
+    while (!b.done && now_ns() < end) {
+        struct pollfd pfd[SYNC_CONN_MAX_POLLFDS];
+        size_t n = sync_conn_pollfds(s.conn, pfd, SYNC_CONN_MAX_POLLFDS);
+        poll(pfd, n, 100);
+        if (sync_conn_handle_events(s.conn, pfd, n) < 0)
+            break;
+    }
+    ok(b.reported && b.done, "a SYNC asked for after a report on fd 3 completes");
+    is_int(b.out_at_done, 300000, "with all the stdout written before the report ahead of it");
+    sess_free(&s);
+}
+
 /* A sandbox change made by a background process after its command's pull: the command
  * leaves it waiting; we let it go and wait until it is done. */
 static void bg_change(sess *s, const char *change)
@@ -900,6 +980,7 @@ int main(void)
     test_first_sync_and_back();
     test_commands();
     test_events();
+    test_sync_barrier();
     test_conflicts();
     test_git();
     test_excludes_and_paths();
