@@ -35,6 +35,8 @@ struct sync_host {
     size_t *exclude_lens;
     char *state_file;
     char *user_gitconfig, *sandbox_gitconfig;
+    struct stat gitconfig_seen;   /* the user's git config as last put into the sandbox */
+    bool gitconfig_put;
     apply_limits limits;
     bool no_watch;
     uint64_t pair_id, push_seq, pull_seq;
@@ -863,6 +865,38 @@ static void put_file_frame(strbuf *out, const char *path, unsigned mode, const v
     wire_end(out, at);
 }
 
+/* Puts the filtered user git config into the sandbox when it is new to this connection or
+ * changed on the host since (someone set their identity after the session started). */
+static void refresh_user_gitconfig(sync_conn *c)
+{
+    sync_host *h = c->h;
+    struct stat st;
+    char *text = NULL;
+    size_t len = 0;
+    strbuf filtered = STRBUF_INIT;
+    sbx_err ignored;
+
+    if (!h->user_gitconfig)
+        return;
+    if (stat(h->user_gitconfig, &st) < 0)
+        memset(&st, 0, sizeof(st));
+    if (h->gitconfig_put && st.st_dev == h->gitconfig_seen.st_dev &&
+        st.st_ino == h->gitconfig_seen.st_ino && st.st_size == h->gitconfig_seen.st_size &&
+        st.st_mtim.tv_sec == h->gitconfig_seen.st_mtim.tv_sec &&
+        st.st_mtim.tv_nsec == h->gitconfig_seen.st_mtim.tv_nsec)
+        return;
+    h->gitconfig_seen = st;
+    h->gitconfig_put = true;
+    if (st.st_ino && read_file(h->user_gitconfig, GITCONFIG_MAX, &text, &len, &ignored) == 0)
+        gitconfig_filter_user(text, len, &filtered);
+    free(text);
+    /* A missing or unparsable file gives an empty config there too. */
+    if (sync_conn_put_file(c, h->sandbox_gitconfig, 0644, filtered.buf, filtered.len,
+                           &ignored) < 0 && c->ops && c->ops->warning)
+        c->ops->warning(c->ctx, ignored.msg);
+    strbuf_release(&filtered);
+}
+
 int sync_conn_open(sync_host *h, int rfd, int wfd, const sync_conn_ops *ops, void *ctx,
                    int timeout_ms, sync_conn **out, sbx_err *err)
 {
@@ -928,18 +962,9 @@ int sync_conn_open(sync_host *h, int rfd, int wfd, const sync_conn_ops *ops, voi
     c->inflight = mf_pathmap_new();
     c->rx = apply_new(h->tree, APPLY_HOST, &h->limits, warn_cb, c);
     apply_set_inflight(c->rx, c->inflight);
-    if (h->user_gitconfig) {
-        char *text = NULL;
-        size_t len = 0;
-        strbuf filtered = STRBUF_INIT;
-        sbx_err ignored;
-        if (read_file(h->user_gitconfig, GITCONFIG_MAX, &text, &len, &ignored) == 0)
-            gitconfig_filter_user(text, len, &filtered);
-        free(text);
-        put_file_frame(&c->out, h->sandbox_gitconfig, 0644, filtered.buf, filtered.len);
-        strbuf_release(&filtered);
-    }
+    h->gitconfig_put = false;
     h->conn = c;
+    refresh_user_gitconfig(c);
     /* Whatever followed the hello (nothing, normally) is handled by the first event. */
     flush_out(c);
     if (c->dead) {
@@ -1066,6 +1091,7 @@ int sync_conn_run(sync_conn *c, uint32_t chan, const sync_run_req *req, sbx_err 
 
     if (c->dead)
         return dead_err(c, err);
+    refresh_user_gitconfig(c);
     if (!chan || find_chan(c, chan, NULL))
         return sbx_errf(err, "sbxsh: channel %u is %s", chan, chan ? "in use" : "invalid");
     if (!req->exe || !*req->exe || !req->argv || !req->argv[0] || !req->cwd ||
@@ -1236,6 +1262,7 @@ int sync_conn_sync(sync_conn *c, uint64_t id)
     size_t at;
     if (c->dead)
         return -1;
+    refresh_user_gitconfig(c);
     it = xcalloc(1, sizeof(*it));
     strbuf_init(&it->frame, 0);
     at = wire_begin(&it->frame, WIRE_SYNC, 0, 0);

@@ -887,6 +887,11 @@ static void test_modes_files_and_orphans(void)
        "the user's git identity is written into the sandbox's HOME");
     ok(!strstr(st_read(p), "alias") && !strstr(st_read(p), "helper"),
        "without aliases or credential helpers");
+    /* Set later, as people do after the session started: the next command sees it. */
+    st_write(gc, "[user]\n\tname = Bea\n\temail = bea@example.com\n");
+    run(&s, "true", &r);
+    ok(strstr(st_read(p), "bea@example.com") != NULL,
+       "a change to the user's git config reaches the sandbox with the next command");
     free(p);
     {
         sbx_err err;
