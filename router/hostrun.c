@@ -415,6 +415,43 @@ static int run_pipeline(const sh_parse *p, const sh_pipeline *pl, const rpipe *r
     return 0;
 }
 
+/* set -x: what bash's xtrace prints for the pipeline, from the checked words: PS4, then
+ * each assignment prefix on a line of its own, then the words, quoted as bash quotes them. */
+static void xtrace_word(strbuf *out, const char *w)
+{
+    if (!*w || strpbrk(w, " \t\n'\"\\$`*?[]|&;()<>!{}") || w[0] == '~' || w[0] == '#')
+        strbuf_add_shell_quoted(out, w, strlen(w));
+    else
+        strbuf_addstr(out, w);
+}
+
+static void trace_pipeline(const rpipe *rp, const char *ps4)
+{
+    strbuf out = STRBUF_INIT;
+    for (size_t i = 0; i < rp->n; i++) {
+        const rcmd *c = &rp->cmds[i];
+        for (size_t k = 0; k < c->env.n; k++) {
+            const char *eq = strchr(c->env.v[k], '=');
+            strbuf_addstr(&out, ps4);
+            strbuf_add(&out, c->env.v[k], eq ? (size_t)(eq - c->env.v[k] + 1) : 0);
+            xtrace_word(&out, eq ? eq + 1 : c->env.v[k]);
+            strbuf_addch(&out, '\n');
+        }
+        strbuf_addstr(&out, ps4);
+        for (size_t k = 0; k < c->argv.n; k++) {
+            if (k)
+                strbuf_addch(&out, ' ');
+            xtrace_word(&out, c->argv.v[k]);
+        }
+        strbuf_addch(&out, '\n');
+    }
+    fflush(stdout);
+    /* A trace that cannot be written is not the command's failure, as in bash. */
+    if (write_full(2, out.buf, out.len) < 0)
+        errno = 0;
+    strbuf_release(&out);
+}
+
 int route_run_host(const sh_parse *p, const sh_pipeline *pl, const route_ctx *ctx,
                    const route_run_opts *o, int *status, strbuf *new_cwd, sbx_err *err)
 {
@@ -456,6 +493,8 @@ int route_run_host(const sh_parse *p, const sh_pipeline *pl, const route_ctx *ct
                   "warning: git hooks not run: %s is inside the code directories, which the "
                   "sandbox can change",
                   hooks.buf);
+    if (o->xtrace)
+        trace_pipeline(&rp, o->xtrace);
 
     if (rp.n == 1 && rp.cmds[0].kind == RC_CD) {
         if (new_cwd)

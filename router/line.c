@@ -457,48 +457,6 @@ static bool plan_needs_split(const route_plan *plan)
     return false;
 }
 
-/* set -x for a host part: what bash's xtrace would print for it (PS4, then
- * each command's assignments and words, quoted as bash quotes them). A PS4
- * with expansions is shown as bash's default. */
-static void trace_host_part(const line_exec *x, const sh_pipeline *pl)
-{
-    const char *ps4 = x->ps4 && !strpbrk(x->ps4, "$`\\") ? x->ps4 : "+ ";
-    strbuf out = STRBUF_INIT;
-    for (const sh_cmd *c = pl->cmds; c; c = c->next) {
-        if (c->kind != SH_SIMPLE)
-            continue;
-        for (const sh_assign *a = c->assigns; a; a = a->next) {
-            strbuf_addf(&out, "%s", ps4);
-            strbuf_add(&out, a->name, a->name_len);
-            strbuf_addch(&out, '=');
-            if (a->value)
-                sh_word_static_value(a->value, &out);
-            strbuf_addch(&out, '\n');
-        }
-        if (!c->words)
-            continue;
-        strbuf_addstr(&out, ps4);
-        for (const sh_word *w = c->words; w; w = w->next) {
-            strbuf v = STRBUF_INIT;
-            sh_word_static_value(w, &v);
-            if (w != c->words)
-                strbuf_addch(&out, ' ');
-            if (!v.len || strpbrk(v.buf, " \t\n'\"\\$`*?[]|&;()<>!{}") || v.buf[0] == '~' ||
-                v.buf[0] == '#')
-                strbuf_add_shell_quoted(&out, v.buf, v.len);
-            else
-                strbuf_add(&out, v.buf, v.len);
-            strbuf_release(&v);
-        }
-        strbuf_addch(&out, '\n');
-    }
-    fflush(stdout);
-    if (write_full(2, out.buf, out.len) < 0) {
-        /* stderr is gone; bash would not fail the command for it either */
-    }
-    strbuf_release(&out);
-}
-
 static bool joins_andor(const route_part *parts, size_t n, size_t i)
 {
     return i + 1 < n && (parts[i + 1].join == ROUTE_JOIN_AND || parts[i + 1].join == ROUTE_JOIN_OR);
@@ -548,8 +506,10 @@ static int run_parts(line_exec *x, const sh_parse *p, route_plan *plan, unsigned
                 continue;
             }
             route_ctx_fill(x, &ctx);
+            /* bash expands PS4 before each trace; one with expansions is shown as
+             * bash's default rather than expanded here */
             if (x->xtrace)
-                trace_host_part(x, parts[i].pipe);
+                ro.xtrace = x->ps4 && !strpbrk(x->ps4, "$`\\") ? x->ps4 : "+ ";
             if (line_base)
                 ro.line = line_base - 1 + route_line_of(p, parts[i].span.start);
             rc = route_run_host(p, parts[i].pipe, &ctx, &ro, &status, &newcwd, err);

@@ -109,6 +109,8 @@ typedef struct route_run_opts {
                               command's messages say the line bash would; 0 = interactive:
                               no "line N: " */
     bool pipefail;         /* set -o pipefail */
+    const char *xtrace;    /* set -x: the PS4 to print before each command's assignments
+                              and words, as bash's xtrace does; NULL: no trace */
 } route_run_opts;
 
 enum {
