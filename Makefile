@@ -42,7 +42,7 @@ TEST_C :=        # C unit tests: tests/<part>/t-*.c, each a TAP program
 TEST_HELPERS :=  # helper programs the tests run: path/name.c -> $(BUILD)/path/name
 FUZZ_C :=        # libFuzzer drivers: tests/fuzz/fuzz-*.c
 BENCH_C :=       # benchmark programs
-MAN_PAGES :=
+MAN_PAGES := doc/sbxsh.1 doc/sbx.1
 
 all:
 

@@ -7,6 +7,14 @@ SBX_MAIN := local/sbx_main.c
 
 # Where `make install` puts sbx-agent; the code looks there after its own directory.
 $(BUILD)/local/config.o: ALL_CFLAGS += -DSBX_LIBEXECDIR='"$(LIBEXECDIR)"'
+# A stamp named after LIBEXECDIR: `make install PREFIX=/usr` after a plain `make`
+# rebuilds config.o, so the installed programs look where the agent was installed.
+LIBEXEC_STAMP := $(BUILD)/local/libexecdir$(subst /,_,$(LIBEXECDIR)).stamp
+$(BUILD)/local/config.o: $(LIBEXEC_STAMP)
+$(LIBEXEC_STAMP):
+	@mkdir -p $(dir $@)
+	@rm -f $(BUILD)/local/libexecdir*.stamp
+	@touch $@
 
 # The statx shim for Debian 12's runsc (see local/runsc_compat.c): a shared
 # object beside sbx-agent, never built with the sanitizers (it runs inside

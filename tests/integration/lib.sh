@@ -75,14 +75,15 @@ tree_listing() {
 start_git_daemon() {
     GITROOT=$SBX_TEST_TMP/gitroot
     mkdir -p "$GITROOT"
-    local port probe=$GITROOT/.probe.git
+    local port probe_name=.probe-$$-$RANDOM.git
+    local probe=$GITROOT/$probe_name
     git init -q --bare "$probe"
     for port in $(seq 19418 19460); do
         git daemon --reuseaddr --listen=127.0.0.1 --port=$port --base-path="$GITROOT" \
             --export-all --enable=receive-pack --pid-file="$SBX_TEST_TMP/daemon.pid" \
             --detach "$GITROOT" 2>/dev/null || continue
         for _ in $(seq 50); do
-            if git ls-remote "git://127.0.0.1:$port/.probe.git" >/dev/null 2>&1; then
+            if git ls-remote "git://127.0.0.1:$port/$probe_name" >/dev/null 2>&1; then
                 GITBASE=git://127.0.0.1:$port
                 return 0
             fi

@@ -1,0 +1,42 @@
+# fish completion for sbxsh and sbx. Installed into fish's vendor_completions.d
+# as sbxsh.fish and sbx.fish.
+
+function __sbxsh_sessions
+    sbx ls 2>/dev/null | awk 'NR > 1 {print $1}'
+end
+
+# sbxsh
+complete -c sbxsh -l ast -d 'Print the syntax tree as JSON, run nothing'
+complete -c sbxsh -l route -d 'Print host or sandbox for each part, run nothing'
+complete -c sbxsh -l json -d 'With --route: one JSON object'
+complete -c sbxsh -l session -x -a '(__sbxsh_sessions)' -d 'The session'
+complete -c sbxsh -l help -d 'Show help'
+complete -c sbxsh -l version -d 'Show the version'
+complete -c sbxsh -l login -d 'Act as a login shell'
+complete -c sbxsh -l noprofile -d 'No profile files'
+complete -c sbxsh -l norc -d 'No ~/.bashrc'
+complete -c sbxsh -l posix -d 'POSIX mode'
+complete -c sbxsh -l rcfile -r -d 'Startup file'
+complete -c sbxsh -s c -x -d 'Run a command string'
+complete -c sbxsh -s i -d 'Interactive'
+complete -c sbxsh -s l -d 'Login shell'
+complete -c sbxsh -s s -d 'Read commands from stdin'
+complete -c sbxsh -s n -d 'Check syntax only'
+complete -c sbxsh -s e -d 'Exit on error'
+complete -c sbxsh -s u -d 'Unset variables are errors'
+complete -c sbxsh -s x -d 'Trace commands'
+complete -c sbxsh -s o -x -a 'allexport braceexpand emacs errexit errtrace functrace hashall histexpand history ignoreeof interactive-comments keyword monitor noclobber noexec noglob nolog notify nounset onecmd physical pipefail posix privileged verbose vi xtrace' -d 'Set option'
+complete -c sbxsh -s O -x -a 'autocd cdspell checkwinsize dotglob expand_aliases extglob failglob globstar inherit_errexit lastpipe nocaseglob nocasematch nullglob xpg_echo' -d 'shopt option'
+
+# sbx
+set -l sbx_cmds exec release status ls doctor
+complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a exec -d 'Run a command in a sandbox'
+complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a release -d 'Pull the last changes, stop and delete the sandbox'
+complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a status -d 'Show a session'
+complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a ls -d 'List the sessions'
+complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a doctor -d 'Check what sbxsh needs here'
+complete -c sbx -n "__fish_seen_subcommand_from exec release status" -l session -x -a '(__sbxsh_sessions)' -d 'The session'
+complete -c sbx -n "__fish_seen_subcommand_from exec" -l keep -d "Keep the session's sandbox"
+complete -c sbx -n "__fish_seen_subcommand_from exec" -l tty -d 'Run on a terminal'
+complete -c sbx -n "__fish_seen_subcommand_from status ls" -l json -d 'JSON output'
+complete -c sbx -l help -d 'Show help'
