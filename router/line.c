@@ -617,8 +617,8 @@ int line_exec_program(line_exec *x, const char *text, size_t len, bool extglob,
     return 0;
 }
 
-int line_exec_command(line_exec *x, const sh_parse *p, bool *exited, int *wait_status,
-                      sbx_err *err)
+int line_exec_command(line_exec *x, const sh_parse *p, unsigned first_line, bool *exited,
+                      int *wait_status, sbx_err *err)
 {
     route_plan plan;
     route_ctx ctx;
@@ -631,7 +631,7 @@ int line_exec_command(line_exec *x, const sh_parse *p, bool *exited, int *wait_s
         for (size_t i = 0; i < plan.n; i++)
             plan.parts[i].where = ROUTE_SANDBOX;
     }
-    rc = run_parts(x, p, &plan, 0, exited, err);
+    rc = run_parts(x, p, &plan, first_line, exited, err);
     route_plan_release(&plan);
     if (rc == 0 && *exited)
         *wait_status = x->final_status;

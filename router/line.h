@@ -63,10 +63,11 @@ int line_exec_program(line_exec *x, const char *text, size_t len, bool extglob,
                       const char *script, int *wait_status, sbx_err *err);
 
 /* Runs one complete command of stdin or interactive mode (already parsed
- * with sh_parse_next). Sets *exited when the shell has ended (exit, errexit);
- * then *wait_status is final. */
-int line_exec_command(line_exec *x, const sh_parse *p, bool *exited, int *wait_status,
-                      sbx_err *err);
+ * with sh_parse_next). first_line is the input line it starts on, for host
+ * parts' messages (0: none, as at a terminal). Sets *exited when the shell
+ * has ended (exit, errexit); then *wait_status is final. */
+int line_exec_command(line_exec *x, const sh_parse *p, unsigned first_line, bool *exited,
+                      int *wait_status, sbx_err *err);
 
 /* sbxsh's parser refused a command of stdin mode: from here on bash in the
  * sandbox reads the rest of the input itself (text, then all of fd in_fd),

@@ -125,8 +125,11 @@ static int run_stream(const sh_options *o, line_exec *x)
             if (st == SH_OK && consumed > 0) {
                 int rc = 0;
                 if (p.root && p.root->items)
-                    rc = line_exec_command(x, &p, &exited, &ws, &err);
+                    rc = line_exec_command(x, &p,
+                                           o->mode == SH_INPUT_INTERACTIVE ? 0 : po.first_line + 1,
+                                           &exited, &ws, &err);
                 po.extglob = p.extglob_after;
+                po.first_line = p.end_line;
                 sh_parse_free(&p);
                 if (rc < 0) {
                     if (o->mode != SH_INPUT_INTERACTIVE) {
