@@ -59,7 +59,8 @@ typedef enum sh_wpart_kind {
     WP_TILDE,        /* ~ or ~user where bash expands it: text = user ("" for ~) */
     WP_GLOB,         /* unquoted * ? or [...] bracket expression: text = source */
     WP_EXTGLOB,      /* ?( *( +( @( !( ... ) when extglob is on: text = source */
-    WP_BRACE,        /* brace expansion {a,b} or {1..3}: text = source */
+    WP_BRACE,        /* brace expansion {a,b} or {1..3}: text = source; parts = the
+                        expression's parts when it holds quotes or expansions */
 } sh_wpart_kind;
 
 struct sh_wpart {
@@ -69,11 +70,11 @@ struct sh_wpart {
     size_t len;
     sh_wpart *parts;     /* WP_DQUOTE, WP_LOCALE */
     sh_list *body;       /* WP_CMDSUB, WP_BACKQUOTE, WP_PROCSUB_*: the parsed commands;
-                            NULL when empty, or when bash parses the text only as it
-                            runs it and it does not parse (see body_unparsed) */
-    bool body_unparsed;  /* in a here-document body: a $( ), `...`, ${ or $[ that bash
-                            would reject when it runs the command; the part covers the
-                            rest of the body (body/param/text as far as known) */
+                            NULL when empty, or when body_unparsed */
+    bool body_unparsed;  /* text bash parses only when it runs the command (a backquote
+                            body, a $(( that is not arithmetic, a substitution in a
+                            here-document body) and that would fail then; in a
+                            here-document body the part covers the rest of the body */
     sh_param *param;     /* WP_PARAM */
     sh_wpart *next;
 };
@@ -126,7 +127,8 @@ struct sh_assign {
     bool append;           /* += */
     bool is_array;         /* name=( ... ) */
     sh_word *value;        /* scalar value (an empty word when `a=`); NULL if is_array */
-    sh_word *elements;     /* is_array: the words between ( and ) ([k]=v stays in the word) */
+    sh_word *elements;     /* is_array: the words between ( and ); a [k]=v element has
+                              ->assign with an empty name and subscript k */
     sh_assign *next;
 };
 
@@ -261,7 +263,7 @@ struct sh_cmd {
 
 struct sh_pipeline {
     sh_span span;          /* from ! or time through the last command */
-    bool bang;             /* leading ! */
+    bool bang;             /* leading ! (two of them cancel, as in bash) */
     bool timed;            /* leading time */
     bool time_posix;       /* time -p */
     sh_cmd *cmds;

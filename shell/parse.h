@@ -62,7 +62,10 @@ sh_status sh_parse_all(sh_parse *p, const char *src, size_t len, const sh_parse_
  * that follow. On SH_OK, *consumed is the number of bytes used and p->root
  * the command. Used by the stdin and interactive loops: on SH_INCOMPLETE,
  * read more and call again with the longer buffer. A buffer holding only
- * blank lines and comments gives SH_OK with p->root->items == NULL. */
+ * blank lines and comments gives SH_OK with p->root->items == NULL. On
+ * SH_ERROR with p->exit_status 1 (an error in a=( )), bash goes on after the
+ * rest of the line: *consumed says where. Pass the lines consumed so far in
+ * opts->first_line and p->extglob_after as the next opts->extglob. */
 sh_status sh_parse_next(sh_parse *p, const char *src, size_t len, const sh_parse_opts *opts,
                         bool at_eof, size_t *consumed);
 
