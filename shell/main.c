@@ -95,6 +95,11 @@ static int check_syntax(const sh_options *o)
         fprintf(stderr, "%s: %s\n", o->progname, err.msg);
         return o->mode == SH_INPUT_SCRIPT ? 127 : 2;
     }
+    if (o->mode == SH_INPUT_SCRIPT && sh_script_is_binary(buf, len)) {
+        fprintf(stderr, "%s: %s: cannot execute binary file\n", o->script, o->script);
+        free(buf);
+        return 126;
+    }
     parse_opts_from(o, &po);
     sh_parse_all(&p, buf, len, &po, true);
     if (p.warnings.len) {
@@ -202,7 +207,8 @@ int main(int argc, char **argv)
     sh_options_init(&o);
     if (sh_options_parse(&o, argc, argv, isatty(0) && isatty(2), &err) < 0) {
         fprintf(stderr, "%s: %s\n", o.progname, err.msg);
-        sh_options_print_usage(o.progname);
+        if (!o.error_without_usage)
+            sh_options_print_usage(o.progname);
         sh_options_release(&o);
         return 2;
     }

@@ -190,8 +190,12 @@ int sh_options_parse(sh_options *o, int argc, char **argv, bool stdin_is_tty, sb
                 }
                 name = argv[++i];
                 if (c == 'o') {
-                    if (!in_list(name, set_o_names, ARRAY_SIZE(set_o_names)))
-                        return sbx_errf(err, "%s: invalid option name", name);
+                    /* bash reports these as its `set`/`shopt` builtins would, at "line 0" */
+                    if (!in_list(name, set_o_names, ARRAY_SIZE(set_o_names))) {
+                        o->error_without_usage = true;
+                        return sbx_errf(err, "line 0: %s: %s: invalid option name", o->progname,
+                                        name);
+                    }
                     if (!strcmp(name, "noexec") && on) {
                         o->action = o->action == SH_ACT_RUN ? SH_ACT_CHECK : o->action;
                         break;
@@ -199,8 +203,10 @@ int sh_options_parse(sh_options *o, int argc, char **argv, bool stdin_is_tty, sb
                     if (!strcmp(name, "errexit"))
                         o->errexit = on;
                 } else {
-                    if (!in_list(name, shopt_names, ARRAY_SIZE(shopt_names)))
-                        return sbx_errf(err, "%s: invalid shell option name", name);
+                    if (!in_list(name, shopt_names, ARRAY_SIZE(shopt_names))) {
+                        o->error_without_usage = true;
+                        return sbx_errf(err, "line 0: %s: invalid shell option name", name);
+                    }
                     if (!strcmp(name, "extglob"))
                         o->extglob = on;
                 }
@@ -225,8 +231,10 @@ int sh_options_parse(sh_options *o, int argc, char **argv, bool stdin_is_tty, sb
     }
 
     if (want_command) {
-        if (i >= argc)
+        if (i >= argc) {
+            o->error_without_usage = true;
             return sbx_errf(err, "-c: option requires an argument");
+        }
         o->mode = SH_INPUT_COMMAND;
         o->command = argv[i++];
         if (i < argc)

@@ -53,6 +53,7 @@ typedef struct sh_options {
     strvec positional;        /* $1, $2, ... */
     strvec bash_args;         /* options to hand the sandbox's bash, in order */
     const char *session;      /* --session NAME */
+    bool error_without_usage; /* after a parse error: bash prints no usage for this one */
 } sh_options;
 
 void sh_options_init(sh_options *o);

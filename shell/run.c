@@ -15,6 +15,17 @@
 #include <string.h>
 #include <unistd.h>
 
+bool sh_script_is_binary(const char *text, size_t len)
+{
+    for (size_t i = 0; i < len && i < 80; i++) {
+        if (text[i] == '\n')
+            return false;
+        if (text[i] == '\0')
+            return true;
+    }
+    return false;
+}
+
 static int fail(const sh_options *o, const sbx_err *err)
 {
     fflush(stdout);
@@ -53,6 +64,11 @@ static int run_program(const sh_options *o, line_exec *x)
             fprintf(stderr, "%s: %s: %s\n", o->progname, o->script,
                     errno == ENOENT ? "No such file or directory" : err.msg);
             return errno == ENOENT ? 127 : 126;
+        }
+        if (sh_script_is_binary(text, len)) {
+            fprintf(stderr, "%s: %s: cannot execute binary file\n", o->script, o->script);
+            free(text);
+            return 126;
         }
     }
     if (line_exec_program(x, text ? text : o->command, text ? len : strlen(o->command),

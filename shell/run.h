@@ -10,4 +10,9 @@
 
 int shell_run(const sh_options *o);
 
+/* bash's check before it runs (or -n checks) a script: a NUL byte in the
+ * first 80 bytes before the first newline makes it "cannot execute binary
+ * file", status 126. */
+bool sh_script_is_binary(const char *text, size_t len);
+
 #endif
