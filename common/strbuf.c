@@ -1,6 +1,7 @@
 #include "common/strbuf.h"
 #include "common/util.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -162,10 +163,48 @@ void strbuf_add_shell_quoted(strbuf *sb, const char *s, size_t len)
     strbuf_addch(sb, '\'');
 }
 
+/* The length of the valid UTF-8 sequence at s (at most n bytes), or 0: overlong
+ * forms, surrogates and code points past U+10FFFF are not valid. */
+static size_t utf8_seq_len(const unsigned char *s, size_t n)
+{
+    size_t len;
+    uint32_t cp;
+
+    if (s[0] < 0x80)
+        return 1;
+    if (s[0] >= 0xc2 && s[0] <= 0xdf)
+        len = 2, cp = s[0] & 0x1f;
+    else if (s[0] >= 0xe0 && s[0] <= 0xef)
+        len = 3, cp = s[0] & 0x0f;
+    else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+        len = 4, cp = s[0] & 0x07;
+    else
+        return 0;
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3f);
+    }
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+        (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+        return 0;
+    return len;
+}
+
 void strbuf_add_json_escaped(strbuf *sb, const char *s, size_t len)
 {
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < len;) {
+        unsigned char c = u[i];
+        size_t n = utf8_seq_len(u + i, len - i);
+        if (n > 1) {
+            strbuf_add(sb, s + i, n);
+            i += n;
+            continue;
+        }
+        i++;
         switch (c) {
         case '"': strbuf_addstr(sb, "\\\""); break;
         case '\\': strbuf_addstr(sb, "\\\\"); break;
@@ -173,7 +212,9 @@ void strbuf_add_json_escaped(strbuf *sb, const char *s, size_t len)
         case '\t': strbuf_addstr(sb, "\\t"); break;
         case '\r': strbuf_addstr(sb, "\\r"); break;
         default:
-            if (c < 0x20 || c == 0x7f)
+            /* control bytes, and bytes that are not valid UTF-8 (as the code point
+             * of the same number, so the JSON stays valid and bytes stay apart) */
+            if (c < 0x20 || c == 0x7f || c >= 0x80)
                 strbuf_addf(sb, "\\u%04x", c);
             else
                 strbuf_addch(sb, (char)c);

@@ -42,7 +42,8 @@ void strbuf_vaddf(strbuf *sb, const char *fmt, va_list ap);
 void strbuf_remove(strbuf *sb, size_t pos, size_t n);
 /* Appends s quoted for bash: single quotes, or $'...' when s has control bytes. */
 void strbuf_add_shell_quoted(strbuf *sb, const char *s, size_t len);
-/* Appends s with JSON string escaping (no surrounding quotes). */
+/* Appends s with JSON string escaping (no surrounding quotes). JSON must be
+ * UTF-8: a byte that is not part of a valid sequence is written as \u00XX. */
 void strbuf_add_json_escaped(strbuf *sb, const char *s, size_t len);
 
 #endif

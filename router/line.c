@@ -165,47 +165,55 @@ static void route_ctx_fill(const line_exec *x, route_ctx *ctx)
     ctx->cdpath = getenv("CDPATH");
 }
 
+/* Starts bash in the sandbox: at the current directory, with the sandbox's
+ * environment, sbxsh's signals forwarded to it. */
+static int start_bash(line_exec *x, const strvec *argv, const sbx_fd_map *fds, size_t nfds,
+                      sbx_err *err)
+{
+    sbx_command cmd = {
+        .exe = "bash",
+        .argv = (const char *const *)argv->v,
+        .env = (const char *const *)x->env.v,
+        .cwd = x->cwd,
+        .fds = fds,
+        .nfds = nfds,
+        .forward_signals = true,
+    };
+    if (check_sandbox_cwd(x, err) < 0 || open_session(x, err) < 0)
+        return -1;
+    return sbx_session_start(x->sess, &cmd, err);
+}
+
 /* ---- one-shot --------------------------------------------------------------------------- */
 
 static int run_oneshot(line_exec *x, const char *text, const char *script, int *wait_status,
                        sbx_err *err)
 {
     strvec argv = STRVEC_INIT;
-    sbx_fd_map fds[] = {
+    static const sbx_fd_map fds[] = {
         { 0, SBX_FD_RELAY_IN, 0 }, { 1, SBX_FD_RELAY_OUT, 1 }, { 2, SBX_FD_RELAY_OUT, 2 },
     };
-    sbx_command cmd = { 0 };
     sbx_exit st;
     int rc;
 
-    if (check_sandbox_cwd(x, err) < 0 || open_session(x, err) < 0)
-        return -1;
+    /* argv[0] is how sbxsh was called, so $0 and bash's messages name sbxsh as
+     * they would name bash. */
+    strvec_push(&argv, x->o.argv0);
+    strvec_pushv(&argv, (char *const *)x->o.bash_args);
     if (script) {
-        /* `bash [OPTIONS] SCRIPT ARGS`: $0 is the script as named. */
-        strvec_push(&argv, x->o.argv0);
-        strvec_pushv(&argv, (char *const *)x->o.bash_args);
+        /* `bash [OPTIONS] SCRIPT ARGS`: $0 is the script as named */
         strvec_push(&argv, script);
     } else {
-        /* `bash [OPTIONS] -c TEXT [NAME ARGS]`: argv[0] is how sbxsh was
-         * called, so $0 and bash's messages name sbxsh as they would name bash. */
-        strvec_push(&argv, x->o.argv0);
-        strvec_pushv(&argv, (char *const *)x->o.bash_args);
+        /* `bash [OPTIONS] -c TEXT [NAME ARGS]` */
         strvec_push(&argv, "-c");
         strvec_push(&argv, text);
         if (x->o.dollar0 != x->o.argv0 || (x->o.positional && x->o.positional[0]))
             strvec_push(&argv, x->o.dollar0);
     }
     strvec_pushv(&argv, (char *const *)x->o.positional);
-    cmd.exe = "bash";
-    cmd.argv = (const char *const *)argv.v;
-    cmd.env = (const char *const *)x->env.v;
-    cmd.cwd = x->cwd;
-    cmd.fds = fds;
-    cmd.nfds = ARRAY_SIZE(fds);
-    cmd.forward_signals = true;
-    rc = sbx_session_run(x->sess, &cmd, &st, err);
+    rc = start_bash(x, &argv, fds, ARRAY_SIZE(fds), err);
     strvec_clear(&argv);
-    if (rc < 0)
+    if (rc < 0 || sbx_session_wait(x->sess, &st, err) < 0)
         return -1;
     *wait_status = st.wait_status;
     if (st.spawn_failed)
@@ -220,30 +228,20 @@ static int shell_start(line_exec *x, sbx_err *err)
     strvec argv = STRVEC_INIT;
     sbx_fd_map fds[5];
     size_t nfds = 0;
-    sbx_command cmd = { 0 };
     int rc;
 
-    if (check_sandbox_cwd(x, err) < 0 || open_session(x, err) < 0)
-        return -1;
     fds[nfds++] = (sbx_fd_map){ 0, SBX_FD_API_IN, -1 };
     fds[nfds++] = (sbx_fd_map){ 1, SBX_FD_RELAY_OUT, 1 };
     fds[nfds++] = (sbx_fd_map){ 2, SBX_FD_RELAY_OUT, 2 };
     if (!x->o.stdin_is_script)
         fds[nfds++] = (sbx_fd_map){ 198, SBX_FD_RELAY_IN, 0 };
     fds[nfds++] = (sbx_fd_map){ 199, SBX_FD_API_OUT, -1 };
-
+    /* `bash [OPTIONS] -s ARGS`, reading the script stream we write on fd 0 */
     strvec_push(&argv, x->o.dollar0);
     strvec_pushv(&argv, (char *const *)x->o.bash_args);
     strvec_push(&argv, "-s");
     strvec_pushv(&argv, (char *const *)x->o.positional);
-    cmd.exe = "bash";
-    cmd.argv = (const char *const *)argv.v;
-    cmd.env = (const char *const *)x->env.v;
-    cmd.cwd = x->cwd;
-    cmd.fds = fds;
-    cmd.nfds = nfds;
-    cmd.forward_signals = true;
-    rc = sbx_session_start(x->sess, &cmd, err);
+    rc = start_bash(x, &argv, fds, nfds, err);
     strvec_clear(&argv);
     if (rc < 0)
         return -1;

@@ -4,7 +4,6 @@
  */
 #include "router/rules.h"
 
-#include <stdint.h>
 #include <string.h>
 
 /* One line per part: the text's newlines, tabs, CRs, backslashes and other
@@ -27,54 +26,12 @@ static void add_escaped(strbuf *out, const char *s, size_t n)
     }
 }
 
-/* The length of the valid UTF-8 sequence at s (at most n bytes), or 0. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    size_t len;
-    uint32_t cp;
-
-    if (s[0] < 0x80)
-        return 1;
-    if (s[0] >= 0xc2 && s[0] <= 0xdf)
-        len = 2, cp = s[0] & 0x1f;
-    else if (s[0] >= 0xe0 && s[0] <= 0xef)
-        len = 3, cp = s[0] & 0x0f;
-    else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-        len = 4, cp = s[0] & 0x07;
-    else
-        return 0;
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = cp << 6 | (s[i] & 0x3f);
-    }
-    if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-        (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-        return 0;
-    return len;
-}
-
-/* A JSON string. JSON must be UTF-8: a byte that is not part of a valid
- * sequence is written as the code point of the same number (\u00XX), so
- * the output stays valid and every byte can still be told apart; tools
- * needing the exact bytes have the part's offsets. */
+/* A JSON string (strbuf_add_json_escaped keeps it valid for any bytes; tools
+ * needing the exact bytes have the part's offsets). */
 static void add_json_string(strbuf *out, const char *s, size_t n)
 {
-    const unsigned char *u = (const unsigned char *)s;
-
     strbuf_addch(out, '"');
-    for (size_t i = 0; i < n;) {
-        size_t len = utf8_len(u + i, n - i);
-        if (len == 0) {
-            strbuf_addf(out, "\\u%04x", u[i]);
-            i++;
-        } else {
-            strbuf_add_json_escaped(out, s + i, len);
-            i += len;
-        }
-    }
+    strbuf_add_json_escaped(out, s, n);
     strbuf_addch(out, '"');
 }
 

@@ -16,57 +16,14 @@ typedef struct jctx {
     bool oom;
 } jctx;
 
-/* Length of a valid UTF-8 sequence at s (n bytes available), or 0. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    size_t len;
-    unsigned long cp;
-    if (s[0] < 0x80)
-        return 1;
-    if ((s[0] & 0xe0) == 0xc0) {
-        len = 2;
-        cp = s[0] & 0x1f;
-    } else if ((s[0] & 0xf0) == 0xe0) {
-        len = 3;
-        cp = s[0] & 0x0f;
-    } else if ((s[0] & 0xf8) == 0xf0) {
-        len = 4;
-        cp = s[0] & 0x07;
-    } else {
-        return 0;
-    }
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3f);
-    }
-    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-        cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return len;
-}
-
+/* Strings are raw JSON written by strbuf_add_json_escaped, which keeps them
+ * valid for bytes that are not UTF-8 (\u00XX), as shell words may be. */
 static cJSON *jstr(jctx *j, const char *s, size_t n)
 {
     strbuf sb = STRBUF_INIT;
     cJSON *r;
     strbuf_addch(&sb, '"');
-    for (size_t i = 0; i < n;) {
-        unsigned char c = (unsigned char)s[i];
-        size_t l = utf8_len((const unsigned char *)s + i, n - i);
-        if (c < 0x80) {
-            strbuf_add_json_escaped(&sb, s + i, 1);
-            i++;
-        } else if (l) {
-            strbuf_add(&sb, s + i, l);
-            i += l;
-        } else {
-            strbuf_addf(&sb, "\\u%04x", c);
-            i++;
-        }
-    }
+    strbuf_add_json_escaped(&sb, s, n);
     strbuf_addch(&sb, '"');
     r = cJSON_CreateRaw(sb.buf);
     strbuf_release(&sb);

@@ -80,8 +80,12 @@ static void parse_opts_from(const sh_options *o, sh_parse_opts *po)
     po->extglob = o->extglob;
 }
 
-/* -n: as bash -n. */
-static int check_syntax(const sh_options *o)
+/* -n, --ast and --route: load the input, refuse a binary script, parse it as
+ * bash -n does (its warnings and errors in bash's words), then hand a good
+ * parse to then() (none for -n). Returns the exit status. */
+typedef int parsed_fn(const sh_options *o, const sh_parse *p, sbx_err *err);
+
+static int with_parsed_input(const sh_options *o, parsed_fn *then)
 {
     char *buf;
     size_t len;
@@ -89,7 +93,7 @@ static int check_syntax(const sh_options *o)
     sbx_err err;
     sh_parse p;
     sh_parse_opts po;
-    int status;
+    int status = 0;
 
     if (load_input(o, &buf, &len, &owned, &err) < 0) {
         fprintf(stderr, "%s: %s\n", o->progname, err.msg);
@@ -111,9 +115,7 @@ static int check_syntax(const sh_options *o)
         strbuf_release(&prefix);
         strbuf_release(&msg);
     }
-    if (p.status == SH_OK) {
-        status = 0;
-    } else {
+    if (p.status != SH_OK) {
         strbuf prefix = STRBUF_INIT, msg = STRBUF_INIT;
         error_prefix(o, &prefix);
         sh_parse_format_error(&p, prefix.buf, &msg);
@@ -121,6 +123,9 @@ static int check_syntax(const sh_options *o)
         strbuf_release(&prefix);
         strbuf_release(&msg);
         status = p.exit_status ? p.exit_status : 2;   /* 1 after an a=( ) error, as bash */
+    } else if (then && then(o, &p, &err) < 0) {
+        fprintf(stderr, "%s: %s\n", o->progname, err.msg);
+        status = SBX_EXIT_INTERNAL;
     }
     sh_parse_free(&p);
     if (owned)
@@ -129,73 +134,15 @@ static int check_syntax(const sh_options *o)
 }
 
 /* --ast: the syntax tree as JSON on stdout. */
-static int print_ast(const sh_options *o)
+static int print_ast(const sh_options *o, const sh_parse *p, sbx_err *err)
 {
-    char *buf;
-    size_t len;
-    bool owned;
-    sbx_err err;
-    sh_parse p;
-    sh_parse_opts po;
-    int status = 0;
-
-    if (load_input(o, &buf, &len, &owned, &err) < 0) {
-        fprintf(stderr, "%s: %s\n", o->progname, err.msg);
-        return o->mode == SH_INPUT_SCRIPT ? 127 : 2;
-    }
-    parse_opts_from(o, &po);
-    sh_parse_all(&p, buf, len, &po, true);
-    if (p.status != SH_OK) {
-        strbuf prefix = STRBUF_INIT, msg = STRBUF_INIT;
-        error_prefix(o, &prefix);
-        sh_parse_format_error(&p, prefix.buf, &msg);
-        fwrite(msg.buf, 1, msg.len, stderr);
-        strbuf_release(&prefix);
-        strbuf_release(&msg);
-        status = 2;
-    } else if (sh_ast_json_print(&p, stdout, &err) < 0) {
-        fprintf(stderr, "%s: %s\n", o->progname, err.msg);
-        status = SBX_EXIT_INTERNAL;
-    }
-    sh_parse_free(&p);
-    if (owned)
-        free(buf);
-    return status;
+    return sh_ast_json_print(p, stdout, err);
 }
 
 /* --route: where each part would run (router/route.h); executes nothing. */
-static int print_route(const sh_options *o)
+static int print_route(const sh_options *o, const sh_parse *p, sbx_err *err)
 {
-    char *buf;
-    size_t len;
-    bool owned;
-    sbx_err err;
-    sh_parse p;
-    sh_parse_opts po;
-    int status = 0;
-
-    if (load_input(o, &buf, &len, &owned, &err) < 0) {
-        fprintf(stderr, "%s: %s\n", o->progname, err.msg);
-        return o->mode == SH_INPUT_SCRIPT ? 127 : 2;
-    }
-    parse_opts_from(o, &po);
-    sh_parse_all(&p, buf, len, &po, true);
-    if (p.status != SH_OK) {
-        strbuf prefix = STRBUF_INIT, msg = STRBUF_INIT;
-        error_prefix(o, &prefix);
-        sh_parse_format_error(&p, prefix.buf, &msg);
-        fwrite(msg.buf, 1, msg.len, stderr);
-        strbuf_release(&prefix);
-        strbuf_release(&msg);
-        status = 2;
-    } else if (route_print_main(&p, o->json, &err) < 0) {
-        fprintf(stderr, "%s: %s\n", o->progname, err.msg);
-        status = SBX_EXIT_INTERNAL;
-    }
-    sh_parse_free(&p);
-    if (owned)
-        free(buf);
-    return status;
+    return route_print_main(p, o->json, err);
 }
 
 int main(int argc, char **argv)
@@ -222,13 +169,13 @@ int main(int argc, char **argv)
         status = 0;
         break;
     case SH_ACT_CHECK:
-        status = check_syntax(&o);
+        status = with_parsed_input(&o, NULL);
         break;
     case SH_ACT_AST:
-        status = print_ast(&o);
+        status = with_parsed_input(&o, print_ast);
         break;
     case SH_ACT_ROUTE:
-        status = print_route(&o);
+        status = with_parsed_input(&o, print_route);
         break;
     case SH_ACT_RUN:
     default:
