@@ -44,6 +44,12 @@ int main(void)
     strbuf_reset(&sb);
     strbuf_add_json_escaped(&sb, "\"\\\x01", 3);
     is_str(sb.buf, "\\\"\\\\\\u0001", "JSON escaping");
+    strbuf_reset(&sb);
+    strbuf_add_json_escaped(&sb, "h\xc3\xa9\xff\xc3", 5);
+    is_str(sb.buf, "h\xc3\xa9\\u00ff\\u00c3", "valid UTF-8 stays, other bytes become \\u00XX");
+    strbuf_reset(&sb);
+    strbuf_add_json_escaped(&sb, "\xed\xa0\x80\xc0\xaf", 5);
+    is_str(sb.buf, "\\u00ed\\u00a0\\u0080\\u00c0\\u00af", "surrogates and overlong forms are not UTF-8");
     strbuf_release(&sb);
 
     s = strbuf_detach(&sb, NULL);
