@@ -1440,6 +1440,35 @@ int lx_read_token(parser *P, token *t)
     return r;
 }
 
+/* ---- nested texts ------------------------------------------------------------ */
+
+parser *lx_child_new(parser *P, const char *src, size_t end, size_t start, jmp_buf *jb)
+{
+    parser *C = xcalloc(1, sizeof(*C));
+    sh_parse *scratch = xcalloc(1, sizeof(*scratch));
+
+    strbuf_init(&scratch->warnings, 0);
+    strbuf_init(&scratch->errors, 0);
+    C->p = scratch;
+    C->a = P->a;
+    C->extglob = P->extglob;
+    C->max_depth = P->max_depth;
+    C->depth = P->depth;
+    C->jb = jb;
+    lx_init(C, src, end, start, true);
+    C->last_tok = C->tok_before = C->two_ago = C->cur_tok = '\n';
+    lx_tokbuf_reset(C);
+    return C;
+}
+
+void lx_child_free(parser *C)
+{
+    strbuf_release(&C->p->warnings);
+    strbuf_release(&C->p->errors);
+    free(C->p);
+    free(C);
+}
+
 /* ---- here-document bodies ---------------------------------------------------- */
 
 /* The expansions of an unquoted here-document, read as bash expands it: like
@@ -1451,7 +1480,6 @@ sh_wpart *lx_heredoc_parts(parser *P, sh_span body)
 {
     parser *C;
     wbuild *wb;
-    sh_parse *scratch;
     sh_wpart *parts;
     jmp_buf jb;
     volatile size_t fail_start = body.start;
@@ -1462,21 +1490,9 @@ sh_wpart *lx_heredoc_parts(parser *P, sh_span body)
         return NULL;
     /* heap, not arena: one per here-document, freed below; not locals,
      * because longjmp() comes back into this frame */
-    C = xcalloc(1, sizeof(*C));
-    wb = xcalloc(1, sizeof(*wb));
-    scratch = xcalloc(1, sizeof(*scratch));
-    strbuf_init(&scratch->warnings, 0);
-    strbuf_init(&scratch->errors, 0);
-    C->p = scratch;
-    C->a = P->a;
-    C->extglob = P->extglob;
-    C->max_depth = P->max_depth;
-    C->depth = P->depth;
-    C->jb = &jb;
-    lx_init(C, P->src, body.end, body.start, true);
-    C->last_tok = C->tok_before = C->two_ago = C->cur_tok = '\n';
+    C = lx_child_new(P, P->src, body.end, body.start, &jb);
     C->memo = P->memo;
-    lx_tokbuf_reset(C);
+    wb = xcalloc(1, sizeof(*wb));
     wb_init(wb);
     if (setjmp(jb) == 0) {
         for (;;) {
@@ -1531,11 +1547,8 @@ sh_wpart *lx_heredoc_parts(parser *P, sh_span body)
         }
         wb_part(C, wb, bad);
     }
-    strbuf_release(&scratch->warnings);
-    strbuf_release(&scratch->errors);
     parts = wb_finish(C, wb, WCTX_HEREDOC, &flags);
-    free(scratch);
     free(wb);
-    free(C);
+    lx_child_free(C);
     return parts;
 }

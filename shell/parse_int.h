@@ -186,6 +186,12 @@ int lx_getc(parser *P, bool remove_nl);
 /* Puts back the character c just read (bash's shell_ungetc). */
 void lx_ungetc_c(parser *P, int c);
 void lx_tokbuf_reset(parser *P);
+/* A parser for a nested text (a here-document body, a substitution read
+ * again): P's arena and options, errors into a scratch sh_parse, syntax
+ * errors longjmp to *jb. On the heap, as longjmp() comes back into the
+ * caller's frame; lx_child_free() releases it. */
+parser *lx_child_new(parser *P, const char *src, size_t end, size_t start, jmp_buf *jb);
+void lx_child_free(parser *C);
 void lx_push_heredoc(parser *P, sh_redir *r);
 /* The parts of an unquoted here-document's body. */
 sh_wpart *lx_heredoc_parts(parser *P, sh_span body);

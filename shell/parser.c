@@ -1614,23 +1614,10 @@ sh_status sh_parse_next(sh_parse *p, const char *src, size_t len, const sh_parse
  * (*ok false), or the list (NULL for an empty one). */
 sh_list *px_child_parse(parser *P, const char *src, size_t end, size_t start, bool *ok)
 {
-    /* on the heap: longjmp() returns into this frame */
-    parser *C = xcalloc(1, sizeof(*C));
-    sh_parse *scratch = xcalloc(1, sizeof(*scratch));
     jmp_buf jb;
+    parser *C = lx_child_new(P, src, end, start, &jb);
     sh_list *l = node(P, sizeof(*l));
 
-    strbuf_init(&scratch->warnings, 0);
-    strbuf_init(&scratch->errors, 0);
-    C->p = scratch;
-    C->a = P->a;
-    C->extglob = P->extglob;
-    C->max_depth = P->max_depth;
-    C->depth = P->depth;
-    C->jb = &jb;
-    lx_init(C, src, end, start, true);
-    C->last_tok = C->tok_before = C->two_ago = C->cur_tok = '\n';
-    lx_tokbuf_reset(C);
     /* the same bytes as P (a $(( read again) share its memo; a backquote
      * body is another text */
     C->memo = src == P->src ? P->memo : lx_memo_new(C);
@@ -1642,10 +1629,7 @@ sh_list *px_child_parse(parser *P, const char *src, size_t end, size_t start, bo
     } else {
         *ok = false;
     }
-    strbuf_release(&scratch->warnings);
-    strbuf_release(&scratch->errors);
-    free(scratch);
-    free(C);
+    lx_child_free(C);
     if (!*ok || !l->items)
         return NULL;
     finish_root(l);
