@@ -73,6 +73,11 @@ int line_exec_new(const line_opts *o, line_exec **out, sbx_err *err)
     return 0;
 }
 
+int line_exec_last_status(const line_exec *x)
+{
+    return x->last_status;
+}
+
 void line_exec_free(line_exec *x)
 {
     if (!x)
@@ -248,7 +253,13 @@ static int shell_start(line_exec *x, sbx_err *err)
     x->shell_running = true;
     free(x->shell_cwd);
     x->shell_cwd = xstrdup(x->cwd);
-    return sbx_session_write(x->sess, 0, shell_prelude, sizeof(shell_prelude) - 1, err);
+    if (sbx_session_write(x->sess, 0, shell_prelude, sizeof(shell_prelude) - 1, err) < 0)
+        return -1;
+    /* At a terminal, Ctrl-C stops the command, not the session's shell (as an
+     * interactive bash survives it): a trap makes the shell outlive SIGINT. */
+    if (x->o.interactive)
+        return sbx_session_write(x->sess, 0, "trap : INT\n", 11, err);
+    return 0;
 }
 
 /* The persistent shell has exited: collect its status. */

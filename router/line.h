@@ -80,6 +80,9 @@ int line_exec_raw_rest(line_exec *x, const char *text, size_t len, int in_fd, in
  * gives the final status. */
 int line_exec_finish(line_exec *x, int *wait_status, sbx_err *err);
 
+/* bash's $? after the last command. */
+int line_exec_last_status(const line_exec *x);
+
 void line_exec_free(line_exec *x);
 
 /* Ends the process the way the status says: exit(code), or for a command

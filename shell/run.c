@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <readline/history.h>
 #include <readline/readline.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -82,12 +83,42 @@ static int run_program(const sh_options *o, line_exec *x)
     line_exit(ws);
 }
 
+/* Ctrl-C at the prompt drops the line being typed, as in bash; it is not a
+ * signal for the sandbox (the prompt swaps out the session's forwarding). */
+static void on_prompt_interrupt(int sig)
+{
+    (void)sig;
+    if (write(1, "\n", 1) < 0) {
+        /* nothing to do: the terminal went away */
+    }
+    rl_on_new_line();
+    rl_replace_line("", 0);
+    rl_redisplay();
+}
+
+static char *read_line_interactive(const char *prompt)
+{
+    struct sigaction sa, saved;
+    char *line;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_prompt_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    rl_catch_signals = 0;
+    sigaction(SIGINT, &sa, &saved);
+    line = readline(prompt);
+    sigaction(SIGINT, &saved, NULL);
+    return line;
+}
+
 /* Reads more input into buf: from readline at a terminal (prompt decides
  * PS1 or PS2), else from fd 0. Returns 0 at end of input. */
 static int read_more(const sh_options *o, strbuf *buf, bool continuation)
 {
     if (o->mode == SH_INPUT_INTERACTIVE) {
-        char *line = readline(continuation ? "> " : (geteuid() ? "sbxsh$ " : "sbxsh# "));
+        char *line = read_line_interactive(continuation ? "> "
+                                           : (geteuid() ? "sbxsh$ " : "sbxsh# "));
         if (!line)
             return 0;
         if (*line)
@@ -146,6 +177,9 @@ static int run_stream(const sh_options *o, line_exec *x)
                                            &exited, &ws, &err);
                 po.extglob = p.extglob_after;
                 po.first_line = p.end_line;
+                /* bash at a terminal: a command stopped by Ctrl-C ends its line */
+                if (o->mode == SH_INPUT_INTERACTIVE && line_exec_last_status(x) == 128 + SIGINT)
+                    fputc('\n', stderr);
                 sh_parse_free(&p);
                 if (rc < 0) {
                     if (o->mode != SH_INPUT_INTERACTIVE) {

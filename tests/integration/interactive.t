@@ -1,0 +1,62 @@
+#!/bin/bash
+# sbxsh at a terminal (a pty): prompts, state between commands, PS2 for an
+# unfinished command, Ctrl-C at the prompt and during a sandbox command, a
+# syntax error that does not end the shell, and exit.
+. "$(dirname "$0")/lib.sh"
+
+if ! why=$(runtime_usable bwrap); then
+    skip_all "$why"
+fi
+command -v python3 >/dev/null || skip_all "python3 is needed to drive a pty (make deps)"
+setup_session "interactive-$$" bwrap
+mkdir -p "$CODE/sub"
+
+out=$(cd "$CODE" && TERM=dumb python3 - "$SBXSH" <<'PY'
+import os, pty, select, sys, time
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], ['sbxsh'])
+out = b''
+def read_for(t):
+    global out
+    end = time.time() + t
+    while time.time() < end:
+        r, _, _ = select.select([fd], [], [], 0.05)
+        if r:
+            try:
+                out += os.read(fd, 4096)
+            except OSError:
+                return
+def until(marker, t=30):
+    end = time.time() + t
+    while marker.encode() not in out and time.time() < end:
+        read_for(0.1)
+def send(s, marker=None):
+    os.write(fd, s.encode())
+    if marker:
+        until(marker)
+    else:
+        read_for(0.5)
+until('sbxsh')
+send('x=5\n'); send('echo "x is $x"\n', 'x is 5')
+send('cd sub\n'); send('pwd\n', '/sub\r\n')
+send('half-typed\x03'); send('echo after-prompt-ctrl-c\n', 'after-prompt-ctrl-c\r\n')
+send('sleep 30\n'); time.sleep(1.5); send('\x03'); send('echo "still $x"\n', 'still 5')
+send('if true\n'); send('then echo multi\n'); send('fi\n', 'multi\r\n')
+send('fi\n', 'unexpected token'); send('echo alive\n', 'alive\r\n')
+send('exit 7\n')
+_, st = os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors='replace').replace('\r', ''))
+print('STATUS', os.waitstatus_to_exitcode(st))
+PY
+)
+like "$out" $'x is 5' "variables persist between commands"
+like "$out" "$CODE/sub" "and the cwd"
+ok "Ctrl-C at the prompt drops the half-typed line (it never runs)" \
+    bash -c '! grep -q "half-typed.*not found" <<<"$1" && grep -q "^after-prompt-ctrl-c$" <<<"$1"' _ "$out"
+like "$out" $'still 5' "Ctrl-C stops a sandbox command, not the shell"
+like "$out" $'> then echo multi\n> fi\nmulti' "an unfinished command gets PS2"
+like "$out" "syntax error near unexpected token .fi'" "a syntax error is reported"
+like "$out" $'\nalive\n' "and the shell goes on"
+like "$out" 'STATUS 7$' "exit N ends with N"
+done_testing
