@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 bool sh_script_is_binary(const char *text, size_t len)
@@ -27,11 +28,14 @@ bool sh_script_is_binary(const char *text, size_t len)
     return false;
 }
 
+/* The loops below return a wait status: what sbxsh ends with (line_exit()). */
+#define EXIT_WITH(code) W_EXITCODE((code), 0)
+
 static int fail(const sh_options *o, const sbx_err *err)
 {
     fflush(stdout);
     fprintf(stderr, "%s: %s\n", o->progname, err->msg);
-    return SBX_EXIT_INTERNAL;
+    return EXIT_WITH(SBX_EXIT_INTERNAL);
 }
 
 static void line_opts_from(const sh_options *o, line_opts *lo)
@@ -64,12 +68,12 @@ static int run_program(const sh_options *o, line_exec *x)
             /* bash: "bash: nosuch.sh: No such file or directory", status 127 */
             fprintf(stderr, "%s: %s: %s\n", o->progname, o->script,
                     errno == ENOENT ? "No such file or directory" : err.msg);
-            return errno == ENOENT ? 127 : 126;
+            return EXIT_WITH(errno == ENOENT ? 127 : 126);
         }
         if (sh_script_is_binary(text, len)) {
             fprintf(stderr, "%s: %s: cannot execute binary file\n", o->script, o->script);
             free(text);
-            return 126;
+            return EXIT_WITH(126);
         }
     }
     if (line_exec_program(x, text ? text : o->command, text ? len : strlen(o->command),
@@ -79,8 +83,7 @@ static int run_program(const sh_options *o, line_exec *x)
         return fail(o, &err);
     }
     free(text);
-    line_exec_free(x);
-    line_exit(ws);
+    return ws;
 }
 
 /* Ctrl-C at the prompt drops the line being typed, as in bash; it is not a
@@ -223,8 +226,7 @@ static int run_stream(const sh_options *o, line_exec *x)
         return fail(o, &err);
     if (o->mode == SH_INPUT_INTERACTIVE && !exited)
         fputs("exit\n", stderr);
-    line_exec_free(x);
-    line_exit(ws);
+    return ws;
 }
 
 int shell_run(const sh_options *o)
@@ -232,11 +234,17 @@ int shell_run(const sh_options *o)
     line_opts lo;
     line_exec *x;
     sbx_err err;
+    int ws;
 
     line_opts_from(o, &lo);
-    if (line_exec_new(&lo, &x, &err) < 0)
-        return fail(o, &err);
+    if (line_exec_new(&lo, &x, &err) < 0) {
+        fail(o, &err);
+        return SBX_EXIT_INTERNAL;
+    }
     if (o->mode == SH_INPUT_COMMAND || o->mode == SH_INPUT_SCRIPT)
-        return run_program(o, x);
-    return run_stream(o, x);
+        ws = run_program(o, x);
+    else
+        ws = run_stream(o, x);
+    line_exec_free(x);
+    line_exit(ws);
 }
