@@ -29,10 +29,10 @@ run_case() { # DIR SCRIPT OUTPREFIX ref|sbxsh
         # environment and sbxsh's name as $0
         (cd "$dir" && timeout 60 env -i PATH="$SANDBOX_PATH" HOME="$HOME" \
             bash -c 'exec -a sbxsh bash -c "$1"' _ "$script" </dev/null >"$out.out" 2>"$out.err"
-         echo $? >"$out.rc")
+         echo $? >"$out.rc") 2>/dev/null # not bash's "Terminated" job notice
     else
         (cd "$dir" && timeout 60 bash -c 'exec -a sbxsh "$0" -c "$1"' "$SBXSH" "$script" \
-            </dev/null >"$out.out" 2>"$out.err"; echo $? >"$out.rc")
+            </dev/null >"$out.out" 2>"$out.err"; echo $? >"$out.rc") 2>/dev/null
     fi
     # git objects hold commit times: the mixed cases compare git through output
     if [ -n "$setup" ]; then
