@@ -369,6 +369,20 @@ static intmax_t asciicode(pf *s)
     return (unsigned char)a[1];
 }
 
+/* After strto*() of argument A, stopped at EP: a number with junk after it
+ * is reported and fails printf at the end (POSIX: what was converted is still
+ * printed); one out of range is reported and clamped. Consumes A. */
+static void conversion_done(pf *s, const char *a, const char *ep)
+{
+    if (*ep) {
+        invalid_number(s, a);
+        s->conversion_error = true;
+    } else if (errno == ERANGE) {
+        erange(s, a);
+    }
+    s->next++;
+}
+
 static intmax_t getintmax(pf *s)
 {
     const char *a = pf_peek(s);
@@ -381,14 +395,7 @@ static intmax_t getintmax(pf *s)
         return asciicode(s);
     errno = 0;
     r = strtoimax(a, &ep, 0);
-    if (*ep) {
-        /* POSIX: report, fail at the end, and print what was converted */
-        invalid_number(s, a);
-        s->conversion_error = true;
-    } else if (errno == ERANGE) {
-        erange(s, a);
-    }
-    s->next++;
+    conversion_done(s, a, ep);
     return r;
 }
 
@@ -404,13 +411,7 @@ static uintmax_t getuintmax(pf *s)
         return (uintmax_t)asciicode(s);
     errno = 0;
     r = strtoumax(a, &ep, 0);
-    if (*ep) {
-        invalid_number(s, a);
-        s->conversion_error = true;
-    } else if (errno == ERANGE) {
-        erange(s, a);
-    }
-    s->next++;
+    conversion_done(s, a, ep);
     return r;
 }
 
@@ -426,13 +427,7 @@ static long double getfloatmax(pf *s)
         return (long double)asciicode(s);
     errno = 0;
     r = strtold(a, &ep);
-    if (*ep) {
-        invalid_number(s, a);
-        s->conversion_error = true;
-    } else if (errno == ERANGE) {
-        erange(s, a);
-    }
-    s->next++;
+    conversion_done(s, a, ep);
     return r;
 }
 
