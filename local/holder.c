@@ -547,12 +547,14 @@ static void handle_run(holder *h, hclient *c, proto_reader *r)
     for (uint32_t i = 0; i < nfds; i++) {
         uint32_t fd, dir;
         if (proto_get_u32(r, &fd) < 0 || proto_get_u32(r, &dir) < 0 ||
-            fd > SYNC_MAX_CHILD_FD || dir > 1) {
+            fd > SYNC_MAX_CHILD_FD || dir > SBX_PROTO_FD_SHARED) {
             send_str(c, P_ERROR, "malformed run request: fd map");
             goto out;
         }
         fds[i].fd = (int)fd;
-        fds[i].dir = dir ? SYNC_FD_OUT : SYNC_FD_IN;
+        fds[i].dir = dir == SBX_PROTO_FD_SHARED ? SYNC_FD_OUT_SHARED
+                   : dir == SBX_PROTO_FD_OUT    ? SYNC_FD_OUT
+                                                : SYNC_FD_IN;
     }
     if (proto_get_u32(r, &tty) < 0 || proto_get_u32(r, &rows) < 0 ||
         proto_get_u32(r, &cols) < 0 || !exe[0] || !argv[0] || cwd[0] != '/') {

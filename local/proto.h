@@ -30,12 +30,15 @@
 
 #include "common/strbuf.h"
 
-#define SBX_PROTO_VERSION 1
+#define SBX_PROTO_VERSION 2
 #define SBX_PROTO_MAX_FRAME (1u << 20)
 #define SBX_PROTO_MAX_STRING (256u * 1024)
 #define SBX_PROTO_MAX_LIST 65536
 #define SBX_PROTO_INPUT_WINDOW (256u * 1024)
 #define SBX_PROTO_CHUNK (64u * 1024)
+/* P_RUN's fd directions: read by the child, written by it, written by it on
+ * the pipe of the nearest output fd before it (SBX_FD_SHARE_OUT) */
+enum { SBX_PROTO_FD_IN = 0, SBX_PROTO_FD_OUT = 1, SBX_PROTO_FD_SHARED = 2 };
 
 enum sbx_proto_type {
     /* client -> holder */
@@ -43,7 +46,7 @@ enum sbx_proto_type {
                          (sbx_config_fingerprint; empty: any), list sync paths, list
                          task files, list excludes */
     P_RUN,            /* str exe, list argv, list env, str cwd, u32 nfds, nfds * (u32 fd,
-                         u32 dir: 0 in, 1 out), u32 tty, u32 rows, u32 cols */
+                         u32 dir: SBX_PROTO_FD_*), u32 tty, u32 rows, u32 cols */
     P_INPUT,          /* u32 fd, bytes (the rest of the frame) */
     P_INPUT_EOF,      /* u32 fd */
     P_SIGNAL,         /* u32 signo */

@@ -12,11 +12,13 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
+#include <linux/kcmp.h>
 
 #include "local/holder.h"
 #include "local/proto.h"
@@ -685,6 +687,30 @@ static bool is_capped(int fd)
     return fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
 }
 
+bool sbx_same_output(int a, int b)
+{
+    struct stat sa, sb;
+    long same;
+
+    if (fstat(a, &sa) < 0 || fstat(b, &sb) < 0)
+        return false;
+    if (sa.st_dev != sb.st_dev || sa.st_ino != sb.st_ino || sa.st_rdev != sb.st_rdev)
+        return false;
+    /* One open file description (dup'd, as `2>&1` makes them) is exactly what
+     * bash shares; kcmp() says so where the kernel has it. */
+    pid_t me = getpid();
+    same = syscall(SYS_kcmp, me, me, KCMP_FILE, a, b);
+    if (same >= 0)
+        return same == 0;
+    /* Without kcmp: the same pipe, socket or terminal is one output; a
+     * regular file opened twice (`>f 2>f`) is not, unless its offsets and
+     * flags agree as dup'd descriptions' would. */
+    if (!S_ISREG(sa.st_mode))
+        return true;
+    return lseek(a, 0, SEEK_CUR) == lseek(b, 0, SEEK_CUR) &&
+           fcntl(a, F_GETFL) == fcntl(b, F_GETFL);
+}
+
 int sbx_session_start(sbx_session *s, const sbx_command *cmd, sbx_err *err)
 {
     struct winsize ws = { 0 };
@@ -702,6 +728,8 @@ int sbx_session_start(sbx_session *s, const sbx_command *cmd, sbx_err *err)
     s->tty = cmd->tty;
     for (size_t i = 0; i < cmd->nfds; i++) {
         const sbx_fd_map *m = &cmd->fds[i];
+        if (m->mode == SBX_FD_SHARE_OUT)
+            continue; /* its bytes come as its partner's */
         if (m->mode == SBX_FD_RELAY_OUT || m->mode == SBX_FD_API_OUT) {
             outfd *o = &s->outs[s->nouts++];
             memset(o, 0, sizeof(*o));
@@ -743,8 +771,10 @@ int sbx_session_start(sbx_session *s, const sbx_command *cmd, sbx_err *err)
     proto_u32(&s->out, (uint32_t)cmd->nfds);
     for (size_t i = 0; i < cmd->nfds; i++) {
         proto_u32(&s->out, (uint32_t)cmd->fds[i].child_fd);
-        proto_u32(&s->out, cmd->fds[i].mode == SBX_FD_RELAY_OUT ||
-                           cmd->fds[i].mode == SBX_FD_API_OUT);
+        sbx_fd_mode mode = cmd->fds[i].mode;
+        proto_u32(&s->out, mode == SBX_FD_SHARE_OUT ? SBX_PROTO_FD_SHARED
+                           : mode == SBX_FD_RELAY_OUT || mode == SBX_FD_API_OUT ? SBX_PROTO_FD_OUT
+                           : SBX_PROTO_FD_IN);
     }
     proto_u32(&s->out, cmd->tty);
     proto_u32(&s->out, ws.ws_row);

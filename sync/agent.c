@@ -38,6 +38,8 @@ typedef struct achan_fd {
     int fd;               /* our end, or -1 */
     uint32_t credit;      /* out: bytes we may still send */
     uint64_t drain_left;  /* out, after the exit: bytes to read before EXIT */
+    bool pty;             /* the terminal's master (a tty command's output) */
+    int64_t drain_until;  /* pty, after the exit: read until EIO or this time (ns) */
     uint64_t barrier_left;/* out: bytes the pipe held when a SYNC came, to send before
                              its SYNC_DONE */
     strbuf in;            /* in: bytes for the child */
@@ -294,7 +296,15 @@ static void release_barred(agent *a)
     a->nbarred = 0;
 }
 
-/* The main process is gone: note what its pipes hold now; that much goes before EXIT. */
+/* How long a tty command's terminal is read after its exit when something
+ * else (a background job) still holds it open. */
+#define PTY_DRAIN_NS (100 * 1000000LL)
+
+/* The main process is gone: note what its pipes hold now; that much goes before EXIT.
+ * A pty is different: what the child wrote last may still be on its way to the
+ * master (the kernel moves it in a worker), so FIONREAD can say 0 too early. It
+ * is read until EIO (the last writer is gone: the usual case) or, if a
+ * background job still holds the terminal, for PTY_DRAIN_NS. */
 static void chan_exited(agent *a, achan *ch, int status)
 {
     (void)a;
@@ -305,6 +315,11 @@ static void chan_exited(agent *a, achan *ch, int status)
         int avail = 0;
         if (!f->out || f->fd < 0)
             continue;
+        if (f->pty) {
+            f->drain_left = UINT64_MAX;
+            f->drain_until = mf_now_ns() + PTY_DRAIN_NS;
+            continue;
+        }
         if (ioctl(f->fd, FIONREAD, &avail) < 0 || avail < 0)
             avail = 0;
         f->drain_left = (uint64_t)avail;
@@ -343,9 +358,17 @@ static void progress_channels(agent *a)
         achan *ch = a->chans[i];
         if (ch->state == CH_DRAINING) {
             bool drained = true;
-            for (size_t k = 0; k < ch->nfds; k++)
-                if (ch->fds[k].out && ch->fds[k].fd >= 0 && ch->fds[k].drain_left)
+            for (size_t k = 0; k < ch->nfds; k++) {
+                achan_fd *f = &ch->fds[k];
+                if (f->pty && f->drain_left) {
+                    if (!f->credit) /* the host is behind: its wait is not our silence */
+                        f->drain_until = mf_now_ns() + PTY_DRAIN_NS;
+                    else if (mf_now_ns() >= f->drain_until)
+                        f->drain_left = 0;
+                }
+                if (f->out && f->fd >= 0 && f->drain_left)
                     drained = false;
+            }
             if (drained) {
                 final f = { .is_exit = true, .chan = ch->id, .scan = ch->pull && a->tree };
                 ch->state = CH_FINAL;
@@ -424,6 +447,10 @@ static void spawn(agent *a, uint32_t id, wire_run *run)
 {
     achan *ch = xcalloc(1, sizeof(*ch));
     int child_end[WIRE_MAX_FDS + 2];
+    /* fds written on another fd's pipe (2 on 1's): child fd, index in ch->fds */
+    int shared_fd[WIRE_MAX_FDS], shared_of[WIRE_MAX_FDS];
+    size_t nshared = 0;
+    bool tty_fds_added = false; /* the pty's two entries are at the end of ch->fds */
     int errpipe[2];
     int master = -1, slave = -1;
     int maxfd = 2;
@@ -461,6 +488,24 @@ static void spawn(agent *a, uint32_t id, wire_run *run)
         int p[2];
         if (ch->tty && run->fd[i] <= 2)
             continue;
+        if (run->fd_out[i] == WIRE_FD_OUT_SHARED) {
+            /* the decoder checked that an output fd comes before it; with a
+             * tty that one may be the terminal (0-2), which is not shared */
+            size_t k = ch->nfds;
+            while (k > 0 && !ch->fds[k - 1].out)
+                k--;
+            if (k-- == 0) {
+                ch->spawn_errno = EINVAL;
+                snprintf(ch->spawn_msg, sizeof(ch->spawn_msg),
+                         "fd %u shares the pipe of a terminal fd", run->fd[i]);
+                goto fail;
+            }
+            shared_fd[nshared] = run->fd[i];
+            shared_of[nshared++] = (int)k;
+            if (run->fd[i] > maxfd)
+                maxfd = run->fd[i];
+            continue;
+        }
         if (pipe2(p, O_CLOEXEC) < 0) {
             ch->spawn_errno = errno;
             snprintf(ch->spawn_msg, sizeof(ch->spawn_msg), "pipe: %s", strerror(errno));
@@ -481,12 +526,13 @@ static void spawn(agent *a, uint32_t id, wire_run *run)
     if (ch->tty) {
         achan_fd *in = &ch->fds[ch->nfds++], *out = &ch->fds[ch->nfds++];
         *in = (achan_fd){ .child_fd = 0, .out = false, .fd = fcntl(master, F_DUPFD_CLOEXEC, 3) };
-        *out = (achan_fd){ .child_fd = 1, .out = true, .fd = master,
+        *out = (achan_fd){ .child_fd = 1, .out = true, .fd = master, .pty = true,
                            .credit = SYNC_OUTPUT_WINDOW };
         strbuf_init(&in->in, 0);
         strbuf_init(&out->in, 0);
         set_nonblock(in->fd, true);
         set_nonblock(out->fd, true);
+        tty_fds_added = true;
     }
     if (pipe2(errpipe, O_CLOEXEC) < 0) {
         ch->spawn_errno = errno;
@@ -521,10 +567,15 @@ static void spawn(agent *a, uint32_t id, wire_run *run)
         for (size_t i = 0; i < npipes; i++)
             if (dup2(high[i], ch->fds[i].child_fd) < 0)
                 child_fail(errpipe[1], errno, "dup2", NULL);
+        for (size_t i = 0; i < nshared; i++)
+            if (dup2(high[shared_of[i]], shared_fd[i]) < 0)
+                child_fail(errpipe[1], errno, "dup2", NULL);
         for (int fd = 0; fd <= 2 && !ch->tty; fd++) {
             bool mapped = false;
             for (size_t i = 0; i < npipes; i++)
                 mapped |= ch->fds[i].child_fd == fd;
+            for (size_t i = 0; i < nshared; i++)
+                mapped |= shared_fd[i] == fd;
             if (!mapped) {
                 int nul = open("/dev/null", O_RDWR);
                 if (nul < 0 || (nul != fd && dup2(nul, fd) < 0))
@@ -576,9 +627,11 @@ static void spawn(agent *a, uint32_t id, wire_run *run)
 fail:
     for (size_t i = 0; i < ch->nfds; i++) {
         close_fd(&ch->fds[i]);
-        if (!(ch->tty && i >= ch->nfds - 2))
+        if (!(tty_fds_added && i >= ch->nfds - 2))
             close(child_end[i]);
     }
+    if (master >= 0 && !tty_fds_added)
+        close(master);
     if (slave >= 0)
         close(slave);
     ch->nfds = 0;
@@ -1212,6 +1265,20 @@ static int loop(agent *a)
         }
         if (a->dirty && a->o->state_file && (timeout < 0 || timeout > 5000))
             timeout = 5000;
+        for (size_t i = 0; i < a->nchans; i++) {
+            /* a tty command's terminal, read after its exit until a deadline */
+            achan *ch = a->chans[i];
+            for (size_t k = 0; ch->state == CH_DRAINING && k < ch->nfds; k++) {
+                achan_fd *f = &ch->fds[k];
+                if (f->pty && f->drain_left && f->fd >= 0) {
+                    int64_t ms = (f->drain_until - mf_now_ns()) / 1000000 + 1;
+                    if (ms < 1)
+                        ms = 1;
+                    if (timeout < 0 || timeout > ms)
+                        timeout = (int)ms;
+                }
+            }
+        }
         if (poll(pfd, (nfds_t)n, timeout) < 0) {
             if (errno == EINTR)
                 continue;

@@ -1103,11 +1103,25 @@ int sync_conn_run(sync_conn *c, uint32_t chan, const sync_run_req *req, sbx_err 
         if (req->fds[i].fd < 0 || req->fds[i].fd > SYNC_MAX_CHILD_FD)
             return sbx_errf(err, "sbxsh: fd %d out of range (0..%d)", req->fds[i].fd,
                             SYNC_MAX_CHILD_FD);
-        for (size_t j = 0; j < i; j++)
+        bool out_before = false;
+        for (size_t j = 0; j < i; j++) {
             if (req->fds[j].fd == req->fds[i].fd)
                 return sbx_errf(err, "sbxsh: fd %d twice in a fd map", req->fds[i].fd);
+            out_before |= req->fds[j].dir == SYNC_FD_OUT;
+        }
         fds[i] = (uint16_t)req->fds[i].fd;
-        outs[i] = req->fds[i].dir == SYNC_FD_OUT;
+        switch (req->fds[i].dir) {
+        case SYNC_FD_IN: outs[i] = WIRE_FD_IN; break;
+        case SYNC_FD_OUT: outs[i] = WIRE_FD_OUT; break;
+        case SYNC_FD_OUT_SHARED:
+            if (!out_before)
+                return sbx_errf(err, "sbxsh: fd %d shares the pipe of no output fd",
+                                req->fds[i].fd);
+            outs[i] = WIRE_FD_OUT_SHARED;
+            break;
+        default:
+            return sbx_errf(err, "sbxsh: fd %d: unknown direction", req->fds[i].fd);
+        }
     }
     if (req->tty)
         flags |= WIRE_RUN_TTY;
@@ -1132,6 +1146,8 @@ int sync_conn_run(sync_conn *c, uint32_t chan, const sync_run_req *req, sbx_err 
     ch->auto_credit = req->auto_credit;
     strbuf_init(&ch->pending, 0);
     for (size_t i = 0; i < req->nfds; i++) {
+        if (outs[i] == WIRE_FD_OUT_SHARED)
+            continue; /* its bytes come as its partner's */
         conn_fd *f = &ch->fds[ch->nfds++];
         f->fd = fds[i];
         f->out = outs[i];

@@ -108,6 +108,10 @@ int sync_host_save(sync_host *host, sbx_err *err);
 typedef enum sync_fd_dir {
     SYNC_FD_IN,   /* the child reads it; the host feeds it with sync_conn_write() */
     SYNC_FD_OUT,  /* the child writes it; bytes arrive through the output callback */
+    /* The child writes it on the pipe of the nearest SYNC_FD_OUT before it in the map: its
+     * bytes arrive as that fd's, in the order written. For 2 beside 1 when the host's
+     * stdout and stderr are one file (`>log 2>&1`, a terminal), as bash would share it. */
+    SYNC_FD_OUT_SHARED,
 } sync_fd_dir;
 
 typedef struct sync_fd_spec {

@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SYNC_PROTOCOL_VERSION 1
+#define SYNC_PROTOCOL_VERSION 2
 #define WIRE_MAGIC 0x31584253u         /* "SBX1" little-endian */
 #define WIRE_HEADER 12
 
@@ -158,6 +158,8 @@ void wire_config_release(wire_config *c);
 
 enum { WIRE_RUN_TTY = 1, WIRE_RUN_PULL = 2 };
 
+enum { WIRE_FD_IN = 0, WIRE_FD_OUT = 1, WIRE_FD_OUT_SHARED = 2 };
+
 typedef struct wire_run {
     uint32_t flags;
     uint16_t rows, cols;
@@ -167,7 +169,10 @@ typedef struct wire_run {
     /* decoded: NUL-terminated copies in one allocation; free with wire_run_release() */
     char **argv, **env;
     uint16_t fd[WIRE_MAX_FDS];
-    uint8_t fd_out[WIRE_MAX_FDS];   /* 1: the child writes it */
+    /* WIRE_FD_IN, WIRE_FD_OUT, or WIRE_FD_OUT_SHARED: the child writes it on the
+     * pipe of the nearest WIRE_FD_OUT before it in the map (2 on 1's pipe, as in
+     * `>file 2>&1`, so the two streams keep their order) */
+    uint8_t fd_out[WIRE_MAX_FDS];
     void *mem;
 } wire_run;
 /* Encodes from the public request type's parts. */

@@ -1,7 +1,7 @@
 #!/bin/bash
 # sbxsh at a terminal (a pty): prompts, state between commands, PS2 for an
 # unfinished command, Ctrl-C at the prompt and during a sandbox command, a
-# syntax error that does not end the shell, and exit.
+# syntax error that does not end the shell, stdout and stderr in order, and exit.
 . "$(dirname "$0")/lib.sh"
 
 if ! why=$(runtime_usable bwrap); then
@@ -45,6 +45,7 @@ send('half-typed\x03'); send('echo after-prompt-ctrl-c\n')
 send('sleep 30\n', 'sleep 30\r\n'); time.sleep(1.5); send('\x03'); send('echo "still $x"\n')
 send('if true\n', PS2); send('then echo multi\n', PS2); send('fi\n')
 send('fi\n'); send('echo alive\n')
+send('for i in 1 2 3 4 5; do echo o$i; echo e$i >&2; done\n')
 os.write(fd, b'exit 7\n')
 _, st = os.waitpid(pid, 0)
 sys.stdout.write(out.decode(errors='replace').replace('\r', ''))
@@ -59,6 +60,7 @@ like "$out" $'still 5' "Ctrl-C stops a sandbox command, not the shell"
 like "$out" $'> then echo multi\n> fi\nmulti' "an unfinished command gets PS2"
 like "$out" "syntax error near unexpected token .fi'" "a syntax error is reported"
 like "$out" $'\nalive\n' "and the shell goes on"
+like "$out" $'\no1\ne1\no2\ne2\no3\ne3\no4\ne4\no5\ne5\n' "output and errors reach the terminal in the order written"
 like "$out" 'STATUS 7$' "exit N ends with N"
 [ "$tap_failed" = 0 ] || diag "what the terminal showed:" "$out"
 done_testing

@@ -26,6 +26,19 @@ for rt in $runtimes; do
     # Streams stay separate; statuses are bash's.
     "$SBXSH" -c 'echo out; echo err >&2; exit 3' >"$SBX_TEST_TMP/o" 2>"$SBX_TEST_TMP/e"
     is "$?:$(cat "$SBX_TEST_TMP/o"):$(cat "$SBX_TEST_TMP/e")" "3:out:err" "$rt: stdout, stderr and status"
+    # One file for both (`>log 2>&1`, a pipe, a terminal): the order bash writes them in.
+    mixed='for i in $(seq 200); do echo out$i; echo err$i >&2; done; ls /nonexistent-x; echo end'
+    ref_bash "$mixed" >"$SBX_TEST_TMP/want" 2>&1
+    "$SBXSH" -c "$mixed" >"$SBX_TEST_TMP/got" 2>&1
+    ok "$rt: >log 2>&1 keeps stdout and stderr in the order written" \
+        cmp -s "$SBX_TEST_TMP/want" "$SBX_TEST_TMP/got"
+    is "$("$SBXSH" -c "$mixed" 2>&1 | md5sum)" "$(md5sum <"$SBX_TEST_TMP/want")" \
+       "$rt: so does 2>&1 into a pipe"
+    is "$(printf '%s\n' "$mixed" 'echo x >&2; echo y' | "$SBXSH" 2>&1 | tail -4 | tr '\n' ,)" \
+       "$(printf '%s\n' "$mixed" 'echo x >&2; echo y' | ref_bash 'exec bash' 2>&1 | tail -4 | tr '\n' ,)" \
+       "$rt: and stdin mode"
+    is "$("$SBXSH" -c "$mixed" 2>/dev/null | tail -1)" end "$rt: apart, stdout alone"
+    is "$("$SBXSH" -c "$mixed" 2>&1 >/dev/null | head -1)" err1 "$rt: and stderr alone"
     "$SBXSH" -c 'nosuch-command-xyz' 2>/dev/null; is $? 127 "$rt: command not found is 127"
     rc=$("$SBXSH" -c 'kill -TERM $$'; echo $?) # $(): no "Terminated" notice from this shell
     is "$rc" 143 "$rt: killed by SIGTERM looks like bash (143)"

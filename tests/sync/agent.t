@@ -13,7 +13,7 @@ out=$("$SBX_AGENT" --help)
 is "$?" 0 "--help exits 0"
 like "$out" "--listen SOCKET" "--help documents --listen"
 like "$out" "--root-prefix DIR" "and --root-prefix"
-like "$("$SBX_AGENT" --version)" "^sbx-agent .*\(protocol 1\)$" "--version names the protocol"
+like "$("$SBX_AGENT" --version)" "^sbx-agent .*\(protocol 2\)$" "--version names the protocol"
 err=$("$SBX_AGENT" --bogus 2>&1)
 is "$?" 2 "an unknown option exits 2"
 like "$err" "unknown option.*--bogus" "naming it"
@@ -68,6 +68,7 @@ kill -TERM "$agent"
 wait "$agent"
 is "$?" 0 "SIGTERM stops the agent cleanly"
 ok "the agent saved its state" test -s "$T/agent.state"
+rm -f "$sock" # else the wait below could see the old agent's socket and connect too early
 "$SBX_AGENT" --listen "$sock" --root-prefix "$prefix" --state "$T/agent.state" &
 agent=$!
 for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.05; done

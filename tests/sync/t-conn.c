@@ -261,6 +261,30 @@ static void test_commands(void)
         is_int(r.st.code, 126, "a file without the exec bit gives bash's 126");
     }
 
+    {
+        /* 2 on 1's pipe: one stream, in the order written (as `2>&1` under bash) */
+        const char *argv[] = { "bash", "-c",
+                               "for i in 1 2 3 4 5 6 7 8; do echo o$i; echo e$i >&2; done", NULL };
+        sync_fd_spec fds[] = { { 1, SYNC_FD_OUT }, { 2, SYNC_FD_OUT_SHARED } };
+        char *o_path = xasprintf("%s/shared.XXXXXX", s.tmp);
+        int hfd[2] = { mkstemp(o_path), -1 };
+        sync_run_req req = { .exe = "bash", .argv = argv, .cwd = s.code, .fds = fds, .nfds = 2 };
+        sbx_err err;
+        unlink(o_path);
+        ok(sync_conn_run_wait(s.conn, next_chan++, &req, hfd, &r.st, &err) == 0,
+           "a map with fd 2 on fd 1's pipe runs");
+        slurp(hfd[0], r.out, sizeof(r.out));
+        is_str(r.out, "o1\ne1\no2\ne2\no3\ne3\no4\ne4\no5\ne5\no6\ne6\no7\ne7\no8\ne8\n",
+               "its output and errors arrive as one stream, in the order written");
+        free(o_path);
+
+        sync_fd_spec lonely[] = { { 2, SYNC_FD_OUT_SHARED }, { 1, SYNC_FD_OUT } };
+        req.fds = lonely;
+        ok(sync_conn_run_wait(s.conn, next_chan++, &req, NULL, &r.st, &err) < 0 &&
+               strstr(err.msg, "shares the pipe of no output fd"),
+           "a shared fd with no output fd before it is refused: %s", err.msg);
+    }
+
     run_opts(&s, "tr a-z A-Z; echo done", "hello\nworld\n", false, &r);
     is_str(r.out, "HELLO\nWORLD\ndone\n", "stdin relayed, then EOF");
 

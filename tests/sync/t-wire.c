@@ -111,6 +111,26 @@ static void test_run(void)
         is_int(wire_get_run(&f, &r, &err), -1, "a fd twice in the map is refused");
     }
     {
+        uint16_t two[] = { 2, 1 };
+        uint8_t shared_first[] = { WIRE_FD_OUT_SHARED, WIRE_FD_OUT };
+        uint8_t shared_second[] = { WIRE_FD_OUT, WIRE_FD_OUT_SHARED };
+        uint8_t bad_dir[] = { WIRE_FD_OUT, 3 };
+        strbuf_reset(&sb);
+        wire_put_run(&sb, 3, 0, 0, 0, "x", "/", argv, env, two, shared_first, 2);
+        parse_one(&sb, &f);
+        is_int(wire_get_run(&f, &r, &err), -1, "a shared fd with no output fd before it is refused");
+        strbuf_reset(&sb);
+        wire_put_run(&sb, 3, 0, 0, 0, "x", "/", argv, env, two, shared_second, 2);
+        parse_one(&sb, &f);
+        is_int(wire_get_run(&f, &r, &err), 0, "a shared fd after an output fd is accepted");
+        ok(r.fd_out[1] == WIRE_FD_OUT_SHARED, "and decoded as shared");
+        wire_run_release(&r);
+        strbuf_reset(&sb);
+        wire_put_run(&sb, 3, 0, 0, 0, "x", "/", argv, env, two, bad_dir, 2);
+        parse_one(&sb, &f);
+        is_int(wire_get_run(&f, &r, &err), -1, "an unknown fd direction is refused");
+    }
+    {
         uint16_t big[] = { 1024 };
         uint8_t o1[] = { 1 };
         strbuf_reset(&sb);
