@@ -73,6 +73,7 @@ struct sbx_session {
     bool got_sync_done, got_released, got_status;
     strbuf status;
     bool failed;
+    bool conn_lost;     /* the holder's socket closed or failed: the holder is gone */
     char failmsg[sizeof(((sbx_err *)0)->msg)];
 };
 
@@ -279,6 +280,7 @@ static void sock_read(sbx_session *s)
         return;
     if (n <= 0) {
         char *log = sbx_session_log_path(s->cfg);
+        s->conn_lost = true;
         set_failed(s, "the session holder went away (see %s); the next command starts a new "
                    "one", log);
         free(log);
@@ -309,6 +311,7 @@ static void sock_write(sbx_session *s)
         if (n < 0) {
             if (errno == EAGAIN || errno == EINTR)
                 return;
+            s->conn_lost = true;
             set_failed(s, "lost the connection to the session holder: %s", strerror(errno));
             return;
         }
@@ -589,9 +592,13 @@ int sbx_session_open(sbx_config *cfg, const sbx_open_opts *opts, sbx_session **o
                  "shorter directory", sock);
         goto fail;
     }
-    /* Two tries: a holder that is exiting (idle, released) may accept our
-     * connection and close it; then we start a new one. */
-    for (int attempt = 0; attempt < 3; attempt++) {
+    /* A holder that is exiting (idle, released, killed) may still accept our
+     * connection and then drop it: a killed process tears its memory down
+     * before its sockets close. Then we try again, a little later each time,
+     * and start a new holder once the old socket refuses. */
+    for (int attempt = 0; attempt < 8; attempt++) {
+        if (attempt)
+            usleep((useconds_t)(attempt < 5 ? 25000 << (attempt - 1) : 400000));
         int fd = sock_connect(sock);
         if (fd < 0 && !(opts && opts->no_start)) {
             lock = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -630,7 +637,7 @@ int sbx_session_open(sbx_config *cfg, const sbx_open_opts *opts, sbx_session **o
             *out = s;
             return 0;
         }
-        bool gone = s->failed && strstr(s->failmsg, "went away");
+        bool gone = s->failed && s->conn_lost;
         sbx_session_close(s);
         if (!gone)
             goto fail;

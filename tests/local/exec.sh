@@ -201,6 +201,27 @@ rm -f "$PROJ/late.txt"
 "$SBX" status >/dev/null 2>&1; is "$?" 1 "after release the session is gone"
 is "$(ls -A "$AGENT_SANDBOX_STATE_DIR")" "" "...and its files"
 
+# A holder on its way out (a killed process tears its memory down before its
+# sockets close) accepts connections and drops them: the next call tries
+# again and starts a new holder once the socket is gone.
+python3 - "$XDG_RUNTIME_DIR/sbxsh/t-$RT.sock" "$SBX_TEST_TMP/dying" <<'PY' &
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1]); s.listen(8); s.settimeout(60)
+open(sys.argv[2], 'w').close()
+try:
+    for _ in range(4):
+        s.accept()[0].close()
+except socket.timeout:
+    pass
+os.unlink(sys.argv[1]); s.close()
+PY
+dying=$!
+for _ in $(seq 100); do [ -e "$SBX_TEST_TMP/dying" ] && break; sleep 0.05; done
+is "$(X cat README 2>&1)" "hello" "a holder that drops connections as it dies: the next call starts a new one"
+wait $dying
+"$SBX" release >/dev/null
+
 AGENT_SANDBOX_IDLE_TIMEOUT=1 X true
 sleep 3
 "$SBX" status >/dev/null 2>&1; is "$?" 1 "idle timeout releases the session"
