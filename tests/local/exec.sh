@@ -223,8 +223,10 @@ wait $dying
 "$SBX" release >/dev/null
 
 AGENT_SANDBOX_IDLE_TIMEOUT=1 X true
+hpid=$("$SBX" status --json | sed -n 's/.*"holder_pid":\([0-9]*\).*/\1/p')
 # idle for 1 s, then the release itself, which a loaded machine makes slow
-for _ in $(seq 120); do sleep 0.5; "$SBX" status >/dev/null 2>&1 || break; done
+# (watched by pid: a status call is a client, which would keep it busy)
+for _ in $(seq 240); do kill -0 "$hpid" 2>/dev/null || break; sleep 0.25; done
 "$SBX" status >/dev/null 2>&1; is "$?" 1 "idle timeout releases the session"
 
 is "$("$SBX" exec -- bash -c 'echo fresh; pwd')" "fresh
