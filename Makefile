@@ -53,6 +53,23 @@ AGENT_OBJS = $(call obj,$(AGENT_SRCS))
 MUSL_OBJS = $(patsubst %.c,$(BUILD)/musl/%.o,$(AGENT_SRCS) $(AGENT_MAIN))
 TEST_PROGS = $(patsubst %.c,$(BUILD)/%.t,$(TEST_C))
 HELPER_PROGS = $(patsubst %.c,$(BUILD)/%,$(TEST_HELPERS))
+# libFuzzer drivers, built with clang (FUZZ_CC). A fragment gives
+# build-fuzz/fuzz-NAME its sources as prerequisites with `$(call fuzz_link,LIBS)`
+# as the recipe, and fuzz-NAME `$(call fuzz_run,NAME,MAX_LEN)`: FUZZ_SECONDS,
+# seeded, from tests/fuzz/corpus-NAME plus what earlier runs found.
+FUZZ_SECONDS ?= 60
+FUZZ_CC ?= clang
+FUZZ_CFLAGS = -std=gnu11 -D_GNU_SOURCE -I. -g -O1 -fsanitize=fuzzer,address,undefined \
+              -fno-sanitize-recover=undefined
+define fuzz_link
+@mkdir -p $(dir $@)
+$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^) $(1)
+endef
+define fuzz_run
+@mkdir -p build-fuzz/corpus-$(1)
+build-fuzz/fuzz-$(1) -seed=1 -max_total_time=$(FUZZ_SECONDS) -max_len=$(2) -timeout=10 \
+    -rss_limit_mb=2048 -artifact_prefix=build-fuzz/ build-fuzz/corpus-$(1) tests/fuzz/corpus-$(1)
+endef
 PROGRAMS = $(if $(SBXSH_MAIN),$(BIN)/sbxsh) $(if $(SBX_MAIN),$(BIN)/sbx) \
            $(if $(AGENT_MAIN),$(BIN)/sbx-agent $(BIN)/sbx-agent-static)
 

@@ -12,17 +12,13 @@ TEST_HELPERS += tests/router/route-run.c tests/router/route-fuzz.c
 
 # The route fuzzer in full under `make fuzz`: a fresh seed (SBX_FUZZ_SEED to
 # choose one) and SBX_FUZZ_COUNT lines; and the router's libFuzzer driver,
-# built with clang like the parser's (FUZZ_CC, FUZZ_SECONDS: shell/shell.mk).
+# built with clang like the parser's (FUZZ_CC, FUZZ_SECONDS, fuzz_link: Makefile).
 ROUTE_FUZZ_SRCS = $(filter-out router/route_main.c,$(ROUTER_SRCS)) $(PARSER_SRCS) $(COMMON_SRCS)
 FUZZ_C += tests/fuzz/fuzz-route.c
 build-fuzz/fuzz-route: tests/fuzz/fuzz-route.c $(ROUTE_FUZZ_SRCS) $(wildcard router/*.h shell/*.h common/*.h)
-	@mkdir -p $(dir $@)
-	$(FUZZ_CC) -std=gnu11 -D_GNU_SOURCE -I. -g -O1 -fsanitize=fuzzer,address,undefined \
-	    -fno-sanitize-recover=undefined -o $@ tests/fuzz/fuzz-route.c $(ROUTE_FUZZ_SRCS) -lcjson
+	$(call fuzz_link,-lcjson)
 fuzz-route: build-fuzz/fuzz-route
-	@mkdir -p build-fuzz/corpus-route
-	build-fuzz/fuzz-route -seed=1 -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
-	    -rss_limit_mb=2048 -artifact_prefix=build-fuzz/ build-fuzz/corpus-route tests/fuzz/corpus-route
+	$(call fuzz_run,route,4096)
 route-fuzz-long: $(BUILD)/tests/router/route-fuzz
 	$(BUILD)/tests/router/route-fuzz --seed $${SBX_FUZZ_SEED:-$$(date +%s)} \
 	    --count $${SBX_FUZZ_COUNT:-500000} --jobs $${SBX_FUZZ_JOBS:-2}

@@ -11,17 +11,10 @@ TEST_HELPERS += tests/shell/parsecheck.c
 # it live in tests/shell/regress/ and run in make check.
 PARSER_SRCS := shell/lexer.c shell/parser.c shell/word.c shell/ast.c shell/ast_json.c
 FUZZ_C += tests/fuzz/fuzz-parse.c
-FUZZ_SECONDS ?= 60
-FUZZ_CC ?= clang
 build-fuzz/fuzz-parse: tests/fuzz/fuzz-parse.c $(PARSER_SRCS) $(COMMON_SRCS) $(wildcard shell/*.h common/*.h)
-	@mkdir -p $(dir $@)
-	$(FUZZ_CC) -std=gnu11 -D_GNU_SOURCE -I. -g -O1 -fsanitize=fuzzer,address,undefined \
-	    -fno-sanitize-recover=undefined -o $@ tests/fuzz/fuzz-parse.c $(PARSER_SRCS) \
-	    $(COMMON_SRCS) -lcjson
+	$(call fuzz_link,-lcjson)
 fuzz-parse: build-fuzz/fuzz-parse
-	@mkdir -p build-fuzz/corpus-parse
-	build-fuzz/fuzz-parse -seed=1 -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
-	    -rss_limit_mb=2048 -artifact_prefix=build-fuzz/ build-fuzz/corpus-parse tests/fuzz/corpus-parse
+	$(call fuzz_run,parse,4096)
 fuzz: fuzz-parse
 .PHONY: fuzz-parse
 TEST_C += tests/shell/t-parse.c

@@ -14,15 +14,9 @@ TEST_HELPERS += tests/sync/hostile-agent.c tests/sync/sync-run.c
 # FUZZ_SECONDS from the seeds in tests/fuzz/corpus-wire; tests/sync/fuzz-wire.t runs it for a
 # few seconds in make check when clang's libFuzzer is installed.
 FUZZ_C += tests/fuzz/fuzz-wire.c
-FUZZ_SECONDS ?= 60
-FUZZ_CC ?= clang
 build-fuzz/fuzz-wire: tests/fuzz/fuzz-wire.c $(SYNC_COMMON) $(COMMON_SRCS) $(wildcard sync/*.h common/*.h)
-	@mkdir -p $(dir $@)
-	$(FUZZ_CC) -std=gnu11 -D_GNU_SOURCE -I. -g -O1 -fsanitize=fuzzer,address,undefined \
-	    -fno-sanitize-recover=undefined -o $@ tests/fuzz/fuzz-wire.c $(SYNC_COMMON) $(COMMON_SRCS)
+	$(call fuzz_link,)
 fuzz-wire: build-fuzz/fuzz-wire
-	@mkdir -p build-fuzz/corpus-wire
-	build-fuzz/fuzz-wire -seed=1 -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 \
-	    -rss_limit_mb=2048 -artifact_prefix=build-fuzz/ build-fuzz/corpus-wire tests/fuzz/corpus-wire
+	$(call fuzz_run,wire,65536)
 fuzz: fuzz-wire
 .PHONY: fuzz-wire
