@@ -14,6 +14,7 @@
  *   make bench-parse     or     build/bench/parse-bench [--rounds N] [DIR...]
  */
 #define _XOPEN_SOURCE 700
+#include "bench/bench.h"
 #include "common/strbuf.h"
 #include "common/util.h"
 #include "shell/parse.h"
@@ -46,12 +47,6 @@ static const char *const lines[] = {
     "docker run --rm -v \"$PWD\":/w -w /w python:3.12 python -m pytest -q -k 'not slow'",
 };
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static void per_line(size_t rounds)
 {
     uint64_t *t = xmalloc(rounds * sizeof(*t));
@@ -75,8 +70,7 @@ static void per_line(size_t rounds)
             }
             sh_parse_free(&p);
         }
-        qsort(t, rounds, sizeof(*t), cmp_u64);
-        us = (double)t[rounds / 2] / 1000.0;
+        us = (double)bench_median_u64(t, rounds) / 1000.0;
         sum += us;
         if (us > worst)
             worst = us;

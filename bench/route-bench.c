@@ -7,6 +7,7 @@
  *
  *   make bench-route        or        build/bench/route-bench [ROUNDS]
  */
+#include "bench/bench.h"
 #include "common/strbuf.h"
 #include "common/util.h"
 #include "router/route.h"
@@ -32,18 +33,6 @@ static const char *const lines[] = {
     "git fetch --upload-pa=/tmp/evil origin",
     "GIT_TERMINAL_PROMPT=0 git pull --rebase origin main >/dev/null 2>&1",
 };
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-static uint64_t median(uint64_t *v, size_t n)
-{
-    qsort(v, n, sizeof(*v), cmp_u64);
-    return v[n / 2];
-}
 
 int main(int argc, char **argv)
 {
@@ -90,8 +79,8 @@ int main(int argc, char **argv)
             route_plan_release(&plan);
             sh_parse_free(&p);
         }
-        mp = median(t_parse, rounds);
-        mr = median(t_route, rounds);
+        mp = bench_median_u64(t_parse, rounds);
+        mr = bench_median_u64(t_route, rounds);
         if (mr > worst)
             worst = mr;
         printf("%-72.72s %10.2f %12.2f %7.1f\n", l, mp / 1e3, mr / 1e3, (double)mr / (double)mp);

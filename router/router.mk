@@ -28,7 +28,8 @@ fuzz: fuzz-route route-fuzz-long
 BENCH_C += bench/route-bench.c
 $(BUILD)/bench/route-bench: bench/route-bench.c $(BUILD)/libsbx.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libsbx.a $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -MF $(BUILD)/bench/route-bench.d -MT $@ $(LDFLAGS) -o $@ $< \
+	    $(BUILD)/libsbx.a $(LDLIBS)
 bench-route: $(BUILD)/bench/route-bench
 	$(BUILD)/bench/route-bench
 bench: bench-route
