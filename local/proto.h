@@ -37,7 +37,7 @@
 #define SBX_PROTO_INPUT_WINDOW (256u * 1024)
 #define SBX_PROTO_CHUNK (64u * 1024)
 /* P_RUN's fd directions: read by the child, written by it, written by it on
- * the pipe of the nearest output fd before it (SBX_FD_SHARE_OUT) */
+ * the pipe of the nearest output fd before it (see SBX_FD_RELAY_OUT) */
 enum { SBX_PROTO_FD_IN = 0, SBX_PROTO_FD_OUT = 1, SBX_PROTO_FD_SHARED = 2 };
 
 enum sbx_proto_type {

@@ -240,10 +240,6 @@ static int cmd_exec(int argc, char **argv)
         { 1, SBX_FD_RELAY_OUT, 1 },
         { 2, SBX_FD_RELAY_OUT, 2 },
     };
-    /* stdout and stderr one output (`>log 2>&1`, a terminal): one pipe in the
-     * sandbox, so they keep the order they were written in */
-    if (sbx_same_output(1, 2))
-        fds[2] = (sbx_fd_map){ 2, SBX_FD_SHARE_OUT, -1 };
     sbx_command cmd = {
         .exe = argv[first],
         .argv = (const char *const *)argv + first,

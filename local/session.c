@@ -694,7 +694,9 @@ static bool is_capped(int fd)
     return fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
 }
 
-bool sbx_same_output(int a, int b)
+/* Are local fds a and b one output: one open file description (`>log 2>&1`,
+ * a terminal, one pipe)? Relayed on two pipes, their bytes could be reordered. */
+static bool same_output(int a, int b)
 {
     struct stat sa, sb;
     long same;
@@ -733,9 +735,22 @@ int sbx_session_start(sbx_session *s, const sbx_command *cmd, sbx_err *err)
     s->exited = false;
     s->nouts = s->nins = 0;
     s->tty = cmd->tty;
+    /* A relayed output that is one output with the relayed output before it
+     * shares its pipe in the sandbox (the wire's "shared" direction). */
+    bool shared[MAX_FDS] = { false };
+    for (size_t i = 0, prev = SIZE_MAX; i < cmd->nfds && !cmd->tty; i++) {
+        const sbx_fd_map *m = &cmd->fds[i];
+        if (m->mode != SBX_FD_RELAY_OUT && m->mode != SBX_FD_API_OUT)
+            continue;
+        shared[i] = m->mode == SBX_FD_RELAY_OUT && prev != SIZE_MAX &&
+                    cmd->fds[prev].mode == SBX_FD_RELAY_OUT &&
+                    same_output(cmd->fds[prev].local_fd, m->local_fd);
+        if (!shared[i])
+            prev = i;
+    }
     for (size_t i = 0; i < cmd->nfds; i++) {
         const sbx_fd_map *m = &cmd->fds[i];
-        if (m->mode == SBX_FD_SHARE_OUT)
+        if (shared[i])
             continue; /* its bytes come as its partner's */
         if (m->mode == SBX_FD_RELAY_OUT || m->mode == SBX_FD_API_OUT) {
             outfd *o = &s->outs[s->nouts++];
@@ -779,7 +794,7 @@ int sbx_session_start(sbx_session *s, const sbx_command *cmd, sbx_err *err)
     for (size_t i = 0; i < cmd->nfds; i++) {
         proto_u32(&s->out, (uint32_t)cmd->fds[i].child_fd);
         sbx_fd_mode mode = cmd->fds[i].mode;
-        proto_u32(&s->out, mode == SBX_FD_SHARE_OUT ? SBX_PROTO_FD_SHARED
+        proto_u32(&s->out, shared[i] ? SBX_PROTO_FD_SHARED
                            : mode == SBX_FD_RELAY_OUT || mode == SBX_FD_API_OUT ? SBX_PROTO_FD_OUT
                            : SBX_PROTO_FD_IN);
     }

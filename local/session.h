@@ -81,13 +81,14 @@ long sbx_session_holder_pid(const sbx_session *s);
 
 typedef enum sbx_fd_mode {
     SBX_FD_RELAY_IN,   /* the child reads it; we feed it from local_fd until EOF */
-    SBX_FD_RELAY_OUT,  /* the child writes it; we write it to local_fd */
+    /* The child writes it; we write it to local_fd. When local_fd is one output
+     * with the local_fd of the RELAY_OUT entry before it (one open file, as
+     * `>log 2>&1` or a terminal makes 1 and 2), the two child fds share one pipe
+     * in the sandbox, so their bytes keep the order they were written in, as
+     * under bash. */
+    SBX_FD_RELAY_OUT,
     SBX_FD_API_IN,     /* the child reads it; fed by sbx_session_write() */
     SBX_FD_API_OUT,    /* the child writes it; read with sbx_session_read_record() */
-    /* The child writes it on the pipe of the nearest SBX_FD_RELAY_OUT before it in
-     * the map, so both streams reach that fd's local_fd in the order written: 2 on
-     * 1's pipe when sbx_same_output(1, 2), as bash's `2>&1` shares one file. */
-    SBX_FD_SHARE_OUT,
 } sbx_fd_mode;
 
 typedef struct sbx_fd_map {
@@ -125,11 +126,6 @@ typedef struct sbx_exit {
     bool spawn_failed;
     char message[256];
 } sbx_exit;
-
-/* Are local fds a and b one output (one open file description: `>log 2>&1`, a
- * terminal, one pipe)? Then the command's fd b should be SBX_FD_SHARE_OUT of a:
- * relayed separately, their bytes could be reordered between the two. */
-bool sbx_same_output(int a, int b);
 
 /* Starts a command; the blocking calls below relay while they wait. */
 int sbx_session_start(sbx_session *s, const sbx_command *cmd, sbx_err *err);

@@ -191,22 +191,12 @@ static int start_bash(line_exec *x, const strvec *argv, const sbx_fd_map *fds, s
 
 /* ---- one-shot --------------------------------------------------------------------------- */
 
-/* The command's fd 2: relayed to ours, or, when our stdout and stderr are one
- * output (`sbxsh -c CMD >log 2>&1`, a terminal), written on its fd 1's pipe so
- * the two keep the order the command wrote them in, as under bash. */
-static sbx_fd_map stderr_map(void)
-{
-    if (sbx_same_output(1, 2))
-        return (sbx_fd_map){ 2, SBX_FD_SHARE_OUT, -1 };
-    return (sbx_fd_map){ 2, SBX_FD_RELAY_OUT, 2 };
-}
-
 static int run_oneshot(line_exec *x, const char *text, const char *script, int *wait_status,
                        sbx_err *err)
 {
     strvec argv = STRVEC_INIT;
-    const sbx_fd_map fds[] = {
-        { 0, SBX_FD_RELAY_IN, 0 }, { 1, SBX_FD_RELAY_OUT, 1 }, stderr_map(),
+    static const sbx_fd_map fds[] = {
+        { 0, SBX_FD_RELAY_IN, 0 }, { 1, SBX_FD_RELAY_OUT, 1 }, { 2, SBX_FD_RELAY_OUT, 2 },
     };
     sbx_exit st;
     int rc;
@@ -247,7 +237,7 @@ static int shell_start(line_exec *x, sbx_err *err)
 
     fds[nfds++] = (sbx_fd_map){ 0, SBX_FD_API_IN, -1 };
     fds[nfds++] = (sbx_fd_map){ 1, SBX_FD_RELAY_OUT, 1 };
-    fds[nfds++] = stderr_map();
+    fds[nfds++] = (sbx_fd_map){ 2, SBX_FD_RELAY_OUT, 2 };
     if (!x->o.stdin_is_script)
         fds[nfds++] = (sbx_fd_map){ 198, SBX_FD_RELAY_IN, 0 };
     fds[nfds++] = (sbx_fd_map){ 199, SBX_FD_API_OUT, -1 };

@@ -33,6 +33,10 @@ is "$(cd "$PROJ/sub/dir" && X pwd)" "$PROJ/sub/dir" "a subdirectory cwd too"
 is "$(printf 'a\nb\nc\n' | X sort -r | tr '\n' ' ')" "c b a " "stdin is forwarded"
 X bash -c 'echo to-out; echo to-err >&2' >"$SBX_TEST_TMP/o" 2>"$SBX_TEST_TMP/e"
 is "$(cat "$SBX_TEST_TMP/o")/$(cat "$SBX_TEST_TMP/e")" "to-out/to-err" "stdout and stderr stay separate"
+mixed='for i in $(seq 200); do echo out$i; echo err$i >&2; done'
+X bash -c "$mixed" >"$SBX_TEST_TMP/o" 2>&1
+is "$(md5sum <"$SBX_TEST_TMP/o")" "$(bash -c "$mixed" 2>&1 | md5sum)" \
+   "one file for both (>log 2>&1): the order they were written in"
 head -c 300000 /dev/urandom > "$SBX_TEST_TMP/bin"
 cp "$SBX_TEST_TMP/bin" "$PROJ/blob"
 X cat blob > "$SBX_TEST_TMP/bin2"
