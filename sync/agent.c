@@ -489,17 +489,19 @@ static void spawn(agent *a, uint32_t id, wire_run *run)
         if (ch->tty && run->fd[i] <= 2)
             continue;
         if (run->fd_out[i] == WIRE_FD_OUT_SHARED) {
-            /* the decoder checked that an output fd comes before it; with a
-             * tty that one may be the terminal (0-2), which is not shared */
-            size_t k = ch->nfds;
-            while (k > 0 && !ch->fds[k - 1].out)
-                k--;
-            if (k-- == 0) {
+            /* its partner: the nearest output fd before it in the map (the
+             * decoder checked there is one), whose pipe is made by now */
+            size_t j = i, k = 0;
+            while (run->fd_out[--j] != WIRE_FD_OUT)
+                ;
+            if (ch->tty && run->fd[j] <= 2) {
                 ch->spawn_errno = EINVAL;
                 snprintf(ch->spawn_msg, sizeof(ch->spawn_msg),
                          "fd %u shares the pipe of a terminal fd", run->fd[i]);
                 goto fail;
             }
+            while (ch->fds[k].child_fd != run->fd[j])
+                k++;
             shared_fd[nshared] = run->fd[i];
             shared_of[nshared++] = (int)k;
             if (run->fd[i] > maxfd)

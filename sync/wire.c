@@ -400,18 +400,16 @@ int wire_get_run(const wire_frame *f, wire_run *run, sbx_err *err)
     for (size_t i = 0; i < run->nfds; i++) {
         run->fd[i] = wire_get_u16(&r);
         run->fd_out[i] = wire_get_u8(&r);
+        bool out_before = false;
         if (run->fd[i] > 1023 || run->fd_out[i] > WIRE_FD_OUT_SHARED)
             goto bad;
-        if (run->fd_out[i] == WIRE_FD_OUT_SHARED) {
-            bool has_out = false;
-            for (size_t j = 0; j < i; j++)
-                has_out |= run->fd_out[j] == WIRE_FD_OUT;
-            if (!has_out)
-                goto bad;
-        }
-        for (size_t j = 0; j < i; j++)
+        for (size_t j = 0; j < i; j++) {
             if (run->fd[j] == run->fd[i])
                 goto bad;
+            out_before |= run->fd_out[j] == WIRE_FD_OUT;
+        }
+        if (run->fd_out[i] == WIRE_FD_OUT_SHARED && !out_before)
+            goto bad;
     }
     if (trailing(f, &r, err) < 0) {
         wire_run_release(run);

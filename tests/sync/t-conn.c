@@ -283,6 +283,18 @@ static void test_commands(void)
         ok(sync_conn_run_wait(s.conn, next_chan++, &req, NULL, &r.st, &err) < 0 &&
                strstr(err.msg, "shares the pipe of no output fd"),
            "a shared fd with no output fd before it is refused: %s", err.msg);
+
+        /* with a tty, fds 0-2 are the terminal: nothing shares its pipe (nor
+         * that of another output fd further back) */
+        sync_fd_spec on_tty[] = { { 5, SYNC_FD_OUT }, { 1, SYNC_FD_OUT },
+                                  { 7, SYNC_FD_OUT_SHARED } };
+        req.fds = on_tty;
+        req.nfds = 3;
+        req.tty = true;
+        int rc = sync_conn_run_wait(s.conn, next_chan++, &req, NULL, &r.st, &err);
+        ok(rc == 0 && r.st.kind == SYNC_SPAWN_FAILED && r.st.message &&
+               strstr(r.st.message, "terminal fd"),
+           "with a tty, sharing the terminal's fd is a spawn failure: %s", r.st.message);
     }
 
     run_opts(&s, "tr a-z A-Z; echo done", "hello\nworld\n", false, &r);
