@@ -206,6 +206,83 @@ bad:
                     "s, m or h (e.g. 30m); 0 means never", s ? s : "");
 }
 
+int sbx_parse_size(const char *s, unsigned long long pct_of, unsigned long long *out,
+                   sbx_err *err)
+{
+    char *end;
+    unsigned long long v;
+    unsigned shift = 0;
+
+    errno = 0;
+    if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+        goto bad;
+    v = strtoull(s, &end, 10);
+    if (errno || end == s)
+        goto bad;
+    if (*end == '%' && pct_of && !end[1]) {
+        if (v == 0 || v > 100)
+            goto bad;
+        *out = pct_of / 100 * v;
+        return 0;
+    }
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    }
+    if (shift && *end == 'i')
+        end++;
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end || (shift && v > (~0ULL >> shift)))
+        goto bad;
+    *out = v << shift;
+    return 0;
+bad:
+    return sbx_errf(err, "invalid size '%s': give bytes, or a number followed by K, M, G or T "
+                    "(e.g. 512M)%s", s ? s : "", pct_of ? ", or a percentage of memory (50%)" : "");
+}
+
+int sbx_parse_cpus(const char *s, unsigned *out, sbx_err *err)
+{
+    unsigned long long whole = 0, frac = 0, scale = 1000;
+    const char *p = s;
+
+    if (!s || !*s)
+        goto bad;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        whole = whole * 10 + (unsigned)(*p - '0');
+        if (whole > 4096)
+            goto bad;
+    }
+    if (*p == '.') {
+        p++;
+        if (!(*p >= '0' && *p <= '9'))
+            goto bad;
+        for (; *p >= '0' && *p <= '9'; p++) {
+            if (scale > 1) {
+                scale /= 10;
+                frac += (unsigned)(*p - '0') * scale;
+            }
+        }
+    }
+    if (*p || p == s || (whole == 0 && frac == 0))
+        goto bad;
+    *out = (unsigned)(whole * 1000 + frac);
+    return 0;
+bad:
+    return sbx_errf(err, "invalid CPU count '%s': give a positive number such as 2 or 0.5",
+                    s ? s : "");
+}
+
+static unsigned long long host_ram(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    return pages > 0 && psz > 0 ? (unsigned long long)pages * (unsigned long long)psz
+                                : 4ULL << 30;
+}
+
 static const char *env_nonempty(const char *name)
 {
     const char *v = getenv(name);
@@ -280,6 +357,36 @@ int sbx_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *err)
     if ((v = env_nonempty("AGENT_SANDBOX_IDLE_TIMEOUT")) &&
         sbx_parse_duration(v, &cfg->idle_timeout, err) < 0) {
         sbx_err_prefix(err, "AGENT_SANDBOX_IDLE_TIMEOUT");
+        goto fail;
+    }
+
+    /* Limits: every sandbox has them, so a fork bomb or a memory hog inside cannot take
+     * the host down. "0" turns one off, on purpose only. */
+    cfg->pids_max = SBX_PIDS_MAX_DEFAULT;
+    if ((v = env_nonempty("AGENT_SANDBOX_PIDS_MAX"))) {
+        unsigned long long n;
+        if (sbx_parse_size(v, 0, &n, err) < 0 || n > 4194304 || strpbrk(v, "kKmMgGtTbB")) {
+            sbx_errf(err, "AGENT_SANDBOX_PIDS_MAX='%s': give a number of processes "
+                     "(e.g. 4096), or 0 for no limit", v);
+            goto fail;
+        }
+        cfg->pids_max = (unsigned)n;
+    }
+    cfg->memory_max = host_ram() / 2;
+    if ((v = env_nonempty("AGENT_SANDBOX_MEMORY_MAX")) &&
+        sbx_parse_size(v, host_ram(), &cfg->memory_max, err) < 0) {
+        sbx_err_prefix(err, "AGENT_SANDBOX_MEMORY_MAX");
+        goto fail;
+    }
+    if ((v = env_nonempty("AGENT_SANDBOX_CPUS")) && strcmp(v, "0") &&
+        sbx_parse_cpus(v, &cfg->cpus_milli, err) < 0) {
+        sbx_err_prefix(err, "AGENT_SANDBOX_CPUS");
+        goto fail;
+    }
+    cfg->disk_max = SBX_DISK_MAX_DEFAULT;
+    if ((v = env_nonempty("AGENT_SANDBOX_DISK_MAX")) &&
+        sbx_parse_size(v, 0, &cfg->disk_max, err) < 0) {
+        sbx_err_prefix(err, "AGENT_SANDBOX_DISK_MAX");
         goto fail;
     }
 

@@ -49,6 +49,14 @@ typedef struct sbx_config {
     sbx_runtime runtime;    /* as asked; the backend resolves AUTO */
     bool network_host;      /* AGENT_SANDBOX_LOCAL_NETWORK=host */
     unsigned idle_timeout;  /* seconds; 0 = never */
+    /* Resource limits of the sandbox (DESIGN.md 5: the host stays usable whatever runs
+     * inside). 0 means "no limit" only where the variable says so explicitly ("0"). */
+    unsigned pids_max;      /* AGENT_SANDBOX_PIDS_MAX: processes + threads, default 4096 */
+    unsigned long long memory_max; /* AGENT_SANDBOX_MEMORY_MAX: bytes, default half of RAM */
+    unsigned cpus_milli;    /* AGENT_SANDBOX_CPUS: thousandths of a CPU ("1.5" = 1500);
+                               default 0: all CPUs */
+    unsigned long long disk_max; /* AGENT_SANDBOX_DISK_MAX: bytes the session may write on
+                               the host (pulls) and in its code copy; default 10 GiB */
     char *backend;          /* AGENT_SANDBOX_BACKEND: "local" (default) or "kube" */
     char *run_dir;          /* sockets and locks: $XDG_RUNTIME_DIR/sbxsh or /tmp/sbxsh-UID */
     char *state_root;       /* AGENT_SANDBOX_STATE_DIR, else $XDG_STATE_HOME/sbxsh,
@@ -84,6 +92,16 @@ int sbx_session_name_check(const char *name, sbx_err *err);
  * own (a session named explicitly could otherwise be reused with another
  * runtime or other directories without a word). Malloc'd. */
 char *sbx_config_fingerprint(const sbx_config *cfg);
+
+/* Parses a size: "1048576", "512K", "256M", "10G", "1T" (powers of 1024; an optional
+ * trailing "B" or "iB"), or "N%" of total RAM when pct_of is non-zero. */
+int sbx_parse_size(const char *s, unsigned long long pct_of, unsigned long long *out,
+                   sbx_err *err);
+/* Parses a CPU count: "2", "0.5", "1.25" into thousandths. */
+int sbx_parse_cpus(const char *s, unsigned *out, sbx_err *err);
+
+#define SBX_PIDS_MAX_DEFAULT 4096
+#define SBX_DISK_MAX_DEFAULT (10ULL << 30)
 
 /* Parses an idle timeout: "1800", "90s", "30m", "2h", "0" (never). */
 int sbx_parse_duration(const char *s, unsigned *out, sbx_err *err);
