@@ -52,11 +52,13 @@ typedef struct sbx_config {
     /* Resource limits of the sandbox (DESIGN.md 5: the host stays usable whatever runs
      * inside). 0 means "no limit" only where the variable says so explicitly ("0"). */
     unsigned pids_max;      /* AGENT_SANDBOX_PIDS_MAX: processes + threads, default 4096 */
-    unsigned long long memory_max; /* AGENT_SANDBOX_MEMORY_MAX: bytes, default half of RAM */
+    unsigned long long memory_max; /* AGENT_SANDBOX_MEMORY_MAX: bytes, default half of RAM;
+                               "0": no limit */
     unsigned cpus_milli;    /* AGENT_SANDBOX_CPUS: thousandths of a CPU ("1.5" = 1500);
                                default 0: all CPUs */
     unsigned long long disk_max; /* AGENT_SANDBOX_DISK_MAX: bytes the session may write on
-                               the host (pulls) and in its code copy; default 10 GiB */
+                               the host (pulls) and in its code copy; default 10 GiB;
+                               "0": no limit */
     char *backend;          /* AGENT_SANDBOX_BACKEND: "local" (default) or "kube" */
     char *run_dir;          /* sockets and locks: $XDG_RUNTIME_DIR/sbxsh or /tmp/sbxsh-UID */
     char *state_root;       /* AGENT_SANDBOX_STATE_DIR, else $XDG_STATE_HOME/sbxsh,

@@ -103,6 +103,25 @@ int main(void)
     ok(sbx_parse_duration("5x", &secs, &err) < 0, "unknown unit refused");
     ok(sbx_parse_duration("99999999999h", &secs, &err) < 0, "overflow refused");
 
+    unsigned long long sz;
+    unsigned milli;
+    ok(sbx_parse_size("1048576", 0, &sz, &err) == 0 && sz == 1048576, "size in bytes");
+    ok(sbx_parse_size("256M", 0, &sz, &err) == 0 && sz == 256ULL << 20, "size in M");
+    ok(sbx_parse_size("10GiB", 0, &sz, &err) == 0 && sz == 10ULL << 30, "size in GiB");
+    ok(sbx_parse_size("2t", 0, &sz, &err) == 0 && sz == 2ULL << 40, "size in t");
+    ok(sbx_parse_size("25%", 1000, &sz, &err) == 0 && sz == 250, "a share of memory");
+    ok(sbx_parse_size("25%", 0, &sz, &err) < 0, "a share where none is meant is refused");
+    ok(sbx_parse_size("101%", 1000, &sz, &err) < 0, "over 100%% refused");
+    ok(sbx_parse_size("-1M", 0, &sz, &err) < 0, "negative size refused");
+    ok(sbx_parse_size("5X", 0, &sz, &err) < 0, "unknown size unit refused");
+    ok(sbx_parse_size("99999999999T", 0, &sz, &err) < 0, "size overflow refused");
+    ok(sbx_parse_cpus("2", &milli, &err) == 0 && milli == 2000, "whole CPUs");
+    ok(sbx_parse_cpus("0.5", &milli, &err) == 0 && milli == 500, "half a CPU");
+    ok(sbx_parse_cpus("1.25", &milli, &err) == 0 && milli == 1250, "fraction of CPUs");
+    ok(sbx_parse_cpus("0", &milli, &err) < 0, "zero CPUs refused");
+    ok(sbx_parse_cpus("1.", &milli, &err) < 0, "a bare point refused");
+    ok(sbx_parse_cpus("x", &milli, &err) < 0, "not a number refused");
+
     /* sbx_config_load reads the environment. */
     sbx_config cfg;
     setenv("AGENT_SANDBOX_CODE_DIRS", mk("repo"), 1);
@@ -116,6 +135,32 @@ int main(void)
     is_str(cfg.session, "named", "AGENT_SANDBOX_SESSION");
     ok(cfg.runtime == SBX_RUNTIME_BWRAP, "runtime");
     is_int(cfg.idle_timeout, 300, "idle timeout");
+    is_int(cfg.pids_max, SBX_PIDS_MAX_DEFAULT, "pids limit by default");
+    ok(cfg.memory_max > 0, "a memory limit by default");
+    ok(cfg.disk_max == SBX_DISK_MAX_DEFAULT, "disk limit by default");
+    sbx_config_free(&cfg);
+    setenv("AGENT_SANDBOX_PIDS_MAX", "100", 1);
+    setenv("AGENT_SANDBOX_MEMORY_MAX", "256M", 1);
+    setenv("AGENT_SANDBOX_CPUS", "1.5", 1);
+    setenv("AGENT_SANDBOX_DISK_MAX", "50M", 1);
+    ok(sbx_config_load(&cfg, NULL, &err) == 0, "config with limits loads");
+    is_int(cfg.pids_max, 100, "AGENT_SANDBOX_PIDS_MAX");
+    ok(cfg.memory_max == 256ULL << 20, "AGENT_SANDBOX_MEMORY_MAX");
+    is_int(cfg.cpus_milli, 1500, "AGENT_SANDBOX_CPUS");
+    ok(cfg.disk_max == 50ULL << 20, "AGENT_SANDBOX_DISK_MAX");
+    sbx_config_free(&cfg);
+    setenv("AGENT_SANDBOX_PIDS_MAX", "10k", 1);
+    ok(sbx_config_load(&cfg, NULL, &err) < 0 && strstr(err.msg, "AGENT_SANDBOX_PIDS_MAX"),
+       "a pids limit with a unit refused, naming the variable");
+    setenv("AGENT_SANDBOX_PIDS_MAX", "100", 1);
+    setenv("AGENT_SANDBOX_MEMORY_MAX", "lots", 1);
+    ok(sbx_config_load(&cfg, NULL, &err) < 0 && strstr(err.msg, "AGENT_SANDBOX_MEMORY_MAX"),
+       "a bad memory limit refused, naming the variable");
+    unsetenv("AGENT_SANDBOX_PIDS_MAX");
+    unsetenv("AGENT_SANDBOX_MEMORY_MAX");
+    unsetenv("AGENT_SANDBOX_CPUS");
+    unsetenv("AGENT_SANDBOX_DISK_MAX");
+    ok(sbx_config_load(&cfg, NULL, &err) == 0, "config loads again");
     is_str(cfg.run_dir, mk("run/sbxsh"), "run dir under XDG_RUNTIME_DIR");
     sbx_config_free(&cfg);
     sbx_config_opts o = { .session = "opt" };
