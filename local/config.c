@@ -329,6 +329,18 @@ int sbx_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *err)
     sbx_split_list(&cfg->task_files, getenv("AGENT_SANDBOX_TASK_FILES"), ':');
     sbx_split_list(&cfg->excludes, getenv("AGENT_SANDBOX_SYNC_EXCLUDE"), ':');
     sbx_split_list(&cfg->forward_env, getenv("AGENT_SANDBOX_FORWARD_ENV"), ',');
+    /* Names or shell patterns (npm_*), one separator: a colon or a space here is a list
+     * written for another separator, which would silently forward nothing. */
+    for (size_t i = 0; i < cfg->forward_env.n; i++) {
+        const char *n = cfg->forward_env.v[i];
+        if (strspn(n, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_*?") !=
+                strlen(n) || (n[0] >= '0' && n[0] <= '9')) {
+            sbx_errf(err, "AGENT_SANDBOX_FORWARD_ENV: '%s' is not a variable name or pattern "
+                     "(letters, digits, '_', '*', '?'); separate names with commas, e.g. "
+                     "NODE_ENV,npm_*", n);
+            goto fail;
+        }
+    }
     if (check_abs_list(&cfg->sync_paths, "AGENT_SANDBOX_SYNC_PATHS", err) < 0 ||
         check_abs_list(&cfg->task_files, "AGENT_SANDBOX_TASK_FILES", err) < 0)
         goto fail;

@@ -45,7 +45,7 @@ typedef struct sbx_config {
     strvec sync_paths;    /* AGENT_SANDBOX_SYNC_PATHS (absolute; globs kept as given) */
     strvec task_files;    /* AGENT_SANDBOX_TASK_FILES (absolute; pushed only) */
     strvec excludes;      /* AGENT_SANDBOX_SYNC_EXCLUDE (gitignore patterns) */
-    strvec forward_env;   /* AGENT_SANDBOX_FORWARD_ENV: names of host variables */
+    strvec forward_env;   /* AGENT_SANDBOX_FORWARD_ENV: names or patterns, comma-separated */
     sbx_runtime runtime;    /* as asked; the backend resolves AUTO */
     bool network_host;      /* AGENT_SANDBOX_LOCAL_NETWORK=host */
     unsigned idle_timeout;  /* seconds; 0 = never */

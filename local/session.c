@@ -1,6 +1,7 @@
 #include "local/session.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -965,27 +966,88 @@ int sbx_session_status(sbx_session *s, strbuf *json, sbx_err *err)
     return 0;
 }
 
+/* Variables that say how to talk to the person, never who they are: carried to every
+ * sandbox command, so colours, locales and times look as they do on the host. */
+static bool terminal_or_locale_var(const char *name, size_t len)
+{
+    static const char *const names[] = { "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR",
+                                         "CLICOLOR", "LANG", "LANGUAGE", "TZ" };
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strlen(names[i]) == len && !memcmp(names[i], name, len))
+            return true;
+    return len > 3 && !memcmp(name, "LC_", 3);
+}
+
+static bool dir_within(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0' || n == 1);
+}
+
+/* Sets (or replaces) NAME=VALUE in out. */
+static void env_set(strvec *out, const char *name, size_t len, const char *value)
+{
+    for (size_t j = 0; j < out->n; j++) {
+        if (!strncmp(out->v[j], name, len) && out->v[j][len] == '=') {
+            free(out->v[j]);
+            out->v[j] = xasprintf("%.*s=%s", (int)len, name, value);
+            return;
+        }
+    }
+    strvec_pushf(out, "%.*s=%s", (int)len, name, value);
+}
+
 void sbx_sandbox_env(const sbx_config *cfg, bool tty, strvec *out)
 {
+    static const char standard_path[] =
+        "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+    extern char **environ;
+    strbuf path = STRBUF_INIT;
     const char *v;
-    strvec_push(out, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
-    strvec_pushf(out, "HOME=%s", cfg->home);
-    if (tty && (v = getenv("TERM")))
-        strvec_pushf(out, "TERM=%s", v);
-    for (size_t i = 0; i < cfg->forward_env.n; i++) {
-        const char *name = cfg->forward_env.v[i];
-        if (strchr(name, '=') || !(v = getenv(name)))
-            continue;
-        /* PATH and HOME forwarded on purpose replace the defaults. */
-        for (size_t j = 0; j < out->n; j++) {
-            size_t len = strlen(name);
-            if (!strncmp(out->v[j], name, len) && out->v[j][len] == '=') {
-                free(out->v[j]);
-                out->v[j] = xasprintf("%s=%s", name, v);
-                goto next;
+
+    (void)tty;
+    /* PATH: the caller's entries that lie inside the code directories (npm's
+     * node_modules/.bin, a venv's bin, a project's scripts/), in the caller's order, then
+     * the standard PATH. Other entries name host directories the sandbox does not have. */
+    if ((v = getenv("PATH"))) {
+        for (const char *p = v, *end; *p; p = *end ? end + 1 : end) {
+            char entry[PATH_MAX];
+            size_t n;
+            end = strchrnul(p, ':');
+            n = (size_t)(end - p);
+            if (!n || n >= sizeof(entry) || p[0] != '/')
+                continue;
+            memcpy(entry, p, n);
+            entry[n] = '\0';
+            for (size_t i = 0; i < cfg->code_dirs.n; i++) {
+                if (dir_within(entry, cfg->code_dirs.v[i]) && !strstr(entry, "/../")) {
+                    strbuf_addstr(&path, entry);
+                    strbuf_addch(&path, ':');
+                    break;
+                }
             }
         }
-        strvec_pushf(out, "%s=%s", name, v);
-    next:;
+    }
+    strbuf_addstr(&path, standard_path);
+    strvec_pushf(out, "PATH=%s", path.buf);
+    strbuf_release(&path);
+    strvec_pushf(out, "HOME=%s", cfg->home);
+
+    for (char **e = environ; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        size_t len = eq ? (size_t)(eq - *e) : 0;
+        bool named = false;
+        char name[256];
+
+        if (!eq || !len || len >= sizeof(name))
+            continue;
+        memcpy(name, *e, len);
+        name[len] = '\0';
+        /* AGENT_SANDBOX_FORWARD_ENV: names or shell patterns (npm_*), comma-separated. */
+        for (size_t i = 0; i < cfg->forward_env.n && !named; i++)
+            named = fnmatch(cfg->forward_env.v[i], name, 0) == 0;
+        /* PATH and HOME forwarded on purpose replace the defaults. */
+        if (named || terminal_or_locale_var(name, len))
+            env_set(out, name, len, eq + 1);
     }
 }

@@ -156,9 +156,13 @@ int sbx_session_release(sbx_session *s, sbx_err *err);
  * (the backend's status), agent, sync counters. */
 int sbx_session_status(sbx_session *s, strbuf *json, sbx_err *err);
 
-/* The environment a sandbox command gets by default: PATH (a standard
- * one), HOME (the private home, at the host's path), TERM when tty, and
- * each host variable named in cfg->forward_env. */
+/* The environment a sandbox command gets: PATH (the caller's entries that
+ * lie inside the code directories, then a standard one), HOME (the private
+ * home, at the host's path), the terminal and locale variables (TERM,
+ * COLORTERM, NO_COLOR, FORCE_COLOR, CLICOLOR, LANG, LANGUAGE, LC_*, TZ),
+ * and each host variable matching a name or pattern of cfg->forward_env.
+ * Nothing else of the host's environment: no token crosses by default.
+ * tty is kept for callers; TERM is carried either way. */
 void sbx_sandbox_env(const sbx_config *cfg, bool tty, strvec *out);
 
 #endif
