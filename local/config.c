@@ -84,9 +84,67 @@ static int add_code_dir(strvec *out, const char *path, sbx_err *err)
     return 0;
 }
 
+/* The state directory as sbx_config_load() resolves it, without checks (NULL when HOME is
+ * unset too): a directory holding it is never a project. Malloc'd. */
+static char *state_root_default(void)
+{
+    const char *v;
+    if ((v = getenv("AGENT_SANDBOX_STATE_DIR")) && *v)
+        return xstrdup(v);
+    if ((v = getenv("XDG_STATE_HOME")) && v[0] == '/')
+        return xasprintf("%s/sbxsh", v);
+    if ((v = getenv("HOME")) && v[0] == '/')
+        return xasprintf("%s/.local/state/sbxsh", v);
+    return NULL;
+}
+
+/* Whether a directory found by discovery (no AGENT_SANDBOX_CODE_DIRS) is somewhere
+ * nobody means to sync whole: the root, the home directory or one above it, a shared
+ * temporary directory, a top-level system directory, one that holds the state
+ * directory (the copies would sync into themselves). Running there gives a session
+ * without code directories. Sets *why to a short phrase. */
+static bool not_a_project(const char *real, const char **why)
+{
+    static const char *const system_dirs[] = {
+        "/tmp", "/var/tmp", "/dev/shm", "/run", "/var", "/usr", "/etc", "/opt", "/srv",
+        "/home", "/root", "/mnt", "/media", "/proc", "/sys", "/dev", "/boot", "/lib",
+        "/bin", "/sbin", "/lib64", "/snap", "/nix",
+    };
+    const char *home = getenv("HOME");
+    char homereal[PATH_MAX], *state;
+    bool holds_state;
+
+    if (!strcmp(real, "/")) {
+        *why = "the root directory";
+        return true;
+    }
+    for (size_t i = 0; i < sizeof(system_dirs) / sizeof(system_dirs[0]); i++) {
+        if (!strcmp(real, system_dirs[i])) {
+            *why = "a system directory";
+            return true;
+        }
+    }
+    if (home && home[0] == '/' && realpath(home, homereal) && path_within(homereal, real)) {
+        *why = strcmp(homereal, real) ? "a directory above the home directory"
+                                       : "the home directory";
+        return true;
+    }
+    if ((state = state_root_default())) {
+        char sreal[PATH_MAX];
+        holds_state = path_within(realpath(state, sreal) ? sreal : state, real);
+        free(state);
+        if (holds_state) {
+            *why = "the directory holding sbxsh's state";
+            return true;
+        }
+    }
+    return false;
+}
+
 int sbx_resolve_code_dirs(const char *env_value, const char *cwd, strvec *out, sbx_err *err)
 {
     char real[PATH_MAX];
+    const char *why;
 
     if (env_value && *env_value) {
         strvec list = {0};
@@ -114,6 +172,9 @@ int sbx_resolve_code_dirs(const char *env_value, const char *cwd, strvec *out, s
             real[len ? len : 1] = '\0';
             if (len == 1 && real[0] == '/')
                 break;
+            /* a repository of dotfiles at ~ is still the home directory */
+            if (not_a_project(real, &why))
+                return 0;
             return add_code_dir(out, real, err);
         }
         while (len > 0 && real[len - 1] != '/')
@@ -123,7 +184,20 @@ int sbx_resolve_code_dirs(const char *env_value, const char *cwd, strvec *out, s
         else
             break;
     }
-    return add_code_dir(out, cwd, err);
+    if (!realpath(cwd, real))
+        return sbx_errno(err, "current directory '%s'", cwd);
+    if (not_a_project(real, &why))
+        return 0;
+    return add_code_dir(out, real, err);
+}
+
+const char *sbx_no_code_dir_reason(const char *cwd)
+{
+    char real[PATH_MAX];
+    const char *why = NULL;
+    if (realpath(cwd, real) && not_a_project(real, &why))
+        return why;
+    return "no code directory";
 }
 
 /* FNV-1a, 64 bits: a name, not a security boundary. */
@@ -140,7 +214,8 @@ char *sbx_session_name_derive(const strvec *code_dirs)
 {
     uint64_t h = 0xcbf29ce484222325ULL;
     strbuf sb = STRBUF_INIT;
-    const char *base = "session";
+    /* A session with no code directory (a login shell in ~): one per user. */
+    const char *base = code_dirs->n ? "session" : "scratch";
 
     for (size_t i = 0; i < code_dirs->n; i++)
         h = fnv1a(h, code_dirs->v[i], strlen(code_dirs->v[i]) + 1);
@@ -297,6 +372,36 @@ static int check_abs_list(const strvec *sv, const char *var, sbx_err *err)
     return 0;
 }
 
+/* Well-known places of credentials in a home directory. When a code directory holds the
+ * home directory (AGENT_SANDBOX_CODE_DIRS=~, or a directory above it), these are excluded
+ * from the sync, so they never reach the sandbox unless named (a sync path naming one,
+ * or a code directory inside one, is the user's explicit choice). */
+static const char *const home_secrets[] = {
+    ".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".config/gh", ".config/hub",
+    ".kube", ".docker", ".netrc", ".git-credentials", ".config/git/credentials", ".npmrc",
+    ".yarnrc", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml", ".gem/credentials",
+    ".password-store", ".local/share/keyrings", ".vault-token", ".terraform.d", ".m2/settings.xml",
+    ".config/sbxsh", ".local/state/sbxsh",
+};
+
+static void add_secret_excludes(sbx_config *cfg)
+{
+    char home[PATH_MAX];
+
+    if (!realpath(cfg->home, home))
+        return;
+    for (size_t i = 0; i < cfg->code_dirs.n; i++) {
+        const char *d = cfg->code_dirs.v[i];
+        size_t n = strlen(d);
+        if (!path_within(home, d))
+            continue;
+        /* the home directory relative to the code directory: "" or "x/y/" */
+        const char *rel = home[n] == '/' ? home + n + 1 : "";
+        for (size_t k = 0; k < sizeof(home_secrets) / sizeof(home_secrets[0]); k++)
+            strvec_pushf(&cfg->excludes, "/%s%s%s", rel, *rel ? "/" : "", home_secrets[k]);
+    }
+}
+
 int sbx_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *err)
 {
     static const sbx_config_opts none;
@@ -430,6 +535,7 @@ int sbx_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *err)
         sbx_errf(err, "AGENT_SANDBOX_STATE_DIR='%s' is not an absolute path", cfg->state_root);
         goto fail;
     }
+    add_secret_excludes(cfg);
     /* The sandbox's copies live in the state directory; a code directory
      * holding it would sync the copies into themselves. */
     for (size_t i = 0; i < cfg->code_dirs.n; i++) {

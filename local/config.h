@@ -80,8 +80,16 @@ void sbx_config_free(sbx_config *cfg);
 /* The code directories: AGENT_SANDBOX_CODE_DIRS (colon-separated) if set
  * (env_value), else the git top level above cwd (a directory holding a
  * `.git` directory or gitfile), else cwd. Each is made real (realpath) and
- * must be a directory; "/" is refused. Appends to out. */
+ * must be a directory; "/" is refused. Appends to out.
+ *
+ * Found by discovery, a directory that is not a project (the root, the home
+ * directory or one above it, /tmp and other system directories, one holding
+ * the state directory) is never synced whole: out stays empty, and the
+ * session runs without code directories (commands run in the sandbox's own
+ * directories: its private HOME at ~, its private /tmp). */
 int sbx_resolve_code_dirs(const char *env_value, const char *cwd, strvec *out, sbx_err *err);
+/* Why cwd has no code directory, in a few words ("the home directory"). */
+const char *sbx_no_code_dir_reason(const char *cwd);
 
 /* The name derived from code directories: basename of the first, '-', and
  * 8 hex digits of a hash over all of them, e.g. "myproj-3fa9c2d1". */

@@ -134,7 +134,10 @@ static bool inside_code_dirs(const line_exec *x, const char *path)
 
 static int check_sandbox_cwd(const line_exec *x, sbx_err *err)
 {
-    if (inside_code_dirs(x, x->cwd))
+    /* No code directory (a login shell in ~, a command in /tmp): nothing is synced, and
+     * the command runs at the same path in the sandbox's own tree (its private HOME at ~,
+     * its private /tmp). */
+    if (!x->cfg.code_dirs.n || inside_code_dirs(x, x->cwd))
         return 0;
     strbuf dirs = STRBUF_INIT;
     for (size_t i = 0; i < x->cfg.code_dirs.n; i++)

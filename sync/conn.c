@@ -145,10 +145,8 @@ int sync_host_new(const sync_config *cfg, sync_host **out, sbx_err *err)
         strvec_push(&codes, p.buf);
         add_root(h, WIRE_ROOT_CODE, p.buf, p.len, "", 0);
     }
-    if (!codes.n) {
-        sbx_errf(err, "no code directory to sync");
-        goto fail;
-    }
+    /* No code directory is a session of its own kind (a login shell in ~): only the sync
+     * paths and task files, if any, move. */
     for (size_t i = 0; cfg->sync_paths && cfg->sync_paths[i]; i++) {
         size_t cut = 0, last = 0;
         bool covered = false;

@@ -67,6 +67,16 @@ like() {
     fi
 }
 
+# unlike GOT EXTENDED-REGEX NAME
+unlike() {
+    if [[ $1 =~ $2 ]]; then
+        tap_result 1 "$3"
+        diag "     got: $(printf '%q' "$1")" "expected not to match: $2"
+    else
+        tap_result 0 "$3"
+    fi
+}
+
 skip() { tap_n=$((tap_n + 1)); printf 'ok %d # SKIP %s\n' "$tap_n" "$1"; }
 skip_all() { printf '1..0 # SKIP %s\n' "$1"; trap - EXIT; rm -rf "$SBX_TEST_TMP"; exit 0; }
 bail_out() { printf 'Bail out! %s\n' "$1"; exit 255; }

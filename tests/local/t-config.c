@@ -3,6 +3,7 @@
 
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -51,6 +52,44 @@ int main(void)
     strvec_clear(&dirs);
     ok(sbx_resolve_code_dirs(NULL, mk("link/src"), &dirs, &err) == 0, "through a symlink");
     is_str(dirs.n ? dirs.v[0] : "", mk("repo"), "the real path");
+    strvec_clear(&dirs);
+
+    /* Directories that are not projects are never synced whole: no code directory. */
+    mkdir(mk("home"), 0755);
+    mkdir(mk("home/proj"), 0755);
+    mkdir(mk("home/proj/.git"), 0755);
+    mkdir(mk("home/notes"), 0755);
+    setenv("HOME", mk("home"), 1);
+    unsetenv("AGENT_SANDBOX_STATE_DIR");
+    unsetenv("XDG_STATE_HOME");
+    ok(sbx_resolve_code_dirs(NULL, mk("home"), &dirs, &err) == 0 && dirs.n == 0,
+       "the home directory: no code directory");
+    is_str(sbx_no_code_dir_reason(mk("home")), "the home directory", "...and why");
+    ok(sbx_resolve_code_dirs(NULL, tmp, &dirs, &err) == 0 && dirs.n == 0,
+       "a directory above the home directory: none");
+    ok(sbx_resolve_code_dirs(NULL, "/tmp", &dirs, &err) == 0 && dirs.n == 0, "/tmp: none");
+    ok(sbx_resolve_code_dirs(NULL, "/", &dirs, &err) == 0 && dirs.n == 0, "/: none");
+    ok(sbx_resolve_code_dirs(NULL, "/usr/share", &dirs, &err) == 0 && dirs.n == 1,
+       "a directory below a system directory is a directory like any other");
+    strvec_clear(&dirs);
+    ok(sbx_resolve_code_dirs(NULL, mk("home/proj"), &dirs, &err) == 0 && dirs.n == 1 &&
+       !strcmp(dirs.v[0], mk("home/proj")), "a repository in the home directory is a project");
+    strvec_clear(&dirs);
+    ok(sbx_resolve_code_dirs(NULL, mk("home/notes"), &dirs, &err) == 0 && dirs.n == 1,
+       "a plain directory in the home directory is one too");
+    strvec_clear(&dirs);
+    mkdir(mk("home/.git"), 0755);
+    ok(sbx_resolve_code_dirs(NULL, mk("home/notes"), &dirs, &err) == 0 && dirs.n == 0,
+       "a dotfiles repository at ~ does not make ~ a project");
+    rmdir(mk("home/.git"));
+    setenv("AGENT_SANDBOX_STATE_DIR", mk("home/notes/state"), 1);
+    ok(sbx_resolve_code_dirs(NULL, mk("home/notes"), &dirs, &err) == 0 && dirs.n == 0,
+       "the directory holding the state directory: none");
+    is_str(sbx_no_code_dir_reason(mk("home/notes")), "the directory holding sbxsh's state",
+           "...and why");
+    unsetenv("AGENT_SANDBOX_STATE_DIR");
+    ok(sbx_resolve_code_dirs(mk("home"), mk("wt"), &dirs, &err) == 0 && dirs.n == 1,
+       "AGENT_SANDBOX_CODE_DIRS may still name the home directory");
     strvec_clear(&dirs);
 
     char env[3 * PATH_MAX];
@@ -171,6 +210,32 @@ int main(void)
     setenv("AGENT_SANDBOX_LOCAL_RUNTIME", "runsc", 1);
     setenv("AGENT_SANDBOX_STATE_DIR", mk("repo/state"), 1);
     ok(sbx_config_load(&cfg, NULL, &err) < 0, "state dir inside a code dir refused");
+
+    /* A code directory holding the home directory never syncs its credentials. */
+    setenv("AGENT_SANDBOX_CODE_DIRS", mk("home"), 1);
+    setenv("AGENT_SANDBOX_STATE_DIR", mk("state"), 1);
+    setenv("HOME", mk("home"), 1);
+    ok(sbx_config_load(&cfg, NULL, &err) == 0, "config with ~ as the code directory loads");
+    bool ssh = false, aws = false;
+    for (size_t i = 0; i < cfg.excludes.n; i++) {
+        ssh |= !strcmp(cfg.excludes.v[i], "/.ssh");
+        aws |= !strcmp(cfg.excludes.v[i], "/.aws");
+    }
+    ok(ssh && aws, "~/.ssh and ~/.aws are excluded from the sync");
+    sbx_config_free(&cfg);
+    setenv("AGENT_SANDBOX_CODE_DIRS", tmp, 1);
+    setenv("AGENT_SANDBOX_STATE_DIR", "/nonexistent-sbx-t-config-state", 1);
+    ok(sbx_config_load(&cfg, NULL, &err) == 0, "config with a directory above ~ loads");
+    ssh = false;
+    for (size_t i = 0; i < cfg.excludes.n; i++)
+        ssh |= !strcmp(cfg.excludes.v[i], "/home/.ssh");
+    ok(ssh, "...and ~/.ssh is excluded below it");
+    sbx_config_free(&cfg);
+    setenv("AGENT_SANDBOX_CODE_DIRS", mk("repo"), 1);
+    setenv("AGENT_SANDBOX_STATE_DIR", mk("state"), 1);
+    ok(sbx_config_load(&cfg, NULL, &err) == 0 && cfg.excludes.n == 0,
+       "a project directory gets no extra excludes");
+    sbx_config_free(&cfg);
 
     ok(sbx_private_dir(mk("priv/a/b"), &err) == 0, "private dir created with parents");
     struct stat st;
