@@ -831,15 +831,12 @@ static mf_node *scan_child(scan_ctx *c, mf_node *dir, int dirfd, const char *nam
     if (excluded_here(c, name, len, type == MF_DIR))
         goto drop_silently;
     if (type == MF_OTHER) {
+        /* FIFOs, sockets and devices hold no data to sync: they are skipped without a
+         * word (bash says nothing about a mkfifo, and a warning on every command that
+         * leaves one in the tree was noise on stderr that bash does not print). They are
+         * kept as nodes so that a deletion of their directory still removes them. */
         if (old && old->type == MF_OTHER)
             return old;
-        if (c->warn) {
-            char *msg = xasprintf("skipped special file %s/%s%s%s (only files, directories and "
-                                  "symlinks sync)", c->r->base, c->path.buf,
-                                  c->path.len ? "/" : "", name);
-            c->warn(c->wctx, msg);
-            free(msg);
-        }
         node_free(c->t, old);
         n = node_new(name, len, MF_OTHER);
         node_set_stat(n, &st, c->ref_ns);
