@@ -3,7 +3,8 @@
 # `rm -rf .git`, `rm -rf .git/objects` or `rm .git/HEAD` in the sandbox the host's
 # repository still has every commit (git log, git fsck) and the sandbox gets it back; after
 # `git branch -D x` in the sandbox the branch is gone on the host but its commit is
-# recoverable from .git/sbxsh-deleted-refs (sync/README.md).
+# recoverable from .git/sbxsh-deleted-refs (sync/README.md); a sandbox `git gc` is neither
+# noted nor undone. And (item 6) a repository planted under .git/refs never reaches the host.
 . "$(dirname "$0")/lib.sh"
 
 runtimes=${SBX_IT_RUNTIMES:-runsc bwrap}
@@ -40,6 +41,15 @@ for rt in $runtimes; do
            "$rt: $cmd: the sandbox has its repository back"
     done
 
+    # git gc in the sandbox: refs move into packed-refs (nothing is noted), loose objects are
+    # pruned there and stay pruned (the host keeps them until its own gc).
+    out=$("$SBXSH" -c 'git gc -q --prune=now && git count-objects | cut -d" " -f1' 2>&1)
+    is "$out" 0 "$rt: git gc in the sandbox leaves no loose object there"
+    host_history "$rt: after git gc in the sandbox"
+    ok "$rt: git gc: no ref is noted as deleted" test ! -e .git/sbxsh-deleted-refs
+    is "$("$SBXSH" -c 'git count-objects | cut -d" " -f1' 2>&1)" 0 \
+       "$rt: git gc: the pruned objects are not pushed back to the sandbox"
+
     # A real ref deletion applies on the host, and the old value is noted.
     out=$("$SBXSH" -c 'git branch -D x' 2>&1)
     like "$out" "deleted ref refs/heads/x .*$xsha" "$rt: git branch -D x: the user is told the old value"
@@ -59,6 +69,19 @@ for rt in $runtimes; do
         test -z "$(git rev-parse -q --verify refs/heads/x)"
     is "$(awk '$2 == "refs/heads/x" { print $1 }' .git/sbxsh-deleted-refs | tail -1)" "$xsha" \
        "$rt: and its old value is noted"
+    # A whole repository planted under .git/refs/fake (issue 8, item 6) never reaches the host.
+    "$SBXSH" -c 'f=.git/refs/fake; mkdir -p $f/hooks $f/objects/info $f/refs/heads .git/objects/info .git/refs/heads
+        echo "ref: refs/heads/main" > $f/HEAD
+        printf "[remote \"o\"]\n\treceivepack = touch /tmp/pwned\n" > $f/config
+        printf "#!/bin/sh\ntouch /tmp/pwned\n" > $f/hooks/pre-push; chmod +x $f/hooks/pre-push
+        echo ../.. > $f/commondir; echo "#!/bin/sh" > .git/refs/heads/notaref
+        echo /tmp > .git/objects/info/alternates; echo junk > .git/objects/junk' >/dev/null 2>&1
+    for f in refs/fake/HEAD refs/fake/config refs/fake/hooks refs/fake/objects refs/fake/commondir \
+             refs/heads/notaref objects/info/alternates objects/junk; do
+        ok "$rt: a planted .git/$f does not reach the host" test ! -e ".git/$f"
+    done
+    ok "$rt: nothing executable came into the host's .git" \
+        test -z "$(find .git -path .git/hooks -prune -o -type f -perm /111 -print)"
     end_session
 done
 done_testing
