@@ -737,7 +737,7 @@ typedef struct git_plan {
     bool restore;        /* send the host's .git back to the sandbox after the commit */
     char *why;           /* the path that made restore true */
     char *protect;       /* the branch HEAD names after the delta ("refs/heads/main"), or NULL */
-    strbuf packed;       /* packed-refs as it will be after the delta */
+    strbuf packed;       /* the host's packed-refs as committed so far */
 } git_plan;
 
 static bool path_is(const staged *s, const char *lit)
@@ -800,7 +800,7 @@ static int open_staged(apply_rx *rx, const staged *s)
 }
 
 /* A staged file's content, when it passes the content rules of its path (what will be
- * committed). */
+ * committed), else nothing. */
 static bool read_staged_ok(apply_rx *rx, const staged *s, size_t max, strbuf *out)
 {
     int fd = open_staged(rx, s);
@@ -815,8 +815,7 @@ static bool read_staged_ok(apply_rx *rx, const staged *s, size_t max, strbuf *ou
 
 static void git_plan_make(apply_rx *rx, uint16_t root, git_plan *g)
 {
-    const staged *head = NULL, *packed = NULL;
-    bool packed_del = false;
+    const staged *head = NULL;
     strbuf sb = STRBUF_INIT;
     const char *v;
     size_t vl;
@@ -835,18 +834,16 @@ static void git_plan_make(apply_rx *rx, uint16_t root, git_plan *g)
         }
         if (s->op == WIRE_OP_PUT && s->type == MF_REG && path_is(s, ".git/HEAD"))
             head = s;
-        if (s->op == WIRE_OP_PUT && s->type == MF_REG && path_is(s, ".git/packed-refs"))
-            packed = s;
-        if (s->op == WIRE_OP_DELETE && path_is(s, ".git/packed-refs"))
-            packed_del = true;
     }
     if (!head || !read_staged_ok(rx, head, GIT_REF_MAX, &sb))
         read_host_file(rx, root, ".git/HEAD", 9, GIT_REF_MAX, &sb);
     if (git_ref_parse(sb.buf, sb.len, &v, &vl, &sym) && sym)
         g->protect = xstrndup(v, vl);
     strbuf_release(&sb);
-    if (packed ? !read_staged_ok(rx, packed, GIT_PACKED_REFS_MAX, &g->packed) : !packed_del)
-        read_host_file(rx, root, ".git/packed-refs", 16, GIT_PACKED_REFS_MAX, &g->packed);
+    /* Kept up to date as packed-refs is committed: a loose ref's deletion is judged against
+     * what the host really has at that moment (git writes packed-refs first, and the
+     * agent's scan sends "packed-refs" before "refs/"). */
+    read_host_file(rx, root, ".git/packed-refs", 16, GIT_PACKED_REFS_MAX, &g->packed);
 }
 
 static void git_plan_release(git_plan *g)
@@ -992,11 +989,13 @@ static int git_deletion(apply_rx *rx, const staged *s, git_plan *g, int dfd, con
 }
 
 /* After a deletion was applied: note the values it removed. */
-static void git_deleted(apply_rx *rx, const staged *s, int kind, const strbuf *old)
+static void git_deleted(apply_rx *rx, const staged *s, git_plan *g, int kind, const strbuf *old)
 {
     const char *v;
     size_t vl;
     bool sym;
+    if (path_is(s, ".git/packed-refs"))
+        strbuf_reset(&g->packed);
     if (kind == GIT_DEL_REF && git_ref_parse(old->buf, old->len, &v, &vl, &sym))
         git_note(rx, s->root, v, vl, sym, s->path + 5, s->path_len - 5);
     else if (kind == GIT_DEL_PACKED) {
@@ -1084,7 +1083,8 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path, git_plan *pl
                       s->path);
         } else if (unlinkat(dfd, name, S_ISDIR(cur.st_mode) ? AT_REMOVEDIR : 0) == 0) {
             mf_forget(rx->t, s->root, s->path, s->path_len);
-            git_deleted(rx, s, kind, &old);
+            if (g)
+                git_deleted(rx, s, g, kind, &old);
         } else if (errno != ENOTEMPTY && errno != EEXIST) {
             warnf(rx, "cannot delete %s/%s: %s", r->base, s->path, strerror(errno));
         }
@@ -1132,9 +1132,9 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path, git_plan *pl
     }
     if (!have_cur || (!host_changed && !crossing)) {
         strbuf old_packed = STRBUF_INIT;
-        bool packed = g && s->type == MF_REG && path_is(s, ".git/packed-refs") && have_cur &&
-                      read_host_file(rx, s->root, s->path, s->path_len, GIT_PACKED_REFS_MAX,
-                                     &old_packed) == 0;
+        bool packed = g && s->type == MF_REG && path_is(s, ".git/packed-refs");
+        if (packed && have_cur)
+            read_host_file(rx, s->root, s->path, s->path_len, GIT_PACKED_REFS_MAX, &old_packed);
         if (install(rx, s, dfd, name, have_cur ? &cur : NULL) < 0) {
             warnf(rx, "cannot write %s/%s: %s", r->base, path->buf, strerror(errno));
         } else {
@@ -1145,6 +1145,8 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path, git_plan *pl
                 strbuf now = STRBUF_INIT;
                 read_host_file(rx, s->root, s->path, s->path_len, GIT_PACKED_REFS_MAX, &now);
                 git_note_dropped(rx, s->root, &old_packed, &now);
+                strbuf_reset(&g->packed);
+                strbuf_add(&g->packed, now.buf, now.len);
                 strbuf_release(&now);
             }
         }
