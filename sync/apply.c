@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef struct staged {
@@ -492,6 +493,8 @@ static const char *host_refusal(apply_rx *rx, const wire_entry *e, sbx_err *err)
     }
     if (r->kind == WIRE_ROOT_CODE) {
         why = git_pull_refusal(e->path, e->path_len, e->ftype);
+        if (!why && (e->flags & WIRE_ENTRY_EXEC))
+            why = git_pull_exec_refusal(e->path, e->path_len);
         if (why)
             return why;
     } else {
@@ -706,7 +709,316 @@ static void host_record(apply_rx *rx, const staged *s, int dfd, const char *name
         mf_record(rx->t, s->root, s->path, s->path_len, &st, s->hash, s->type == MF_REG);
 }
 
-static void commit_one(apply_rx *rx, const staged *s, strbuf *path)
+/* ---- host: git history is never destroyed by a pull -------------------------------------- */
+
+/*
+ * Deletions under a code directory's top-level .git, decided per delta and root (a git_plan,
+ * made when the first op under that .git is committed, from the whole delta):
+ *   - objects (anything under objects/) and reflogs (anything under logs/) are never deleted:
+ *     objects are immutable and git's own gc on the host removes what is unreachable; the
+ *     host keeps the file and its manifest record, so it is not pushed back (a sandbox
+ *     `git gc` that prunes loose objects stays pruned in the sandbox);
+ *   - a delta that deletes .git, .git/HEAD, .git/objects or .git/refs removed the repository
+ *     (git never does): every deletion under .git in it is kept, and afterwards the host's
+ *     .git is forgotten by the manifest, so the next push sends the sandbox the whole
+ *     repository back ("restore");
+ *   - a ref deletion (git branch -d) applies, and the ref's old value is appended to
+ *     .git/sbxsh-deleted-refs ("<old value> <ref> <UTC time>"); but the branch HEAD names
+ *     after the delta is never deleted (git refuses to delete the checked-out branch), unless
+ *     packed-refs now holds it with the same value (git pack-refs): it is kept, and restored;
+ *   - packed-refs: each ref a rewrite (or a deletion) drops is noted the same way; a deletion
+ *     that would lose HEAD's branch (no loose ref file for it) is kept, and restored.
+ */
+#define GIT_NOTE "sbxsh-deleted-refs"
+
+typedef struct git_plan {
+    bool ready;
+    bool wipe;           /* the delta removes the repository itself */
+    bool restore;        /* send the host's .git back to the sandbox after the commit */
+    char *why;           /* the path that made restore true */
+    char *protect;       /* the branch HEAD names after the delta ("refs/heads/main"), or NULL */
+    strbuf packed;       /* the host's packed-refs as committed so far */
+} git_plan;
+
+static bool path_is(const staged *s, const char *lit)
+{
+    return s->path_len == strlen(lit) && !memcmp(s->path, lit, s->path_len);
+}
+
+static bool path_under(const staged *s, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    return s->path_len > n && !memcmp(s->path, prefix, n);
+}
+
+/* Reads at most max bytes of an open file into out (appending); -1 when longer or unreadable. */
+static int read_fd_max(int fd, size_t max, strbuf *out)
+{
+    char buf[65536];
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 || out->len + (size_t)(n > 0 ? n : 0) > max)
+            return -1;
+        if (n == 0)
+            return 0;
+        strbuf_add(out, buf, (size_t)n);
+    }
+}
+
+/* The host's file at rel (beneath the root, no symlink followed) into out. */
+static int read_host_file(apply_rx *rx, uint16_t root, const char *rel, size_t len, size_t max,
+                          strbuf *out)
+{
+    const char *name;
+    size_t dlen;
+    sbx_err err;
+    int rfd = mf_root_fd(rx->t, root, false), dfd, fd, r;
+    if (rfd < 0)
+        return -1;
+    sf_split(rel, len, &dlen, &name);
+    dfd = sf_open_dir(rfd, rel, dlen, false, &err);
+    if (dfd < 0)
+        return -1;
+    fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    close(dfd);
+    if (fd < 0)
+        return -1;
+    r = read_fd_max(fd, max, out);
+    close(fd);
+    if (r < 0)
+        strbuf_reset(out);
+    return r;
+}
+
+static int open_staged(apply_rx *rx, const staged *s)
+{
+    char sname[32];
+    snprintf(sname, sizeof(sname), "%u", s->idx);
+    return openat(rx->stage_fd[s->root], sname, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* A staged file's content, when it passes the content rules of its path (what will be
+ * committed), else nothing. */
+static bool read_staged_ok(apply_rx *rx, const staged *s, size_t max, strbuf *out)
+{
+    int fd = open_staged(rx, s);
+    bool good = fd >= 0 && !git_pull_content_refusal(s->path, s->path_len, fd) &&
+                read_fd_max(fd, max, out) == 0;
+    if (fd >= 0)
+        close(fd);
+    if (!good)
+        strbuf_reset(out);
+    return good;
+}
+
+static void git_plan_make(apply_rx *rx, uint16_t root, git_plan *g)
+{
+    const staged *head = NULL;
+    strbuf sb = STRBUF_INIT;
+    const char *v;
+    size_t vl;
+    bool sym;
+
+    g->ready = true;
+    for (size_t i = 0; i < rx->nops; i++) {
+        const staged *s = &rx->ops[i];
+        if (s->root != root)
+            continue;
+        if (s->op == WIRE_OP_DELETE && (path_is(s, ".git") || path_is(s, ".git/HEAD") ||
+                                        path_is(s, ".git/objects") || path_is(s, ".git/refs"))) {
+            g->wipe = true;
+            if (!g->why)
+                g->why = xstrndup(s->path, s->path_len);
+        }
+        if (s->op == WIRE_OP_PUT && s->type == MF_REG && path_is(s, ".git/HEAD"))
+            head = s;
+    }
+    if (!head || !read_staged_ok(rx, head, GIT_REF_MAX, &sb))
+        read_host_file(rx, root, ".git/HEAD", 9, GIT_REF_MAX, &sb);
+    if (git_ref_parse(sb.buf, sb.len, &v, &vl, &sym) && sym)
+        g->protect = xstrndup(v, vl);
+    strbuf_release(&sb);
+    /* Kept up to date as packed-refs is committed: a loose ref's deletion is judged against
+     * what the host really has at that moment (git writes packed-refs first, and the
+     * agent's scan sends "packed-refs" before "refs/"). */
+    read_host_file(rx, root, ".git/packed-refs", 16, GIT_PACKED_REFS_MAX, &g->packed);
+}
+
+static void git_plan_release(git_plan *g)
+{
+    free(g->why);
+    free(g->protect);
+    strbuf_release(&g->packed);
+}
+
+static void git_restore_because(git_plan *g, const staged *s)
+{
+    g->restore = true;
+    if (!g->why)
+        g->why = xstrndup(s->path, s->path_len);
+}
+
+/* Appends "<old value> <ref> <UTC time>" to the root's .git/sbxsh-deleted-refs and says so. */
+static void git_note(apply_rx *rx, uint16_t root, const char *val, size_t val_len, bool sym,
+                     const char *ref, size_t ref_len)
+{
+    const mf_root *r = mf_root_at(rx->t, root);
+    char rshown[512], vshown[512], when[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    strbuf line = STRBUF_INIT;
+    sbx_err err;
+    int rfd = mf_root_fd(rx->t, root, false);
+    int gfd = rfd >= 0 ? sf_open_dir(rfd, ".git", 4, false, &err) : -1;
+    int fd = gfd >= 0 ? openat(gfd, GIT_NOTE, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW |
+                                                  O_NONBLOCK | O_CLOEXEC, 0644)
+                      : -1;
+
+    gmtime_r(&now, &tm);
+    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    /* Ref names came from the sandbox: one printable line each. */
+    shown(ref, ref_len, rshown, sizeof(rshown));
+    shown(val, val_len, vshown, sizeof(vshown));
+    strbuf_addf(&line, "%s%s %s %s\n", sym ? "ref:" : "", vshown, rshown, when);
+    if (fd < 0 || write_full(fd, line.buf, line.len) < 0)
+        warnf(rx, "cannot record the deleted ref %s (it was %s) in %s/.git/" GIT_NOTE ": %s",
+              rshown, vshown, r->base, strerror(errno));
+    else
+        warnf(rx, "deleted ref %s in %s/.git: it was %s%s (recorded in .git/" GIT_NOTE ")",
+              rshown, r->base, sym ? "ref:" : "", vshown);
+    if (fd >= 0)
+        close(fd);
+    if (gfd >= 0)
+        close(gfd);
+    strbuf_release(&line);
+}
+
+/* Every ref of old that is not in new (old and new packed-refs texts; git keeps them sorted,
+ * and an unsorted one only makes more notes, never fewer). */
+static void git_note_dropped(apply_rx *rx, uint16_t root, const strbuf *old, const strbuf *new_)
+{
+    const char *po = old->buf, *pn = new_->buf, *oid, *name, *noid = NULL, *nname = NULL;
+    size_t ol, nl, noid_len = 0, nname_len = 0;
+    bool have_new = git_packed_next(&pn, new_->buf + new_->len, &noid, &noid_len, &nname,
+                                    &nname_len);
+    while (git_packed_next(&po, old->buf + old->len, &oid, &ol, &name, &nl)) {
+        int c = 1;
+        while (have_new) {
+            size_t m = nl < nname_len ? nl : nname_len;
+            c = memcmp(nname, name, m);
+            if (!c)
+                c = nname_len < nl ? -1 : nname_len > nl ? 1 : 0;
+            if (c >= 0)
+                break;
+            have_new = git_packed_next(&pn, new_->buf + new_->len, &noid, &noid_len, &nname,
+                                       &nname_len);
+        }
+        if (!have_new || c != 0)
+            git_note(rx, root, oid, ol, false, name, nl);
+    }
+}
+
+enum { GIT_DEL_KEEP = -1, GIT_DEL_PLAIN = 0, GIT_DEL_REF = 1, GIT_DEL_PACKED = 2 };
+
+/* Decides a deletion under .git (see above); for GIT_DEL_REF and GIT_DEL_PACKED, old gets
+ * the host's file, to note once the deletion is done. */
+static int git_deletion(apply_rx *rx, const staged *s, git_plan *g, int dfd, const char *name,
+                        const struct stat *cur, strbuf *old)
+{
+    const char *v, *oid;
+    size_t vl, ol;
+    bool sym;
+    int fd;
+
+    if (!cur)
+        return GIT_DEL_PLAIN;   /* nothing here to keep */
+    if (g->wipe) {
+        git_restore_because(g, s);
+        return GIT_DEL_KEEP;
+    }
+    if (path_under(s, ".git/objects/") || path_under(s, ".git/logs/"))
+        return GIT_DEL_KEEP;
+    if (!S_ISREG(cur->st_mode))
+        return GIT_DEL_PLAIN;
+    fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (path_under(s, ".git/refs/")) {
+        const char *ref = s->path + 5;
+        size_t ref_len = s->path_len - 5;
+        bool head_branch = g->protect && strlen(g->protect) == ref_len &&
+                           !memcmp(g->protect, ref, ref_len);
+        bool parsed = fd >= 0 && read_fd_max(fd, GIT_REF_MAX, old) == 0 &&
+                      git_ref_parse(old->buf, old->len, &v, &vl, &sym);
+        bool packed_same = parsed && !sym &&
+                           git_packed_find(g->packed.buf, g->packed.len, ref, ref_len, &oid, &ol) &&
+                           ol == vl && !memcmp(oid, v, vl);
+        if (fd >= 0)
+            close(fd);
+        if (packed_same)
+            return GIT_DEL_PLAIN;   /* moved into packed-refs (git pack-refs): no value lost */
+        if (head_branch) {
+            git_restore_because(g, s);
+            return GIT_DEL_KEEP;
+        }
+        return parsed ? GIT_DEL_REF : GIT_DEL_PLAIN;
+    }
+    if (path_is(s, ".git/packed-refs")) {
+        bool read_ok = fd >= 0 && read_fd_max(fd, GIT_PACKED_REFS_MAX, old) == 0;
+        if (fd >= 0)
+            close(fd);
+        if (read_ok && g->protect &&
+            git_packed_find(old->buf, old->len, g->protect, strlen(g->protect), &oid, &ol)) {
+            /* HEAD's branch is only packed: deleting packed-refs would lose it. */
+            strbuf loose = STRBUF_INIT;
+            char *rel = xasprintf(".git/%s", g->protect);
+            bool has_loose = read_host_file(rx, s->root, rel, strlen(rel), GIT_REF_MAX,
+                                            &loose) == 0;
+            free(rel);
+            strbuf_release(&loose);
+            if (!has_loose) {
+                git_restore_because(g, s);
+                return GIT_DEL_KEEP;
+            }
+        }
+        return read_ok ? GIT_DEL_PACKED : GIT_DEL_PLAIN;
+    }
+    if (fd >= 0)
+        close(fd);
+    return GIT_DEL_PLAIN;
+}
+
+/* After a deletion was applied: note the values it removed. */
+static void git_deleted(apply_rx *rx, const staged *s, git_plan *g, int kind, const strbuf *old)
+{
+    const char *v;
+    size_t vl;
+    bool sym;
+    if (path_is(s, ".git/packed-refs"))
+        strbuf_reset(&g->packed);
+    if (kind == GIT_DEL_REF && git_ref_parse(old->buf, old->len, &v, &vl, &sym))
+        git_note(rx, s->root, v, vl, sym, s->path + 5, s->path_len - 5);
+    else if (kind == GIT_DEL_PACKED) {
+        strbuf none = STRBUF_INIT;
+        git_note_dropped(rx, s->root, old, &none);
+        strbuf_release(&none);
+    }
+}
+
+/* The git plan for op s, or NULL when s is not under a code directory's .git. */
+static git_plan *git_plan_for(apply_rx *rx, const staged *s, git_plan *plans, bool mapped)
+{
+    git_plan *g;
+    if (mapped || mf_root_at(rx->t, s->root)->kind != WIRE_ROOT_CODE ||
+        !git_path_in_git(s->path, s->path_len))
+        return NULL;
+    g = &plans[s->root];
+    if (!g->ready)
+        git_plan_make(rx, s->root, g);
+    return g;
+}
+
+static void commit_one(apply_rx *rx, const staged *s, strbuf *path, git_plan *plans)
 {
     const mf_root *r = mf_root_at(rx->t, s->root);
     const char *name;
@@ -714,10 +1026,27 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path)
     struct stat cur;
     bool have_cur, mapped, host_changed, crossing;
     mf_node *node;
+    git_plan *g;
     sbx_err err;
     int rfd, dfd;
 
     mapped = map_path(rx, s, path);
+    g = git_plan_for(rx, s, plans, mapped);
+    if (g && s->op == WIRE_OP_PUT && s->type == MF_REG) {
+        /* The shape of what git keeps at this path, checked on the staged file itself,
+         * before anything (a parent directory) is made. */
+        int sfd = open_staged(rx, s);
+        const char *why = sfd >= 0 ? git_pull_content_refusal(s->path, s->path_len, sfd)
+                                   : "the staged file is gone";
+        if (sfd >= 0)
+            close(sfd);
+        if (why) {
+            char p[512];
+            warnf(rx, "refused a sandbox change to %s/%s: %s", r->base,
+                  shown(s->path, s->path_len, p, sizeof(p)), why);
+            return;
+        }
+    }
     sf_split(path->buf, path->len, &dlen, &name);
     rfd = mf_root_fd(rx->t, s->root, false);
     if (rfd < 0) {
@@ -741,7 +1070,12 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path)
                mf_pathmap_get(rx->inflight, s->root, s->path, s->path_len) > rx->acked;
 
     if (s->op == WIRE_OP_DELETE) {
-        if (!have_cur) {
+        strbuf old = STRBUF_INIT;
+        int kind = g ? git_deletion(rx, s, g, dfd, name, have_cur ? &cur : NULL, &old)
+                     : GIT_DEL_PLAIN;
+        if (kind == GIT_DEL_KEEP) {
+            /* Kept, and so is the manifest's record of it: see git_plan. */
+        } else if (!have_cur) {
             mf_forget(rx->t, s->root, s->path, s->path_len);
         } else if (host_changed || crossing || (S_ISDIR(cur.st_mode) != (s->type == MF_DIR))) {
             if (!S_ISDIR(cur.st_mode))
@@ -749,9 +1083,12 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path)
                       s->path);
         } else if (unlinkat(dfd, name, S_ISDIR(cur.st_mode) ? AT_REMOVEDIR : 0) == 0) {
             mf_forget(rx->t, s->root, s->path, s->path_len);
+            if (g)
+                git_deleted(rx, s, g, kind, &old);
         } else if (errno != ENOTEMPTY && errno != EEXIST) {
             warnf(rx, "cannot delete %s/%s: %s", r->base, s->path, strerror(errno));
         }
+        strbuf_release(&old);
         close(dfd);
         return;
     }
@@ -794,10 +1131,26 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path)
         return;
     }
     if (!have_cur || (!host_changed && !crossing)) {
-        if (install(rx, s, dfd, name, have_cur ? &cur : NULL) < 0)
+        strbuf old_packed = STRBUF_INIT;
+        bool packed = g && s->type == MF_REG && path_is(s, ".git/packed-refs");
+        if (packed && have_cur)
+            read_host_file(rx, s->root, s->path, s->path_len, GIT_PACKED_REFS_MAX, &old_packed);
+        if (install(rx, s, dfd, name, have_cur ? &cur : NULL) < 0) {
             warnf(rx, "cannot write %s/%s: %s", r->base, path->buf, strerror(errno));
-        else if (!crossing && !mapped)
-            host_record(rx, s, dfd, name);
+        } else {
+            if (!crossing && !mapped)
+                host_record(rx, s, dfd, name);
+            if (packed) {
+                /* A rewrite that drops refs (git branch -d of a packed ref): note them. */
+                strbuf now = STRBUF_INIT;
+                read_host_file(rx, s->root, s->path, s->path_len, GIT_PACKED_REFS_MAX, &now);
+                git_note_dropped(rx, s->root, &old_packed, &now);
+                strbuf_reset(&g->packed);
+                strbuf_add(&g->packed, now.buf, now.len);
+                strbuf_release(&now);
+            }
+        }
+        strbuf_release(&old_packed);
     } else {
         char cname[NAME_MAX + 1];
         sf_conflict_name(dfd, name, cname, sizeof(cname));
@@ -814,8 +1167,27 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path)
 static void host_commit(apply_rx *rx)
 {
     strbuf path = STRBUF_INIT;
+    size_t n = mf_nroots(rx->t);
+    git_plan *plans = xcalloc(n ? n : 1, sizeof(*plans));
+    for (size_t i = 0; i < n; i++)
+        strbuf_init(&plans[i].packed, 0);
     for (size_t i = 0; i < rx->nops; i++)
-        commit_one(rx, &rx->ops[i], &path);
+        commit_one(rx, &rx->ops[i], &path, plans);
+    for (size_t i = 0; i < n; i++) {
+        if (plans[i].restore) {
+            /* The sandbox's repository is gone or lost HEAD's branch, the host's is whole:
+             * forgetting it makes the next push send all of it back. */
+            char p[512];
+            mf_forget(rx->t, i, ".git", 4);
+            mf_invalidate(rx->t);
+            warnf(rx, "the sandbox removed %s/%s: a pull never deletes git history, so the "
+                  "host kept its repository, and the next command brings it back to the sandbox",
+                  mf_root_at(rx->t, i)->base,
+                  shown(plans[i].why, strlen(plans[i].why), p, sizeof(p)));
+        }
+        git_plan_release(&plans[i]);
+    }
+    free(plans);
     strbuf_release(&path);
     clear_staging(rx);
 }

@@ -4,9 +4,11 @@
 #include "common/util.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 /* ---- paths ------------------------------------------------------------------------------- */
 
@@ -36,11 +38,139 @@ static bool in_list(const char *const *list, size_t n, const char *s, size_t len
     return false;
 }
 
+static bool is_hex(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return false;
+    return true;
+}
+
+/* An object id as git writes it: 40 (SHA-1) or 64 (SHA-256) lower-case hex digits. */
+static bool is_oid(const char *s, size_t n)
+{
+    return (n == 40 || n == 64) && is_hex(s, n);
+}
+
+static bool name_is(const char *s, size_t n, const char *lit)
+{
+    return strlen(lit) == n && !memcmp(s, lit, n);
+}
+
+/* Names that make a directory a repository, or that git reads as config or runs as code:
+ * never below the top of .git (case-insensitively: a case-insensitive host file system
+ * would read "Config" as config). */
+static const char *const repo_names[] = { "HEAD", "config", "hooks", "commondir", "gitdir" };
+/* Below refs/ and logs/ also: the other pieces of a repository, and hidden names. */
+static const char *const ref_names[] = { "objects", "info" };
+
+static bool in_list_nocase(const char *const *list, size_t n, const char *s, size_t len)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strlen(list[i]) == len && !strncasecmp(list[i], s, len))
+            return true;
+    return false;
+}
+
+/* comps[0] is ".git", comps[1] one of git_dirs; the rest is checked here. */
+typedef struct comp {
+    const char *s;
+    size_t n;
+} comp;
+
+static const char *objects_refusal(const comp *c, size_t nc, int ftype)
+{
+    static const char *const pack_ext[] = { "pack", "idx", "rev", "bitmap", "keep", "mtimes" };
+    static const char why[] = "only loose objects, packs and their indexes, info/packs, "
+                              "commit-graphs and the multi-pack-index are written under "
+                              ".git/objects from the sandbox";
+    /* Exact names, so that nothing else (a repository, alternates, a script) lands here. */
+    bool dir = ftype == WIRE_DIR, reg = ftype == WIRE_REG;
+
+    if (nc == 3 && name_is(c[2].s, c[2].n, "info") && dir)
+        return NULL;
+    if (nc == 3 && name_is(c[2].s, c[2].n, "pack") && dir)
+        return NULL;
+    if (nc == 3 && c[2].n == 2 && is_hex(c[2].s, 2) && dir)
+        return NULL;
+    if (nc == 4 && c[2].n == 2 && is_hex(c[2].s, 2) && (c[3].n == 38 || c[3].n == 62) &&
+        is_hex(c[3].s, c[3].n) && reg)
+        return NULL;
+    if (nc == 4 && name_is(c[2].s, c[2].n, "info")) {
+        if (name_is(c[3].s, c[3].n, "alternates") || name_is(c[3].s, c[3].n, "http-alternates"))
+            return "object alternates (which read other repositories) are never written from "
+                   "the sandbox";
+        if (reg && (name_is(c[3].s, c[3].n, "packs") || name_is(c[3].s, c[3].n, "commit-graph")))
+            return NULL;
+        if (dir && name_is(c[3].s, c[3].n, "commit-graphs"))
+            return NULL;
+    }
+    if (nc == 5 && reg && name_is(c[2].s, c[2].n, "info") &&
+        name_is(c[3].s, c[3].n, "commit-graphs")) {
+        const char *s = c[4].s;
+        size_t n = c[4].n;
+        if (name_is(s, n, "commit-graph-chain"))
+            return NULL;
+        if (n > 12 && !memcmp(s, "graph-", 6) && !memcmp(s + n - 6, ".graph", 6) &&
+            is_oid(s + 6, n - 12))
+            return NULL;
+    }
+    if (nc == 4 && reg && name_is(c[2].s, c[2].n, "pack")) {
+        const char *s = c[3].s, *dot;
+        size_t n = c[3].n;
+        if (name_is(s, n, "multi-pack-index"))
+            return NULL;
+        dot = memchr(s, '.', n);
+        /* The multi-pack-index's own bitmap and reverse index. */
+        if (n > 17 && !memcmp(s, "multi-pack-index-", 17) && dot &&
+            is_oid(s + 17, (size_t)(dot - s) - 17) &&
+            (name_is(dot, n - (size_t)(dot - s), ".bitmap") ||
+             name_is(dot, n - (size_t)(dot - s), ".rev")))
+            return NULL;
+        if (n > 5 && !memcmp(s, "pack-", 5) && dot && is_oid(s + 5, (size_t)(dot - s) - 5) &&
+            in_list(pack_ext, ARRAY_SIZE(pack_ext), dot + 1, n - (size_t)(dot + 1 - s)))
+            return NULL;
+    }
+    return why;
+}
+
+static const char *below_git_refusal(const comp *c, size_t nc, int ftype)
+{
+    bool refs = name_is(c[1].s, c[1].n, "refs"), logs = name_is(c[1].s, c[1].n, "logs");
+
+    if (nc == 2)
+        return ftype == WIRE_DIR ? NULL
+                                 : "objects, refs, logs and the merge/rebase state of .git are "
+                                   "directories";
+    if (name_is(c[1].s, c[1].n, "objects"))
+        return objects_refusal(c, nc, ftype);
+    if (logs && nc >= 3 && !name_is(c[2].s, c[2].n, "refs") &&
+        !(nc == 3 && name_is(c[2].s, c[2].n, "HEAD") && ftype == WIRE_REG))
+        return "only logs/HEAD and logs/refs/ (reflogs) are written under .git/logs from the "
+               "sandbox";
+    for (size_t i = 2; i < nc; i++) {
+        /* refs/remotes/NAME/HEAD (a clone's symbolic ref) and its reflog are git's own. */
+        size_t r = logs ? 3 : 2;   /* index of the component below refs/ */
+        bool remote_head = (refs || logs) && nc == r + 3 && i == nc - 1 && ftype == WIRE_REG &&
+                           name_is(c[r].s, c[r].n, "remotes") && name_is(c[i].s, c[i].n, "HEAD");
+        if (logs && i == 2)
+            continue;   /* logs/HEAD or logs/refs, checked above */
+        if (!remote_head && in_list_nocase(repo_names, ARRAY_SIZE(repo_names), c[i].s, c[i].n))
+            return "nothing named HEAD, config, hooks, commondir or gitdir is written below the "
+                   "top of .git from the sandbox";
+        if ((refs || logs) &&
+            (in_list_nocase(ref_names, ARRAY_SIZE(ref_names), c[i].s, c[i].n) || c[i].s[0] == '.'))
+            return "no name objects, info or starting with '.' is written below .git/refs or "
+                   ".git/logs from the sandbox";
+    }
+    return NULL;
+}
+
 const char *git_pull_refusal(const char *rel, size_t len, int ftype)
 {
     size_t i = 0, depth = 0;
-    const char *second = NULL;
-    size_t second_len = 0;
+    comp c[8];
+    size_t nc = 0;
     bool in_git = false;
 
     while (i < len) {
@@ -55,10 +185,11 @@ const char *git_pull_refusal(const char *rel, size_t len, int ftype)
                 return "a case variant of .git is never written from the sandbox";
             in_git = true;
         }
-        if (depth == 1) {
-            second = rel + i;
-            second_len = j - i;
+        if (in_git && nc < ARRAY_SIZE(c)) {
+            c[nc].s = rel + i;
+            c[nc].n = j - i;
         }
+        nc++;
         depth++;
         i = j + 1;
     }
@@ -72,19 +203,312 @@ const char *git_pull_refusal(const char *rel, size_t len, int ftype)
         return "symlinks inside .git are never written from the sandbox";
     if (len >= 5 && !memcmp(rel + len - 5, ".lock", 5))
         return "git lock files are not synced";
-    if (in_list(git_dirs, ARRAY_SIZE(git_dirs), second, second_len)) {
-        static const char alt[] = ".git/objects/info/alternates";
-        static const char halt[] = ".git/objects/info/http-alternates";
-        if ((len == sizeof(alt) - 1 && !memcmp(rel, alt, len)) ||
-            (len == sizeof(halt) - 1 && !memcmp(rel, halt, len)))
-            return "object alternates are never written from the sandbox";
-        return NULL;
+    if (in_list(git_dirs, ARRAY_SIZE(git_dirs), c[1].s, c[1].n)) {
+        if (nc > ARRAY_SIZE(c)) {
+            /* Deeper than the array (branch names with many slashes): the first components
+             * as directories, then each further one by name. */
+            bool refs = name_is(c[1].s, c[1].n, "refs") || name_is(c[1].s, c[1].n, "logs");
+            const char *why = below_git_refusal(c, ARRAY_SIZE(c), WIRE_DIR);
+            size_t k = 0;
+            if (why)
+                return why;
+            for (i = 0; i < len; k++) {
+                size_t j = i;
+                while (j < len && rel[j] != '/')
+                    j++;
+                if (k >= ARRAY_SIZE(c) &&
+                    (in_list_nocase(repo_names, ARRAY_SIZE(repo_names), rel + i, j - i) ||
+                     (refs && (in_list_nocase(ref_names, ARRAY_SIZE(ref_names), rel + i, j - i) ||
+                               rel[i] == '.'))))
+                    return "no name HEAD, config, hooks, commondir or gitdir (nor objects, info "
+                           "or a name starting with '.' below refs/ and logs/) is written below "
+                           "the top of .git from the sandbox";
+                i = j + 1;
+            }
+            return NULL;
+        }
+        return below_git_refusal(c, nc, ftype);
     }
-    if (depth == 2 && ftype == WIRE_REG && in_list(git_files, ARRAY_SIZE(git_files), second,
-                                                   second_len))
+    if (depth == 2 && ftype == WIRE_REG && in_list(git_files, ARRAY_SIZE(git_files), c[1].s,
+                                                   c[1].n))
         return NULL;
     return "only objects, refs, logs, HEAD, index, packed-refs and merge/rebase state are "
            "written into .git from the sandbox";
+}
+
+bool git_path_in_git(const char *rel, size_t len)
+{
+    return len >= 4 && !memcmp(rel, ".git", 4) && (len == 4 || rel[4] == '/');
+}
+
+const char *git_pull_exec_refusal(const char *rel, size_t len)
+{
+    return git_path_in_git(rel, len) ? "no executable file is written into .git from the sandbox"
+                                     : NULL;
+}
+
+/* ---- contents ---------------------------------------------------------------------------- */
+
+/* Reads up to max bytes of fd from offset 0 into out; -1 on a read error or when the file
+ * is longer than max. */
+static int read_bounded(int fd, size_t max, strbuf *out)
+{
+    char buf[65536];
+    off_t off = 0;
+    for (;;) {
+        ssize_t n = pread(fd, buf, sizeof(buf), off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            return 0;
+        if (out->len + (size_t)n > max)
+            return -1;
+        strbuf_add(out, buf, (size_t)n);
+        off += n;
+    }
+}
+
+bool git_ref_parse(const char *text, size_t len, const char **val, size_t *val_len, bool *symref)
+{
+    if (len < 2 || text[len - 1] != '\n' || memchr(text, '\0', len))
+        return false;
+    len--;
+    if (is_oid(text, len)) {
+        *val = text;
+        *val_len = len;
+        *symref = false;
+        return true;
+    }
+    if (len > 10 && !memcmp(text, "ref: refs/", 10)) {
+        for (size_t i = 5; i < len; i++)
+            if ((unsigned char)text[i] <= ' ' || text[i] == 0x7f || text[i] == '\\')
+                return false;
+        *val = text + 5;
+        *val_len = len - 5;
+        *symref = true;
+        return true;
+    }
+    return false;
+}
+
+/* Every line "<oid> <oid> ..." (same hash length), no NUL, the last one ended. */
+static bool reflog_ok(const char *t, size_t len)
+{
+    size_t i = 0;
+    if (memchr(t, '\0', len) || (len && t[len - 1] != '\n'))
+        return false;
+    while (i < len) {
+        const char *nl = memchr(t + i, '\n', len - i);
+        size_t n = (size_t)(nl - (t + i)), h;
+        const char *sp = memchr(t + i, ' ', n);
+        h = sp ? (size_t)(sp - (t + i)) : 0;
+        if (!sp || !is_oid(t + i, h) || n < 2 * h + 2 || !is_oid(t + i + h + 1, h) ||
+            t[i + 2 * h + 1] != ' ')
+            return false;
+        i += n + 1;
+    }
+    return true;
+}
+
+/* packed-refs: a "# pack-refs with:" header, then "<oid> refs/..." lines, each optionally
+ * followed by "^<oid>" (a peeled tag). */
+static bool packed_ok(const char *t, size_t len)
+{
+    size_t i = 0;
+    bool first = true;
+    if (memchr(t, '\0', len) || (len && t[len - 1] != '\n'))
+        return false;
+    while (i < len) {
+        const char *nl = memchr(t + i, '\n', len - i);
+        size_t n = (size_t)(nl - (t + i));
+        const char *l = t + i, *sp = memchr(l, ' ', n);
+        if (first && n >= 1 && l[0] == '#') {
+            /* the header */
+        } else if (n >= 41 && l[0] == '^') {
+            if (!is_oid(l + 1, n - 1))
+                return false;
+        } else {
+            size_t h = sp ? (size_t)(sp - l) : 0;
+            if (!sp || !is_oid(l, h) || n < h + 6 || memcmp(sp + 1, "refs/", 5))
+                return false;
+            for (size_t k = h + 1; k < n; k++)
+                if ((unsigned char)l[k] <= ' ' || l[k] == 0x7f)
+                    return false;
+        }
+        first = false;
+        i += n + 1;
+    }
+    return true;
+}
+
+static bool text_ok(const char *t, size_t len)
+{
+    return !memchr(t, '\0', len);
+}
+
+/* Every line an object id (commit-graph-chain). */
+static bool oid_lines_ok(const char *t, size_t len)
+{
+    size_t i = 0;
+    if (len && t[len - 1] != '\n')
+        return false;
+    while (i < len) {
+        const char *nl = memchr(t + i, '\n', len - i);
+        size_t n = (size_t)(nl - (t + i));
+        if (!is_oid(t + i, n))
+            return false;
+        i += n + 1;
+    }
+    return true;
+}
+
+static bool has_magic(int fd, const char *magic, size_t n)
+{
+    char buf[8];
+    return n <= sizeof(buf) && pread(fd, buf, n, 0) == (ssize_t)n && !memcmp(buf, magic, n);
+}
+
+/* A zlib stream's first two bytes (RFC 1950): deflate, a window of at most 32 KiB, no preset
+ * dictionary, the check bits right. */
+static bool zlib_header(int fd)
+{
+    unsigned char b[2];
+    if (pread(fd, b, 2, 0) != 2)
+        return false;
+    return (b[0] & 0x0f) == 8 && (b[0] >> 4) <= 7 && !(b[1] & 0x20) &&
+           ((unsigned)b[0] * 256 + b[1]) % 31 == 0;
+}
+
+static bool ends_with(const char *s, size_t n, const char *suf)
+{
+    size_t k = strlen(suf);
+    return n >= k && !memcmp(s + n - k, suf, k);
+}
+
+static bool starts_with(const char *s, size_t n, const char *pre)
+{
+    size_t k = strlen(pre);
+    return n >= k && !memcmp(s, pre, k);
+}
+
+const char *git_pull_content_refusal(const char *rel, size_t len, int fd)
+{
+    enum { REF, REFLOG, PACKED, TEXT, OIDS, NONE } kind = NONE;
+    size_t max = 0;
+    const char *what = NULL;
+    strbuf sb = STRBUF_INIT;
+    bool good;
+
+    if (!git_path_in_git(rel, len))
+        return NULL;
+    if ((len == 9 && !memcmp(rel, ".git/HEAD", 9)) || starts_with(rel, len, ".git/refs/")) {
+        kind = REF;
+        max = GIT_REF_MAX;
+        what = "a ref file holds an object id or \"ref: refs/...\" and a newline";
+    } else if (starts_with(rel, len, ".git/logs/")) {
+        kind = REFLOG;
+        max = GIT_REFLOG_MAX;
+        what = "a reflog holds \"<old id> <new id> ...\" lines";
+    } else if (len == 16 && !memcmp(rel, ".git/packed-refs", 16)) {
+        kind = PACKED;
+        max = GIT_PACKED_REFS_MAX;
+        what = "packed-refs holds \"<id> refs/...\" lines";
+    } else if (len == 10 && !memcmp(rel, ".git/index", 10)) {
+        if (!has_magic(fd, "DIRC", 4))
+            return "not a git index (no DIRC signature)";
+        return NULL;
+    } else if (starts_with(rel, len, ".git/objects/pack/")) {
+        if (ends_with(rel, len, ".pack"))
+            return has_magic(fd, "PACK", 4) ? NULL : "not a pack (no PACK signature)";
+        if (ends_with(rel, len, ".idx"))
+            return has_magic(fd, "\377tOc", 4) ? NULL : "not a pack index (no \\377tOc signature)";
+        if (ends_with(rel, len, ".rev"))
+            return has_magic(fd, "RIDX", 4) ? NULL : "not a reverse index (no RIDX signature)";
+        if (ends_with(rel, len, ".bitmap"))
+            return has_magic(fd, "BITM", 4) ? NULL : "not a pack bitmap (no BITM signature)";
+        if (ends_with(rel, len, ".mtimes"))
+            return has_magic(fd, "MTME", 4) ? NULL : "not a pack mtimes file (no MTME signature)";
+        if (ends_with(rel, len, "/multi-pack-index"))
+            return has_magic(fd, "MIDX", 4) ? NULL : "not a multi-pack-index (no MIDX signature)";
+        if (ends_with(rel, len, ".keep")) {
+            kind = TEXT;
+            max = 65536;
+            what = "a .keep file is a short text";
+        }
+    } else if (starts_with(rel, len, ".git/objects/info/")) {
+        if (ends_with(rel, len, "/commit-graph") || ends_with(rel, len, ".graph"))
+            return has_magic(fd, "CGPH", 4) ? NULL : "not a commit-graph (no CGPH signature)";
+        if (ends_with(rel, len, "/commit-graph-chain")) {
+            kind = OIDS;
+            max = 65536;
+            what = "a commit-graph chain holds object ids";
+        } else if (ends_with(rel, len, "/packs")) {
+            kind = TEXT;
+            max = 1024 * 1024;
+            what = "objects/info/packs is a short text";
+        }
+    } else if (starts_with(rel, len, ".git/objects/")) {
+        /* The path rules leave only loose objects here. */
+        return zlib_header(fd) ? NULL : "not a loose object (no zlib header)";
+    }
+    if (kind == NONE)
+        return NULL;
+    if (read_bounded(fd, max, &sb) < 0) {
+        strbuf_release(&sb);
+        return kind == REF       ? "a ref file over 4 KiB is never written from the sandbox"
+               : kind == REFLOG  ? "a reflog over 16 MiB is never written from the sandbox"
+               : kind == PACKED  ? "a packed-refs over 64 MiB is never written from the sandbox"
+                                 : "too long for what git keeps there";
+    }
+    switch (kind) {
+    case REF: {
+        const char *v;
+        size_t vl;
+        bool sym;
+        good = git_ref_parse(sb.buf, sb.len, &v, &vl, &sym);
+        break;
+    }
+    case REFLOG: good = reflog_ok(sb.buf, sb.len); break;
+    case PACKED: good = packed_ok(sb.buf, sb.len); break;
+    case OIDS: good = oid_lines_ok(sb.buf, sb.len); break;
+    default: good = text_ok(sb.buf, sb.len); break;
+    }
+    strbuf_release(&sb);
+    return good ? NULL : what;
+}
+
+bool git_packed_next(const char **p, const char *end, const char **oid, size_t *oid_len,
+                     const char **name, size_t *name_len)
+{
+    while (*p < end) {
+        const char *l = *p, *nl = memchr(l, '\n', (size_t)(end - l)), *sp;
+        size_t n = nl ? (size_t)(nl - l) : (size_t)(end - l);
+        *p = l + n + (nl ? 1 : 0);
+        if (!n || l[0] == '#' || l[0] == '^')
+            continue;
+        sp = memchr(l, ' ', n);
+        if (!sp || !is_oid(l, (size_t)(sp - l)))
+            continue;
+        *oid = l;
+        *oid_len = (size_t)(sp - l);
+        *name = sp + 1;
+        *name_len = n - (size_t)(sp + 1 - l);
+        return true;
+    }
+    return false;
+}
+
+bool git_packed_find(const char *text, size_t len, const char *ref, size_t ref_len,
+                     const char **oid, size_t *oid_len)
+{
+    const char *p = text, *name;
+    size_t nl;
+    while (git_packed_next(&p, text + len, oid, oid_len, &name, &nl))
+        if (nl == ref_len && !memcmp(name, ref, nl))
+            return true;
+    return false;
 }
 
 const char *git_pull_refusal_syncpath(const char *rel, size_t len)

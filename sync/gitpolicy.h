@@ -7,6 +7,13 @@
  * worktrees, lock files, object alternates, a `.git` that is not a directory (a gitfile), and
  * any `.git` below the top level are never written from the sandbox.
  *
+ * The allowlist is about shapes, so that no repository can be assembled inside the host's
+ * .git: under objects/ only loose objects, packs and their indexes, info/packs, commit-graphs
+ * and the multi-pack-index, by exact name and checked signature; under refs/ only ref files
+ * (an object id or "ref: refs/..."); under logs/ only reflog lines; nothing named HEAD,
+ * config, hooks, commondir or gitdir below the top (but refs/remotes/NAME/HEAD and logs/HEAD);
+ * no executable file, no symlink.
+ *
  * host -> sandbox: everything is sent, but a git config file (`.git/config`,
  * `.git/config.worktree`, `.git/modules/NAME/config`, `sub/.git/config`, ...) is filtered by
  * an exact key allowlist, and the user's ~/.gitconfig by another (identity and everyday
@@ -27,6 +34,28 @@
 /* For a path (relative to a code directory) that the sandbox wants to write with file type
  * ftype (WIRE_REG/WIRE_DIR/WIRE_LNK): NULL when allowed, else why not (a static string). */
 const char *git_pull_refusal(const char *rel, size_t len, int ftype);
+/* An executable file under .git: NULL when rel is not under .git, else why not. */
+const char *git_pull_exec_refusal(const char *rel, size_t len);
+/* For a file the sandbox wants to write under .git, its content (fd, read with pread from
+ * offset 0): NULL when it has the shape its path asks for, else why not. */
+const char *git_pull_content_refusal(const char *rel, size_t len, int fd);
+/* Whether rel is the top-level .git or below it. */
+bool git_path_in_git(const char *rel, size_t len);
+
+#define GIT_REF_MAX 4096                        /* a ref file */
+#define GIT_REFLOG_MAX (16 * 1024 * 1024)       /* one reflog */
+#define GIT_PACKED_REFS_MAX (64 * 1024 * 1024)  /* packed-refs */
+
+/* A ref file's content ("<oid>\n" or "ref: refs/...\n"): its value (the id, or the target
+ * of a symbolic ref) in *val. */
+bool git_ref_parse(const char *text, size_t len, const char **val, size_t *val_len, bool *symref);
+/* The refs of a packed-refs text, one per call (peeled lines and the header skipped). */
+bool git_packed_next(const char **p, const char *end, const char **oid, size_t *oid_len,
+                     const char **name, size_t *name_len);
+/* A ref's id in a packed-refs text. */
+bool git_packed_find(const char *text, size_t len, const char *ref, size_t ref_len,
+                     const char **oid, size_t *oid_len);
+
 /* The same for a path below a sync path's base directory: any `.git` component is refused. */
 const char *git_pull_refusal_syncpath(const char *rel, size_t len);
 

@@ -93,6 +93,72 @@ static bool scenario(const char *name, int round, strbuf *o)
         char *alt = xasprintf("%s\n", outside);
         put1(o, 0, 0, ".git/objects/info/alternates", alt);
         free(alt);
+    } else if (!strcmp(name, "refs-fake")) {
+        /* A whole repository planted under refs/: HEAD, a config with a receivepack, an
+         * executable hook, objects/, commondir. */
+        static const char *const files[][2] = {
+            { ".git/refs/fake/HEAD", "ref: refs/heads/main\n" },
+            { ".git/refs/fake/config", "[remote \"o\"]\n\treceivepack = touch /tmp/pwned\n" },
+            { ".git/refs/fake/commondir", "../..\n" },
+            { ".git/refs/fake/gitdir", "/tmp\n" },
+            { ".git/refs/fake/Config", "[core]\n" },
+        };
+        begin(o);
+        for (size_t i = 0; i < ARRAY_SIZE(files); i++)
+            entry(o, WIRE_OP_PUT, WIRE_REG, 0, 0, files[i][0], strlen(files[i][0]), files[i][1],
+                  strlen(files[i][1]), strlen(files[i][1]));
+        entry(o, WIRE_OP_PUT, WIRE_DIR, 0, 0, ".git/refs/fake/hooks", 20, "", 0, 0);
+        entry(o, WIRE_OP_PUT, WIRE_REG, 0, WIRE_ENTRY_EXEC, ".git/refs/fake/hooks/pre-push", 29,
+              "#!/bin/sh\n", 10, 10);
+        entry(o, WIRE_OP_PUT, WIRE_DIR, 0, 0, ".git/refs/fake/objects", 22, "", 0, 0);
+        entry(o, WIRE_OP_PUT, WIRE_DIR, 0, 0, ".git/refs/fake/info", 19, "", 0, 0);
+        entry(o, WIRE_OP_PUT, WIRE_DIR, 0, 0, ".git/refs/fake/.hidden", 22, "", 0, 0);
+        end(o, ARRAY_SIZE(files) + 5);
+    } else if (!strcmp(name, "objects-fake")) {
+        /* The same under objects/ and logs/. */
+        begin(o);
+        entry(o, WIRE_OP_PUT, WIRE_REG, 0, 0, ".git/objects/fake/HEAD", 22, "ref: refs/x\n", 12,
+              12);
+        entry(o, WIRE_OP_PUT, WIRE_DIR, 0, 0, ".git/objects/fake", 17, "", 0, 0);
+        entry(o, WIRE_OP_PUT, WIRE_REG, 0, 0, ".git/logs/config", 16, "[core]\n", 7, 7);
+        entry(o, WIRE_OP_PUT, WIRE_REG, 0, 0, ".git/logs/refs/x/hooks/pre-push", 31, "x\n", 2, 2);
+        end(o, 4);
+    } else if (!strcmp(name, "ref-not-ref")) {
+        put1(o, 0, 0, ".git/refs/heads/evil", "#!/bin/sh\ntouch /tmp/pwned\n");
+    } else if (!strcmp(name, "ref-outside")) {
+        put1(o, 0, 0, ".git/HEAD", "ref: ../../../outside\n");
+    } else if (!strcmp(name, "object-not-object")) {
+        put1(o, 0, 0, ".git/objects/ab/0123456789abcdef0123456789abcdef012345", "#!/bin/sh\n");
+    } else if (!strcmp(name, "object-bad-name")) {
+        put1(o, 0, 0, ".git/objects/evil", "x\170\001");
+    } else if (!strcmp(name, "pack-not-pack")) {
+        put1(o, 0, 0, ".git/objects/pack/pack-0123456789abcdef0123456789abcdef01234567.pack",
+             "[core]\n\tsshCommand = evil\n");
+    } else if (!strcmp(name, "logs-exec")) {
+        put1(o, 0, WIRE_ENTRY_EXEC, ".git/logs/HEAD",
+             "0123456789abcdef0123456789abcdef01234567 0123456789abcdef0123456789abcdef01234567 "
+             "A <a@b> 1 +0000\tx\n");
+    } else if (!strcmp(name, "logs-not-reflog")) {
+        put1(o, 0, 0, ".git/logs/refs/heads/main", "#!/bin/sh\ntouch /tmp/pwned\n");
+    } else if (!strcmp(name, "refs-symlink")) {
+        begin(o);
+        entry(o, WIRE_OP_PUT, WIRE_LNK, 0, 0, ".git/refs/heads/l", 17, outside, strlen(outside),
+              strlen(outside));
+        entry(o, WIRE_OP_PUT, WIRE_LNK, 0, 0, ".git/refs/fake", 14, outside, strlen(outside),
+              strlen(outside));
+        end(o, 2);
+    } else if (!strcmp(name, "history-wipe")) {
+        /* rm -rf .git, as the agent sends it: contents first, the directories last. */
+        static const char *const paths[][2] = {
+            { ".git/HEAD", "f" }, { ".git/description", "f" }, { ".git/refs/heads", "d" },
+            { ".git/refs/tags", "d" }, { ".git/refs", "d" }, { ".git/objects/info", "d" },
+            { ".git/objects/pack", "d" }, { ".git/objects", "d" }, { ".git", "d" },
+        };
+        begin(o);
+        for (size_t i = 0; i < ARRAY_SIZE(paths); i++)
+            entry(o, WIRE_OP_DELETE, paths[i][1][0] == 'd' ? WIRE_DIR : WIRE_REG, 0, 0,
+                  paths[i][0], strlen(paths[i][0]), "", 0, 0);
+        end(o, ARRAY_SIZE(paths));
     } else if (!strcmp(name, "setuid")) {
         /* The protocol carries only the exec bit: any other mode flag is refused. */
         put1(o, 0, WIRE_ENTRY_EXEC | 04000, "suid", "#!/bin/sh\n");

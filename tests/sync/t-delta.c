@@ -408,11 +408,167 @@ static void test_crossing(void)
     free(q);
 }
 
+/* A sandbox delta against a real repository on the host: history is never destroyed. */
+/* What a shell command prints in dir (stdout and stderr, the last newline dropped); a static
+ * buffer. */
+static const char *git_out(const char *dir, const char *cmd)
+{
+    static char buf[8192];
+    char *full = xasprintf("cd '%s' && { %s; } 2>&1", dir, cmd);
+    FILE *f = popen(full, "r");
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f)
+        pclose(f);
+    free(full);
+    if (n && buf[n - 1] == '\n')
+        n--;
+    buf[n] = '\0';
+    return buf;
+}
+
+static void test_git_history(void)
+{
+    char *dir = st_tmpdir("dgit");
+    mf_tree *t = tree_at(dir);
+    apply_rx *rx = apply_new(t, APPLY_HOST, NULL, warn, NULL);
+    strbuf sb = STRBUF_INIT;
+    sbx_err err;
+    mf_delta d = { 0 };
+    bool full, found;
+    char *z, *x, *main4, *obj, *note, *p, *log, *packed;
+
+    if (st_sh("cd '%s' && git init -q . && git symbolic-ref HEAD refs/heads/main && "
+              "for i in 1 2 3; do echo $i > f$i && git add f$i && "
+              "git -c user.name=A -c user.email=a@b commit -qm c$i; done && "
+              "git branch x HEAD~1 && git tag v1 HEAD~2 && git pack-refs --all && "
+              "git branch z HEAD~2 && echo 4 > f4 && git add f4 && "
+              "git -c user.name=A -c user.email=a@b commit -qm c4", dir)) {
+        skip("git cannot make a repository here");
+        return;
+    }
+    z = xstrdup(git_out(dir, "git rev-parse z"));
+    x = xstrdup(git_out(dir, "git rev-parse x"));
+    main4 = xstrdup(git_out(dir, "git rev-parse main"));
+    obj = xstrdup(git_out(dir, "git rev-parse HEAD:f4 | sed 's,^\\(..\\),.git/objects/\\1/,'"));
+    mf_scan(t, &d, &full, warn, NULL, &err);
+    mf_delta_release(&d);
+    note = xasprintf("%s/.git/sbxsh-deleted-refs", dir);
+
+    /* git branch -D z (a loose ref) in the sandbox: the ref goes, its reflog stays, and its
+     * old value is noted. */
+    strbuf_reset(&warnings);
+    begin(&sb, 1);
+    put_entry(&sb, WIRE_OP_DELETE, WIRE_REG, ".git/refs/heads/z", NULL, 0);
+    put_entry(&sb, WIRE_OP_DELETE, WIRE_REG, ".git/logs/refs/heads/z", NULL, 0);
+    end(&sb, 1, 2);
+    is_int(feed(rx, &sb, &err), 1, "git branch -D z: the delta commits");
+    p = xasprintf("%s/.git/refs/heads/z", dir);
+    ok(!st_exists(p), "the ref is deleted");
+    free(p);
+    p = xasprintf("%s/.git/logs/refs/heads/z", dir);
+    ok(st_exists(p), "its reflog is kept");
+    free(p);
+    log = xasprintf("%s refs/heads/z ", z);
+    ok(!strncmp(st_read(note), log, strlen(log)), "its old value is in .git/sbxsh-deleted-refs: %s",
+       st_read(note));
+    free(log);
+    ok(strstr(warnings.buf, "deleted ref refs/heads/z") && strstr(warnings.buf, z),
+       "and the warning says so: %s", warnings.buf);
+
+    /* git branch -D x (only in packed-refs): packed-refs is rewritten without it. */
+    st_sh("cd '%s' && grep -v ' refs/heads/x$' .git/packed-refs > ../x-packed", dir);
+    packed = xasprintf("%s/../x-packed", dir);
+    strbuf_reset(&warnings);
+    strbuf_reset(&sb);
+    begin(&sb, 2);
+    put_entry(&sb, WIRE_OP_PUT, WIRE_REG, ".git/packed-refs", st_read(packed), strlen(st_read(packed)));
+    end(&sb, 2, 1);
+    is_int(feed(rx, &sb, &err), 1, "git branch -D x (a packed ref): the delta commits");
+    is_str(git_out(dir, "git rev-parse -q --verify x || echo gone"), "gone", "x is deleted");
+    log = xasprintf("%s refs/heads/x ", x);
+    ok(strstr(st_read(note), log) != NULL, "its old value is noted too: %s", st_read(note));
+    free(log);
+    unlink(packed);
+    free(packed);
+
+    /* HEAD's branch deleted (rm -rf .git/refs/heads): kept, and the host's .git goes back. */
+    strbuf_reset(&warnings);
+    strbuf_reset(&sb);
+    begin(&sb, 3);
+    put_entry(&sb, WIRE_OP_DELETE, WIRE_REG, ".git/refs/heads/main", NULL, 0);
+    put_entry(&sb, WIRE_OP_DELETE, WIRE_DIR, ".git/refs/heads", NULL, 0);
+    put_entry(&sb, WIRE_OP_DELETE, WIRE_REG, obj, NULL, 0);
+    end(&sb, 3, 3);
+    is_int(feed(rx, &sb, &err), 1, "deleting HEAD's branch: the delta commits");
+    is_str(git_out(dir, "git rev-parse main"), main4, "HEAD's branch is kept, with its value");
+    p = xasprintf("%s/%s", dir, obj);
+    ok(st_exists(p), "a loose object is never deleted");
+    free(p);
+    ok(strstr(warnings.buf, "never deletes git history") != NULL, "the user is told: %s",
+       warnings.buf);
+    mf_scan(t, &d, &full, warn, NULL, &err);
+    found = false;
+    for (size_t i = 0; i < d.n; i++)
+        found |= d.ops[i].op == WIRE_OP_PUT && !strcmp(d.ops[i].path, ".git/refs/heads/main");
+    ok(found && full, "the next push sends the host's .git back to the sandbox (%zu ops)", d.n);
+    mf_delta_release(&d);
+
+    /* git pack-refs in the sandbox: loose refs move into packed-refs; nothing is noted. */
+    st_sh("cd '%s' && cp -r .git ../g2 && git --git-dir=../g2 pack-refs --all && "
+          "cp ../g2/packed-refs ../p2 && rm -rf ../g2", dir);
+    packed = xasprintf("%s/../p2", dir);
+    strbuf_reset(&warnings);
+    strbuf_reset(&sb);
+    begin(&sb, 4);
+    put_entry(&sb, WIRE_OP_PUT, WIRE_REG, ".git/packed-refs", st_read(packed), strlen(st_read(packed)));
+    put_entry(&sb, WIRE_OP_DELETE, WIRE_REG, ".git/refs/heads/main", NULL, 0);
+    end(&sb, 4, 2);
+    is_int(feed(rx, &sb, &err), 1, "git pack-refs: the delta commits");
+    p = xasprintf("%s/.git/refs/heads/main", dir);
+    ok(!st_exists(p), "the loose ref of HEAD's branch moved into packed-refs");
+    free(p);
+    is_str(git_out(dir, "git rev-parse main"), main4, "with its value");
+    ok(!strstr(st_read(note), "refs/heads/main"), "and nothing is noted: %s", st_read(note));
+    unlink(packed);
+    free(packed);
+
+    /* rm -rf .git: every deletion is kept; git log and fsck are as before. */
+    strbuf_reset(&warnings);
+    strbuf_reset(&sb);
+    begin(&sb, 5);
+    put_entry(&sb, WIRE_OP_DELETE, WIRE_REG, obj, NULL, 0);
+    put_entry(&sb, WIRE_OP_DELETE, WIRE_REG, ".git/packed-refs", NULL, 0);
+    put_entry(&sb, WIRE_OP_DELETE, WIRE_REG, ".git/index", NULL, 0);
+    put_entry(&sb, WIRE_OP_DELETE, WIRE_REG, ".git/HEAD", NULL, 0);
+    put_entry(&sb, WIRE_OP_DELETE, WIRE_DIR, ".git/objects", NULL, 0);
+    put_entry(&sb, WIRE_OP_DELETE, WIRE_DIR, ".git", NULL, 0);
+    end(&sb, 5, 6);
+    is_int(feed(rx, &sb, &err), 1, "rm -rf .git: the delta commits");
+    is_str(git_out(dir, "git log --format=%s main | tr '\\n' ,"), "c4,c3,c2,c1,",
+           "git log shows every commit");
+    is_str(git_out(dir, "git fsck --no-dangling 2>&1 && echo clean"), "clean", "git fsck is clean");
+    p = xasprintf("%s/.git/index", dir);
+    ok(st_exists(p), "the index is kept too");
+    free(p);
+
+    free(note);
+    free(z);
+    free(x);
+    free(main4);
+    free(obj);
+    strbuf_release(&sb);
+    apply_free(rx);
+    mf_free(t);
+    st_rm_rf(dir);
+    free(dir);
+}
+
 int main(void)
 {
     test_agent_apply();
     test_host_apply();
     test_crossing();
+    test_git_history();
     strbuf_release(&warnings);
     return done_testing();
 }

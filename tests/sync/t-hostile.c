@@ -12,41 +12,57 @@ typedef struct scenario {
     bool fatal;            /* the connection must die (malformed, truncated, oversized) */
     const char *says;      /* a warning or error must contain this */
     int rounds;            /* commands run; the trees are compared after the last */
+    const char *named;     /* paths each warning must name, separated by '|' (or NULL) */
 } scenario;
 
 static const scenario scenarios[] = {
-    { "dotdot", false, "'..' component", 1 },
-    { "dotdot-inner", false, "'..' component", 1 },
-    { "absolute", false, "absolute path", 1 },
-    { "nul", false, "NUL", 1 },
-    { "hook", false, "only objects, refs", 1 },
-    { "gitconfig", false, "only objects, refs", 1 },
-    { "nested-gitconfig", false, "below the top level", 1 },
-    { "gitfile", false, "below the top level", 1 },
-    { "git-case", false, "case variant of .git", 1 },
-    { "alternates", false, "alternates", 1 },
-    { "setuid", false, "never setuid", 1 },
-    { "symlink-parent", false, "Too many levels of symbolic links", 1 },
-    { "dir-then-symlink", false, "Too many levels of symbolic links", 2 },
-    { "delete-outside", false, "'..' component", 1 },
-    { "delete-gitconfig", false, "only objects, refs", 1 },
-    { "stage-name", false, "reserved", 1 },
-    { "deep", false, "deeper than", 1 },
-    { "long-name", false, "over the 255-byte limit", 1 },
-    { "outside-pattern", false, "pattern", 1 },
-    { "task-file", false, "pushed only", 1 },
-    { "unknown-root", false, "unknown root", 1 },
-    { "absurd-size", true, "more than", 1 },
-    { "too-many", true, "more than 100 entries", 1 },
-    { "truncated", true, "middle of a delta", 1 },
-    { "truncated-frame", true, "middle of a delta", 1 },
-    { "exit-mid-delta", true, "EXIT in the middle of a delta", 1 },
-    { "huge-frame", true, "exceeds", 1 },
-    { "garbage", true, "unknown frame type", 1 },
-    { "wrong-count", true, "DELTA_END says 5 entries", 1 },
-    { "output-flood", true, "beyond its", 1 },
-    { "warn-escapes", false, "text", 1 },
-    { "replay-seq", true, "after delta", 1 },
+    { "dotdot", false, "'..' component", 1, NULL },
+    { "dotdot-inner", false, "'..' component", 1, NULL },
+    { "absolute", false, "absolute path", 1, NULL },
+    { "nul", false, "NUL", 1, NULL },
+    { "hook", false, "only objects, refs", 1, NULL },
+    { "gitconfig", false, "only objects, refs", 1, NULL },
+    { "nested-gitconfig", false, "below the top level", 1, NULL },
+    { "gitfile", false, "below the top level", 1, NULL },
+    { "git-case", false, "case variant of .git", 1, NULL },
+    { "alternates", false, "alternates", 1, NULL },
+    { "refs-fake", false, "nothing named HEAD, config", 1,
+      "refs/fake/HEAD|refs/fake/config|refs/fake/commondir|refs/fake/gitdir|refs/fake/Config|"
+      "refs/fake/hooks|refs/fake/hooks/pre-push|refs/fake/objects|refs/fake/info|"
+      "refs/fake/.hidden" },
+    { "objects-fake", false, "only loose objects", 1,
+      "objects/fake/HEAD|objects/fake|logs/config|logs/refs/x/hooks/pre-push" },
+    { "ref-not-ref", false, "a ref file holds", 1, NULL },
+    { "ref-outside", false, "a ref file holds", 1, NULL },
+    { "object-not-object", false, "not a loose object", 1, NULL },
+    { "object-bad-name", false, "only loose objects", 1, NULL },
+    { "pack-not-pack", false, "not a pack", 1, NULL },
+    { "logs-exec", false, "no executable file", 1, NULL },
+    { "logs-not-reflog", false, "a reflog holds", 1, NULL },
+    { "refs-symlink", false, "symlinks inside .git", 1, "refs/heads/l|refs/fake" },
+    { "history-wipe", false, "never deletes git history", 1, NULL },
+    { "setuid", false, "never setuid", 1, NULL },
+    { "symlink-parent", false, "Too many levels of symbolic links", 1, NULL },
+    { "dir-then-symlink", false, "Too many levels of symbolic links", 2, NULL },
+    { "delete-outside", false, "'..' component", 1, NULL },
+    { "delete-gitconfig", false, "only objects, refs", 1, NULL },
+    { "stage-name", false, "reserved", 1, NULL },
+    { "deep", false, "deeper than", 1, NULL },
+    { "long-name", false, "over the 255-byte limit", 1, NULL },
+    { "outside-pattern", false, "pattern", 1, NULL },
+    { "task-file", false, "pushed only", 1, NULL },
+    { "unknown-root", false, "unknown root", 1, NULL },
+    { "absurd-size", true, "more than", 1, NULL },
+    { "too-many", true, "more than 100 entries", 1, NULL },
+    { "truncated", true, "middle of a delta", 1, NULL },
+    { "truncated-frame", true, "middle of a delta", 1, NULL },
+    { "exit-mid-delta", true, "EXIT in the middle of a delta", 1, NULL },
+    { "huge-frame", true, "exceeds", 1, NULL },
+    { "garbage", true, "unknown frame type", 1, NULL },
+    { "wrong-count", true, "DELTA_END says 5 entries", 1, NULL },
+    { "output-flood", true, "beyond its", 1, NULL },
+    { "warn-escapes", false, "text", 1, NULL },
+    { "replay-seq", true, "after delta", 1, NULL },
 };
 
 typedef struct ctx {
@@ -135,6 +151,16 @@ static void one(const scenario *sc)
            ret ? err.msg : "");
     ok(strstr(c.msgs.buf, sc->says) || (ret < 0 && strstr(err.msg, sc->says)),
        "%s: refused with a message (%s)", sc->name, ret < 0 ? err.msg : c.msgs.buf);
+    if (sc->named) {
+        /* Each refused entry gets its own warning naming it. */
+        char *list = xstrdup(sc->named), *save = NULL;
+        for (char *n = strtok_r(list, "|", &save); n; n = strtok_r(NULL, "|", &save)) {
+            char *line = xasprintf("/.git/%s: ", n);
+            ok(strstr(c.msgs.buf, line) != NULL, "%s: a warning names .git/%s", sc->name, n);
+            free(line);
+        }
+        free(list);
+    }
     if (!ok(!strcmp(after, before), "%s: the host trees are byte for byte unchanged", sc->name))
         st_diag_diff(before, after);
     ok(!strchr(c.msgs.buf, '\033'), "%s: messages carry no escape sequences", sc->name);
