@@ -144,6 +144,11 @@ static const char *below_git_refusal(const comp *c, size_t nc, int ftype)
                                    "directories";
     if (name_is(c[1].s, c[1].n, "objects"))
         return objects_refusal(c, nc, ftype);
+    /* refs/replace/ (git replace) makes host git show one object in place of another: a
+     * sandbox could make `git log` on the host show a history other than the one pushed. */
+    if ((refs || logs) && nc >= (size_t)(logs ? 4 : 3) &&
+        name_is(c[logs ? 3 : 2].s, c[logs ? 3 : 2].n, "replace"))
+        return "replace refs (refs/replace/, git replace) are never written from the sandbox";
     if (logs && nc >= 3 && !name_is(c[2].s, c[2].n, "refs") &&
         !(nc == 3 && name_is(c[2].s, c[2].n, "HEAD") && ftype == WIRE_REG))
         return "only logs/HEAD and logs/refs/ (reflogs) are written under .git/logs from the "

@@ -111,6 +111,10 @@ static void shapes(void)
     allowed(".git/logs/HEAD", WIRE_REG, true);
     allowed(".git/logs/refs/heads/main", WIRE_REG, true);
     allowed(".git/logs/refs/remotes/origin/HEAD", WIRE_REG, true);
+    allowed(".git/refs/replace", WIRE_DIR, false);
+    allowed(".git/refs/replace/0123456789abcdef0123456789abcdef01234567", WIRE_REG, false);
+    allowed(".git/logs/refs/replace/0123456789abcdef0123456789abcdef01234567", WIRE_REG, false);
+    allowed(".git/refs/heads/replace", WIRE_REG, true);
     allowed(".git/logs/HEAD", WIRE_DIR, false);
     allowed(".git/logs/evil", WIRE_REG, false);
     allowed(".git/logs/refs/fake/HEAD", WIRE_REG, false);
