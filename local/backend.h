@@ -65,7 +65,9 @@ typedef struct sbx_backend_ops {
     /* Stops the sandbox and deletes what it had (copies, home, state). */
     int (*release)(sbx_backend *b, sbx_err *err);
     /* Appends a JSON object of facts: runtime, id, created (unix seconds),
-     * alive, and backend-specific fields. */
+     * alive, and backend-specific fields; locally "limits": pids_max,
+     * memory_max, cpus_milli, disk_max, mechanism ("cgroup v1", "cgroup v2",
+     * "rlimit") and the cgroup directories. */
     void (*status)(sbx_backend *b, strbuf *json);
     void (*free)(sbx_backend *b);
 } sbx_backend_ops;
@@ -86,6 +88,11 @@ sbx_backend *sbx_local_backend_new(const sbx_config *cfg, const sbx_sandbox_spec
 /* Which runtime AUTO resolves to here, or -1 with a message naming the
  * Debian packages when neither is installed. */
 int sbx_local_runtime_resolve(sbx_runtime want, sbx_runtime *out, char **path, sbx_err *err);
+
+/* Whether a sandbox of runtime rt would get its limits from a cgroup here
+ * (0, how: "cgroup v1, e.g. /sys/fs/cgroup/pids/.../sbxsh/...", made and
+ * removed to find out) or only from rlimits (-1, how: why not). */
+int sbx_local_limits_probe(sbx_runtime rt, strbuf *how);
 
 /* Reads the facts a holder left in a session's state directory (without
  * claiming anything), as the JSON object status() gives; used by `sbx ls`

@@ -320,6 +320,64 @@ out:
     return rc;
 }
 
+static void fmt_bytes(char *buf, size_t n, double v)
+{
+    static const char *const units[] = { "bytes", "KiB", "MiB", "GiB", "TiB" };
+    size_t u = 0;
+    while (v >= 1024 && u + 1 < ARRAY_SIZE(units)) {
+        v /= 1024;
+        u++;
+    }
+    if (v == (double)(long long)v)
+        snprintf(buf, n, "%lld %s", (long long)v, units[u]);
+    else
+        snprintf(buf, n, "%.1f %s", v, units[u]);
+}
+
+/* "limits:    100 processes, 256 MiB memory, all CPUs, 10 GiB per code copy and /tmp"
+ * and how they are enforced. */
+static void print_limits_human(cJSON *lim)
+{
+    cJSON *p = cJSON_GetObjectItemCaseSensitive(lim, "pids_max");
+    cJSON *m = cJSON_GetObjectItemCaseSensitive(lim, "memory_max");
+    cJSON *c = cJSON_GetObjectItemCaseSensitive(lim, "cpus_milli");
+    cJSON *d = cJSON_GetObjectItemCaseSensitive(lim, "disk_max");
+    cJSON *mech = cJSON_GetObjectItemCaseSensitive(lim, "mechanism");
+    cJSON *cgs = cJSON_GetObjectItemCaseSensitive(lim, "cgroups"), *cg;
+    char mem[32] = "no memory limit", disk[48] = "no size limit on each code copy and /tmp";
+    char pids[32] = "no process limit", cpus[32] = "all CPUs";
+
+    if (cJSON_IsNumber(p) && p->valuedouble > 0)
+        snprintf(pids, sizeof(pids), "%.0f processes", p->valuedouble);
+    if (cJSON_IsNumber(m) && m->valuedouble > 0) {
+        fmt_bytes(mem, sizeof(mem) - 7, m->valuedouble);
+        strcat(mem, " memory");
+    }
+    if (cJSON_IsNumber(c) && c->valuedouble > 0)
+        snprintf(cpus, sizeof(cpus), "%g CPUs", c->valuedouble / 1000);
+    if (cJSON_IsNumber(d) && d->valuedouble > 0) {
+        fmt_bytes(disk, 24, d->valuedouble);
+        strcat(disk, " per code copy and /tmp");
+    }
+    printf("limits:    %s, %s, %s, %s\n", pids, mem, cpus, disk);
+    const char *how = cJSON_IsString(mech) ? mech->valuestring : "";
+    if (!strncmp(how, "cgroup", 6)) {
+        printf("enforced:  by %s:", how);
+        cJSON_ArrayForEach(cg, cgs)
+            if (cJSON_IsString(cg) && (strstr(cg->valuestring, "/pids/") ||
+                                       strstr(cg->valuestring, "/memory/") ||
+                                       strstr(cg->valuestring, "/cpu/") ||
+                                       cJSON_GetArraySize(cgs) == 1))
+                printf(" %s", cg->valuestring);
+        printf("\n");
+    } else if (!strcmp(how, "rlimit")) {
+        printf("enforced:  by rlimits only (RLIMIT_NPROC; RLIMIT_DATA per process, not the "
+               "sandbox's total): no cgroup is writable here, see sbx doctor\n");
+    } else {
+        printf("enforced:  unknown (a sandbox made by an older sbxsh)\n");
+    }
+}
+
 static void print_status_human(const char *json)
 {
     cJSON *o = cJSON_Parse(json), *sb, *it;
@@ -355,6 +413,9 @@ static void print_status_human(const char *json)
                cJSON_IsString(id) ? id->valuestring : "?",
                cJSON_IsTrue(alive) ? "running" : "stopped", when,
                cJSON_IsString(net) ? net->valuestring : "?");
+        cJSON *lim = cJSON_GetObjectItemCaseSensitive(sb, "limits");
+        if (cJSON_IsObject(lim))
+            print_limits_human(lim);
     } else {
         printf("sandbox:   none (started by the next command)\n");
     }
@@ -512,14 +573,14 @@ static int cmd_ls(int argc, char **argv)
 
 /* ---- doctor ------------------------------------------------------------ */
 
-static int problems;
+static int problems, warnings;
 
 static void finding(int level, const char *what, const char *detail, ...) SBX_PRINTF(3, 4);
-/* level: 0 ok (detail on the same line), 1 note, 2 problem (detail: what
- * to do, on the next line). */
+/* level: 0 ok (detail on the same line), 1 note, 2 problem, 3 warning: works,
+ * but weaker than it should be (detail: what to do, on the next line). */
 static void finding(int level, const char *what, const char *detail, ...)
 {
-    static const char *const tags[] = { "ok  ", "note", "FAIL" };
+    static const char *const tags[] = { "ok  ", "note", "FAIL", "WARN" };
     printf("%s  %s", tags[level], what);
     if (detail) {
         va_list ap;
@@ -531,6 +592,8 @@ static void finding(int level, const char *what, const char *detail, ...)
     printf("\n");
     if (level == 2)
         problems++;
+    if (level == 3)
+        warnings++;
 }
 
 /* Runs argv quietly; returns its exit status (or -1) and its first output
@@ -639,7 +702,7 @@ static void doctor_dirs(sbx_config *cfg)
     if (sbx_private_dir(cfg->state_root, &err) < 0)
         finding(2, "state directory unusable", "%s", err.msg);
     else
-        finding(0, "state directory (sandboxes' copies):", "%s, private", cfg->state_root);
+        finding(0, "state directory (sandboxes' homes, agent sockets):", "%s, private", cfg->state_root);
     free(sock);
 }
 
@@ -665,6 +728,26 @@ static void doctor_agent(sbx_config *cfg, sbx_runtime rt)
         free(so);
     }
     free(agent);
+}
+
+/* Whether the sandbox's limits (DESIGN.md 5) can be enforced here, by what. */
+static void doctor_limits(const sbx_config *cfg, sbx_runtime rt)
+{
+    strbuf how = STRBUF_INIT;
+    char mem[32] = "no";
+    if (cfg->memory_max)
+        fmt_bytes(mem, sizeof(mem), (double)cfg->memory_max);
+    if (sbx_local_limits_probe(rt, &how) == 0)
+        finding(0, "sandbox limits enforced:", "%s (%u processes, %s memory)", how.buf,
+                cfg->pids_max, mem);
+    else
+        finding(3, "sandbox limits cannot be enforced by a cgroup here",
+                "%s; sandboxes get rlimits only (RLIMIT_NPROC, RLIMIT_DATA per process), "
+                "which a fork bomb or a memory hog can still hurt the host through: run as "
+                "root on cgroup v1, or delegate a cgroup v2 subtree (systemd: "
+                "Delegate=yes, or run sbxsh under `systemd-run --user --scope -p "
+                "Delegate=yes`)", how.buf);
+    strbuf_release(&how);
 }
 
 static void doctor_kube(void)
@@ -736,10 +819,12 @@ static int cmd_doctor(int argc, char **argv)
         fclose(f);
     sbx_local_runtime_resolve(cfg.runtime, &rt, NULL, NULL);
     doctor_agent(&cfg, rt);
+    doctor_limits(&cfg, rt);
     doctor_dirs(&cfg);
     doctor_kube();
     printf("\n%s\n", problems ? "Fix the FAIL lines above; `sudo make deps` installs the "
-                                "packages." : "All good.");
+                                "packages." : warnings ? "Usable, but see the WARN lines "
+                                "above." : "All good.");
     sbx_config_free(&cfg);
     return problems ? 1 : 0;
 }

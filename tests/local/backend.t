@@ -5,6 +5,7 @@
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/lib.sh"
 
+HERE=$(cd "$(dirname "$0")" && pwd)
 PROBE=${SBXSH_BUILD:-$SBXSH_BIN/build}/tests/local/backend-probe
 [ -x "$PROBE" ] || skip_all "backend-probe not built (make check builds it)"
 local_env
@@ -64,9 +65,62 @@ for rt in runsc bwrap; do
        "blocked" "$rt: the host's loopback is unreachable"
     is "$($PROBE run 'printenv SBX_CANARY || echo none')" "none" \
        "$rt: no host environment reaches the sandbox"
+    # What the sandbox learns of the host's paths: bwrap's pid 1 gets its
+    # options through --args, and the code copy is a tmpfs inside, so the
+    # state directory shows only where HOME and the agent directory are bound
+    # from (bwrap's mountinfo gives a bind's source path within its file
+    # system; runsc's gofer mounts show none).
+    view=$($PROBE run 'tr "\\0" " " </proc/1/cmdline; echo; cat /proc/self/mountinfo')
+    st=$(cd "$AGENT_SANDBOX_STATE_DIR" && pwd -P)
+    is "$(printf '%s\n' "$view" | head -n 1 | grep -c "$st")" "0" \
+       "$rt: /proc/1/cmdline does not show the state directory"
+    if [ $rt = bwrap ]; then
+        remains="/run/sbxsh $HOME"
+    else
+        remains=""
+    fi
+    is "$(printf '%s\n' "$view" | grep "$st" | awk '{print $5}' | sort | tr '\n' ' ' | sed 's/ $//')" \
+       "$remains" "$rt: mountinfo shows the state directory only as the source of HOME and the agent directory${remains:+ (bwrap)}"
+    like "$(printf '%s\n' "$view" | awk -v p="$PROJ" '$5 == p')" " - tmpfs " \
+       "$rt: the code directory's copy is a tmpfs inside the sandbox"
+    ok "$rt: ...and no host directory holds it" eval "! ls -d \"$AGENT_SANDBOX_STATE_DIR\"/*/code 2>/dev/null | grep -q ."
     $PROBE run 'tail -f /dev/null >/dev/null 2>&1 & echo started' >/dev/null
     is "$($PROBE run 'pgrep -x tail >/dev/null && echo alive')" "alive" \
        "$rt: a background process survives between commands"
+
+    # The agent directory is writable from inside: a symlink swapped in at
+    # agent.sock (here from the host, as fast as it goes, between the real
+    # socket and a link to another socket of ours) is never connected to.
+    adir=$(ls -d "$AGENT_SANDBOX_STATE_DIR"/*/agent)
+    python3 "$HERE/sockswap.py" "$adir" "$SBX_TEST_TMP/host-$rt.sock" "$SBX_TEST_TMP/swap-$rt.ready" \
+        "$SBX_TEST_TMP/swap-$rt.stop" > "$SBX_TEST_TMP/swap-$rt.out" &
+    swapper=$!
+    for _ in $(seq 100); do [ -e "$SBX_TEST_TMP/swap-$rt.ready" ] && break; sleep 0.05; done
+    good=0
+    for _ in $(seq 150); do
+        [ "$($PROBE run 'echo agent' 2>/dev/null)" = agent ] && good=$((good + 1))
+    done
+    touch "$SBX_TEST_TMP/swap-$rt.stop"
+    wait $swapper
+    is "$(cat "$SBX_TEST_TMP/swap-$rt.out")" "host socket connections: 0" \
+       "$rt: a symlink swapped in at agent.sock is never followed to another socket"
+    ok "$rt: ...while the real socket still works ($good of 150 calls found it)" test "$good" -gt 0
+    ln -sf "$SBX_TEST_TMP/host-$rt.sock" "$adir/agent.sock.lnk"
+    mv "$adir/agent.sock" "$adir/agent.sock.real"
+    mv "$adir/agent.sock.lnk" "$adir/agent.sock"
+    $PROBE run 'echo agent' >/dev/null 2>"$SBX_TEST_TMP/err"
+    like "$(cat "$SBX_TEST_TMP/err")" "agent socket is not a socket of ours \(a symlink\)" \
+       "$rt: a symlink at agent.sock is refused, saying so"
+    mv -f "$adir/agent.sock.real" "$adir/agent.sock"
+
+    # The copy and /tmp are bounded by AGENT_SANDBOX_DISK_MAX (in memory).
+    $PROBE release
+    AGENT_SANDBOX_DISK_MAX=32M $PROBE claim >/dev/null
+    is "$($PROBE run "head -c 48M /dev/zero > $PROJ/big 2>/dev/null && echo wrote || echo full; rm -f $PROJ/big")" \
+       "full" "$rt: AGENT_SANDBOX_DISK_MAX bounds the code copy"
+    is "$($PROBE run 'head -c 48M /dev/zero > /tmp/big 2>/dev/null && echo wrote || echo full; rm -f /tmp/big')" \
+       "full" "$rt: ...and the private /tmp"
+    like "$($PROBE status)" '"disk_max":33554432' "$rt: ...as the status says"
 
     pid=$($PROBE status | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')
     kill -9 "$pid"

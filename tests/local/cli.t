@@ -35,6 +35,16 @@ rc=$?
 like "$out" "sbx-agent:" "doctor checks the agent"
 like "$out" "state directory" "doctor checks the state directory"
 like "$out" "runtime in use: (runsc|bwrap)|no usable sandbox runtime" "doctor names the runtime"
+like "$out" "(ok    sandbox limits enforced: cgroup v[12], e\.g\. /sys/fs/cgroup/.*/sbxsh/|WARN  sandbox limits cannot be enforced by a cgroup here)" \
+   "doctor says whether the sandbox's limits can be enforced, and how"
+if printf '%s\n' "$out" | grep -q '^WARN'; then
+    unlike=$(printf '%s\n' "$out" | grep -c '^All good')
+    is "$unlike" "0" "...and does not say All good when they cannot"
+fi
+if [ "$(id -u)" = 0 ] && [ -d /sys/fs/cgroup/pids ] && [ -d /sys/fs/cgroup/memory ]; then
+    like "$out" "ok    sandbox limits enforced: cgroup v1" "...by a cgroup v1 as root here"
+    is "$(ls -d /sys/fs/cgroup/pids/sbxsh/doctor-* 2>/dev/null)" "" "...and removes the cgroup it tried"
+fi
 if [ -z "$(runtime_skip_reason runsc)$(runtime_skip_reason bwrap)" ]; then
     is "$rc" 0 "doctor passes on a machine with both runtimes"
 fi
