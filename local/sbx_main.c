@@ -217,7 +217,8 @@ static int cmd_exec(int argc, char **argv)
     }
     for (size_t i = 0; i < cfg.code_dirs.n; i++)
         inside |= path_inside(cwd, cfg.code_dirs.v[i]);
-    if (!inside) {
+    /* no code directory (in ~, /tmp): the command runs in the sandbox's own tree */
+    if (!inside && cfg.code_dirs.n) {
         fprintf(stderr, "sbx: the current directory %s is outside the code directories (%s); "
                 "cd into one, or set AGENT_SANDBOX_CODE_DIRS\n", cwd, cfg.code_dirs.v[0]);
         goto out;
@@ -803,8 +804,12 @@ static int cmd_doctor(int argc, char **argv)
         printf("\n1 problem to fix.\n");
         return 1;
     }
-    finding(0, "session here:", "%s (code directory %s%s)", cfg.session, cfg.code_dirs.v[0],
-            cfg.code_dirs.n > 1 ? ", ..." : "");
+    if (cfg.code_dirs.n)
+        finding(0, "session here:", "%s (code directory %s%s)", cfg.session,
+                cfg.code_dirs.v[0], cfg.code_dirs.n > 1 ? ", ..." : "");
+    else
+        finding(0, "session here:", "%s (no code directory: %s; nothing is synced)",
+                cfg.session, sbx_no_code_dir_reason("."));
     doctor_runtimes(&cfg);
     if (userns_works())
         finding(0, "user namespaces work", NULL);
