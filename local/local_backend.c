@@ -1182,8 +1182,13 @@ static int write_bundle(local_backend *lb, sbx_err *err)
     proc = cJSON_AddObjectToObject(spec, "process");
     cJSON_AddBoolToObject(proc, "terminal", false);
     user = cJSON_AddObjectToObject(proc, "user");
-    cJSON_AddNumberToObject(user, "uid", getuid());
-    cJSON_AddNumberToObject(user, "gid", getgid());
+    /* Rootless runsc (a non-root caller) runs the sandbox in a user namespace where the
+     * caller is root: files the caller owns on the host (the agent's directory, the
+     * private HOME, all mode 0700) belong to uid 0 inside. The agent must be that uid 0
+     * to use them; it is still only the caller on the host, with no capabilities. As
+     * root on the host, the caller's uid is 0 already. */
+    cJSON_AddNumberToObject(user, "uid", getuid() ? 0 : getuid());
+    cJSON_AddNumberToObject(user, "gid", getuid() ? 0 : getgid());
     build_agent_argv(lb, &argv);
     cJSON_AddItemToObject(proc, "args", json_strv((const char *const *)argv.v, argv.n));
     cJSON_AddItemToObject(proc, "env",
