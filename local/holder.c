@@ -67,6 +67,7 @@ typedef struct holder {
     uint64_t idle_since_ns;     /* last moment the session was in use */
     uint64_t save_at_ns;        /* 0: nothing to save */
     bool releasing;             /* an internal sync before release is in flight */
+    bool start_failed;          /* no sandbox could be started: the session pins nothing */
     bool release_ready;         /* ...and it is done: release from the main loop */
     bool quit;
 } holder;
@@ -412,8 +413,14 @@ static int ensure_conn(holder *h, hclient *c, sbx_err *err)
             client_write(h, c);
         }
         uint64_t t0 = now_ns();
-        if (h->backend->ops->claim(h->backend, &reattached, err) < 0)
+        if (h->backend->ops->claim(h->backend, &reattached, err) < 0) {
+            /* A session that never had a sandbox must not keep its shape: a call with
+             * another runtime (bwrap after runsc failed) would be refused by name. */
+            if (!h->backend->ops->exists(h->backend))
+                h->start_failed = true;
             return -1;
+        }
+        h->start_failed = false;
         log_msg("%s sandbox in %.0f ms", reattached ? "reattached to the" : "started a new",
                 (double)(now_ns() - t0) / 1e6);
         if (!reattached) {
@@ -990,6 +997,11 @@ int sbx_holder_main(const sbx_config *cfg, int listen_fd)
             h->save_at_ns = 0;
             if (h->host && sync_host_save(h->host, &err) < 0)
                 log_msg("cannot save the host manifest: %s", err.msg);
+        }
+        if (h->start_failed && !session_busy(h) && !h->releasing) {
+            log_msg("no sandbox could be started: ending the session");
+            h->start_failed = false;
+            start_release(h);
         }
         if (!session_busy(h) && cfg->idle_timeout &&
             now >= h->idle_since_ns + (uint64_t)cfg->idle_timeout * 1000000000) {

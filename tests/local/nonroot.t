@@ -1,0 +1,41 @@
+#!/bin/bash
+# The main paths as an ordinary user, on both runtimes: coding agents usually run as
+# one. The test creates a user, runs sbxsh as that user in a repository of theirs
+# and in their home directory, and removes the user after.
+. "$(dirname "$0")/../lib/tap.sh"
+. "$(dirname "$0")/lib.sh"
+
+[ "$(id -u)" = 0 ] || skip_all "creating a test user needs root"
+command -v useradd >/dev/null || skip_all "useradd not found (passwd package)"
+user=sbxt$$
+useradd -m -d "$SBX_TEST_TMP/u" -s /bin/bash "$user" 2>/dev/null || skip_all "useradd failed"
+trap 'pkill -9 -u "$user" 2>/dev/null; sleep 0.2; userdel -r "$user" >/dev/null 2>&1; tap_cleanup' EXIT
+chmod 755 "$SBX_TEST_TMP"
+if ! su "$user" -c "test -x '$SBXSH'"; then
+    skip_all "the build directory is not reachable by another user"
+fi
+
+as_user() { # SCRIPT: runs in a login-like environment of the test user
+    su "$user" -c "unset XDG_RUNTIME_DIR AGENT_SANDBOX_STATE_DIR AGENT_SANDBOX_SESSION AGENT_SANDBOX_CODE_DIRS; export HOME=$SBX_TEST_TMP/u; cd; $1" 2>&1
+}
+
+for rt in runsc bwrap; do
+    why=$(runtime_skip_reason "$rt")
+    if [ -n "$why" ]; then
+        skip "$rt as an ordinary user: $why"
+        continue
+    fi
+    as_user "mkdir -p proj-$rt && cd proj-$rt && git init -q . && echo hi > a" >/dev/null
+    out=$(as_user "cd proj-$rt && AGENT_SANDBOX_LOCAL_RUNTIME=$rt timeout 120 '$SBXSH' -c 'cat a; echo made > b; id -u'")
+    like "$out" '^hi' "$rt: an ordinary user's command runs in the sandbox"
+    is "$(stat -c %U "$SBX_TEST_TMP/u/proj-$rt/b" 2>&1)" "$user" \
+       "$rt: the file it made comes back to the host, owned by the user"
+    out=$(as_user "cd proj-$rt && '$SBX' status")
+    like "$out" 'limits:' "$rt: sbx status shows the limits for an ordinary user"
+    out=$(as_user "AGENT_SANDBOX_LOCAL_RUNTIME=$rt timeout 120 '$SBXSH' -c pwd")
+    is "$out" "$SBX_TEST_TMP/u" "$rt: a login shell's command in ~ works for an ordinary user"
+    as_user "cd proj-$rt && '$SBX' release; cd && '$SBX' release" >/dev/null
+done
+out=$(as_user "'$SBX' doctor")
+unlike "$out" 'All good' "sbx doctor as an ordinary user does not claim limits it cannot enforce"
+done_testing
