@@ -428,10 +428,17 @@ static int pin_repository(const route_ctx *ctx, rcmd *c, int which, bool clone, 
         }
     }
     close(fd);
+    {
+        /* git never looks for a repository above the code directory (a clone reads
+         * the config of the repository it starts in, for its pager) */
+        const char *slash = strrchr(topdir, '/');
+        strbuf ceil = STRBUF_INIT;
+        strbuf_add(&ceil, topdir, slash && slash > topdir ? (size_t)(slash - topdir) : 1);
+        c->git_ceiling = strbuf_detach(&ceil, NULL);
+    }
     if (has_git && !clone) {
         struct stat named;
-        strbuf d = STRBUF_INIT, ceil = STRBUF_INIT;
-        const char *slash = strrchr(topdir, '/');
+        strbuf d = STRBUF_INIT;
         strbuf_addf(&d, "%s/.git", strcmp(topdir, "/") ? topdir : "");
         /* the name git will be given must be the directory just checked */
         if (lstat(d.buf, &named) < 0 || !S_ISDIR(named.st_mode) || !same_file(&named, &git)) {
@@ -440,8 +447,6 @@ static int pin_repository(const route_ctx *ctx, rcmd *c, int which, bool clone, 
             return -1;
         }
         c->git_dir = strbuf_detach(&d, NULL);
-        strbuf_add(&ceil, topdir, slash && slash > topdir ? (size_t)(slash - topdir) : 1);
-        c->git_ceiling = strbuf_detach(&ceil, NULL);
     }
     return 0;
 bad:

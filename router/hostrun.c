@@ -153,8 +153,9 @@ static void child_signals(void)
 
 /* ---- git's own configuration ----------------------------------------------------- */
 
-/* Runs a git query in the held directory, with the pinned repository, and collects its standard output (at most max
- * bytes). Returns its exit status, or -1. */
+/* Runs a git query in the held directory, with the pinned repository, and
+ * collects its standard output (at most max bytes). Returns its exit
+ * status, or -1. */
 static int git_query(const rcmd *c, char *const *envp, char *const *args, strbuf *out,
                      size_t max)
 {
@@ -276,9 +277,11 @@ static int check_remotes(const route_ctx *ctx, const rcmd *c, char *const *envp,
         if (!tab || !sp)
             continue;
         *tab = *sp = '\0';
+        bool used = !c->git_remote || !strcmp(line, c->git_remote);
         for (size_t k = 0; k < c->git_nicks.n && k < ROUTE_MAX_WORDS; k++)
-            found[k] |= !strcmp(line, c->git_nicks.v[k]);
-        if (c->git_remote && strcmp(line, c->git_remote))
+            if (!strcmp(line, c->git_nicks.v[k]))
+                used = found[k] = true;
+        if (!used)
             continue;
         if (route_check_configured_url(ctx, c, tab + 1, &w) < 0) {
             strbuf_addf(why, "git %s: remote ", git_sub_names[c->git_sub]);

@@ -85,7 +85,7 @@ is "$st" 125 "fetch of a name that is no remote and nothing on disk: sandbox"
 like "$out" "not a configured remote" "(git would take it for a path the sandbox can create)"
 out=$(run 'GIT_TRACE=1 git fetch origin 2>&1 >/dev/null | grep -c trace:'); st=$?
 isnt "$out" 0 "GIT_TRACE=1 prefix reaches git"
-out=$(run 'git fetch file://'"$CODE"'/vendor/lib main 2>&1'); st=$?
+out=$(run 'git fetch file://'"$CODE"'/vendor/lib main' 2>&1); st=$?
 is "$st" 125 "fetch file:// of a nested repository: sandbox"
 out=$(run 'git fetch -q . main:refs/heads/copy 2>&1'); st=$?
 is "$st" 0 "fetch from . (the repository itself)"
@@ -170,6 +170,8 @@ is "$st" 125 "push to a remote that is a bare repository in the code directory: 
 like "$out" "hooks the sandbox can change" "with the reason"
 out=$(run 'git fetch inside' 2>&1); st=$?
 is "$st" 125 "fetch from it: sandbox"
+out=$(run 'git fetch --multiple origin inside' 2>&1); st=$?
+is "$st" 125 "fetch --multiple with it as the second remote: sandbox"
 git remote remove inside
 out=$(run 'git push --receive-pack=/bin/false origin HEAD' 2>&1); is $? 125 "--receive-pack: sandbox"
 out=$(run "git fetch --upload-pa=/bin/false origin" 2>&1); is $? 125 "abbreviated --upload-pack: sandbox"
