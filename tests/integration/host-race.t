@@ -6,10 +6,11 @@
 # and there is a host directory with a hostile .git (the class: any directory
 # whose git config the sandbox chose). Client A keeps turning `sub` into a
 # symlink to those and back into a directory; client B keeps running
-# `git -C sub push origin HEAD:refs/heads/tN`, which goes to the host when
-# `sub` is a directory at its check. Host git must never run there: the
-# marker those configs touch never appears, and no host git hangs (every
-# call is bounded by timeout). On main before the fix the marker appeared.
+# `git -C sub push origin HEAD:refs/heads/tN` (or `cd sub && git push ...`),
+# which goes to the host when `sub` is a directory at its check. Host git
+# must never run there: the marker those configs touch never appears, and no
+# host git hangs (every call is bounded by timeout). On main before the fix
+# the marker appeared after a few pushes, on both runtimes.
 . "$(dirname "$0")/lib.sh"
 
 runtimes=${SBX_IT_RUNTIMES:-runsc bwrap}
@@ -68,11 +69,13 @@ for rt in $runtimes; do
         done
     ) &
     a=$!
-    # Client B: pushes through `git -C sub`.
+    # Client B: pushes through `git -C sub` (and `cd sub && git push`).
     (
         for i in $(seq "$iterations"); do
-            timeout 60 "$SBXSH" -c "git -C sub push -q origin HEAD:refs/heads/t$i" \
-                >>"$W/b.log" 2>&1
+            # both ways of naming the directory: git's -C and a host cd before git
+            if [ $((i % 3)) = 0 ]; then line="cd sub && git push -q origin HEAD:refs/heads/t$i"
+            else line="git -C sub push -q origin HEAD:refs/heads/t$i"; fi
+            timeout 60 "$SBXSH" -c "$line" >>"$W/b.log" 2>&1
             echo $? >>"$W/b.status"
             [ -e "$MARK" ] && break
         done
