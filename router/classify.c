@@ -7,6 +7,7 @@
 
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 void reason_add(strbuf *sb, const char *s, size_t len)
 {
@@ -592,8 +593,20 @@ void rpipe_release(rpipe *rp)
     for (size_t i = 0; i < rp->n; i++) {
         strvec_clear(&rp->cmds[i].argv);
         strvec_clear(&rp->cmds[i].env);
-        free(rp->cmds[i].prog);
-        free(rp->cmds[i].git_cwd);
+        rcmd *c = &rp->cmds[i];
+        free(c->prog);
+        free(c->git_cwd);
+        free(c->git_dir);
+        free(c->git_ceiling);
+        free(c->clone_target);
+        strvec_clear(&c->git_args);
+        strvec_clear(&c->git_nicks);
+        if (c->git_cwd_fd >= 0)
+            close(c->git_cwd_fd);
+        if (c->git_top_fd >= 0)
+            close(c->git_top_fd);
+        if (c->git_dir_fd >= 0)
+            close(c->git_dir_fd);
     }
     free(rp->new_cwd);
     memset(rp, 0, sizeof(*rp));
@@ -622,6 +635,10 @@ route_where route_check(const sh_parse *p, const sh_pipeline *pl, const route_ct
 
         strvec_init(&c->argv);
         strvec_init(&c->env);
+        strvec_init(&c->git_args);
+        strvec_init(&c->git_nicks);
+        c->git_cwd_fd = c->git_top_fd = c->git_dir_fd = -1;
+        c->clone_arg = -1;
         if (check_cmd(ctx, cmd, c, rp, reason) != ROUTE_HOST)
             goto sandbox;
         if (c->kind == RC_FILTER && pos == 0) {

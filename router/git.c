@@ -304,7 +304,7 @@ static int clone_default_dir(const char *url, strbuf *out)
     return 0;
 }
 
-static int check_clone_target(const route_ctx *ctx, const char *cwd, const char *dir,
+static int check_clone_target(const route_ctx *ctx, rcmd *c, const char *cwd, const char *dir,
                               strbuf *why)
 {
     strbuf abs = STRBUF_INIT;
@@ -326,73 +326,150 @@ static int check_clone_target(const route_ctx *ctx, const char *cwd, const char 
     } else if (!route_in_code_dirs(ctx, abs.buf)) {
         strbuf_addstr(why, "clone directory outside the code directories");
         ret = -1;
+    } else if (exists) {
+        /* the runner makes the missing directories itself, beneath the code
+         * directory, and git the last one: never an existing one */
+        strbuf_addstr(why, "the clone directory already exists");
+        ret = -1;
+    } else if (strstr(abs.buf, "/.git/") || !strcmp(strrchr(abs.buf, '/'), "/.git")) {
+        strbuf_addstr(why, "a clone directory inside a .git directory");
+        ret = -1;
+    } else {
+        free(c->clone_target);
+        c->clone_target = strbuf_detach(&abs, NULL);
     }
     strbuf_release(&abs);
     return ret;
 }
 
-/* The probes git makes for a local repository path (path.c's enter_repo()
- * and clone's get_repo_path()), in the same order. A `.git` directory or
- * gitfile is the host's (sync never writes one); a repository under any
- * other name, or a gitfile under another name, is the sandbox's to change,
- * and a symlink could point anywhere. */
-static int probe_local_repo(const char *abs, strbuf *why)
+static bool same_file(const struct stat *a, const struct stat *b)
 {
-    static const char *const suffixes[] = { "/.git", "", ".git/.git", ".git", ".bundle" };
-    strbuf c = STRBUF_INIT;
-    int ret = 0;
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
 
-    for (size_t i = 0; i < ARRAY_SIZE(suffixes); i++) {
-        struct stat st;
-        const char *base;
+/* A directory git would take for a repository (is_git_directory(): HEAD,
+ * objects/ and refs/). */
+static bool looks_like_git_dir(int dfd)
+{
+    struct stat st;
+    return fstatat(dfd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+           fstatat(dfd, "objects", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+           fstatat(dfd, "refs", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+}
 
-        strbuf_reset(&c);
-        strbuf_addf(&c, "%s%s", abs, suffixes[i]);
-        if (lstat(c.buf, &st) < 0)
-            continue;
-        base = strrchr(c.buf, '/');
-        base = base ? base + 1 : c.buf;
-        if (S_ISLNK(st.st_mode)) {
-            strbuf_addstr(why, "the local repository is a symbolic link");
-            ret = -1;
-            break;
-        }
-        if (S_ISDIR(st.st_mode)) {
-            static const char *const marks[] = { "HEAD", "objects", "refs", "commondir" };
-            bool gitdir = false;
-            if (!strcmp(base, ".git"))
-                break;
-            for (size_t k = 0; k < ARRAY_SIZE(marks) && !gitdir; k++) {
-                strbuf_setlen(&c, strlen(abs) + strlen(suffixes[i]));
-                strbuf_addf(&c, "/%s", marks[k]);
-                gitdir = lstat(c.buf, &st) == 0;
-            }
-            if (gitdir) {
-                strbuf_addstr(why, "a bare repository inside the code directories "
-                                   "(the sandbox can change its config and alternates)");
-                ret = -1;
-                break;
-            }
-            continue;
-        }
-        if (S_ISREG(st.st_mode)) {
-            char head[8];
-            int fd = open(c.buf, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-            ssize_t n = fd >= 0 ? read_full(fd, head, sizeof(head)) : -1;
-            if (fd >= 0)
-                close(fd);
-            if (n == 8 && !memcmp(head, "gitdir: ", 8) && strcmp(base, ".git")) {
-                strbuf_addstr(why, "a gitfile inside the code directories points git elsewhere");
-                ret = -1;
-            }
-            break;      /* a bundle, or the host's gitfile */
-        }
-        strbuf_addstr(why, "the local repository is not a file or directory");
-        ret = -1;
-        break;
+/*
+ * Pins the repository git works in: c->git_cwd_fd is already open beneath
+ * code directory `which`. git must use that code directory's own top level
+ * and its own `.git` directory, and nothing a walk up from the directory
+ * might find on the way (a nested repository, a gitfile, a bare repository
+ * planted in the tree, the inside of `.git`). The walk goes up through
+ * ".." from the held descriptor, comparing directories by device and inode,
+ * so what is checked is where git will be, not what a name meant a moment
+ * ago. A clone makes a new repository: it needs no repository here, but
+ * must not start inside `.git` or a bare repository either.
+ */
+static int pin_repository(const route_ctx *ctx, rcmd *c, int which, bool clone, strbuf *why)
+{
+    struct stat top, git, cur, up;
+    int fd = -1, parent;
+    const char *topdir = ctx->code_dirs[which];
+    bool has_git = false;
+
+    c->git_top = topdir;
+    if ((c->git_top_fd = route_open_code_dir(ctx, which)) < 0 || fstat(c->git_top_fd, &top) < 0) {
+        strbuf_addstr(why, "the code directory cannot be opened");
+        return -1;
     }
-    strbuf_release(&c);
-    return ret;
+    c->git_dir_fd = openat(c->git_top_fd, ".git", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (c->git_dir_fd >= 0 && fstat(c->git_dir_fd, &git) == 0) {
+        has_git = true;
+    } else if (!clone) {
+        struct stat st;
+        if (fstatat(c->git_top_fd, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0)
+            strbuf_addstr(why, "not in a git repository (the code directory has no .git)");
+        else
+            strbuf_addstr(why, "the code directory's .git is not a directory (a gitfile or a "
+                               "link points git elsewhere)");
+        return -1;
+    }
+    if ((fd = fcntl(c->git_cwd_fd, F_DUPFD_CLOEXEC, 3)) < 0) {
+        strbuf_addstr(why, "cannot examine the directory");
+        return -1;
+    }
+    for (int depth = 0;; depth++) {
+        struct stat st;
+        if (fstat(fd, &cur) < 0 || depth > 4096) {
+            strbuf_addstr(why, "cannot examine the directory");
+            goto bad;
+        }
+        if (same_file(&cur, &top))
+            break;
+        if (has_git && same_file(&cur, &git)) {
+            strbuf_addstr(why, "inside the repository's .git directory (whose contents the "
+                               "sandbox writes)");
+            goto bad;
+        }
+        if (looks_like_git_dir(fd)) {
+            strbuf_addstr(why, "inside a bare repository in the code directories (its config "
+                               "and hooks are the sandbox's)");
+            goto bad;
+        }
+        if (!clone && fstatat(fd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+            strbuf_addstr(why, "in a nested repository or worktree: only the code directory's "
+                               "own repository runs on the host");
+            goto bad;
+        }
+        parent = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        close(fd);
+        fd = parent;
+        if (fd < 0 || fstat(fd, &up) < 0 || same_file(&up, &cur)) {
+            strbuf_addstr(why, "the directory is no longer inside the code directory");
+            goto bad;
+        }
+    }
+    close(fd);
+    {
+        /* git never looks for a repository above the code directory (a clone reads
+         * the config of the repository it starts in, for its pager) */
+        const char *slash = strrchr(topdir, '/');
+        strbuf ceil = STRBUF_INIT;
+        strbuf_add(&ceil, topdir, slash && slash > topdir ? (size_t)(slash - topdir) : 1);
+        c->git_ceiling = strbuf_detach(&ceil, NULL);
+    }
+    if (has_git && !clone) {
+        struct stat named;
+        strbuf d = STRBUF_INIT;
+        strbuf_addf(&d, "%s/.git", strcmp(topdir, "/") ? topdir : "");
+        /* the name git will be given must be the directory just checked */
+        if (lstat(d.buf, &named) < 0 || !S_ISDIR(named.st_mode) || !same_file(&named, &git)) {
+            strbuf_release(&d);
+            strbuf_addstr(why, "the repository's .git changed while it was checked");
+            return -1;
+        }
+        c->git_dir = strbuf_detach(&d, NULL);
+    }
+    return 0;
+bad:
+    if (fd >= 0)
+        close(fd);
+    return -1;
+}
+
+/* Whether the directory abs (inside the code directories) is the pinned
+ * repository itself: its top level or its .git. */
+static bool is_this_repository(const route_ctx *ctx, const rcmd *c, const char *abs)
+{
+    struct stat st, top, git;
+    const char *w;
+    int fd;
+    bool yes;
+
+    if (c->git_dir_fd < 0 || (fd = route_open_dir(ctx, abs, NULL, &w)) < 0)
+        return false;
+    yes = fstat(fd, &st) == 0 && fstat(c->git_top_fd, &top) == 0 &&
+          fstat(c->git_dir_fd, &git) == 0 && (same_file(&st, &top) || same_file(&st, &git));
+    close(fd);
+    return yes;
 }
 
 static bool url_scheme(const char *repo, strbuf *scheme, const char **rest)
@@ -436,14 +513,46 @@ static bool valid_remote_nick(const char *s)
     return *s && strcmp(s, ".") && strcmp(s, "..") && !strchr(s, '/');
 }
 
-int route_check_repo(const route_ctx *ctx, const char *cwd, const char *repo, bool push,
-                     strbuf *why)
+/* Which names git tries for a local repository path (path.c's enter_repo()
+ * and clone's get_repo_path()): if any exists, the operand is a path. */
+static bool any_probe_exists(const char *abs)
+{
+    static const char *const sfx[] = { "", "/.git", ".git/.git", ".git", ".bundle" };
+    strbuf probe = STRBUF_INIT;
+    bool any = false;
+
+    for (size_t i = 0; i < ARRAY_SIZE(sfx) && !any; i++) {
+        struct stat st;
+        strbuf_reset(&probe);
+        strbuf_addf(&probe, "%s%s", abs, sfx[i]);
+        any = lstat(probe.buf, &st) == 0;
+    }
+    strbuf_release(&probe);
+    return any;
+}
+
+/*
+ * A repository operand. base is where git resolves a relative path: the
+ * top level of the work tree (git moves there before it looks at its
+ * arguments), or for clone the directory it starts in. A local path is
+ * allowed only when it is the repository git already works in (its top
+ * level or its .git, by device and inode): every other directory inside
+ * the code directories has contents the sandbox chose (a bare repository
+ * there is plain synced files, config and hooks included), and a local
+ * repository needs no credentials, so it loses nothing in the sandbox. It
+ * is then passed on as the absolute path of that .git (into *rewrite). A
+ * bare word that names nothing on disk is a remote's name (*nick): the
+ * runner checks that it is configured.
+ */
+static int check_repo(const route_ctx *ctx, const rcmd *c, const char *base, const char *repo,
+                      bool push, strbuf *rewrite, bool *nick, strbuf *why)
 {
     strbuf scheme = STRBUF_INIT, abs = STRBUF_INIT;
     const char *rest, *local = NULL, *w;
-    bool exists;
+    bool exists, file_url = false;
     int ret = -1;
 
+    *nick = false;
     if (!*repo) {
         strbuf_addstr(why, "an empty repository");
         return -1;
@@ -480,6 +589,7 @@ int route_check_repo(const route_ctx *ctx, const char *cwd, const char *repo, bo
                 goto out;
             }
             local = rest;
+            file_url = true;
         } else if (!strcmp(scheme.buf, "https") || !strcmp(scheme.buf, "http")) {
             if (check_authority(rest, alen, false, why) < 0)
                 goto out;
@@ -505,7 +615,7 @@ int route_check_repo(const route_ctx *ctx, const char *cwd, const char *repo, bo
         }
     }
     if (local) {
-        if (route_walk(cwd, local, WALK_MISSING_OK, &abs, &exists, &w) < 0) {
+        if (route_walk(base, local, WALK_MISSING_OK, &abs, &exists, &w) < 0) {
             strbuf_addf(why, "local repository: %s", w);
             goto out;
         }
@@ -513,25 +623,27 @@ int route_check_repo(const route_ctx *ctx, const char *cwd, const char *repo, bo
             strbuf_addstr(why, "a local repository outside the code directories");
             goto out;
         }
-        if (push) {
+        if (!file_url && valid_remote_nick(local) && !any_probe_exists(abs.buf)) {
             /* a bare word that names nothing on disk is a remote's name */
-            strbuf probe = STRBUF_INIT;
-            bool any = false;
-            static const char *const sfx[] = { "", "/.git", ".git", ".bundle" };
-            for (size_t i = 0; i < ARRAY_SIZE(sfx) && !any; i++) {
-                struct stat st;
-                strbuf_reset(&probe);
-                strbuf_addf(&probe, "%s%s", abs.buf, sfx[i]);
-                any = lstat(probe.buf, &st) == 0;
-            }
-            strbuf_release(&probe);
-            if (!valid_remote_nick(local) || any) {
-                strbuf_addstr(why, "pushing to a local repository runs its hooks on the host");
-                goto out;
-            }
-        } else if (probe_local_repo(abs.buf, why) < 0) {
+            *nick = true;
+            ret = 0;
             goto out;
         }
+        if (push) {
+            strbuf_addstr(why, "pushing to a local repository runs its hooks on the host");
+            goto out;
+        }
+        if (!exists || !is_this_repository(ctx, c, abs.buf)) {
+            strbuf_addstr(why, "a local repository other than this one (its config, hooks "
+                               "and alternates are the sandbox's; it needs no credentials)");
+            goto out;
+        }
+        strbuf_reset(rewrite);
+        if (!strcmp(repo, ".") && c->git_sub != GIT_CLONE)
+            strbuf_addstr(rewrite, ".");   /* git reads it as its own top level, as checked */
+        else
+            strbuf_addf(rewrite, "%s%s/.git", file_url ? "file://" : "",
+                        strcmp(c->git_top, "/") ? c->git_top : "");
     }
     ret = 0;
 out:
@@ -622,11 +734,14 @@ int route_check_git(const route_ctx *ctx, rcmd *c, strbuf *why)
 {
     char **argv = c->argv.v;
     size_t argc = c->argv.n, i = 1, nops = 0;
-    strbuf cwd = STRBUF_INIT, tmp = STRBUF_INIT, w = STRBUF_INIT;
+    strbuf cwd = STRBUF_INIT, tmp = STRBUF_INIT, w = STRBUF_INIT, rw = STRBUF_INIT;
     const char *ops[ROUTE_MAX_WORDS], *sub, *werr;
+    size_t op_at[ROUTE_MAX_WORDS];
+    char *rewritten[ROUTE_MAX_WORDS] = { NULL };
+    bool skip[ROUTE_MAX_WORDS] = { false };
     const gopt *opts;
-    bool exists, multiple = false, all = false, dashdash = false;
-    int s, ret = -1;
+    bool exists, multiple = false, all = false, dashdash = false, nick;
+    int s, ret = -1, which;
 
     strbuf_addstr(&cwd, ctx->cwd);
     /* git's own options, before the subcommand: exact matches only */
@@ -635,6 +750,8 @@ int route_check_git(const route_ctx *ctx, rcmd *c, strbuf *why)
         if (!strcmp(a, "--no-pager") || !strcmp(a, "-P") || !strcmp(a, "--no-replace-objects"))
             continue;
         if (!strcmp(a, "-C")) {
+            /* not passed on: git starts in the directory held for it (git_cwd_fd) */
+            skip[i] = skip[i + 1 < argc ? i + 1 : i] = true;
             if (++i >= argc) {
                 strbuf_addstr(why, "git -C without a directory");
                 goto out;
@@ -688,6 +805,16 @@ int route_check_git(const route_ctx *ctx, rcmd *c, strbuf *why)
         strbuf_addf(why, "git %s: the directory is outside the code directories", sub);
         goto out;
     }
+    /* Resolved once, held for the whole host part: git works here whatever
+     * happens to the names afterwards. */
+    c->git_sub = s;
+    if ((c->git_cwd_fd = route_open_dir(ctx, cwd.buf, &which, &werr)) < 0) {
+        strbuf_addf(why, "git %s: the directory %s", sub, werr);
+        goto out;
+    }
+    strbuf_reset(&w);
+    if (pin_repository(ctx, c, which, s == GIT_CLONE, &w) < 0)
+        goto bad_operand;
     opts = sub_opts[s];
 
     for (; i < argc; i++) {
@@ -695,6 +822,7 @@ int route_check_git(const route_ctx *ctx, rcmd *c, strbuf *why)
         const gopt *o;
 
         if (dashdash || a[0] != '-' || !a[1]) {
+            op_at[nops] = i;
             ops[nops++] = a;
             /* ls-remote stops at its first operand: the rest are patterns */
             if (s == GIT_LS_REMOTE)
@@ -757,22 +885,33 @@ int route_check_git(const route_ctx *ctx, rcmd *c, strbuf *why)
     for (size_t k = 0; k < nops; k++) {
         bool repo_pos = k == 0 || (multiple && s == GIT_FETCH);
         strbuf_reset(&w);
+        strbuf_reset(&rw);
         if (s == GIT_CLONE) {
             if (k == 0) {
-                if (route_check_repo(ctx, cwd.buf, ops[0], false, &w) < 0)
+                if (check_repo(ctx, c, cwd.buf, ops[0], false, &rw, &nick, &w) < 0)
                     goto bad_operand;
+                if (nick) {
+                    strbuf_addstr(&w, "no such local repository");
+                    goto bad_operand;
+                }
             } else if (k == 1) {
-                if (check_clone_target(ctx, cwd.buf, ops[1], &w) < 0)
+                if (check_clone_target(ctx, c, cwd.buf, ops[1], &w) < 0)
                     goto bad_operand;
             } else {
                 strbuf_addstr(&w, "too many operands");
                 goto bad_operand;
             }
+            if (rw.len)
+                rewritten[k] = strbuf_detach(&rw, NULL);
             continue;
         }
         if (repo_pos && !all) {
-            if (route_check_repo(ctx, cwd.buf, ops[k], s == GIT_PUSH, &w) < 0)
+            if (check_repo(ctx, c, c->git_top, ops[k], s == GIT_PUSH, &rw, &nick, &w) < 0)
                 goto bad_operand;
+            if (nick)
+                strvec_push(&c->git_nicks, ops[k]);
+            if (rw.len)
+                rewritten[k] = strbuf_detach(&rw, NULL);
             if (k == 0)
                 c->git_remote = ops[k];
         } else if (check_ref(ops[k], s == GIT_LS_REMOTE ? "pattern" : "refspec", &w) < 0) {
@@ -790,35 +929,50 @@ int route_check_git(const route_ctx *ctx, rcmd *c, strbuf *why)
                 goto out;
             }
             strbuf_reset(&w);
-            if (check_clone_target(ctx, cwd.buf, tmp.buf, &w) < 0)
+            if (check_clone_target(ctx, c, cwd.buf, tmp.buf, &w) < 0)
                 goto bad_operand;
         }
     }
+    /* What git is given: the words without -C, local repositories as checked */
+    for (size_t k = 1, o = 0; k < argc; k++) {
+        while (o < nops && op_at[o] < k)
+            o++;
+        if (skip[k])
+            continue;
+        if (s == GIT_CLONE && o == 1 && o < nops && op_at[o] == k)
+            c->clone_arg = (int)c->git_args.n;
+        strvec_push(&c->git_args, o < nops && op_at[o] == k && rewritten[o] ? rewritten[o]
+                                                                           : argv[k]);
+    }
     c->git_cwd = strbuf_detach(&cwd, NULL);
-    c->git_sub = s;
     ret = 0;
     goto out;
 
 bad_operand:
     strbuf_addf(why, "git %s: %s", sub, w.buf);
 out:
+    for (size_t k = 0; k < nops; k++)
+        free(rewritten[k]);
     strbuf_release(&cwd);
     strbuf_release(&tmp);
     strbuf_release(&w);
+    strbuf_release(&rw);
     return ret;
 }
 
-int route_check_configured_url(const route_ctx *ctx, const char *cwd, const char *url, bool push,
+int route_check_configured_url(const route_ctx *ctx, const rcmd *c, const char *url,
                                strbuf *why)
 {
-    strbuf scheme = STRBUF_INIT, path = STRBUF_INIT;
-    const char *rest, *local = NULL;
+    strbuf scheme = STRBUF_INIT, path = STRBUF_INIT, abs = STRBUF_INIT;
+    const char *rest, *local = NULL, *w;
     char real[PATH_MAX];
+    bool exists, inside;
     int ret = 0;
 
-    /* The host's own configuration chose this URL; only a local repository
-     * the sandbox can write matters: receive-pack would run its hooks, and
-     * upload-pack would follow its alternates. */
+    /* The host's own configuration chose this URL; only a local path into
+     * what the sandbox writes matters: receive-pack would run its hooks, and
+     * upload-pack would read its config and follow its alternates. Relative
+     * paths are git's, from the top of the work tree. */
     if (url_scheme(url, &scheme, &rest)) {
         if (!strcmp(scheme.buf, "file"))
             local = rest;
@@ -834,25 +988,42 @@ int route_check_configured_url(const route_ctx *ctx, const char *cwd, const char
     else if (local[0] == '/')
         strbuf_addstr(&path, local);
     else
-        strbuf_addf(&path, "%s/%s", cwd, local);
-    /* the longest existing prefix, with its symlinks resolved */
-    while (!realpath(path.buf, real)) {
-        char *slash = strrchr(path.buf, '/');
-        if (!slash || slash == path.buf)
+        strbuf_addf(&path, "%s/%s", c->git_top, local);
+    if (route_walk("/", path.buf, WALK_MISSING_OK, &abs, &exists, &w) == 0) {
+        inside = route_in_synced(ctx, abs.buf);
+    } else {
+        /* a symlink (or a file) on the way: where it really goes, as the
+         * longest existing prefix resolves, and where the name is */
+        inside = route_in_synced(ctx, path.buf);
+        while (!inside && !realpath(path.buf, real)) {
+            char *slash = strrchr(path.buf, '/');
+            if (!slash || slash == path.buf)
+                goto out;
+            strbuf_setlen(&path, (size_t)(slash - path.buf));
+        }
+        inside = inside || route_in_synced(ctx, real);
+        if (inside) {
+            strbuf_addstr(why, "the remote is reached through a symbolic link into the code "
+                               "directories");
+            ret = -1;
             goto out;
-        strbuf_setlen(&path, (size_t)(slash - path.buf));
+        }
     }
-    if (!route_in_synced(ctx, real))
+    if (!inside)
         goto out;
-    if (push) {
+    if (c->git_sub == GIT_PUSH) {
         strbuf_addstr(why, "the remote is a repository inside the code directories, whose "
                            "hooks the sandbox can change");
         ret = -1;
-    } else if (probe_local_repo(real, why) < 0) {
+    } else if (!exists || !route_in_code_dirs(ctx, abs.buf) ||
+               !is_this_repository(ctx, c, abs.buf)) {
+        strbuf_addstr(why, "the remote is a local repository inside the code directories other "
+                           "than this one (its config and alternates are the sandbox's)");
         ret = -1;
     }
 out:
     strbuf_release(&scheme);
     strbuf_release(&path);
+    strbuf_release(&abs);
     return ret;
 }

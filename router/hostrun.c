@@ -25,10 +25,28 @@ static char *const git_safety[] = {
     "-c", "safe.bareRepository=explicit", "-c", "protocol.ext.allow=never", NULL,
 };
 
+/* Variables that tell git where its repository is: the user's own, but they
+ * would move host git away from the repository checked for it. */
+static bool repo_location_var(const char *e, size_t n)
+{
+    static const char *const names[] = {
+        "GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_INDEX_FILE", "GIT_CEILING_DIRECTORIES",
+        "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_PREFIX", "GIT_IMPLICIT_WORK_TREE",
+        "GIT_SHALLOW_FILE", "GIT_GRAFT_FILE", "GIT_NAMESPACE",
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+        if (strlen(names[i]) == n && !strncmp(names[i], e, n))
+            return true;
+    return false;
+}
+
 /* The environment of a host program: sbxsh's own (so credential helpers
  * and the SSH agent work), with PATH cut to entries outside the code
  * directories, PWD set as bash sets it, the allowed assignment prefixes,
- * and for git the switch that makes git itself refuse abbreviated options. */
+ * and for git the switch that makes git itself refuse abbreviated options
+ * and the repository pinned (GIT_DIR, GIT_WORK_TREE, GIT_CEILING_DIRECTORIES:
+ * git never discovers a repository by walking paths). */
 static void build_env(const route_ctx *ctx, const rcmd *c, strvec *env)
 {
     strbuf path = STRBUF_INIT;
@@ -37,7 +55,8 @@ static void build_env(const route_ctx *ctx, const rcmd *c, strvec *env)
         size_t n = strcspn(*e, "=");
         bool replaced = (n == 4 && !strncmp(*e, "PATH", 4)) ||
                         (n == 3 && !strncmp(*e, "PWD", 3)) ||
-                        (n == 37 && !strncmp(*e, "GIT_TEST_DISALLOW_ABBREVIATED_OPTIONS", 37));
+                        (n == 37 && !strncmp(*e, "GIT_TEST_DISALLOW_ABBREVIATED_OPTIONS", 37)) ||
+                        (c->kind == RC_GIT && repo_location_var(*e, n));
         for (size_t i = 0; i < c->env.n && !replaced; i++)
             replaced = !strncmp(c->env.v[i], *e, n + 1);
         if (!replaced)
@@ -47,26 +66,41 @@ static void build_env(const route_ctx *ctx, const rcmd *c, strvec *env)
         route_safe_path(ctx, &path);
         strvec_pushf(env, "PATH=%s", path.buf);
     }
-    strvec_pushf(env, "PWD=%s", ctx->cwd);
+    strvec_pushf(env, "PWD=%s", c->kind == RC_GIT && c->git_cwd ? c->git_cwd : ctx->cwd);
     for (size_t i = 0; i < c->env.n; i++)
         strvec_push(env, c->env.v[i]);
-    if (c->kind == RC_GIT)
+    if (c->kind == RC_GIT) {
         strvec_push(env, "GIT_TEST_DISALLOW_ABBREVIATED_OPTIONS=1");
+        if (c->git_dir) {
+            strvec_pushf(env, "GIT_DIR=%s", c->git_dir);
+            strvec_pushf(env, "GIT_WORK_TREE=%s", c->git_top);
+        }
+        if (c->git_ceiling)
+            strvec_pushf(env, "GIT_CEILING_DIRECTORIES=%s", c->git_ceiling);
+    }
     strbuf_release(&path);
 }
 
-static void build_argv(const rcmd *c, bool hooks_off, strvec *argv)
+/* git's words: the safety options, then the checked arguments (without -C,
+ * which the held directory replaces); clone_name, if set, is the clone's
+ * target as seen from the directory the runner made for it. */
+static void build_argv(const rcmd *c, bool hooks_off, const char *clone_name, strvec *argv)
 {
     strvec_push(argv, c->argv.v[0]);
-    if (c->kind == RC_GIT) {
-        strvec_pushv(argv, git_safety);
-        if (hooks_off) {
-            strvec_push(argv, "-c");
-            strvec_push(argv, "core.hooksPath=/dev/null");
-        }
+    if (c->kind != RC_GIT) {
+        for (size_t i = 1; i < c->argv.n; i++)
+            strvec_push(argv, c->argv.v[i]);
+        return;
     }
-    for (size_t i = 1; i < c->argv.n; i++)
-        strvec_push(argv, c->argv.v[i]);
+    strvec_pushv(argv, git_safety);
+    if (hooks_off) {
+        strvec_push(argv, "-c");
+        strvec_push(argv, "core.hooksPath=/dev/null");
+    }
+    for (size_t i = 0; i < c->git_args.n; i++)
+        strvec_push(argv, clone_name && (int)i == c->clone_arg ? clone_name : c->git_args.v[i]);
+    if (clone_name && c->clone_arg < 0)
+        strvec_push(argv, clone_name);
 }
 
 /* ---- messages ---------------------------------------------------------------- */
@@ -119,8 +153,9 @@ static void child_signals(void)
 
 /* ---- git's own configuration ----------------------------------------------------- */
 
-/* Runs a git query in cwd and collects its standard output (at most max
- * bytes). Returns its exit status, or -1. */
+/* Runs a git query in the held directory, with the pinned repository, and
+ * collects its standard output (at most max bytes). Returns its exit
+ * status, or -1. */
 static int git_query(const rcmd *c, char *const *envp, char *const *args, strbuf *out,
                      size_t max)
 {
@@ -138,7 +173,7 @@ static int git_query(const rcmd *c, char *const *envp, char *const *args, strbuf
         int nul = open("/dev/null", O_RDWR);
         child_signals();
         if (nul < 0 || dup2(nul, 0) < 0 || dup2(pfd[1], 1) < 0 || dup2(nul, 2) < 0 ||
-            chdir(c->git_cwd) < 0)
+            fchdir(c->git_cwd_fd) < 0)
             _exit(127);
         close_range(3, ~0U, 0);
         execve(c->prog, argv.v, envp);
@@ -215,15 +250,23 @@ done:
 }
 
 /* The remotes the command may use, as the repository's configuration
- * (with insteadOf) resolves them. */
+ * (with insteadOf) resolves them; and every operand taken for a remote's
+ * name must be one (git would take another bare word for a path). */
 static int check_remotes(const route_ctx *ctx, const rcmd *c, char *const *envp, strbuf *why)
 {
     static char *const args[] = { "remote", "-v", NULL };
     strbuf out = STRBUF_INIT, w = STRBUF_INIT;
+    bool found[ROUTE_MAX_WORDS] = { false };
     int ret = 0;
 
-    if (git_query(c, envp, args, &out, 1 << 20) != 0)
+    if (git_query(c, envp, args, &out, 1 << 20) != 0) {
+        if (c->git_nicks.n) {
+            strbuf_addf(why, "git %s: the repository's remotes cannot be listed",
+                        git_sub_names[c->git_sub]);
+            ret = -1;
+        }
         goto out;
+    }
     for (char *line = out.buf, *next; *line; line = next) {
         char *tab, *sp;
         next = strchrnul(line, '\n');
@@ -234,27 +277,81 @@ static int check_remotes(const route_ctx *ctx, const rcmd *c, char *const *envp,
         if (!tab || !sp)
             continue;
         *tab = *sp = '\0';
-        if (c->git_remote && strcmp(line, c->git_remote))
+        bool used = !c->git_remote || !strcmp(line, c->git_remote);
+        for (size_t k = 0; k < c->git_nicks.n && k < ROUTE_MAX_WORDS; k++)
+            if (!strcmp(line, c->git_nicks.v[k]))
+                used = found[k] = true;
+        if (!used)
             continue;
-        if (route_check_configured_url(ctx, c->git_cwd, tab + 1, c->git_sub == GIT_PUSH,
-                                       &w) < 0) {
+        if (route_check_configured_url(ctx, c, tab + 1, &w) < 0) {
             strbuf_addf(why, "git %s: remote ", git_sub_names[c->git_sub]);
             reason_add(why, line, strlen(line));
             strbuf_addf(why, ": %s", w.buf);
             ret = -1;
-            break;
+            goto out;
         }
     }
+    for (size_t k = 0; k < c->git_nicks.n && k < ROUTE_MAX_WORDS; k++)
+        if (!found[k]) {
+            strbuf_addf(why, "git %s: ", git_sub_names[c->git_sub]);
+            reason_add(why, c->git_nicks.v[k], strlen(c->git_nicks.v[k]));
+            strbuf_addstr(why, " is not a configured remote (git would take it for a path, "
+                               "which the sandbox can create)");
+            ret = -1;
+            break;
+        }
 out:
     strbuf_release(&out);
     strbuf_release(&w);
     return ret;
 }
 
+/* git clone's target: the missing directories above it are made here, one
+ * at a time beneath the code directory without following anything, and
+ * the clone starts in the last of them with a one-component name, so that
+ * nothing the sandbox renames meanwhile can send it elsewhere. Returns the
+ * held directory, with *name pointing into c->clone_target, or -1. */
+static int prepare_clone(const route_ctx *ctx, const rcmd *c, const char **name)
+{
+    const char *abs = c->clone_target, *rel, *last = strrchr(abs, '/') + 1;
+    int which = route_code_dir_of(ctx, abs), cur;
+    char comp[NAME_MAX + 1];
+    struct stat st;
+
+    if (which < 0 || (cur = route_open_code_dir(ctx, which)) < 0)
+        return -1;
+    rel = abs + strlen(ctx->code_dirs[which]);
+    while (*rel == '/')
+        rel++;
+    while (rel < last) {
+        size_t n = strcspn(rel, "/");
+        int next;
+        if (n > NAME_MAX)
+            goto fail;
+        memcpy(comp, rel, n);
+        comp[n] = '\0';
+        rel += n + 1;
+        next = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0 && errno == ENOENT && mkdirat(cur, comp, 0777) == 0)
+            next = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        close(cur);
+        if ((cur = next) < 0)
+            return -1;
+    }
+    if (fstatat(cur, last, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
+        goto fail;
+    *name = last;
+    return cur;
+fail:
+    close(cur);
+    return -1;
+}
+
 /* ---- running ----------------------------------------------------------------------- */
 
 typedef struct prepared {
     strvec argv, env;
+    int cwd_fd;            /* where it runs: held since the check (git), or since the start */
 } prepared;
 
 static bool is_builtin(const rcmd *c)
@@ -325,10 +422,7 @@ SBX_NORETURN static void child_exec(const rcmd *c, const prepared *pr, const rou
 {
     int e;
 
-    if (chdir(ctx->cwd) < 0) {
-        run_error(o, 2, "%s: %s", ctx->cwd, strerror(errno));
-        _exit(1);
-    }
+    (void)ctx;
     execve(c->prog, pr->argv.v, pr->env.v);
     e = errno;
     if (e == ENOENT) {
@@ -389,6 +483,12 @@ static int run_pipeline(const sh_parse *p, const sh_pipeline *pl, const rpipe *r
             /* |& copies stderr to the pipe after the command's own redirections */
             if (c->pipe_stderr && dup2(1, 2) < 0)
                 _exit(126);
+            /* by the descriptor held since the check, never by name */
+            if (!is_builtin(c) && fchdir(pr[i].cwd_fd) < 0) {
+                run_error(&co, 2, "%s: %s", c->kind == RC_GIT ? c->git_cwd : ctx->cwd,
+                          strerror(errno));
+                _exit(1);
+            }
             close_range(3, ~0U, 0);
             if (is_builtin(c))
                 _exit(run_builtin(c, &co, 1, 2));
@@ -469,12 +569,36 @@ int route_run_host(const sh_parse *p, const sh_pipeline *pl, const route_ctx *ct
         return ROUTE_NOT_HOST;
     }
     memset(pr, 0, sizeof(pr));
+    for (size_t i = 0; i < rp.n; i++)
+        pr[i].cwd_fd = -1;
     for (size_t i = 0; i < rp.n; i++) {
         const rcmd *c = &rp.cmds[i];
+        const char *clone_name = NULL, *w;
         strvec_init(&pr[i].argv);
         strvec_init(&pr[i].env);
         if (is_builtin(c) || c->kind == RC_CD)
             continue;
+        if (c->kind == RC_GIT && c->git_sub == GIT_CLONE) {
+            if ((pr[i].cwd_fd = prepare_clone(ctx, c, &clone_name)) < 0) {
+                sbx_errf(err, "git clone: the clone directory changed while it was checked");
+                ret = ROUTE_NOT_HOST;
+                goto out;
+            }
+        } else if (c->kind == RC_GIT) {
+            pr[i].cwd_fd = fcntl(c->git_cwd_fd, F_DUPFD_CLOEXEC, 3);
+        } else if (route_code_dir_of(ctx, ctx->cwd) >= 0) {
+            pr[i].cwd_fd = route_open_dir(ctx, ctx->cwd, NULL, &w);
+        } else {
+            /* a filter outside the code directories (fed by a pipe, no file operands):
+             * the directory is the host's */
+            pr[i].cwd_fd = open(ctx->cwd, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        }
+        if (pr[i].cwd_fd < 0) {
+            sbx_errf(err, "the current directory %s changed while it was checked",
+                     c->kind == RC_GIT ? c->git_cwd : ctx->cwd);
+            ret = ROUTE_NOT_HOST;
+            goto out;
+        }
         build_env(ctx, c, &pr[i].env);
         if (c->kind == RC_GIT && c->git_sub != GIT_CLONE) {
             strbuf_reset(&why);
@@ -486,7 +610,7 @@ int route_run_host(const sh_parse *p, const sh_pipeline *pl, const route_ctx *ct
             if (c->git_sub != GIT_LS_REMOTE)
                 check_hooks(ctx, c, pr[i].env.v, &hooks_off, &hooks);
         }
-        build_argv(c, hooks_off, &pr[i].argv);
+        build_argv(c, hooks_off, clone_name, &pr[i].argv);
     }
     if (hooks_off)
         run_error(&(route_run_opts){ .errname = o->errname }, 2,
@@ -518,6 +642,8 @@ out:
     for (size_t i = 0; i < rp.n; i++) {
         strvec_clear(&pr[i].argv);
         strvec_clear(&pr[i].env);
+        if (pr[i].cwd_fd >= 0)
+            close(pr[i].cwd_fd);
     }
     rpipe_release(&rp);
     strbuf_release(&why);

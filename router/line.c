@@ -2,13 +2,16 @@
 #include "common/strbuf.h"
 #include "local/config.h"
 #include "local/session.h"
+#include "local/termfilter.h"
 #include "router/route.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -422,6 +425,146 @@ static int shell_end(line_exec *x, bool exit_now, sbx_err *err)
     return shell_reap(x, err);
 }
 
+/* ---- host output at a terminal ------------------------------------------------------ */
+
+/*
+ * What a host part prints reaches a terminal only through the same filter
+ * as the sandbox's output (local/termfilter.h): git prints file names the
+ * sandbox chose, and echo/printf write whatever the line says, so an OSC 52
+ * (clipboard), a title or a cursor move would otherwise reach the terminal
+ * raw. While a host part runs, each of sbxsh's fds 1 and 2 that is a
+ * terminal is replaced by a pipe (one pipe for both when they are the same
+ * terminal, so their order is kept); a relay process reads it, filters it,
+ * and writes to the terminal, until every process of the part has closed it.
+ * Everything that runs the part (children, in-process builtins, sbxsh's own
+ * messages about it) writes to fds 1 and 2, so nothing bypasses it.
+ */
+typedef struct host_relay {
+    int saved[3];          /* sbxsh's own fd 1 and 2 while replaced; -1: not replaced */
+    pid_t pids[2];
+    int npids;
+} host_relay;
+
+static bool same_terminal(int a, int b)
+{
+    struct stat sa, sb;
+    return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && S_ISCHR(sa.st_mode) &&
+           S_ISCHR(sb.st_mode) && sa.st_rdev == sb.st_rdev;
+}
+
+/* The relay: reads in, writes what the filter keeps to out, until EOF.
+ * Ctrl-C and job control are for the part's processes: the relay drains
+ * what they wrote and ends when they have gone. */
+SBX_NORETURN static void relay_main(int in, int out)
+{
+    sbx_termfilter tf;
+    strbuf q = STRBUF_INIT;
+    char buf[16384];
+    bool dead = false;
+
+    signal(SIGINT, SIG_IGN);
+    signal(SIGQUIT, SIG_IGN);
+    signal(SIGTSTP, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
+    if ((in = fcntl(in, F_DUPFD, 100)) < 0 || (out = fcntl(out, F_DUPFD, 101)) < 0 ||
+        dup2(in, 0) < 0 || dup2(out, 1) < 0)
+        _exit(1);
+    close_range(2, ~0U, 0);
+    sbx_termfilter_init(&tf);
+    for (;;) {
+        ssize_t n = read(0, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        strbuf_reset(&q);
+        sbx_termfilter_feed(&tf, buf, (size_t)n, &q);
+        /* a terminal that went away: keep reading, so that the writers never block */
+        if (!dead && q.len && write_full(1, q.buf, q.len) < 0)
+            dead = true;
+    }
+    _exit(0);
+}
+
+/* Puts the pipes and relays in place; r->saved[] says what to put back. */
+static int relay_start(host_relay *r, sbx_err *err)
+{
+    bool tty1 = isatty(1), tty2 = isatty(2);
+    bool one = tty1 && tty2 && same_terminal(1, 2);
+
+    r->saved[0] = r->saved[1] = r->saved[2] = -1;
+    r->npids = 0;
+    if (!tty1 && !tty2)
+        return 0;
+    fflush(stdout);
+    fflush(stderr);
+    for (int fd = 1; fd <= 2; fd++) {
+        int pfd[2];
+        pid_t pid;
+
+        if (!(fd == 1 ? tty1 : tty2) || (fd == 2 && one))
+            continue;
+        if (pipe2(pfd, O_CLOEXEC) < 0)
+            return sbx_errno(err, "pipe");
+        pid = fork();
+        if (pid < 0) {
+            close(pfd[0]);
+            close(pfd[1]);
+            return sbx_errno(err, "fork");
+        }
+        if (pid == 0) {
+            close(pfd[1]);
+            relay_main(pfd[0], fd);
+        }
+        r->pids[r->npids++] = pid;
+        close(pfd[0]);
+        /* the terminal itself stays out of reach of the part's processes (CLOEXEC) */
+        r->saved[fd] = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (one)
+            r->saved[2] = fcntl(2, F_DUPFD_CLOEXEC, 3);
+        if (r->saved[fd] < 0 || (one && r->saved[2] < 0) || dup2(pfd[1], fd) < 0 ||
+            (one && dup2(pfd[1], 2) < 0)) {
+            close(pfd[1]);
+            return sbx_errno(err, "dup2");
+        }
+        close(pfd[1]);
+    }
+    return 0;
+}
+
+/* Puts sbxsh's own fds back and waits for the relays to have written
+ * everything (so that what comes next is in order after it). */
+static int relay_finish(host_relay *r, sbx_err *err)
+{
+    int ret = 0;
+
+    fflush(stdout);
+    fflush(stderr);
+    for (int fd = 1; fd <= 2; fd++) {
+        if (r->saved[fd] < 0)
+            continue;
+        if (dup2(r->saved[fd], fd) < 0 && ret == 0)
+            ret = sbx_errno(err, "dup2");
+        close(r->saved[fd]);
+        r->saved[fd] = -1;
+    }
+    for (int i = 0; i < r->npids; i++)
+        while (waitpid(r->pids[i], NULL, 0) < 0 && errno == EINTR)
+            ;
+    r->npids = 0;
+    return ret;
+}
+
+/* A lone `cd` prints nothing: no relay for it. */
+static bool part_is_cd(const sh_pipeline *pl)
+{
+    strbuf name = STRBUF_INIT;
+    bool cd = pl->cmds && !pl->cmds->next && pl->cmds->kind == SH_SIMPLE && pl->cmds->words &&
+              sh_word_static_value(pl->cmds->words, &name) && !strcmp(name.buf, "cd");
+    strbuf_release(&name);
+    return cd;
+}
+
 /* ---- running a routed list ---------------------------------------------------------- */
 
 /* The last argument of a single host command, which becomes bash's $_
@@ -524,7 +667,19 @@ static int run_parts(line_exec *x, const sh_parse *p, route_plan *plan, unsigned
                 ro.xtrace = x->ps4 && !strpbrk(x->ps4, "$`\\") ? x->ps4 : "+ ";
             if (line_base)
                 ro.line = line_base - 1 + route_line_of(p, parts[i].span.start);
-            rc = route_run_host(p, parts[i].pipe, &ctx, &ro, &status, &newcwd, err);
+            if (part_is_cd(parts[i].pipe)) {
+                rc = route_run_host(p, parts[i].pipe, &ctx, &ro, &status, &newcwd, err);
+            } else {
+                host_relay relay;
+                sbx_err rerr;
+                rc = relay_start(&relay, err);
+                if (rc == 0)
+                    rc = route_run_host(p, parts[i].pipe, &ctx, &ro, &status, &newcwd, err);
+                if (relay_finish(&relay, &rerr) < 0 && rc >= 0) {
+                    *err = rerr;
+                    rc = -1;
+                }
+            }
             if (rc < 0) {
                 strbuf_release(&newcwd);
                 return -1;

@@ -6,12 +6,15 @@
 #include "router/rules.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/openat2.h>
 
 bool path_within(const char *path, const char *dir)
 {
@@ -129,6 +132,97 @@ int route_walk(const char *base, const char *path, unsigned flags, strbuf *out, 
     }
     *exists = !missing;
     return 0;
+}
+
+int route_code_dir_of(const route_ctx *ctx, const char *abs)
+{
+    int best = -1;
+    size_t best_len = 0;
+
+    for (size_t i = 0; i < ctx->n_code_dirs; i++) {
+        size_t n = strlen(ctx->code_dirs[i]);
+        if (path_within(abs, ctx->code_dirs[i]) && (best < 0 || n > best_len)) {
+            best = (int)i;
+            best_len = n;
+        }
+    }
+    return best;
+}
+
+int route_open_code_dir(const route_ctx *ctx, int which)
+{
+    /* The code directory itself and the directories above it are the host's:
+     * the pull only ever writes beneath it. */
+    return open(ctx->code_dirs[which], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* Opens rel (components separated by '/', none of them "." or "..") beneath
+ * dfd, refusing symlinks: openat2 where the kernel has it, else one
+ * component at a time with O_NOFOLLOW. */
+static int open_beneath(int dfd, const char *rel)
+{
+    struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                            .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+                                       RESOLVE_NO_MAGICLINKS };
+    char comp[NAME_MAX + 1];
+    int fd, cur;
+    long r;
+
+    if (!*rel)
+        return fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+    r = syscall(SYS_openat2, dfd, rel, &how, sizeof(how));
+    if (r >= 0 || (errno != ENOSYS && errno != EPERM))
+        return (int)r;
+    cur = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+    while (cur >= 0 && *rel) {
+        size_t n = strcspn(rel, "/");
+        if (n == 0 || n > NAME_MAX) {
+            rel += n ? n : 1;
+            if (n > NAME_MAX) {
+                close(cur);
+                errno = ENAMETOOLONG;
+                return -1;
+            }
+            continue;
+        }
+        memcpy(comp, rel, n);
+        comp[n] = '\0';
+        rel += n;
+        fd = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        close(cur);
+        cur = fd;
+    }
+    return cur;
+}
+
+int route_open_dir(const route_ctx *ctx, const char *abs, int *which, const char **why)
+{
+    int root, fd, i = route_code_dir_of(ctx, abs);
+    const char *rel;
+
+    if (i < 0) {
+        *why = "outside the code directories";
+        return -1;
+    }
+    rel = abs + strlen(ctx->code_dirs[i]);
+    while (*rel == '/')
+        rel++;
+    if ((root = route_open_code_dir(ctx, i)) < 0) {
+        *why = "the code directory cannot be opened";
+        return -1;
+    }
+    fd = open_beneath(root, rel);
+    close(root);
+    if (fd < 0) {
+        *why = errno == ELOOP || errno == EXDEV ? "goes through a symbolic link (it changed)"
+               : errno == ENOENT ? "no such directory (it changed)"
+               : errno == ENOTDIR ? "not a directory (it changed)"
+               : "cannot be opened";
+        return -1;
+    }
+    if (which)
+        *which = i;
+    return fd;
 }
 
 int route_find_program(const route_ctx *ctx, const char *name, strbuf *out, const char **why)

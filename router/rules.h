@@ -38,10 +38,25 @@ typedef struct rcmd {
     bool pipe_stderr;          /* followed by |& */
     uint32_t line_off;         /* bash numbers a command's messages with the line this
                                   offset is on (see command_line_off()) */
-    /* RC_GIT */
-    char *git_cwd;             /* where git works after its -C options */
+    /* RC_GIT: where git works, resolved once and held (router/README.md, "Where host git
+     * runs"). The -C options are not passed on: git starts in git_cwd_fd instead. */
+    char *git_cwd;             /* where git works after its -C options (for messages) */
+    int git_cwd_fd;            /* ... held: O_PATH, opened beneath the code directory */
+    int git_top_fd;            /* the code directory whose repository git uses */
+    int git_dir_fd;            /* its own .git directory (-1 for a clone outside a repo) */
+    const char *git_top;       /* its path (borrowed from the context) */
+    char *git_dir;             /* "<git_top>/.git": GIT_DIR (NULL for clone) */
+    char *git_ceiling;         /* GIT_CEILING_DIRECTORIES: the code directory's parent */
+    strvec git_args;           /* what git gets after the safety options: argv[1..]
+                                  without -C, local repository operands rewritten */
+    char *clone_target;        /* clone: the absolute directory it makes (must not exist) */
     int git_sub;               /* which subcommand (git.c's enum) */
+    int clone_arg;             /* clone: the target's index in git_args, or -1 (none
+                                  given: git derives it from the URL) */
     const char *git_remote;    /* the repository operand as given, or NULL */
+    strvec git_nicks;          /* operands that are bare words naming nothing on disk: each
+                                  must be a configured remote (else git takes it for a
+                                  path, which the sandbox could create meanwhile) */
 } rcmd;
 
 typedef struct rpipe {
@@ -77,6 +92,18 @@ enum {
 int route_walk(const char *base, const char *path, unsigned flags, strbuf *out, bool *exists,
                const char **why);
 
+/* The code directory abs lies in (the innermost), or -1. */
+int route_code_dir_of(const route_ctx *ctx, const char *abs);
+/* An O_PATH fd of code directory `which`, or -1. */
+int route_open_code_dir(const route_ctx *ctx, int which);
+/* Opens abs (absolute, normalized, as route_walk gives it) as an
+ * O_PATH|O_DIRECTORY fd beneath the code directory it lies in, with no
+ * symlink on the way (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS from the
+ * code directory's own fd): what a host part then works from, whatever
+ * happens to the name. *which (if not NULL) gets the code directory's index.
+ * Returns the fd, or -1 with *why. */
+int route_open_dir(const route_ctx *ctx, const char *abs, int *which, const char **why);
+
 /* bash's PATH search for name over ctx->path, skipping relative entries and
  * any file that is (or resolves to) inside the code directories or sync
  * paths. Returns 0 with the absolute path in out, or -1 with *why. */
@@ -95,16 +122,11 @@ extern const char *const git_sub_names[];
  * c->git_cwd, git_sub and git_remote. Returns 0, or -1 with why. */
 int route_check_git(const route_ctx *ctx, rcmd *c, strbuf *why);
 
-/* Whether a repository operand (URL, path or remote name) is safe for the
- * host to use from cwd; push forbids local repositories altogether.
- * Returns 0, or -1 with why. */
-int route_check_repo(const route_ctx *ctx, const char *cwd, const char *repo, bool push,
-                     strbuf *why);
-
 /* A URL the repository's configuration gives a remote (as `git remote -v`
- * prints it): refused when it is a local repository the sandbox can write
- * (push: any; fetch: a bare repository, a symlink, a foreign gitfile). */
-int route_check_configured_url(const route_ctx *ctx, const char *cwd, const char *url, bool push,
+ * prints it), for the repository c pins: a local path inside the code
+ * directories or sync paths (or resolving there) must be the repository
+ * itself, and never for push. Returns 0, or -1 with why. */
+int route_check_configured_url(const route_ctx *ctx, const rcmd *c, const char *url,
                                strbuf *why);
 
 /* ---- filters (filters.c) ------------------------------------------------------ */

@@ -19,7 +19,12 @@ done
 
 run_case() { # DIR SCRIPT OUTPREFIX ref|sbxsh
     local dir=$1 script=$2 out=$3
-    rm -rf "$dir"; mkdir -p "$dir"
+    if [ "$dir" = "$CODE" ]; then
+        # the code directory itself stays (the session holds it); its contents go
+        find "$dir" -mindepth 1 -maxdepth 1 -exec rm -rf {} +
+    else
+        rm -rf "$dir"; mkdir -p "$dir"
+    fi
     if [ -n "$setup" ]; then
         (cd "$dir" && REMOTE=$GITBASE/case.git GITROOT=$GITROOT bash -e -c "$setup") \
             >/dev/null 2>&1 || echo "setup failed" >"$out.setup"
@@ -71,7 +76,9 @@ for rt in $runtimes; do
         fi
         name="$rt: $(cat "$f")"
         script=$(cat "$id.sh" 2>/dev/null)
-        dir=$CODE/case
+        # Host git runs only in a code directory's own repository (router/README.md,
+        # "Where host git runs"): the mixed cases' repository is the code directory.
+        if [ -n "$setup" ]; then dir=$CODE; else dir=$CODE/case; fi
         run_case "$dir" "$script" "$id.bash" ref
         run_case "$dir" "$script" "$id.sbx" sbxsh
         bad=

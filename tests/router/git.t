@@ -1,7 +1,7 @@
 #!/bin/bash
 # Real git through the host runner: push, fetch, pull, clone and ls-remote
 # against a bare repository served by `git daemon` on loopback, and a
-# file:// repository inside the code directory. Checks exit statuses, pipes
+# the repository itself as a local remote (file://, `.`). Checks exit statuses, pipes
 # into filters, >/dev/null, that a planted `git` never runs, and that hooks
 # and remotes the sandbox could have written are not used.
 . "$(dirname "$0")/../lib/tap.sh"
@@ -67,9 +67,12 @@ is "$st" 0 "status of the last command of a pipeline"
 like "$out" "fatal" "2>&1 | head shows git's error"
 run -o pipefail 'git ls-remote git://127.0.0.1:1/nope.git 2>/dev/null | wc -l' >/dev/null
 is $? 128 "pipefail takes git's status"
-out=$(run 'git ls-remote file://'"$CODE"'/vendor/lib | cut -f2'); st=$?
-is "$st" 0 "ls-remote file:// inside the code directory"
-like "$out" "refs/heads/main" "file:// repository's refs"
+out=$(run 'git ls-remote file://'"$CODE"'/.git | cut -f2'); st=$?
+is "$st" 0 "ls-remote file:// of the repository itself"
+like "$out" "refs/heads/main" "its refs"
+out=$(run 'git ls-remote file://'"$CODE"'/vendor/lib' 2>&1); st=$?
+is "$st" 125 "ls-remote file:// of another repository inside the code directory: sandbox"
+like "$out" "other than this one" "with the reason"
 
 # ---- fetch ---------------------------------------------------------------------------
 (cd "$T/seed" && echo two >> f && git commit -qam two && git push -q "$URL" main)
@@ -77,12 +80,25 @@ out=$(run 'git fetch origin >/dev/null' 2>/dev/null); st=$?
 is "$st" 0 "fetch origin >/dev/null exits 0"
 is "$out" "" ">/dev/null: no output"
 is "$(git rev-parse origin/main)" "$(git -C "$T/seed" rev-parse HEAD)" "fetch updated origin/main"
-run 'git fetch nosuchremote' 2>/dev/null; is $? 128 "fetch of an unknown remote: 128"
+out=$(run 'git fetch nosuchremote' 2>&1); st=$?
+is "$st" 125 "fetch of a name that is no remote and nothing on disk: sandbox"
+like "$out" "not a configured remote" "(git would take it for a path the sandbox can create)"
 out=$(run 'GIT_TRACE=1 git fetch origin 2>&1 >/dev/null | grep -c trace:'); st=$?
 isnt "$out" 0 "GIT_TRACE=1 prefix reaches git"
-out=$(run 'git fetch file://'"$CODE"'/vendor/lib main 2>&1'); st=$?
-is "$st" 0 "fetch file:// inside the code directory"
-is "$(git rev-parse FETCH_HEAD)" "$(git -C vendor/lib rev-parse HEAD)" "FETCH_HEAD is the nested repository's"
+out=$(run 'git fetch file://'"$CODE"'/vendor/lib main' 2>&1); st=$?
+is "$st" 125 "fetch file:// of a nested repository: sandbox"
+out=$(run 'git fetch -q . main:refs/heads/copy 2>&1'); st=$?
+is "$st" 0 "fetch from . (the repository itself)"
+is "$(git rev-parse copy)" "$(git rev-parse main)" "the local fetch made the branch"
+out=$(run 'git -C sub fetch -q .git main:refs/heads/copy2 2>&1'); st=$?
+is "$st" 0 "git -C sub fetch .git: the repository's own .git, from the top level as git reads it"
+is "$(git rev-parse copy2)" "$(git rev-parse main)" "that fetch made the branch too"
+out=$(run 'git -C vendor/lib fetch' 2>&1); st=$?
+is "$st" 125 "git -C into a nested repository: sandbox"
+like "$out" "nested repository" "with the reason"
+out=$(run 'cd .git && git fetch' 2>&1); st=$?
+is "$st" 125 "cd .git && git fetch: sandbox"
+like "$out" "inside the repository's .git" "with the reason"
 
 # ---- pull ----------------------------------------------------------------------------
 (cd "$T/seed" && echo three >> f && git commit -qam three && git push -q "$URL" main)
@@ -112,10 +128,15 @@ is $? 0 "fetch && push --force-with-lease"
 out=$(run "git clone -q $URL cloned"); st=$?
 is "$st" 0 "clone over git:// into the code directory"
 ok "the clone has a work tree" test -f cloned/f
-out=$(run 'git clone -q file://'"$CODE"'/vendor/lib libcopy'); st=$?
-is "$st" 0 "clone file:// inside the code directory"
-ok "the file:// clone has the file" test -f libcopy/l
-run "git clone -q $URL cloned" 2>/dev/null; is $? 128 "clone into an existing directory: 128"
+out=$(run 'git clone -q file://'"$CODE"'/vendor/lib libcopy' 2>&1); st=$?
+is "$st" 125 "clone file:// of a nested repository: sandbox"
+ok "nothing was cloned" test ! -e libcopy
+out=$(run 'git clone -q . new/dirs/selfcopy'); st=$?
+is "$st" 0 "clone of the repository itself into new directories"
+ok "the clone has the file" test -f new/dirs/selfcopy/f
+out=$(run "git clone -q $URL cloned" 2>&1); st=$?
+is "$st" 125 "clone into an existing directory: sandbox"
+like "$out" "already exists" "with the reason"
 out=$(run "git clone $URL /tmp/outside-$$" 2>&1); st=$?
 is "$st" 125 "clone outside the code directory is the sandbox's"
 like "$out" "outside the code directories" "with the reason"
@@ -149,6 +170,8 @@ is "$st" 125 "push to a remote that is a bare repository in the code directory: 
 like "$out" "hooks the sandbox can change" "with the reason"
 out=$(run 'git fetch inside' 2>&1); st=$?
 is "$st" 125 "fetch from it: sandbox"
+out=$(run 'git fetch --multiple origin inside' 2>&1); st=$?
+is "$st" 125 "fetch --multiple with it as the second remote: sandbox"
 git remote remove inside
 out=$(run 'git push --receive-pack=/bin/false origin HEAD' 2>&1); is $? 125 "--receive-pack: sandbox"
 out=$(run "git fetch --upload-pa=/bin/false origin" 2>&1); is $? 125 "abbreviated --upload-pack: sandbox"

@@ -71,7 +71,7 @@ printf '%d\n' bad |& grep -c invalid
 ! printf 'x\n'
 echo x | grep y; echo after
 echo x | grep y || echo not-found
-cd sub && git ls-remote .. | wc -l
+cd sub && git ls-remote . | wc -l
 cd sub/deeper && cd ../.. && git ls-remote . | cut -c1-3
 LINES
 compare 'printf "x\n" | grep -q y | wc -l' -o pipefail

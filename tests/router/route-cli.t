@@ -46,7 +46,11 @@ out=$(AGENT_SANDBOX_CODE_DIRS=$CODE/sub "$SBXSH" --route -c 'git push')
 like "$out" "^sandbox	git push: the directory is outside the code directories" \
     "AGENT_SANDBOX_CODE_DIRS decides the code directories"
 out=$(cd sub && AGENT_SANDBOX_CODE_DIRS=$CODE/sub "$SBXSH" --route -c 'git push')
-like "$out" "^host	" "and a directory inside them is fine"
+like "$out" "^sandbox	git push: not in a git repository" \
+    "a code directory without its own .git: host git would look above it, so the sandbox's"
+git init -q own
+out=$(cd own && AGENT_SANDBOX_CODE_DIRS=$CODE/own "$SBXSH" --route -c 'git push')
+like "$out" "^host	" "a code directory that is a repository's top level is fine"
 
 printf 'git fetch\nrm -rf x\n' > script.sh
 out=$("$SBXSH" --route script.sh)

@@ -14,6 +14,8 @@
  *     gitfile-dir/.git   a gitfile (the host's)
  *     foreign-gitfile    a gitfile under another name
  *     x.bundle       a file
+ *     planted/refs/fake/   shaped like a repository (HEAD, objects/, refs/), as a
+ *                    sandbox plants one under .git/refs
  *   out/repo, outside-repo   repositories outside the code directory
  *   home/            HOME
  */
@@ -67,7 +69,9 @@ static void make_fixture(void)
        "printf '#!/bin/sh\\necho planted\\n' > bin/git && chmod +x bin/git && "
        "git init -q --bare bare.git && git init -q --bare bare && git init -q other && "
        "mkdir gitfile-dir && echo 'gitdir: /etc' > gitfile-dir/.git && "
-       "echo 'gitdir: /etc/x' > foreign-gitfile && echo '# v2 git bundle' > x.bundle",
+       "echo 'gitdir: /etc/x' > foreign-gitfile && echo '# v2 git bundle' > x.bundle && "
+       "mkdir -p planted/refs/fake/objects planted/refs/fake/refs && "
+       "echo 'ref: refs/heads/main' > planted/refs/fake/HEAD",
        top);
 }
 
