@@ -7,12 +7,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pty.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 /*
@@ -475,7 +478,7 @@ SBX_NORETURN static void relay_main(int in, int out)
         ssize_t n = read(0, buf, sizeof(buf));
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0)
+        if (n <= 0)     /* EOF of a pipe, EIO of a pty whose last writer is gone */
             break;
         strbuf_reset(&q);
         sbx_termfilter_feed(&tf, buf, (size_t)n, &q);
@@ -484,6 +487,31 @@ SBX_NORETURN static void relay_main(int in, int out)
             dead = true;
     }
     _exit(0);
+}
+
+/* pfd[0]: the master (the relay reads it), pfd[1]: the slave the part writes to, at
+ * the terminal's size, with output passed through as is. */
+static int open_relay_pty(int term_fd, int pfd[2])
+{
+    struct winsize ws;
+    struct termios tio;
+    int m, s;
+
+    if (openpty(&m, &s, NULL, NULL, ioctl(term_fd, TIOCGWINSZ, &ws) == 0 ? &ws : NULL) < 0)
+        return -1;
+    if (tcgetattr(s, &tio) == 0) {
+        tio.c_oflag &= (tcflag_t)~OPOST;
+        tio.c_lflag &= (tcflag_t)~(ECHO | ICANON | ISIG);
+        tcsetattr(s, TCSANOW, &tio);
+    }
+    if (fcntl(m, F_SETFD, FD_CLOEXEC) < 0 || fcntl(s, F_SETFD, FD_CLOEXEC) < 0) {
+        close(m);
+        close(s);
+        return -1;
+    }
+    pfd[0] = m;
+    pfd[1] = s;
+    return 0;
 }
 
 /* Puts the pipes and relays in place; r->saved[] says what to put back. */
@@ -504,7 +532,10 @@ static int relay_start(host_relay *r, sbx_err *err)
 
         if (!(fd == 1 ? tty1 : tty2) || (fd == 2 && one))
             continue;
-        if (pipe2(pfd, O_CLOEXEC) < 0)
+        /* A pseudo-terminal where the kernel has one, so that git still sees a terminal
+         * (colours, progress meters) while every byte passes the filter; its output
+         * processing is off, the real terminal does its own. Else a pipe. */
+        if (open_relay_pty(fd, pfd) < 0 && pipe2(pfd, O_CLOEXEC) < 0)
             return sbx_errno(err, "pipe");
         pid = fork();
         if (pid < 0) {
