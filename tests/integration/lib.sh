@@ -50,15 +50,21 @@ end_session() {
 
 # ref_bash SCRIPT: what `sbxsh -c SCRIPT` must reproduce, run by the host's
 # bash with the sandbox's environment and sbxsh's name as $0.
-ref_bash() {
-    local carried=() v
-    # The terminal and locale variables sbxsh carries (local/session.c: sbx_sandbox_env).
+# carried_env: sets CARRIED to the terminal and locale variables sbxsh carries into the
+# sandbox (local/session.c: sbx_sandbox_env), as NAME=VALUE words.
+carried_env() {
+    local v
+    CARRIED=()
     for v in $(compgen -e); do
         case $v in
-        TERM|COLORTERM|NO_COLOR|FORCE_COLOR|CLICOLOR|LANG|LANGUAGE|LC_*|TZ) carried+=("$v=${!v}") ;;
+        TERM|COLORTERM|NO_COLOR|FORCE_COLOR|CLICOLOR|LANG|LANGUAGE|LC_*|TZ) CARRIED+=("$v=${!v}") ;;
         esac
     done
-    env -i PATH="$SANDBOX_PATH" HOME="$HOME" "${carried[@]}" bash -c 'exec -a sbxsh bash -c "$1"' _ "$1"
+}
+
+ref_bash() {
+    carried_env
+    env -i PATH="$SANDBOX_PATH" HOME="$HOME" "${CARRIED[@]}" bash -c 'exec -a sbxsh bash -c "$1"' _ "$1"
 }
 
 # tree_listing DIR [PRUNE...]: type, exec bit, size, content hash and link

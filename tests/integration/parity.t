@@ -32,7 +32,8 @@ run_case() { # DIR SCRIPT OUTPREFIX ref|sbxsh
     if [ "$4" = ref ]; then
         # what `sbxsh -c` must reproduce: the host's bash with the sandbox's
         # environment and sbxsh's name as $0
-        (cd "$dir" && timeout 60 env -i PATH="$SANDBOX_PATH" HOME="$HOME" \
+        carried_env
+        (cd "$dir" && timeout 60 env -i PATH="$SANDBOX_PATH" HOME="$HOME" "${CARRIED[@]}" \
             bash -c 'exec -a sbxsh bash -c "$1"' _ "$script" </dev/null >"$out.out" 2>"$out.err"
          echo $? >"$out.rc") 2>/dev/null # not bash's "Terminated" job notice
     else
