@@ -426,12 +426,13 @@ static bool state_alive(pid_t pid, uint64_t starttime)
 /* Host tasks a runsc sandbox may have: the Sentry, the gofer and, under the
  * ptrace platform, a stub process per process inside with a thread per
  * Sentry thread that ran it (measured here: 96 sleeping processes inside,
- * 1127 host tasks), capped at half the host's pid space so that even the
+ * 1127 host tasks; a fork bomb held at 100 by RLIMIT_NPROC peaked at 2833 while
+ * bash retried its forks), capped at half the host's pid space so that even the
  * backstop leaves the host room. Reaching it kills the sandbox (the Sentry
  * panics), not the host. */
 static unsigned long long runsc_host_pids(unsigned pids_max)
 {
-    unsigned long long n = 16ULL * pids_max + 512, pid_max = 32768;
+    unsigned long long n = 48ULL * pids_max + 1024, pid_max = 32768;
     char *text = NULL;
     size_t len;
     if (read_file("/proc/sys/kernel/pid_max", 64, &text, &len, NULL) == 0)
