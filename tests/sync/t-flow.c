@@ -3,12 +3,16 @@
  * process (--root-prefix) on a socketpair or pipes. Every round has a bound: a lost wake-up
  * fails the test instead of hanging it.
  *
- * The socketpair's buffers are made as big as the kernel allows (SO_SNDBUFFORCE as root,
+ * One socketpair's buffers are made as big as the kernel allows (SO_SNDBUFFORCE as root,
  * else SO_SNDBUF up to wmem_max), so that one write() takes the agent's whole output buffer
  * (1 MiB) at once. That is what a fast reader on the other core does some of the time; with
  * the big buffer it happens every time, so a loop that sleeps once its buffer is empty while
  * a delta is still being sent stalls deterministically (issue 9: a pulled 8 MB file stopped
  * at a few MiB for good, a 1-2 MB file took 5 s, the agent's poll timeout when dirty).
+ * Another has the smallest buffers the kernel gives, so that every write is partial and its
+ * rest waits for POLLOUT; pipes are the third transport. Output is consumed three ways (see
+ * on_output), so credits are granted inside the dispatch, by auto_credit, and from outside
+ * any callback while the agent may or may not be waiting for them.
  */
 #include "sync/conn.h"
 #include "tests/lib/tap.h"
@@ -26,6 +30,7 @@ typedef struct fchan {
     sync_exit_status st;
     uint64_t out_bytes[3];
     uint64_t out_hash[3];   /* FNV-1a of each output fd's bytes */
+    uint64_t owed[3];       /* consumed, to be credited from outside the callbacks */
     const char *in;         /* stdin content, NULL for none */
     size_t in_len, in_off;
     bool in_eof;
@@ -37,7 +42,7 @@ typedef struct flow {
     sync_conn *conn;
     pid_t agent;
     int rfd, wfd;
-    bool socket;
+    enum transport { BIG_SOCKET, SMALL_SOCKET, PIPES } how;
     int sndbuf;             /* the agent's send buffer as the kernel reports it */
     fchan ch[MAX_CHANS];
     uint32_t next_chan;
@@ -72,9 +77,14 @@ static void on_output(void *ctx, uint32_t chan, int fd, const void *buf, size_t 
         return;
     c->out_bytes[fd] += len;
     c->out_hash[fd] = fnv(c->out_hash[fd], buf, len);
-    /* odd channels credit here; even ones run with auto_credit */
-    if (chan % 2)
+    /* Three ways of consuming: channels 1, 4, 7... credit here, inside the connection's
+     * dispatch; 2, 5, 8... run with auto_credit; 3, 6, 9... credit later from the poll
+     * loop, outside any callback, as the holder does when its client says it wrote the
+     * bytes (a grant that arrives while the agent is not waiting for one). */
+    if (chan % 3 == 1)
         sync_conn_credit(f->conn, chan, fd, len);
+    else if (chan % 3 == 0)
+        c->owed[fd] += len;
 }
 
 static void feed(flow *f, fchan *c)
@@ -126,10 +136,11 @@ static const sync_conn_ops ops = { .output = on_output, .writable = on_writable,
                                    .exit = on_exit_cb, .warning = on_warning,
                                    .error = on_error };
 
-/* The biggest send buffer the kernel gives us (root may force one past wmem_max). */
-static int big_sndbuf(int fd)
+/* Sets the send buffer as near want as the kernel allows (root may force one past
+ * wmem_max; the kernel's minimum is a few KiB) and returns what it gave. */
+static int set_sndbuf(int fd, int want)
 {
-    int want = 16 << 20, got = 0;
+    int got = 0;
     socklen_t len = sizeof(got);
     if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &want, sizeof(want)) < 0)
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof(want));
@@ -140,12 +151,15 @@ static int big_sndbuf(int fd)
 static void start_agent(flow *f)
 {
     int to[2], from[2];
-    if (f->socket) {
+    if (f->how != PIPES) {
+        /* big: one write() takes the agent's whole buffer; small: every write() is
+         * partial and the rest waits for POLLOUT */
+        int want = f->how == BIG_SOCKET ? 16 << 20 : 1;
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
             exit(1);
-        f->sndbuf = big_sndbuf(sv[1]);
-        big_sndbuf(sv[0]);
+        f->sndbuf = set_sndbuf(sv[1], want);
+        set_sndbuf(sv[0], want);
         to[0] = from[1] = sv[1];
         to[1] = from[0] = sv[0];
     } else if (pipe2(to, O_CLOEXEC) < 0 || pipe2(from, O_CLOEXEC) < 0) {
@@ -160,13 +174,13 @@ static void start_agent(flow *f)
         _exit(127);
     }
     close(to[0]);
-    if (!f->socket)
+    if (f->how == PIPES)
         close(from[1]);
     f->rfd = from[0];
     f->wfd = to[1];
 }
 
-static void flow_open(flow *f, const char *tag, bool socket)
+static void flow_open(flow *f, const char *tag, enum transport how)
 {
     sbx_err err;
     const char *dirs[2];
@@ -174,7 +188,7 @@ static void flow_open(flow *f, const char *tag, bool socket)
     memset(f, 0, sizeof(*f));
     strbuf_init(&f->errors, 0);
     strbuf_init(&f->warnings, 0);
-    f->socket = socket;
+    f->how = how;
     f->next_chan = 1;
     f->tmp = st_tmpdir(tag);
     f->code = xasprintf("%s/host/code", f->tmp);
@@ -234,7 +248,7 @@ static fchan *start(flow *f, const char *cmd, const char *input, size_t input_le
     c->in = input;
     c->in_len = input_len;
     sync_run_req req = { .exe = "bash", .argv = argv, .env = env, .cwd = f->code, .fds = fds,
-                         .nfds = 3, .auto_credit = c->id % 2 == 0 };
+                         .nfds = 3, .auto_credit = c->id % 3 == 2 };
     if (sync_conn_run(f->conn, c->id, &req, &err) < 0) {
         diag("run failed: %s", err.msg);
         c->done = true;
@@ -267,6 +281,12 @@ static bool drive(flow *f, int bound_ms)
             return false;
         if (sync_conn_handle_events(f->conn, pfd, n) < 0)
             break;
+        for (size_t i = 0; i < MAX_CHANS; i++)
+            for (int fd = 0; fd < 3; fd++)
+                if (f->ch[i].used && f->ch[i].owed[fd]) {
+                    sync_conn_credit(f->conn, f->ch[i].id, fd, f->ch[i].owed[fd]);
+                    f->ch[i].owed[fd] = 0;
+                }
     }
     return all_done(f) && !f->errors.len;
 }
@@ -296,9 +316,12 @@ static bool pulls(flow *f, const char *how)
         bool in_time = drive(f, BOUND_MS);
         ok(in_time, "%s: a command writing a %zu-byte file finishes within the bound", how,
            sizes[i]);
-        if (!in_time)
-            diag("stalled: the host has %lld of the file's bytes (errors: %s)",
-                 stat(h, &st) == 0 ? (long long)st.st_size : -1LL, f->errors.buf);
+        if (!in_time) {
+            diag("stalled; the file on the host: %lld bytes; staged so far:",
+                 stat(h, &st) == 0 ? (long long)st.st_size : -1LL);
+            st_sh("cd '%s' && find . -path './.sbx-stage-*' -type f -printf '#   %%p %%s\n'",
+                  f->code);
+        }
         ok(c->done && c->st.kind == SYNC_EXITED && c->st.code == 0 && same_file(h, s),
            "%s: ... and the host has the sandbox's %zu bytes", how, sizes[i]);
         release_chans(f);
@@ -369,13 +392,15 @@ static void parallel(flow *f, const char *how)
     free(input);
 }
 
-static void suite(bool socket)
+static void suite(enum transport t)
 {
+    static const char *const names[] = { "big socket", "small socket", "pipes" };
+    static const char *const tags[] = { "flow-big", "flow-small", "flow-pipe" };
+    const char *how = names[t];
     flow f;
-    const char *how = socket ? "socket" : "pipes";
-    flow_open(&f, socket ? "flow-sock" : "flow-pipe", socket);
-    if (socket)
-        diag("the agent's socket send buffer: %d bytes", f.sndbuf);
+    flow_open(&f, tags[t], t);
+    if (t != PIPES)
+        diag("%s: the agent's send buffer is %d bytes", how, f.sndbuf);
     if (pulls(&f, how) && !f.errors.len) {
         pushes(&f, how);
         parallel(&f, how);
@@ -387,7 +412,8 @@ static void suite(bool socket)
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
-    suite(true);
-    suite(false);
+    suite(BIG_SOCKET);
+    suite(SMALL_SOCKET);
+    suite(PIPES);
     return done_testing();
 }
