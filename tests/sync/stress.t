@@ -2,7 +2,7 @@
 # Sync under load, end to end through sbxsh on each runtime: four clients of one session at
 # once, each running commands that write files from 0 bytes to 64 MiB in the sandbox,
 # delete their older ones, read files the host just wrote (and not the ones it just
-# deleted), and stream files back as output. Every command runs under `timeout`, so a
+# deleted), read their stdin, and stream files back as output. Every command runs under `timeout`, so a
 # stalled sync (issue 9: a pull stopped at a few MiB until another command's frame woke
 # the agent) fails here instead of hanging; every byte is checked by checksum, the sandbox's
 # (sha256sum run in it) against the host's, and at the end the two trees are compared file
@@ -59,6 +59,16 @@ gone"
             bytes=$((bytes + $(stat -c %s "s$k/f$((i - 1))")))
             [ "$rc" = 0 ] && [ "$out" = "$(sha256sum <"s$k/f$((i - 1))")" ] ||
                 echo "$rt client $k round $i: cat of s$k/f$((i - 1)) gave exit $rc, sha $out" >>"$fail"
+        fi
+        if [ $((i % 4)) = 1 ]; then
+            # stdin through the input windows: what the sandbox reads is what we sent
+            head -c "$sz" /dev/urandom >"$SBX_TEST_TMP/in.$k"
+            out=$(timeout -k 5 $BOUND "$SBXSH" -c "sha256sum" <"$SBX_TEST_TMP/in.$k")
+            rc=$?
+            cmds=$((cmds + 1))
+            bytes=$((bytes + sz))
+            [ "$rc" = 0 ] && [ "$out" = "$(sha256sum <"$SBX_TEST_TMP/in.$k")" ] ||
+                echo "$rt client $k round $i: $sz bytes of stdin gave exit $rc, sha $out" >>"$fail"
         fi
     done
     echo "$cmds $bytes" >"$SBX_TEST_TMP/count.$k"
