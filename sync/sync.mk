@@ -20,3 +20,13 @@ fuzz-wire: build-fuzz/fuzz-wire
 	$(call fuzz_run,wire,65536)
 fuzz: fuzz-wire
 .PHONY: fuzz-wire
+
+# The host's flow control (windows, credits, writable) against a simulated agent whose
+# steps the fuzz input chooses; checks that nothing stalls once everything is consumed.
+FUZZ_C += tests/fuzz/fuzz-flow.c
+build-fuzz/fuzz-flow: tests/fuzz/fuzz-flow.c sync/conn.c $(SYNC_COMMON) $(COMMON_SRCS) $(wildcard sync/*.h common/*.h)
+	$(call fuzz_link,)
+fuzz-flow: build-fuzz/fuzz-flow
+	$(call fuzz_run,flow,4096)
+fuzz: fuzz-flow
+.PHONY: fuzz-flow
