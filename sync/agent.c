@@ -783,6 +783,31 @@ static void send_finals(agent *a)
     a->nsending = 0;
 }
 
+/*
+ * The writer to the host, as a state machine. pump() turns work (a delta being sent,
+ * finals due after it, finals waiting for a round) into bytes in a->out, up to OUT_HIGH;
+ * write_host() moves bytes from a->out into the stream until it would block. Before poll()
+ * the writer is in one of two states, and each has its wake-up:
+ *   - work left (bytes buffered, or host_wants_write(): a delta or finals still to encode):
+ *     poll() waits for POLLOUT on the stream, and the top of the loop pumps and writes;
+ *   - idle: nothing to encode until an event we poll for anyway (a command's output, its
+ *     exit, a frame from the host, inotify).
+ * POLLOUT used to be armed only while bytes were buffered. When write_host() emptied the
+ * buffer in one go (the host reading on the other core as we wrote, or a socket buffer
+ * that takes 1 MiB) with a delta still in progress, nothing was buffered, nothing was polled
+ * for, and the agent slept: until the 5 s state-save timeout when dirty (a 1-2 MB file took
+ * 5.1 s), or for good once the state was saved (an 8 MB pull stopped at a few MiB until an
+ * unrelated command's frame woke the loop). "Work left" now includes the encoder's.
+ */
+static bool host_wants_write(const agent *a)
+{
+    if (a->out_fd < 0)
+        return false;
+    /* Finals waiting for a round need no POLLOUT: start_round() is blocked on an event
+     * (the host's delta to finish, the current delta to be sent) that wakes us itself. */
+    return a->out_off < a->out.len || a->tx_active || a->nsending;
+}
+
 static void pump(agent *a)
 {
     while (a->out_fd >= 0 && a->out.len - a->out_off < OUT_LOW) {
@@ -1229,7 +1254,7 @@ static int loop(agent *a)
             pfd[n++] = (struct pollfd){ .fd = a->listen_fd, .events = POLLIN };
         if (a->in_fd >= 0)
             pfd[n++] = (struct pollfd){ .fd = a->in_fd, .events = POLLIN };
-        if (a->out_fd >= 0 && a->out_off < a->out.len)
+        if (host_wants_write(a))
             pfd[n++] = (struct pollfd){ .fd = a->out_fd, .events = POLLOUT };
         if (a->tree && mf_watch_fd(a->tree) >= 0)
             pfd[n++] = (struct pollfd){ .fd = mf_watch_fd(a->tree), .events = POLLIN };
@@ -1298,9 +1323,11 @@ static int loop(agent *a)
                 continue;
             if (pfd[i].fd == a->listen_fd)
                 accept_host(a);
-            else if (pfd[i].fd == a->in_fd && a->in_fd >= 0)
+            /* A socket is both in_fd and out_fd, in two entries: tell them apart by what
+             * each waited for (the loop's top writes anyway, but say what is meant). */
+            else if (pfd[i].fd == a->in_fd && a->in_fd >= 0 && (pfd[i].events & POLLIN))
                 read_host(a);
-            else if (pfd[i].fd == a->out_fd && a->out_fd >= 0)
+            else if (pfd[i].fd == a->out_fd && a->out_fd >= 0 && (pfd[i].events & POLLOUT))
                 write_host(a);
             else if (a->tree && pfd[i].fd == mf_watch_fd(a->tree))
                 mf_drain_events(a->tree);

@@ -7,7 +7,7 @@ AGENT_SRCS += $(SYNC_COMMON) sync/agent.c
 AGENT_MAIN := sync/agent_main.c
 TEST_C += tests/sync/t-wire.c tests/sync/t-ignore.c tests/sync/t-gitpolicy.c tests/sync/t-manifest.c \
           tests/sync/t-delta.c \
-          tests/sync/t-conn.c tests/sync/t-hostile.c
+          tests/sync/t-conn.c tests/sync/t-hostile.c tests/sync/t-flow.c
 TEST_HELPERS += tests/sync/hostile-agent.c tests/sync/sync-run.c
 
 # The protocol decoder and host-side applier under libFuzzer (clang): `make fuzz` runs it
@@ -20,3 +20,13 @@ fuzz-wire: build-fuzz/fuzz-wire
 	$(call fuzz_run,wire,65536)
 fuzz: fuzz-wire
 .PHONY: fuzz-wire
+
+# The host's flow control (windows, credits, writable) against a simulated agent whose
+# steps the fuzz input chooses; checks that nothing stalls once everything is consumed.
+FUZZ_C += tests/fuzz/fuzz-flow.c
+build-fuzz/fuzz-flow: tests/fuzz/fuzz-flow.c sync/conn.c $(SYNC_COMMON) $(COMMON_SRCS) $(wildcard sync/*.h common/*.h)
+	$(call fuzz_link,)
+fuzz-flow: build-fuzz/fuzz-flow
+	$(call fuzz_run,flow,4096)
+fuzz: fuzz-flow
+.PHONY: fuzz-flow
