@@ -39,7 +39,8 @@ typedef struct achan_fd {
     uint32_t credit;      /* out: bytes we may still send */
     uint64_t drain_left;  /* out, after the exit: bytes to read before EXIT */
     bool pty;             /* the terminal's master (a tty command's output) */
-    int64_t drain_until;  /* pty, after the exit: read until EIO or this time (ns) */
+    int64_t drain_until;  /* after the exit: read until EOF/EIO or this time (ns) */
+    int64_t drain_cap;    /* after the exit: drain_until never moves past this (ns) */
     uint64_t barrier_left;/* out: bytes the pipe held when a SYNC came, to send before
                              its SYNC_DONE */
     strbuf in;            /* in: bytes for the child */
@@ -296,33 +297,33 @@ static void release_barred(agent *a)
     a->nbarred = 0;
 }
 
-/* How long a tty command's terminal is read after its exit when something
- * else (a background job) still holds it open. */
-#define PTY_DRAIN_NS (100 * 1000000LL)
+/* After the main process exits, its output is read until every writer is gone (EOF, or
+ * EIO on a pty): a process substitution (`> >(tac)`) or a background job (`echo x &`)
+ * may write after the shell has exited, and bash's caller sees those bytes. A background
+ * process that keeps the output open (a server started with `&`) must not hold the
+ * command's return, though: the drain ends after OUT_QUIET_NS without a byte, and in any
+ * case OUT_DRAIN_MAX_NS after the exit while bytes keep coming. While the host is behind
+ * (no credit), our wait is not the writer's silence: the deadline moves with it, and the
+ * cap does not apply (what the pipe holds must all arrive). The usual command has no
+ * writer left at its exit and ends at EOF at once. A pty is different too: what the child
+ * wrote last may still be on its way to the master (the kernel moves it in a worker), so
+ * FIONREAD could say 0 too early; reading until EIO covers that. */
+#define OUT_QUIET_NS (100 * 1000000LL)
+#define OUT_DRAIN_MAX_NS (2000 * 1000000LL)
 
-/* The main process is gone: note what its pipes hold now; that much goes before EXIT.
- * A pty is different: what the child wrote last may still be on its way to the
- * master (the kernel moves it in a worker), so FIONREAD can say 0 too early. It
- * is read until EIO (the last writer is gone: the usual case) or, if a
- * background job still holds the terminal, for PTY_DRAIN_NS. */
 static void chan_exited(agent *a, achan *ch, int status)
 {
+    int64_t now = mf_now_ns();
     (void)a;
     ch->status = status;
     ch->state = CH_DRAINING;
     for (size_t i = 0; i < ch->nfds; i++) {
         achan_fd *f = &ch->fds[i];
-        int avail = 0;
         if (!f->out || f->fd < 0)
             continue;
-        if (f->pty) {
-            f->drain_left = UINT64_MAX;
-            f->drain_until = mf_now_ns() + PTY_DRAIN_NS;
-            continue;
-        }
-        if (ioctl(f->fd, FIONREAD, &avail) < 0 || avail < 0)
-            avail = 0;
-        f->drain_left = (uint64_t)avail;
+        f->drain_left = UINT64_MAX;
+        f->drain_until = now + OUT_QUIET_NS;
+        f->drain_cap = now + OUT_DRAIN_MAX_NS;
     }
 }
 
@@ -360,9 +361,9 @@ static void progress_channels(agent *a)
             bool drained = true;
             for (size_t k = 0; k < ch->nfds; k++) {
                 achan_fd *f = &ch->fds[k];
-                if (f->pty && f->drain_left) {
+                if (f->out && f->fd >= 0 && f->drain_left) {
                     if (!f->credit) /* the host is behind: its wait is not our silence */
-                        f->drain_until = mf_now_ns() + PTY_DRAIN_NS;
+                        f->drain_until = mf_now_ns() + OUT_QUIET_NS;
                     else if (mf_now_ns() >= f->drain_until)
                         f->drain_left = 0;
                 }
@@ -1166,8 +1167,11 @@ static void read_output(agent *a, achan *ch, achan_fd *f)
         return;
     wire_frame_raw(&a->out, WIRE_DATA, f->child_fd, ch->id, buf, (size_t)n);
     f->credit -= (uint32_t)n;
-    if (ch->state == CH_DRAINING)
-        f->drain_left -= (uint64_t)n;
+    if (ch->state == CH_DRAINING) {
+        /* bytes after the exit: the writer is alive; wait for its next ones, up to the cap */
+        int64_t until = mf_now_ns() + OUT_QUIET_NS;
+        f->drain_until = until < f->drain_cap ? until : f->drain_cap;
+    }
 }
 
 static void write_input(agent *a, achan *ch, achan_fd *f)
@@ -1293,11 +1297,11 @@ static int loop(agent *a)
         if (a->dirty && a->o->state_file && (timeout < 0 || timeout > 5000))
             timeout = 5000;
         for (size_t i = 0; i < a->nchans; i++) {
-            /* a tty command's terminal, read after its exit until a deadline */
+            /* an exited command's outputs, read until a deadline (see chan_exited) */
             achan *ch = a->chans[i];
             for (size_t k = 0; ch->state == CH_DRAINING && k < ch->nfds; k++) {
                 achan_fd *f = &ch->fds[k];
-                if (f->pty && f->drain_left && f->fd >= 0) {
+                if (f->out && f->drain_left && f->fd >= 0) {
                     int64_t ms = (f->drain_until - mf_now_ns()) / 1000000 + 1;
                     if (ms < 1)
                         ms = 1;

@@ -26,6 +26,17 @@ for rt in $runtimes; do
     # Streams stay separate; statuses are bash's.
     "$SBXSH" -c 'echo out; echo err >&2; exit 3' >"$SBX_TEST_TMP/o" 2>"$SBX_TEST_TMP/e"
     is "$?:$(cat "$SBX_TEST_TMP/o"):$(cat "$SBX_TEST_TMP/e")" "3:out:err" "$rt: stdout, stderr and status"
+    # Output written after the shell exited (a process substitution, a background job)
+    # arrives, as with bash; a background process that keeps stdout open does not hold
+    # the return (bash would wait for it; a server started with & must not block).
+    is "$("$SBXSH" -c '{ echo 1; echo 2; } > >(tac)' | cat)" "2
+1" "$rt: a process substitution's output after the shell exits arrives"
+    got=0
+    for _ in $(seq 20); do [ "$("$SBXSH" -c 'echo x &' | cat)" = x ] && got=$((got + 1)); done
+    is "$got" 20 "$rt: a background echo's output arrives every time (20 of 20)"
+    out=$(timeout 20 "$SBXSH" -c 'sleep 30 & echo started' | cat; echo "rc=${PIPESTATUS[0]}")
+    is "$out" "started
+rc=0" "$rt: a background process holding stdout does not hold the command's return"
     # One file for both (`>log 2>&1`, a pipe, a terminal): the order bash writes them in.
     mixed='for i in $(seq 200); do echo out$i; echo err$i >&2; done; ls /nonexistent-x; echo end'
     ref_bash "$mixed" >"$SBX_TEST_TMP/want" 2>&1
