@@ -38,6 +38,9 @@ struct sync_host {
     struct stat gitconfig_seen;   /* the user's git config as last put into the sandbox */
     bool gitconfig_put;
     apply_limits limits;
+    /* What this session's pulls added to the host tree, in allocated bytes (the quota's
+     * running total, see apply_limits): kept across connections, from sync_host_new(). */
+    int64_t disk_used;
     bool no_watch;
     uint64_t pair_id, push_seq, pull_seq;
     bool dirty;
@@ -205,6 +208,8 @@ int sync_host_new(const sync_config *cfg, sync_host **out, sbx_err *err)
                                               : SYNC_DEFAULT_MAX_PULL_BYTES;
     h->limits.max_entries = cfg->max_pull_entries ? cfg->max_pull_entries
                                                   : SYNC_DEFAULT_MAX_PULL_ENTRIES;
+    h->limits.max_disk = cfg->disk_max;
+    h->limits.disk_used = &h->disk_used;
     h->no_watch = cfg->no_watch;
     if (cfg->state_file) {
         h->state_file = xstrdup(cfg->state_file);
@@ -315,6 +320,11 @@ struct sync_conn {
     char exit_msg[SYNC_MAX_TEXT + 1];
     uint64_t sync_waiting;   /* the id sync_conn_sync_wait() waits for */
     bool sync_done_seen;
+    /* Why the last delta was refused (over the quota, interrupted), for the EXIT or
+     * SYNC_DONE that follows it: the agent sends a pull right before the EXIT (or
+     * SYNC_DONE) of the round that asked for it. Empty: it was applied. */
+    char pull_error[600];
+    bool pull_error_quota;
 };
 
 static void die(sync_conn *c, const char *fmt, ...) SBX_PRINTF(2, 3);
@@ -603,9 +613,14 @@ static void on_exit_frame(sync_conn *c, const wire_frame *f)
     }
     wire_sanitize(c->exit_msg, sizeof(c->exit_msg), x.message, x.message_len);
     st.message = c->exit_msg;
+    if (c->pull_error[0]) {
+        st.pull_error = c->pull_error;
+        st.pull_error_quota = c->pull_error_quota;
+    }
     free_chan(c, idx);
     if (c->ops && c->ops->exit)
         c->ops->exit(c->ctx, f->chan, &st);
+    c->pull_error[0] = '\0';
 }
 
 static void on_delta_frame(sync_conn *c, const wire_frame *f)
@@ -637,8 +652,18 @@ static void on_delta_frame(sync_conn *c, const wire_frame *f)
     }
     if (r == 1) {
         uint64_t entries, bytes;
-        apply_stats(c->rx, &entries, &bytes);
+        bool quota;
+        const char *why = apply_refusal(c->rx, &quota);
+        /* A refused delta is consumed all the same (its sequence number is acknowledged):
+         * the agent does not send it again, so one over the quota does not come back with
+         * every later command; its paths travel again when they change in the sandbox. */
         c->h->pull_seq = c->rx_seq;
+        if (why) {
+            snprintf(c->pull_error, sizeof(c->pull_error), "%s", why);
+            c->pull_error_quota = quota;
+            return;
+        }
+        apply_stats(c->rx, &entries, &bytes);
         /* A save that misses only a sequence number loses nothing (see PROTOCOL.md). */
         if (entries)
             c->h->dirty = true;
@@ -699,6 +724,7 @@ static void dispatch(sync_conn *c, const wire_frame *f)
         return;
     case WIRE_ENTRY:
     case WIRE_CHUNK:
+    case WIRE_HOLE:
     case WIRE_ENTRY_CANCEL:
     case WIRE_DELTA_END:
         if (!in_delta)
@@ -718,6 +744,7 @@ static void dispatch(sync_conn *c, const wire_frame *f)
             c->sync_done_seen = true;
         if (c->ops && c->ops->sync_done)
             c->ops->sync_done(c->ctx, id);
+        c->pull_error[0] = '\0';
         return;
     }
     case WIRE_WARN: {
@@ -1224,6 +1251,22 @@ int sync_conn_signal(sync_conn *c, uint32_t chan, int signo)
     wire_end(out, at);
     kick(c);
     return 0;
+}
+
+int sync_conn_abort_pull(sync_conn *c, const char *why)
+{
+    if (c->dead)
+        return -1;
+    if (!c->rx || !apply_active(c->rx))
+        return 0;
+    return apply_refuse(c->rx, why) ? 1 : 0;
+}
+
+const char *sync_conn_pull_error(const sync_conn *c, bool *quota)
+{
+    if (quota)
+        *quota = c->pull_error_quota;
+    return c->pull_error[0] ? c->pull_error : NULL;
 }
 
 int sync_conn_winsize(sync_conn *c, uint32_t chan, uint16_t rows, uint16_t cols)
