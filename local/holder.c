@@ -780,7 +780,10 @@ static int handle_frame(holder *h, hclient *c, int type, proto_reader *r)
                     proto_end(&f, 0);
                     send_frame(c, &f);
                 } else {
-                    send_str(c, P_ERROR, why);
+                    /* A sync round of a persistent shell: the shell goes on (the user's
+                     * Ctrl-C was for the pull), told that the changes did not come back. */
+                    send_str(c, P_WARNING, why);
+                    send_str(c, P_SYNC_DONE, "");
                 }
                 strbuf_release(&f);
                 c->chan = 0;
