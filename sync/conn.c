@@ -23,6 +23,11 @@ _Static_assert(SYNC_MAX_FDS == WIRE_MAX_FDS, "fd map sizes agree");
 #define OUT_LOW (64u * 1024)      /* refill the output below this */
 #define OUT_HIGH (256u * 1024)    /* ... up to this: small steps keep the agent busy */
 #define CREDIT_BATCH (SYNC_OUTPUT_WINDOW / 4)
+/* File content (data written, holes hashed) applied per sync_conn_handle_events() call: a
+ * large pull goes in bounded pieces, so the holder's other clients are served between them
+ * (and a Ctrl-C reaches it). Frames left over wait in the input buffer: sync_conn_timeout()
+ * is then 0. */
+#define APPLY_BUDGET (64u << 20)
 
 /* ---- sync_host --------------------------------------------------------------------------- */
 
@@ -325,6 +330,7 @@ struct sync_conn {
      * SYNC_DONE) of the round that asked for it. Empty: it was applied. */
     char pull_error[600];
     bool pull_error_quota;
+    bool in_pending;         /* complete frames wait in c->in (the apply budget ran out) */
 };
 
 static void die(sync_conn *c, const char *fmt, ...) SBX_PRINTF(2, 3);
@@ -763,7 +769,9 @@ static void dispatch(sync_conn *c, const wire_frame *f)
 /* Parses and dispatches every complete frame in the input buffer. */
 static void process_input(sync_conn *c)
 {
+    uint64_t work = 0;
     c->in_dispatch = true;
+    c->in_pending = false;
     while (!c->dead) {
         wire_frame f;
         sbx_err err;
@@ -775,7 +783,18 @@ static void process_input(sync_conn *c)
         }
         if (r == 0)
             break;
+        if (work >= APPLY_BUDGET) {
+            c->in_pending = true;
+            break;
+        }
         c->in_off += WIRE_HEADER + f.len;
+        if (f.type == WIRE_CHUNK || f.type == WIRE_ENTRY) {
+            work += f.len;
+        } else if (f.type == WIRE_HOLE) {
+            uint64_t n;
+            if (wire_get_hole(&f, &n, &err) == 0)
+                work += n / 4;   /* hashing zeros costs less than writing data */
+        }
         dispatch(c, &f);
     }
     c->in_dispatch = false;
@@ -790,7 +809,7 @@ static void process_input(sync_conn *c)
 
 static void read_input(sync_conn *c)
 {
-    for (int rounds = 0; rounds < 16 && !c->dead; rounds++) {
+    for (int rounds = 0; rounds < 16 && !c->dead && !c->in_pending; rounds++) {
         ssize_t n;
         strbuf_grow(&c->in, 256 * 1024);
         n = read(c->rfd, c->in.buf + c->in.len, c->in.alloc - c->in.len - 1);
@@ -1091,7 +1110,9 @@ int sync_conn_handle_events(sync_conn *c, const struct pollfd *pfds, size_t n)
     }
     if (watch)
         mf_drain_events(c->h->tree);
-    if (readable)
+    if (c->in_pending)
+        process_input(c);
+    if (readable && !c->in_pending)
         read_input(c);
     if (!c->dead && (writable || wants_write(c))) {
         pump(c);
@@ -1102,8 +1123,7 @@ int sync_conn_handle_events(sync_conn *c, const struct pollfd *pfds, size_t n)
 
 int sync_conn_timeout(const sync_conn *c)
 {
-    (void)c;
-    return -1;
+    return c->in_pending && !c->dead ? 0 : -1;
 }
 
 /* ---- requests ----------------------------------------------------------------------------- */
@@ -1458,7 +1478,7 @@ static int wait_loop(waiter *w, bool (*done)(waiter *), sbx_err *err)
             map[n - base] = i;
             n++;
         }
-        if (poll(pfd, (nfds_t)n, -1) < 0) {
+        if (poll(pfd, (nfds_t)n, sync_conn_timeout(c)) < 0) {
             if (errno == EINTR)
                 continue;
             return sbx_errno(err, "sbxsh: poll");

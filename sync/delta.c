@@ -278,6 +278,10 @@ bool delta_tx_fill(delta_tx *tx, strbuf *out, size_t limit)
             int64_t hole = hole_at(tx);
             size_t n, at;
             if (hole > 0) {
+                if (hole > (int64_t)SYNC_HOLE_PIECE) {
+                    hole = SYNC_HOLE_PIECE;
+                    tx->data_end = tx->off;   /* the rest of the hole next time */
+                }
                 wire_put_hole(out, (uint64_t)hole);
                 tx->off += (uint64_t)hole;
                 if (tx->off >= tx->size)

@@ -42,6 +42,9 @@
 /* Unconsumed output bytes per (channel, fd); the same definition as in conn.h. */
 #define SYNC_OUTPUT_WINDOW (256u * 1024)
 #define WIRE_MAX_FDS 16                /* fd map entries (SYNC_MAX_FDS) */
+/* The longest HOLE a sender sends in one frame (the receiver takes any length within the
+ * entry): receiving one means hashing its zeros, so pieces keep a receiver's turns short. */
+#define SYNC_HOLE_PIECE (256u << 20)
 
 enum wire_type {
     /* both ways */
