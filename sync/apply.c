@@ -254,7 +254,9 @@ static void refuse(apply_rx *rx, bool quota, const char *fmt, ...)
 
 bool apply_refuse(apply_rx *rx, const char *why)
 {
-    if (!rx->active || rx->role != APPLY_HOST)
+    /* A delta refused already is only being read to its end: nothing is written, and it
+     * belongs to a round whose client was answered; the caller's own pull is yet to come. */
+    if (!rx->active || rx->role != APPLY_HOST || rx->refused)
         return false;
     refuse(rx, false, "%s", why);
     return true;

@@ -240,8 +240,9 @@ int sync_conn_signal(sync_conn *conn, uint32_t chan, int signo);
 /* Interrupts the pull being applied, if one is (the user's Ctrl-C while the host writes a
  * large delta): what is staged is removed at once, the rest of the delta is read and
  * dropped, nothing of it is committed, and the round's exit (or sync_done) callback gets
- * why in pull_error. Returns 1 when a pull was interrupted, 0 when none was in progress
- * (the sandbox may still send one), -1 on a dead connection. The connection stays usable. */
+ * why in pull_error. Returns 1 when a pull was interrupted, 0 when none was in progress (the
+ * sandbox may still send one) or the one in progress was refused already, -1 on a dead
+ * connection. The connection stays usable. */
 int sync_conn_abort_pull(sync_conn *conn, const char *why);
 /* During the sync_done callback: why that round's pull was refused, or NULL. */
 const char *sync_conn_pull_error(const sync_conn *conn, bool *quota);

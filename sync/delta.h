@@ -84,7 +84,8 @@ bool apply_active(const apply_rx *rx);
 void apply_abort(apply_rx *rx);
 /* Refuses the delta in progress as a whole (host): what is staged is removed now, its
  * remaining frames are read and dropped, and DELTA_END commits nothing. Returns false when
- * no delta is in progress. For an interrupted pull (the user's Ctrl-C). */
+ * no delta is in progress, or the one in progress is refused already (over the quota, or
+ * interrupted before). For an interrupted pull (the user's Ctrl-C). */
 bool apply_refuse(apply_rx *rx, const char *why);
 /* After apply_frame() returned 1: NULL when the delta was committed, else why it was refused
  * (over the disk quota, *quota set; or apply_refuse()'s reason). Valid until the next delta. */

@@ -97,5 +97,18 @@ rc=$?
 kill $wd 2>/dev/null
 is "$rc" 130 "interrupt: the session's next command (sleep 100) is interrupted by SIGINT"
 is "$(S 60 'echo alive')" alive "interrupt: and the session goes on"
+"$SBXSH" -c 'head -c 400000000 /dev/urandom > big2.bin' &
+pid=$!
+for _ in $(seq 3000); do [ "$(stages)" != 0 ] && break; sleep 0.05; done
+kill -TERM $pid
+( sleep 10; kill -KILL $pid ) >/dev/null 2>&1 &
+wd=$!
+wait $pid
+rc=$?
+kill $wd 2>/dev/null
+is "$rc" 143 "interrupt: SIGTERM during a pull returns 143"
+ok "interrupt: ...with no partial file" test ! -e "$PROJ/big2.bin"
+[ -e "$PROJ/big2.bin" ] && diag "$(ls -la "$PROJ"; cat "$XDG_RUNTIME_DIR"/sbxsh/int-$RT.log)"
+is "$(stages)" 0 "interrupt: ...and no stage left"
 
 done_testing

@@ -197,11 +197,14 @@ static void test_file_limit_counts_data(void)
 static char *quota_dst;
 static bool stage_seen_mid, stage_gone_after_refuse;
 
+static bool refused_twice;
+
 static void interrupt(apply_rx *rx)
 {
     stage_seen_mid = has_stage(quota_dst);
     apply_refuse(rx, "interrupted by the test");
     stage_gone_after_refuse = !has_stage(quota_dst);
+    refused_twice = apply_refuse(rx, "again");
 }
 
 static void test_quota(void)
@@ -257,6 +260,7 @@ static void test_quota(void)
        "refuse: the stage existed and apply_refuse() removed it at once");
     why = apply_refusal(rx, &quota);
     ok(why && !quota && !strcmp(why, "interrupted by the test"), "refuse: with its reason");
+    ok(!refused_twice, "refuse: a refused delta is not interrupted again (it is only read)");
     after = st_listing(quota_dst, true);
     is_str(after, before, "refuse: nothing of it landed");
     free(after);
