@@ -217,12 +217,35 @@ static void schedule_save(holder *h)
     h->save_at_ns = now_ns() + (uint64_t)SAVE_DELAY_MS * 1000000;
 }
 
+/* The text of a refused pull for the client (it exits 125 with it). */
+static void send_pull_error(hclient *c, const sbx_config *cfg, const char *why, bool quota)
+{
+    char msg[1024];
+    if (quota)
+        snprintf(msg, sizeof(msg), "%s (AGENT_SANDBOX_DISK_MAX=%llu bytes; remove files in the "
+                 "sandbox, or start a session with a larger AGENT_SANDBOX_DISK_MAX)", why,
+                 cfg->disk_max);
+    else
+        snprintf(msg, sizeof(msg), "%s", why);
+    send_str(c, P_ERROR, msg);
+}
+
 static void on_exit_cb(void *ctx, uint32_t chan, const sync_exit_status *st)
 {
     holder *h = ctx;
     hclient *c = client_by_chan(h, chan);
     if (!c)
         return;
+    if (st->pull_error) {
+        /* The command ran, its changes did not come back: sbxsh's own failure (125). */
+        log_msg("pull refused: %s", st->pull_error);
+        send_pull_error(c, h->cfg, st->pull_error, st->pull_error_quota);
+        c->chan = 0;
+        reset_inputs(c);
+        h->idle_since_ns = now_ns();
+        schedule_save(h);
+        return;
+    }
     strbuf f = STRBUF_INIT;
     proto_begin(&f, P_EXIT);
     proto_u32(&f, (uint32_t)st->kind);
@@ -245,6 +268,10 @@ static void client_write(holder *h, hclient *c);
 static void on_sync_done(void *ctx, uint64_t id)
 {
     holder *h = ctx;
+    bool quota;
+    const char *why = h->conn ? sync_conn_pull_error(h->conn, &quota) : NULL;
+    if (why)
+        log_msg("pull refused: %s", why);
     if (id == INTERNAL_SYNC_ID) {
         h->release_ready = true;   /* not here: release frees the connection */
         return;
@@ -253,7 +280,10 @@ static void on_sync_done(void *ctx, uint64_t id)
         hclient *c = h->clients[i];
         if (c->sync_id == id) {
             c->sync_id = 0;
-            send_str(c, P_SYNC_DONE, "");
+            if (why)
+                send_pull_error(c, h->cfg, why, quota);
+            else
+                send_str(c, P_SYNC_DONE, "");
         }
     }
     schedule_save(h);
@@ -345,6 +375,7 @@ static int make_host(holder *h, sbx_err *err)
         .state_file = h->state_file,
         .user_gitconfig = h->user_gitconfig,
         .sandbox_gitconfig = h->sandbox_gitconfig,
+        .disk_max = cfg->disk_max,
     };
     return sync_host_new(&sc, &h->host, err);
 }
@@ -728,6 +759,45 @@ static int handle_frame(holder *h, hclient *c, int type, proto_reader *r)
             return -1;
         if (c->chan && h->conn && !h->conn_dead)
             sync_conn_signal(h->conn, c->chan, (int)a);
+        return 0;
+    case P_ABORT_PULL:
+        /* The client got SIGINT or SIGTERM (already forwarded as P_SIGNAL). If its round's
+         * pull is being written, it is dropped now (nothing of it lands, the stage goes) and
+         * the client is answered at once as killed by that signal, as bash's caller would
+         * see it; the rest of the delta is read and dropped, the command's own EXIT ignored.
+         * Only a pull in progress is interrupted: while the command runs, the signal is the
+         * command's to handle. (Pulls are one stream: with two commands ending at once, the
+         * delta being written may be the other's, which then reports the interruption.) */
+        if (proto_get_u32(r, &a) < 0 || a == 0 || a >= 65)
+            return -1;
+        if ((c->chan || c->sync_id) && h->conn && !h->conn_dead) {
+            char why[160];
+            snprintf(why, sizeof(why), "the sandbox's changes were not applied: the pull was "
+                     "interrupted by signal %u; the host tree is as it was", a);
+            if (sync_conn_abort_pull(h->conn, why) == 1) {
+                strbuf f = STRBUF_INIT;
+                log_msg("pull interrupted by the client (signal %u)", a);
+                if (c->chan) {
+                    proto_begin(&f, P_EXIT);
+                    proto_u32(&f, SYNC_SIGNALED);
+                    proto_u32(&f, a);
+                    proto_u32(&f, 0);
+                    proto_u32(&f, a);   /* the wait status of a process killed by a */
+                    proto_strz(&f, "");
+                    proto_end(&f, 0);
+                    send_frame(c, &f);
+                } else {
+                    /* A sync round of a persistent shell: the shell goes on (the user's
+                     * Ctrl-C was for the pull), told that the changes did not come back. */
+                    send_str(c, P_WARNING, why);
+                    send_str(c, P_SYNC_DONE, "");
+                }
+                strbuf_release(&f);
+                c->chan = 0;
+                c->sync_id = 0;
+                reset_inputs(c);
+            }
+        }
         return 0;
     case P_WINSIZE:
         if (proto_get_u32(r, &a) < 0 || proto_get_u32(r, &b) < 0)

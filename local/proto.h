@@ -56,6 +56,10 @@ enum sbx_proto_type {
     P_SYNC,           /* (nothing) -> P_SYNC_DONE */
     P_STATUS,         /* (nothing) -> P_STATUS_REPLY */
     P_RELEASE,        /* (nothing) -> P_RELEASED, then the holder exits */
+    P_ABORT_PULL,     /* u32 signo: the client got SIGINT/SIGTERM; if the pull of its
+                         command (or sync) is being written on the host, drop it and answer
+                         now: P_EXIT killed by signo (for a sync: P_WARNING saying so,
+                         then P_SYNC_DONE). Else nothing. */
 
     /* holder -> client */
     P_HELLO_OK = 64,  /* u32 version, u32 holder pid */

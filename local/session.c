@@ -402,6 +402,10 @@ static void forward_signal(sbx_session *s, int sig)
         return;
     }
     send_u32s(s, P_SIGNAL, 1, (uint32_t)sig, 0);
+    /* The command may have ended already, and its pull be what we wait for: SIGINT and
+     * SIGTERM then interrupt the pull (the holder answers at once, as killed by sig). */
+    if (sig == SIGINT || sig == SIGTERM)
+        send_u32s(s, P_ABORT_PULL, 1, (uint32_t)sig, 0);
 }
 
 /* One round of the event loop: waits up to timeout_ms for something to do

@@ -967,6 +967,7 @@ static int dispatch(agent *a, const wire_frame *f, sbx_err *err)
     }
     case WIRE_ENTRY:
     case WIRE_CHUNK:
+    case WIRE_HOLE:
     case WIRE_ENTRY_CANCEL:
     case WIRE_DELTA_END: {
         int r;

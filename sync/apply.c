@@ -22,6 +22,7 @@ typedef struct staged {
     size_t path_len;
     uint32_t idx;          /* name in the root's staging directory (REG, LNK) */
     uint64_t hash;
+    uint64_t alloc;        /* REG: the staged file's allocated bytes (st_blocks), for the quota */
 } staged;
 
 typedef struct dir_rename {
@@ -52,6 +53,9 @@ struct apply_rx {
     char *e_path;
     size_t e_path_len;
     uint64_t left;
+    uint64_t e_data;       /* REG: data bytes received (holes excluded), for max_file_size */
+    uint64_t e_size;       /* REG: its size (a trailing hole is made by ftruncate) */
+    bool e_hole;           /* a HOLE came: seeked over, so the end needs ftruncate */
     int fd;
     mf_hasher hs;
     char tmp[96];
@@ -70,6 +74,13 @@ struct apply_rx {
     uint32_t next_idx;
     dir_rename *renames;
     size_t nrenames, arenames;
+
+    /* host: the disk quota (see apply_limits) and a refused delta: once refused, its
+     * remaining frames are checked as usual but nothing is staged, and DELTA_END commits
+     * nothing. */
+    uint64_t stage_bytes;  /* data bytes staged by this delta (holes are free) */
+    bool refused, refused_quota;
+    char refusal[512];
 };
 
 static void warnf(apply_rx *rx, const char *fmt, ...) SBX_PRINTF(2, 3);
@@ -214,6 +225,85 @@ void apply_abort(apply_rx *rx)
     close_dir_cache(rx);
     mf_seal(rx->t);
     rx->active = false;
+    rx->refused = false;
+}
+
+/* ---- host: refusing a delta as a whole (quota, interruption) ------------------------------ */
+
+static void refuse(apply_rx *rx, bool quota, const char *fmt, ...) SBX_PRINTF(3, 4);
+static void refuse(apply_rx *rx, bool quota, const char *fmt, ...)
+{
+    bool in = rx->in_entry;
+    uint64_t left = rx->left;
+    va_list ap;
+    if (rx->refused)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(rx->refusal, sizeof(rx->refusal), fmt, ap);
+    va_end(ap);
+    rx->refused = true;
+    rx->refused_quota = quota;
+    /* Nothing staged survives: the stage directories go now, not at DELTA_END. */
+    drop_entry(rx);
+    clear_staging(rx);
+    if (in) {
+        /* The rest of this entry's content is still to come: read and dropped. */
+        rx->in_entry = rx->skip = true;
+        rx->left = left;
+    }
+}
+
+bool apply_refuse(apply_rx *rx, const char *why)
+{
+    /* A delta refused already is only being read to its end: nothing is written, and it
+     * belongs to a round whose client was answered; the caller's own pull is yet to come. */
+    if (!rx->active || rx->role != APPLY_HOST || rx->refused)
+        return false;
+    refuse(rx, false, "%s", why);
+    return true;
+}
+
+const char *apply_refusal(const apply_rx *rx, bool *quota)
+{
+    if (quota)
+        *quota = rx->refused_quota;
+    return rx->refused ? rx->refusal : NULL;
+}
+
+static void human_size(char *buf, size_t n, int64_t v)
+{
+    if (v >= 0 && v < 1024 * 1024)
+        snprintf(buf, n, "%lld bytes", (long long)v);
+    else
+        snprintf(buf, n, "%.1f MiB", (double)v / (1024.0 * 1024.0));
+}
+
+/* Whether staging `more` bytes on top of what the session's pulls already use goes over the
+ * quota; if so, the delta is refused. */
+static bool over_quota(apply_rx *rx, uint64_t more)
+{
+    int64_t used = rx->lim.disk_used ? *rx->lim.disk_used : 0;
+    char a[32], b[32];
+    if (!rx->lim.max_disk || (double)used + (double)more <= (double)rx->lim.max_disk)
+        return false;
+    human_size(a, sizeof(a), used > 0 ? used : 0);
+    human_size(b, sizeof(b), (int64_t)rx->lim.max_disk);
+    refuse(rx, true, "the sandbox's changes were not applied: with them, what this session's "
+           "pulls wrote on the host would exceed its disk quota of %s (they use %s now); the "
+           "host tree is as it was, and the sandbox keeps its files", b, a);
+    return true;
+}
+
+/* A commit installed or removed allocated bytes: the session's total follows. */
+static void account(apply_rx *rx, int64_t bytes)
+{
+    if (rx->lim.disk_used)
+        *rx->lim.disk_used += bytes;
+}
+
+static int64_t allocated(const struct stat *st)
+{
+    return S_ISREG(st->st_mode) ? (int64_t)st->st_blocks * 512 : 0;
 }
 
 void apply_free(apply_rx *rx)
@@ -238,6 +328,9 @@ int apply_begin(apply_rx *rx, uint64_t seq, uint64_t acked, sbx_err *err)
     rx->acked = acked;
     rx->entries = rx->bytes = 0;
     rx->next_idx = 0;
+    rx->stage_bytes = 0;
+    rx->refused = rx->refused_quota = false;
+    rx->refusal[0] = '\0';
     return 0;
 }
 
@@ -372,6 +465,8 @@ static int agent_entry(apply_rx *rx, const wire_entry *e, sbx_err *err)
     rx->e_root = e->root;
     rx->e_exec = (e->flags & WIRE_ENTRY_EXEC) != 0;
     rx->e_mtime = e->mtime_ns;
+    rx->e_size = e->size;
+    rx->e_hole = false;
     rx->e_path = xstrndup(e->path, e->path_len);
     rx->e_path_len = e->path_len;
     dfd = agent_parent(rx, e->root, rx->e_path, rx->e_path_len, &name, err);
@@ -508,8 +603,7 @@ static const char *host_refusal(apply_rx *rx, const wire_entry *e, sbx_err *err)
     }
     if (mf_excluded(rx->t, e->root, e->path, e->path_len, e->ftype == MF_DIR))
         return "excluded from sync";
-    if (e->op == WIRE_OP_PUT && e->ftype == MF_REG && e->size > rx->lim.max_file_size)
-        return "file over the size limit";
+    /* max_file_size counts the data a file stores, not its holes: see content(). */
     return NULL;
 }
 
@@ -572,6 +666,17 @@ static int host_entry(apply_rx *rx, const wire_entry *e, sbx_err *err)
     rx->e_root = e->root;
     rx->e_exec = (e->flags & WIRE_ENTRY_EXEC) != 0;
     rx->e_mtime = e->mtime_ns;
+    rx->e_size = e->size;
+    rx->e_data = 0;
+    rx->e_hole = false;
+    if (rx->refused) {
+        /* The delta is refused as a whole: checked, not staged. */
+        if (has_content && e->size) {
+            rx->in_entry = rx->skip = true;
+            rx->left = e->size;
+        }
+        return 0;
+    }
     if (why) {
         char p[512];
         const mf_root *r = e->root < mf_nroots(rx->t) ? mf_root_at(rx->t, e->root) : NULL;
@@ -616,7 +721,11 @@ static int host_entry(apply_rx *rx, const wire_entry *e, sbx_err *err)
 static int host_finish_file(apply_rx *rx, sbx_err *err)
 {
     staged *s;
+    struct stat st;
+    uint64_t alloc = 0;
     sf_set_mtime(rx->fd, rx->e_mtime);
+    if (fstat(rx->fd, &st) == 0)
+        alloc = (uint64_t)allocated(&st);
     if (close(rx->fd) < 0) {
         rx->fd = -1;
         return sbx_errno(err, "cannot stage a file");
@@ -624,6 +733,7 @@ static int host_finish_file(apply_rx *rx, sbx_err *err)
     rx->fd = -1;
     s = add_staged(rx);
     s->hash = mf_hash_final(&rx->hs);
+    s->alloc = alloc;
     rx->in_entry = false;
     return 0;
 }
@@ -1083,6 +1193,7 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path, git_plan *pl
                       s->path);
         } else if (unlinkat(dfd, name, S_ISDIR(cur.st_mode) ? AT_REMOVEDIR : 0) == 0) {
             mf_forget(rx->t, s->root, s->path, s->path_len);
+            account(rx, -allocated(&cur));   /* quota */
             if (g)
                 git_deleted(rx, s, g, kind, &old);
         } else if (errno != ENOTEMPTY && errno != EEXIST) {
@@ -1138,6 +1249,7 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path, git_plan *pl
         if (install(rx, s, dfd, name, have_cur ? &cur : NULL) < 0) {
             warnf(rx, "cannot write %s/%s: %s", r->base, path->buf, strerror(errno));
         } else {
+            account(rx, (int64_t)s->alloc - (have_cur ? allocated(&cur) : 0));   /* quota */
             if (!crossing && !mapped)
                 host_record(rx, s, dfd, name);
             if (packed) {
@@ -1154,12 +1266,14 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path, git_plan *pl
     } else {
         char cname[NAME_MAX + 1];
         sf_conflict_name(dfd, name, cname, sizeof(cname));
-        if (install(rx, s, dfd, cname, NULL) < 0)
+        if (install(rx, s, dfd, cname, NULL) < 0) {
             warnf(rx, "cannot write %s/%s: %s", r->base, cname, strerror(errno));
-        else
+        } else {
+            account(rx, (int64_t)s->alloc);   /* quota */
             warnf(rx, "conflict: %s/%s changed both on the host and in the sandbox; kept the "
                   "host's version, the sandbox's is %s/%.*s%s%s", r->base, path->buf, r->base,
                   (int)dlen, path->buf, dlen ? "/" : "", cname);
+        }
     }
     close(dfd);
 }
@@ -1194,33 +1308,96 @@ static void host_commit(apply_rx *rx)
 
 /* ---- frames ------------------------------------------------------------------------------ */
 
-static int content(apply_rx *rx, const void *data, size_t len, sbx_err *err)
+/* The entry's content is complete when nothing is left: a trailing hole gets its length
+ * from ftruncate, then the file is finished (or dropped when skipped). */
+static int entry_progress(apply_rx *rx, sbx_err *err)
 {
-    if (len > rx->left)
-        return sbx_errf(err, "%zu content bytes for an entry that has %llu left", len,
-                        (unsigned long long)rx->left);
-    rx->left -= len;
-    if (!rx->skip && len) {
-        mf_hash_update(&rx->hs, data, len);
-        if (write_full(rx->fd, data, len) < 0) {
-            if (rx->role == APPLY_HOST)
-                return sbx_errno(err, "cannot stage a file");
-            warnf(rx, "cannot write %s/%s in the sandbox: %s",
-                  mf_root_at(rx->t, rx->e_root)->base, rx->e_path, strerror(errno));
-            close(rx->fd);
-            rx->fd = -1;
-            if (rx->dir_fd >= 0)
-                unlinkat(rx->dir_fd, rx->tmp, 0);
-            rx->skip = true;
-        }
-    }
     if (rx->left)
         return 0;
     if (rx->skip) {
         drop_entry(rx);
         return 0;
     }
+    if (rx->e_hole && ftruncate(rx->fd, (off_t)rx->e_size) < 0) {
+        if (rx->role == APPLY_HOST)
+            return sbx_errno(err, "cannot stage a file");
+        warnf(rx, "cannot write %s/%s in the sandbox: %s",
+              mf_root_at(rx->t, rx->e_root)->base, rx->e_path, strerror(errno));
+        drop_entry(rx);
+        return 0;
+    }
     return rx->role == APPLY_HOST ? host_finish_file(rx, err) : agent_finish_file(rx, err);
+}
+
+/* The agent could not write the entry: say so, drop what it wrote, skip the rest. */
+static void agent_write_failed(apply_rx *rx)
+{
+    warnf(rx, "cannot write %s/%s in the sandbox: %s", mf_root_at(rx->t, rx->e_root)->base,
+          rx->e_path, strerror(errno));
+    close(rx->fd);
+    rx->fd = -1;
+    if (rx->dir_fd >= 0)
+        unlinkat(rx->dir_fd, rx->tmp, 0);
+    rx->skip = true;
+}
+
+static int content(apply_rx *rx, const void *data, size_t len, sbx_err *err)
+{
+    if (len > rx->left)
+        return sbx_errf(err, "%zu content bytes for an entry that has %llu left", len,
+                        (unsigned long long)rx->left);
+    rx->left -= len;
+    if (rx->role == APPLY_HOST && !rx->skip && len &&
+        (rx->e_data += len) > rx->lim.max_file_size) {
+        /* Checked on the data it stores, so that a sparse file passes by what it costs. */
+        char p[512];
+        warnf(rx, "refused a sandbox change to %s/%s: file over the size limit (%llu bytes "
+              "of data)", mf_root_at(rx->t, rx->e_root)->base,
+              shown(rx->e_path, rx->e_path_len, p, sizeof(p)),
+              (unsigned long long)rx->lim.max_file_size);
+        uint64_t left = rx->left;
+        drop_entry(rx);
+        rx->in_entry = rx->skip = true;
+        rx->left = left;
+    }
+    if (!rx->skip && len) {
+        mf_hash_update(&rx->hs, data, len);
+        if (write_full(rx->fd, data, len) < 0) {
+            if (rx->role == APPLY_HOST)
+                return sbx_errno(err, "cannot stage a file");
+            agent_write_failed(rx);
+        } else if (rx->role == APPLY_HOST) {
+            rx->stage_bytes += len;
+            over_quota(rx, rx->stage_bytes);
+        }
+    }
+    return entry_progress(rx, err);
+}
+
+/* n zero bytes the sender does not store: hashed as zeros (the content hash is over the
+ * logical bytes, so both manifests agree), seeked over, not written. */
+static int hole(apply_rx *rx, uint64_t n, sbx_err *err)
+{
+    static const uint8_t zeros[65536];
+    if (n > rx->left)
+        return sbx_errf(err, "a %llu-byte hole for an entry that has %llu bytes left",
+                        (unsigned long long)n, (unsigned long long)rx->left);
+    rx->left -= n;
+    if (!rx->skip) {
+        for (uint64_t k = n; k;) {
+            size_t piece = k < sizeof(zeros) ? (size_t)k : sizeof(zeros);
+            mf_hash_update(&rx->hs, zeros, piece);
+            k -= piece;
+        }
+        if (lseek(rx->fd, (off_t)n, SEEK_CUR) < 0) {
+            if (rx->role == APPLY_HOST)
+                return sbx_errno(err, "cannot stage a file");
+            agent_write_failed(rx);
+        } else {
+            rx->e_hole = true;
+        }
+    }
+    return entry_progress(rx, err);
 }
 
 int apply_frame(apply_rx *rx, const wire_frame *f, sbx_err *err)
@@ -1256,6 +1433,14 @@ int apply_frame(apply_rx *rx, const wire_frame *f, sbx_err *err)
         if (!f->len)
             return sbx_errf(err, "empty CHUNK");
         return content(rx, f->payload, f->len, err) < 0 ? -1 : 0;
+    case WIRE_HOLE: {
+        uint64_t n;
+        if (!rx->in_entry)
+            return sbx_errf(err, "HOLE without a file entry in progress");
+        if (wire_get_hole(f, &n, err) < 0)
+            return -1;
+        return hole(rx, n, err) < 0 ? -1 : 0;
+    }
     case WIRE_ENTRY_CANCEL:
         if (!rx->in_entry)
             return sbx_errf(err, "ENTRY_CANCEL without a file entry in progress");
@@ -1271,8 +1456,16 @@ int apply_frame(apply_rx *rx, const wire_frame *f, sbx_err *err)
             return sbx_errf(err, "DELTA_END says %llu entries of delta %llu; %llu arrived for "
                             "delta %llu", (unsigned long long)n, (unsigned long long)seq,
                             (unsigned long long)rx->entries, (unsigned long long)rx->seq);
-        if (rx->role == APPLY_HOST)
-            host_commit(rx);
+        if (rx->role == APPLY_HOST) {
+            /* What was staged, by its allocated blocks, must fit before anything lands. */
+            uint64_t alloc = 0;
+            for (size_t i = 0; !rx->refused && i < rx->nops; i++)
+                alloc += rx->ops[i].alloc;
+            if (!rx->refused && !over_quota(rx, alloc))
+                host_commit(rx);
+            else
+                clear_staging(rx);
+        }
         close_dir_cache(rx);
         mf_seal(rx->t);
         rx->done_entries = rx->entries;

@@ -44,6 +44,12 @@ typedef struct sync_config {
     uint64_t max_file_size;     /* default SYNC_DEFAULT_MAX_FILE_SIZE */
     uint64_t max_pull_bytes;    /* default SYNC_DEFAULT_MAX_PULL_BYTES */
     uint64_t max_pull_entries;  /* default SYNC_DEFAULT_MAX_PULL_ENTRIES */
+    /* The session's disk quota for pulls (AGENT_SANDBOX_DISK_MAX), 0 for none: what pulls
+     * have added to the host tree since sync_host_new(), in allocated bytes (a pull that
+     * replaces or deletes files is credited what they held; holes cost nothing), may not
+     * exceed it. A pull that would go over is refused as a whole before anything is
+     * committed (the host tree stays as it was; the round's exit says why). */
+    uint64_t disk_max;
 
     /* Never use inotify on the host: every push is a full stat walk (tests, benchmarks). */
     bool no_watch;

@@ -23,6 +23,11 @@ _Static_assert(SYNC_MAX_FDS == WIRE_MAX_FDS, "fd map sizes agree");
 #define OUT_LOW (64u * 1024)      /* refill the output below this */
 #define OUT_HIGH (256u * 1024)    /* ... up to this: small steps keep the agent busy */
 #define CREDIT_BATCH (SYNC_OUTPUT_WINDOW / 4)
+/* File content (data written, holes hashed) applied per sync_conn_handle_events() call: a
+ * large pull goes in bounded pieces, so the holder's other clients are served between them
+ * (and a Ctrl-C reaches it). Frames left over wait in the input buffer: sync_conn_timeout()
+ * is then 0. */
+#define APPLY_BUDGET (64u << 20)
 
 /* ---- sync_host --------------------------------------------------------------------------- */
 
@@ -38,6 +43,9 @@ struct sync_host {
     struct stat gitconfig_seen;   /* the user's git config as last put into the sandbox */
     bool gitconfig_put;
     apply_limits limits;
+    /* What this session's pulls added to the host tree, in allocated bytes (the quota's
+     * running total, see apply_limits): kept across connections, from sync_host_new(). */
+    int64_t disk_used;
     bool no_watch;
     uint64_t pair_id, push_seq, pull_seq;
     bool dirty;
@@ -203,6 +211,8 @@ int sync_host_new(const sync_config *cfg, sync_host **out, sbx_err *err)
                                               : SYNC_DEFAULT_MAX_PULL_BYTES;
     h->limits.max_entries = cfg->max_pull_entries ? cfg->max_pull_entries
                                                   : SYNC_DEFAULT_MAX_PULL_ENTRIES;
+    h->limits.max_disk = cfg->disk_max;
+    h->limits.disk_used = &h->disk_used;
     h->no_watch = cfg->no_watch;
     if (cfg->state_file) {
         h->state_file = xstrdup(cfg->state_file);
@@ -313,6 +323,12 @@ struct sync_conn {
     char exit_msg[SYNC_MAX_TEXT + 1];
     uint64_t sync_waiting;   /* the id sync_conn_sync_wait() waits for */
     bool sync_done_seen;
+    /* Why the last delta was refused (over the quota, interrupted), for the EXIT or
+     * SYNC_DONE that follows it: the agent sends a pull right before the EXIT (or
+     * SYNC_DONE) of the round that asked for it. Empty: it was applied. */
+    char pull_error[600];
+    bool pull_error_quota;
+    bool in_pending;         /* complete frames wait in c->in (the apply budget ran out) */
 };
 
 static void die(sync_conn *c, const char *fmt, ...) SBX_PRINTF(2, 3);
@@ -601,9 +617,14 @@ static void on_exit_frame(sync_conn *c, const wire_frame *f)
     }
     wire_sanitize(c->exit_msg, sizeof(c->exit_msg), x.message, x.message_len);
     st.message = c->exit_msg;
+    if (c->pull_error[0]) {
+        st.pull_error = c->pull_error;
+        st.pull_error_quota = c->pull_error_quota;
+    }
     free_chan(c, idx);
     if (c->ops && c->ops->exit)
         c->ops->exit(c->ctx, f->chan, &st);
+    c->pull_error[0] = '\0';
 }
 
 static void on_delta_frame(sync_conn *c, const wire_frame *f)
@@ -635,8 +656,18 @@ static void on_delta_frame(sync_conn *c, const wire_frame *f)
     }
     if (r == 1) {
         uint64_t entries, bytes;
-        apply_stats(c->rx, &entries, &bytes);
+        bool quota;
+        const char *why = apply_refusal(c->rx, &quota);
+        /* A refused delta is consumed all the same (its sequence number is acknowledged):
+         * the agent does not send it again, so one over the quota does not come back with
+         * every later command; its paths travel again when they change in the sandbox. */
         c->h->pull_seq = c->rx_seq;
+        if (why) {
+            snprintf(c->pull_error, sizeof(c->pull_error), "%s", why);
+            c->pull_error_quota = quota;
+            return;
+        }
+        apply_stats(c->rx, &entries, &bytes);
         /* A save that misses only a sequence number loses nothing (see PROTOCOL.md). */
         if (entries)
             c->h->dirty = true;
@@ -697,6 +728,7 @@ static void dispatch(sync_conn *c, const wire_frame *f)
         return;
     case WIRE_ENTRY:
     case WIRE_CHUNK:
+    case WIRE_HOLE:
     case WIRE_ENTRY_CANCEL:
     case WIRE_DELTA_END:
         if (!in_delta)
@@ -716,6 +748,7 @@ static void dispatch(sync_conn *c, const wire_frame *f)
             c->sync_done_seen = true;
         if (c->ops && c->ops->sync_done)
             c->ops->sync_done(c->ctx, id);
+        c->pull_error[0] = '\0';
         return;
     }
     case WIRE_WARN: {
@@ -734,7 +767,9 @@ static void dispatch(sync_conn *c, const wire_frame *f)
 /* Parses and dispatches every complete frame in the input buffer. */
 static void process_input(sync_conn *c)
 {
+    uint64_t work = 0;
     c->in_dispatch = true;
+    c->in_pending = false;
     while (!c->dead) {
         wire_frame f;
         sbx_err err;
@@ -746,7 +781,18 @@ static void process_input(sync_conn *c)
         }
         if (r == 0)
             break;
+        if (work >= APPLY_BUDGET) {
+            c->in_pending = true;
+            break;
+        }
         c->in_off += WIRE_HEADER + f.len;
+        if (f.type == WIRE_CHUNK || f.type == WIRE_ENTRY) {
+            work += f.len;
+        } else if (f.type == WIRE_HOLE) {
+            uint64_t n;
+            if (wire_get_hole(&f, &n, &err) == 0)
+                work += n / 4;   /* hashing zeros costs less than writing data */
+        }
         dispatch(c, &f);
     }
     c->in_dispatch = false;
@@ -761,7 +807,7 @@ static void process_input(sync_conn *c)
 
 static void read_input(sync_conn *c)
 {
-    for (int rounds = 0; rounds < 16 && !c->dead; rounds++) {
+    for (int rounds = 0; rounds < 16 && !c->dead && !c->in_pending; rounds++) {
         ssize_t n;
         strbuf_grow(&c->in, 256 * 1024);
         n = read(c->rfd, c->in.buf + c->in.len, c->in.alloc - c->in.len - 1);
@@ -1062,7 +1108,9 @@ int sync_conn_handle_events(sync_conn *c, const struct pollfd *pfds, size_t n)
     }
     if (watch)
         mf_drain_events(c->h->tree);
-    if (readable)
+    if (c->in_pending)
+        process_input(c);
+    if (readable && !c->in_pending)
         read_input(c);
     if (!c->dead && (writable || wants_write(c))) {
         pump(c);
@@ -1073,8 +1121,7 @@ int sync_conn_handle_events(sync_conn *c, const struct pollfd *pfds, size_t n)
 
 int sync_conn_timeout(const sync_conn *c)
 {
-    (void)c;
-    return -1;
+    return c->in_pending && !c->dead ? 0 : -1;
 }
 
 /* ---- requests ----------------------------------------------------------------------------- */
@@ -1222,6 +1269,22 @@ int sync_conn_signal(sync_conn *c, uint32_t chan, int signo)
     wire_end(out, at);
     kick(c);
     return 0;
+}
+
+int sync_conn_abort_pull(sync_conn *c, const char *why)
+{
+    if (c->dead)
+        return -1;
+    if (!c->rx || !apply_active(c->rx))
+        return 0;
+    return apply_refuse(c->rx, why) ? 1 : 0;
+}
+
+const char *sync_conn_pull_error(const sync_conn *c, bool *quota)
+{
+    if (quota)
+        *quota = c->pull_error_quota;
+    return c->pull_error[0] ? c->pull_error : NULL;
 }
 
 int sync_conn_winsize(sync_conn *c, uint32_t chan, uint16_t rows, uint16_t cols)
@@ -1413,7 +1476,7 @@ static int wait_loop(waiter *w, bool (*done)(waiter *), sbx_err *err)
             map[n - base] = i;
             n++;
         }
-        if (poll(pfd, (nfds_t)n, -1) < 0) {
+        if (poll(pfd, (nfds_t)n, sync_conn_timeout(c)) < 0) {
             if (errno == EINTR)
                 continue;
             return sbx_errno(err, "sbxsh: poll");

@@ -155,6 +155,11 @@ typedef struct sync_exit_status {
     /* SYNC_SPAWN_FAILED only, e.g. "chdir /x: No such file or directory"; valid until the
      * next call on the connection. */
     const char *message;
+    /* NULL, or why the sandbox's changes of this round were not applied (the pull was over
+     * the disk quota, pull_error_quota set; or interrupted with sync_conn_abort_pull()):
+     * the host tree is as it was before that pull. Valid during the callback. */
+    const char *pull_error;
+    bool pull_error_quota;
 } sync_exit_status;
 
 /* Callbacks; any may be NULL. ctx is sync_conn_open()'s ctx. Byte buffers and strings are
@@ -232,6 +237,15 @@ int sync_conn_eof(sync_conn *conn, uint32_t chan, int fd);
 /* Sends signo to the command's process group. Once the command started, it goes out ahead
  * of any push still to be read from disk. */
 int sync_conn_signal(sync_conn *conn, uint32_t chan, int signo);
+/* Interrupts the pull being applied, if one is (the user's Ctrl-C while the host writes a
+ * large delta): what is staged is removed at once, the rest of the delta is read and
+ * dropped, nothing of it is committed, and the round's exit (or sync_done) callback gets
+ * why in pull_error. Returns 1 when a pull was interrupted, 0 when none was in progress (the
+ * sandbox may still send one) or the one in progress was refused already, -1 on a dead
+ * connection. The connection stays usable. */
+int sync_conn_abort_pull(sync_conn *conn, const char *why);
+/* During the sync_done callback: why that round's pull was refused, or NULL. */
+const char *sync_conn_pull_error(const sync_conn *conn, bool *quota);
 int sync_conn_winsize(sync_conn *conn, uint32_t chan, uint16_t rows, uint16_t cols);
 /* The consumer of (chan, fd) went away: the agent closes its read end, so that the child's
  * next write gets SIGPIPE; no more output callbacks for that fd. */

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 void delta_tx_init(delta_tx *tx, mf_tree *t, mf_delta *d, uint64_t seq, uint64_t acked,
@@ -104,6 +105,57 @@ static bool add_content(delta_tx *tx, strbuf *out, size_t n)
     return true;
 }
 
+/* Where the current file's content at tx->off goes: returns the length of the hole that
+ * starts there (0 when data does), and leaves in tx->data_end where the data run ends, as
+ * SEEK_DATA/SEEK_HOLE say. A file system without them (EINVAL: some FUSE and gVisor mounts)
+ * shows one data run; chunks of zeros still travel as holes (see is_zero()). -1: the file
+ * no longer reaches tx->size (it shrank while it was sent). */
+static int64_t hole_at(delta_tx *tx)
+{
+    off_t d, h;
+    if (tx->fd < 0 || tx->no_seek_data) {
+        tx->data_end = tx->size;
+        return 0;
+    }
+    if (tx->off < tx->data_end)
+        return 0;
+    d = lseek(tx->fd, (off_t)tx->off, SEEK_DATA);
+    if (d < 0) {
+        struct stat st;
+        if (errno != ENXIO) {
+            tx->no_seek_data = true;
+            tx->data_end = tx->size;
+            return 0;
+        }
+        /* No data after off: a hole to the end, if the file still has that size. */
+        if (fstat(tx->fd, &st) < 0 || (uint64_t)st.st_size < tx->size)
+            return -1;
+        tx->data_end = tx->size;
+        return (int64_t)(tx->size - tx->off);
+    }
+    if ((uint64_t)d > tx->off) {
+        tx->data_end = tx->off;   /* asked again after the hole */
+        return (int64_t)(((uint64_t)d < tx->size ? (uint64_t)d : tx->size) - tx->off);
+    }
+    h = lseek(tx->fd, d, SEEK_HOLE);
+    tx->data_end = h < 0 || (uint64_t)h > tx->size ? tx->size : (uint64_t)h;
+    if (tx->data_end <= tx->off)
+        tx->data_end = tx->size;
+    return 0;
+}
+
+static bool is_zero(const char *p, size_t n)
+{
+    return n && p[0] == 0 && !memcmp(p, p + 1, n - 1);
+}
+
+/* The current data run's next piece: at most SYNC_CHUNK bytes, never past its end. */
+static size_t data_piece(const delta_tx *tx)
+{
+    uint64_t left = (tx->data_end > tx->off ? tx->data_end : tx->size) - tx->off;
+    return left < SYNC_CHUNK ? (size_t)left : SYNC_CHUNK;
+}
+
 static void end_file(delta_tx *tx)
 {
     if (tx->fd >= 0)
@@ -179,7 +231,14 @@ static bool start_op(delta_tx *tx, const mf_op *op, strbuf *out)
             tx->size = op->size;
         }
         e.size = tx->size;
-        inline_n = tx->size < SYNC_CHUNK ? (size_t)tx->size : SYNC_CHUNK;
+        /* A file that starts with a hole carries no inline bytes: the hole goes first. */
+        tx->data_end = 0;
+        inline_n = 0;
+        if (tx->size) {
+            int64_t hole = hole_at(tx);
+            if (hole == 0)
+                inline_n = data_piece(tx);
+        }
         at = wire_put_entry_begin(out, &e);
         if (!add_content(tx, out, inline_n)) {
             /* Shorter than it said: send it empty-cancelled rather than wrong. */
@@ -188,7 +247,14 @@ static bool start_op(delta_tx *tx, const mf_op *op, strbuf *out)
             invalidate(tx, op);
             return false;
         }
-        wire_end(out, at);
+        if (is_zero(out->buf + out->len - inline_n, inline_n)) {
+            /* Zeros (a file system that hides its holes): a hole instead, as in CHUNKs. */
+            strbuf_setlen(out, out->len - inline_n);
+            wire_end(out, at);
+            wire_put_hole(out, inline_n);
+        } else {
+            wire_end(out, at);
+        }
         tx->bytes += tx->size;
         if (tx->off < tx->size)
             tx->in_file = true;
@@ -209,10 +275,22 @@ bool delta_tx_fill(delta_tx *tx, strbuf *out, size_t limit)
     }
     while (tx->state == 1 && out->len < limit) {
         if (tx->in_file) {
-            uint64_t left = tx->size - tx->off;
-            size_t n = left < SYNC_CHUNK ? (size_t)left : SYNC_CHUNK;
-            size_t at = wire_begin(out, WIRE_CHUNK, 0, 0);
-            if (!add_content(tx, out, n)) {
+            int64_t hole = hole_at(tx);
+            size_t n, at;
+            if (hole > 0) {
+                if (hole > (int64_t)SYNC_HOLE_PIECE) {
+                    hole = SYNC_HOLE_PIECE;
+                    tx->data_end = tx->off;   /* the rest of the hole next time */
+                }
+                wire_put_hole(out, (uint64_t)hole);
+                tx->off += (uint64_t)hole;
+                if (tx->off >= tx->size)
+                    end_file(tx);
+                continue;
+            }
+            n = data_piece(tx);
+            at = wire_begin(out, WIRE_CHUNK, 0, 0);
+            if (hole < 0 || !add_content(tx, out, n)) {
                 const mf_op *op = &tx->d.ops[tx->next - 1];
                 strbuf_setlen(out, at);
                 wire_frame_raw(out, WIRE_ENTRY_CANCEL, 0, 0, NULL, 0);
@@ -220,7 +298,14 @@ bool delta_tx_fill(delta_tx *tx, strbuf *out, size_t limit)
                 end_file(tx);
                 continue;
             }
-            wire_end(out, at);
+            if (is_zero(out->buf + at + WIRE_HEADER, n)) {
+                /* Zeros stored as data (or a file system that hides its holes): a hole is
+                 * as good, and the receiver does not store them. */
+                strbuf_setlen(out, at);
+                wire_put_hole(out, n);
+            } else {
+                wire_end(out, at);
+            }
             if (tx->off >= tx->size)
                 end_file(tx);
             continue;

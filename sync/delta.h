@@ -31,6 +31,8 @@ typedef struct delta_tx {
     int fd;               /* its file, or -1 when the content is in mem */
     strbuf mem;
     uint64_t off, size;
+    uint64_t data_end;    /* the current data run ends here (SEEK_HOLE), <= size */
+    bool no_seek_data;    /* its file system has no SEEK_DATA: zero chunks still go as holes */
     int dir_fd;           /* parent directory cache */
     uint16_t dir_root;
     strbuf dir_path;
@@ -54,6 +56,13 @@ typedef struct apply_limits {
     uint64_t max_file_size;
     uint64_t max_bytes;
     uint64_t max_entries;
+    /* Host: the disk quota of the pulls (0: none) and the running total it is checked
+     * against, owned by the caller and updated by each commit: the allocated bytes of the
+     * files pulls installed minus those of the host files they replaced or deleted (so a
+     * pull that rewrites a file costs only what it grows by; holes cost nothing). A delta
+     * whose staged data would bring *disk_used over max_disk is refused as a whole. */
+    uint64_t max_disk;
+    int64_t *disk_used;
 } apply_limits;
 
 typedef struct apply_rx apply_rx;
@@ -73,6 +82,14 @@ bool apply_active(const apply_rx *rx);
 /* Drops a delta in progress: staged files removed, nothing committed (host); the entry being
  * written removed (agent). */
 void apply_abort(apply_rx *rx);
+/* Refuses the delta in progress as a whole (host): what is staged is removed now, its
+ * remaining frames are read and dropped, and DELTA_END commits nothing. Returns false when
+ * no delta is in progress, or the one in progress is refused already (over the quota, or
+ * interrupted before). For an interrupted pull (the user's Ctrl-C). */
+bool apply_refuse(apply_rx *rx, const char *why);
+/* After apply_frame() returned 1: NULL when the delta was committed, else why it was refused
+ * (over the disk quota, *quota set; or apply_refuse()'s reason). Valid until the next delta. */
+const char *apply_refusal(const apply_rx *rx, bool *quota);
 /* Counters of the last completed delta. */
 void apply_stats(const apply_rx *rx, uint64_t *entries, uint64_t *bytes);
 

@@ -6,7 +6,7 @@ LIB_SRCS += $(SYNC_COMMON) sync/conn.c
 AGENT_SRCS += $(SYNC_COMMON) sync/agent.c
 AGENT_MAIN := sync/agent_main.c
 TEST_C += tests/sync/t-wire.c tests/sync/t-ignore.c tests/sync/t-gitpolicy.c tests/sync/t-manifest.c \
-          tests/sync/t-delta.c \
+          tests/sync/t-delta.c tests/sync/t-sparse.c \
           tests/sync/t-conn.c tests/sync/t-hostile.c tests/sync/t-flow.c
 TEST_HELPERS += tests/sync/hostile-agent.c tests/sync/sync-run.c
 

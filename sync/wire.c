@@ -15,6 +15,7 @@ const char *wire_type_name(unsigned type)
     case WIRE_CHUNK: return "CHUNK";
     case WIRE_ENTRY_CANCEL: return "ENTRY_CANCEL";
     case WIRE_DELTA_END: return "DELTA_END";
+    case WIRE_HOLE: return "HOLE";
     case WIRE_CONFIG: return "CONFIG";
     case WIRE_RUN: return "RUN";
     case WIRE_SIGNAL: return "SIGNAL";
@@ -533,6 +534,22 @@ int wire_get_u64_pair(const wire_frame *f, uint64_t *a, uint64_t *b, sbx_err *er
     *a = wire_get_u64(&r);
     *b = wire_get_u64(&r);
     return trailing(f, &r, err);
+}
+
+void wire_put_hole(strbuf *out, uint64_t n)
+{
+    size_t at = wire_begin(out, WIRE_HOLE, 0, 0);
+    wire_u64(out, n);
+    wire_end(out, at);
+}
+
+int wire_get_hole(const wire_frame *f, uint64_t *n, sbx_err *err)
+{
+    if (wire_get_u64_one(f, n, err) < 0)
+        return -1;
+    if (!*n)
+        return sbx_errf(err, "malformed HOLE frame: an empty hole");
+    return 0;
 }
 
 int wire_get_u64_one(const wire_frame *f, uint64_t *a, sbx_err *err)

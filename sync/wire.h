@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SYNC_PROTOCOL_VERSION 2
+#define SYNC_PROTOCOL_VERSION 3
 #define WIRE_MAGIC 0x31584253u         /* "SBX1" little-endian */
 #define WIRE_HEADER 12
 
@@ -42,6 +42,9 @@
 /* Unconsumed output bytes per (channel, fd); the same definition as in conn.h. */
 #define SYNC_OUTPUT_WINDOW (256u * 1024)
 #define WIRE_MAX_FDS 16                /* fd map entries (SYNC_MAX_FDS) */
+/* The longest HOLE a sender sends in one frame (the receiver takes any length within the
+ * entry): receiving one means hashing its zeros, so pieces keep a receiver's turns short. */
+#define SYNC_HOLE_PIECE (256u << 20)
 
 enum wire_type {
     /* both ways */
@@ -54,6 +57,7 @@ enum wire_type {
     WIRE_CHUNK = 7,         /* more content of the current entry */
     WIRE_ENTRY_CANCEL = 8,  /* the sender could not read the rest: drop the entry */
     WIRE_DELTA_END = 9,     /* u64 seq, u64 entries */
+    WIRE_HOLE = 10,         /* u64 n: the current entry's next n content bytes are zeros */
     /* host -> agent */
     WIRE_CONFIG = 20,
     WIRE_RUN = 21,          /* chan */
@@ -222,6 +226,12 @@ typedef struct wire_put_file {
     size_t len;
 } wire_put_file;
 int wire_get_put_file(const wire_frame *f, wire_put_file *p, sbx_err *err);
+
+/* HOLE: n zero bytes of the current file's content that the sender's file does not store (a
+ * hole found with SEEK_HOLE), so that a sparse file costs the receiver what it costs the
+ * sender. n is at least 1; the receiver checks it against what the entry has left. */
+void wire_put_hole(strbuf *out, uint64_t n);
+int wire_get_hole(const wire_frame *f, uint64_t *n, sbx_err *err);
 
 /* u64 payloads (DELTA_BEGIN's two, DELTA_END's two, SYNC, SYNC_DONE). */
 int wire_get_u64_pair(const wire_frame *f, uint64_t *a, uint64_t *b, sbx_err *err);

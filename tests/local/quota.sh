@@ -1,0 +1,114 @@
+# Disk and time on pulls, on one runtime; sourced by quota-runsc.t and quota-bwrap.t with RT
+# set (issue 8, item 4): a sparse 10 GB file comes back sparse; a pull over
+# AGENT_SANDBOX_DISK_MAX fails with 125 and leaves the host tree as it was, and the session
+# goes on; SIGINT during a large pull returns at once with 130, nothing half-applied, and a
+# later command's Ctrl-C works. Every sbxsh call is bounded (timeout -s KILL): a pull that
+# stalls fails the test instead of hanging it.
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/../lib/tap.sh"
+. "$HERE/lib.sh"
+
+why=$(runtime_skip_reason "$RT")
+[ -z "$why" ] || skip_all "$RT: $why"
+[ -x "$SBXSH" ] || skip_all "sbxsh not built"
+local_env
+export AGENT_SANDBOX_LOCAL_RUNTIME=$RT
+sessions=()
+teardown() {
+    local s
+    for s in "${sessions[@]}"; do
+        AGENT_SANDBOX_SESSION=$s timeout -s KILL 30 "$SBX" release >/dev/null 2>&1
+    done
+    local_teardown
+    tap_cleanup
+}
+trap teardown EXIT
+session() { export AGENT_SANDBOX_SESSION=$1-$RT; sessions+=("$AGENT_SANDBOX_SESSION"); }
+S() { timeout -s KILL "$1" "$SBXSH" -c "$2"; }   # SECONDS LINE
+stages() { ls -d "$PROJ"/.sbx-stage-* 2>/dev/null | wc -l; }
+listing() { (cd "$PROJ" && find . -path ./.git -prune -o -printf '%p %s %y\n' | sort); }
+push_bytes() { "$SBX" status --json | sed -n 's/.*"push_bytes":\([0-9]*\).*/\1/p'; }
+
+# ---- a sparse file ------------------------------------------------------------------------
+session sparse
+S 180 'truncate -s 10G s.bin && printf end >> s.bin'
+is "$?" 0 "sparse: the command that makes a 10 GB sparse file succeeds"
+is "$(stat -c %s "$PROJ/s.bin" 2>&1)" 10737418243 "sparse: it comes back with its size"
+kb=$(du -k "$PROJ/s.bin" 2>/dev/null | cut -f1)
+ok "sparse: ...as a sparse file on the host (du: ${kb:-none} KiB)" test "${kb:-999999}" -lt 1024
+is "$(tail -c 3 "$PROJ/s.bin" 2>&1)" end "sparse: its data is there"
+is "$(dd if="$PROJ/s.bin" bs=1M skip=5000 count=1 status=none | tr -d '\0' | wc -c)" 0 \
+   "sparse: ...and its holes read as zeros"
+before=$(push_bytes)
+S 180 true
+is "$(push_bytes)" "$before" \
+   "sparse: the next command sends nothing back (the manifests' content hashes agree)"
+rm -f "$PROJ/s.bin"
+S 120 true
+
+# ---- the disk quota ------------------------------------------------------------------------
+session quota
+export AGENT_SANDBOX_DISK_MAX=50M
+S 60 true
+before=$(listing)
+S 120 'head -c 80000000 /dev/urandom > r.bin && echo small > small.txt' 2>"$SBX_TEST_TMP/qe"
+is "$?" 125 "quota: a pull of 80 MB over AGENT_SANDBOX_DISK_MAX=50M fails with 125"
+like "$(cat "$SBX_TEST_TMP/qe")" "^sbxsh: .*disk quota of 50.0 MiB.*AGENT_SANDBOX_DISK_MAX" \
+     "quota: ...saying so, with the limit and the variable"
+is "$(listing)" "$before" "quota: the host tree is as it was (no r.bin, no small.txt)"
+is "$(stages)" 0 "quota: no .sbx-stage-* is left"
+is "$(S 60 'echo next')" next "quota: the session's next command works"
+is "$(S 60 'test -f r.bin && echo kept')" kept \
+   "quota: the sandbox keeps its files (the refused pull is not resent with every command)"
+S 60 'rm r.bin && echo fits > after.txt'
+is "$?" 0 "quota: once the sandbox removed it, a pull within the quota..."
+is "$(cat "$PROJ/after.txt" 2>&1)" fits "quota: ...lands"
+rm -f "$PROJ/after.txt"
+unset AGENT_SANDBOX_DISK_MAX
+
+# ---- SIGINT during a large pull ------------------------------------------------------------
+# (sbxsh itself in the background, not a function: $! must be sbxsh's pid.)
+session int
+S 60 true
+# Bounded by the stage wait and the watchdogs below, which signal sbxsh itself.
+"$SBXSH" -c 'head -c 400000000 /dev/urandom > big.bin' &
+pid=$!
+# The stage directory appears when the host starts writing the pull: that is the moment.
+for _ in $(seq 3000); do [ "$(stages)" != 0 ] && break; sleep 0.05; done
+is "$(stages)" 1 "interrupt: the 400 MB pull is being written (a stage directory exists)"
+kill -INT $pid
+# A bound, not a measure: if the client does not return, the watchdog kills it (137).
+( sleep 10; kill -KILL $pid ) >/dev/null 2>&1 &
+wd=$!
+wait $pid
+rc=$?
+kill $wd 2>/dev/null
+is "$rc" 130 "interrupt: SIGINT to sbxsh during the pull returns 130 (as bash's caller sees)"
+ok "interrupt: the host tree has no partial file" test ! -e "$PROJ/big.bin"
+is "$(stages)" 0 "interrupt: no .sbx-stage-* is left"
+"$SBXSH" -c 'echo ready; exec sleep 100' > "$SBX_TEST_TMP/sl" 2>&1 &
+pid=$!
+for _ in $(seq 1200); do grep -q ready "$SBX_TEST_TMP/sl" 2>/dev/null && break; sleep 0.05; done
+kill -INT $pid
+( sleep 10; kill -KILL $pid ) >/dev/null 2>&1 &
+wd=$!
+wait $pid
+rc=$?
+kill $wd 2>/dev/null
+is "$rc" 130 "interrupt: the session's next command (sleep 100) is interrupted by SIGINT"
+is "$(S 60 'echo alive')" alive "interrupt: and the session goes on"
+"$SBXSH" -c 'head -c 400000000 /dev/urandom > big2.bin' &
+pid=$!
+for _ in $(seq 3000); do [ "$(stages)" != 0 ] && break; sleep 0.05; done
+kill -TERM $pid
+( sleep 10; kill -KILL $pid ) >/dev/null 2>&1 &
+wd=$!
+wait $pid
+rc=$?
+kill $wd 2>/dev/null
+is "$rc" 143 "interrupt: SIGTERM during a pull returns 143"
+ok "interrupt: ...with no partial file" test ! -e "$PROJ/big2.bin"
+[ -e "$PROJ/big2.bin" ] && diag "$(ls -la "$PROJ"; cat "$XDG_RUNTIME_DIR"/sbxsh/int-$RT.log)"
+is "$(stages)" 0 "interrupt: ...and no stage left"
+
+done_testing
