@@ -47,7 +47,15 @@ rm -f "$PROJ/s.bin"
 S 120 true
 
 # ---- the disk quota ------------------------------------------------------------------------
+# The sandbox's own copy is a tmpfs of AGENT_SANDBOX_DISK_MAX, so a sandbox made with 50M
+# could not even write 80 MB. The pull quota is the holder's: a sandbox made with the
+# default, whose holder is replaced by one started with 50M (the sandbox stays), has room
+# in the sandbox and a quota on the host.
 session quota
+S 60 true
+hp=$("$SBX" status --json | sed -n 's/.*"holder_pid":\([0-9]*\).*/\1/p')
+kill -TERM "$hp"
+for _ in $(seq 100); do kill -0 "$hp" 2>/dev/null || break; sleep 0.1; done
 export AGENT_SANDBOX_DISK_MAX=50M
 S 60 true
 before=$(listing)

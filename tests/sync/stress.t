@@ -101,9 +101,9 @@ for rt in runsc bwrap; do
     failures=$(cat "$SBX_TEST_TMP"/fail.*)
     is "$failures" "" "$rt: $cmds commands in $CLIENTS parallel clients, each within ${BOUND}s, every byte checked"
     diag "$rt: $cmds commands, $bytes bytes written and synced, $(((t1 - t0) / 1000000)) ms wall"
-    # the sandbox's copy of the code directory (STATE/SESSION/code/0) equals the host's
-    timeout -k 5 $BOUND "$SBXSH" -c true
-    sbx_tree=$(tree_sums "$AGENT_SANDBOX_STATE_DIR/$AGENT_SANDBOX_SESSION/code/0")
+    # the sandbox's copy of the code directory (a tmpfs inside the sandbox) equals the
+    # host's: the same listing, made in the sandbox
+    sbx_tree=$(cd "$PROJ" && timeout -k 5 $BOUND "$SBXSH" -c "$(declare -f tree_sums); tree_sums .")
     host_tree=$(tree_sums "$PROJ")
     is "$sbx_tree" "$host_tree" "$rt: afterwards the sandbox's tree and the host's are the same, file by file"
     ok "$rt: no staging directory is left behind" test -z "$(find "$PROJ" -maxdepth 1 -name '.sbx-stage-*')"
