@@ -65,7 +65,7 @@ _sbx()
             fi
         done
         COMPREPLY=($(compgen -W "--session --keep --tty --help --" -- "$cur")) ;;
-    release) COMPREPLY=($(compgen -W "--session --help" -- "$cur")) ;;
+    release) COMPREPLY=($(compgen -W "--session --timeout --force --help" -- "$cur")) ;;
     status) COMPREPLY=($(compgen -W "--session --json --help" -- "$cur")) ;;
     ls) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
     doctor) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;

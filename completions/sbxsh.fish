@@ -36,6 +36,8 @@ complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a status -d '
 complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a ls -d 'List the sessions'
 complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a doctor -d 'Check what sbxsh needs here'
 complete -c sbx -n "__fish_seen_subcommand_from exec release status" -l session -x -a '(__sbxsh_sessions)' -d 'The session'
+complete -c sbx -n "__fish_seen_subcommand_from release" -l timeout -x -d 'How long to wait for the holder'
+complete -c sbx -n "__fish_seen_subcommand_from release" -l force -d 'Kill the holder and the sandbox, pull nothing'
 complete -c sbx -n "__fish_seen_subcommand_from exec" -l keep -d "Keep the session's sandbox"
 complete -c sbx -n "__fish_seen_subcommand_from exec" -l tty -d 'Run on a terminal'
 complete -c sbx -n "__fish_seen_subcommand_from status ls" -l json -d 'JSON output'

@@ -5,7 +5,9 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -68,6 +70,7 @@ typedef struct holder {
     uint64_t save_at_ns;        /* 0: nothing to save */
     bool releasing;             /* an internal sync before release is in flight */
     bool start_failed;          /* no sandbox could be started: the session pins nothing */
+    int lock_fd;                /* STATE/SESSION/holder.lock, flocked for our life */
     bool release_ready;         /* ...and it is done: release from the main loop */
     bool quit;
 } holder;
@@ -497,6 +500,11 @@ static void release_now(holder *h)
         ok = -1;
         log_msg("release failed: %s", err.msg);
     } else {
+        /* the lock goes with the session (we hold its fd until we exit, moments later) */
+        char *lock = xasprintf("%s/holder.lock", h->dir);
+        unlink(lock);
+        free(lock);
+        rmdir(h->dir);
         log_msg("released");
     }
     for (size_t i = 0; i < h->nclients; i++) {
@@ -972,6 +980,56 @@ static void agent_setup(holder *h)
     strvec_push(&h->agent_args, SBX_SANDBOX_AGENT_DIR "/agent.state");
 }
 
+/*
+ * One holder per session, whatever happens to the runtime directory. The socket
+ * and the start lock live in RUN ($XDG_RUNTIME_DIR or /tmp), where a tmp cleaner
+ * may delete them; a new client then finds no socket and starts a second holder
+ * for the same sandbox. So each holder also holds, for its whole life, an flock
+ * on STATE/SESSION/holder.lock (a directory no cleaner touches), holding its pid.
+ * A new holder that finds it held asks the old one to go (SIGTERM: it leaves the
+ * sandbox for the next holder, as always) and waits, boundedly, for the lock;
+ * without it, it does not serve. sbx release --force finds the holder there too.
+ */
+#define HOLDER_LOCK_WAIT_MS 10000
+
+static int take_holder_lock(holder *h)
+{
+    char *path = xasprintf("%s/holder.lock", h->dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    bool asked = false;
+
+    free(path);
+    if (fd < 0) {
+        log_msg("cannot open the holder lock: %s", strerror(errno));
+        return -1;
+    }
+    for (int waited = 0; flock(fd, LOCK_EX | LOCK_NB) < 0; waited += 50) {
+        if (errno != EWOULDBLOCK || waited >= HOLDER_LOCK_WAIT_MS) {
+            log_msg("another holder keeps the session (its lock is held after %d ms); "
+                    "sbx release --force frees it", waited);
+            close(fd);
+            return -1;
+        }
+        if (!asked) {
+            char buf[32] = "";
+            ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+            long pid = n > 0 ? strtol(buf, NULL, 10) : 0;
+            if (pid > 1 && pid != getpid()) {
+                log_msg("holder %ld still runs without its socket: asking it to go", pid);
+                kill((pid_t)pid, SIGTERM);
+            }
+            asked = true;
+        }
+        usleep(50000);
+    }
+    char buf[32];
+    int len = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t)len, 0) != len)
+        log_msg("cannot write the holder lock: %s", strerror(errno));
+    h->lock_fd = fd;    /* held until exit */
+    return 0;
+}
+
 int sbx_holder_main(const sbx_config *cfg, int listen_fd)
 {
     holder hs, *h = &hs;
@@ -981,7 +1039,7 @@ int sbx_holder_main(const sbx_config *cfg, int listen_fd)
     memset(h, 0, sizeof(*h));
     h->cfg = cfg;
     h->lfd = listen_fd;
-    h->rfd = h->wfd = -1;
+    h->rfd = h->wfd = h->lock_fd = -1;
     h->dir = sbx_session_state_dir(cfg);
     h->sock_path = sbx_session_socket_path(cfg);
     h->state_file = xasprintf("%s/host.manifest", h->dir);
@@ -1002,6 +1060,8 @@ int sbx_holder_main(const sbx_config *cfg, int listen_fd)
     sa.sa_handler = on_term;
     sigaction(SIGTERM, &sa, NULL);
     set_nonblock(h->lfd, true);
+    if (take_holder_lock(h) < 0)
+        return 1;
     log_msg("serving session %s", cfg->session);
 
     while (!h->quit) {

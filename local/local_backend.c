@@ -1655,7 +1655,8 @@ int sbx_local_backend_peek(const char *state_dir, strbuf *json)
 int sbx_local_backend_adopt(const char *state_dir, sbx_config *cfg)
 {
     saved_state s;
-    if (load_state(state_dir, &s) < 0 || !s.code_dirs.n) {
+    /* (no code directories is a session too: a scratch one, in ~ or /tmp) */
+    if (load_state(state_dir, &s) < 0) {
         saved_state_free(&s);
         return -1;
     }

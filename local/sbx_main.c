@@ -13,8 +13,11 @@
 #include <getopt.h>
 #include <limits.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -82,10 +85,14 @@ static const char usage_exec[] =
     "  --help        this text\n";
 
 static const char usage_release[] =
-    "usage: sbx release [--session S]\n"
+    "usage: sbx release [--session S] [--timeout DURATION] [--force]\n"
     "\n"
     "Pulls the sandbox's last changes back (background processes' too), stops the\n"
-    "sandbox, deletes its copies and private home, and ends the session's holder.\n";
+    "sandbox, deletes its copies and private home, and ends the session's holder.\n"
+    "\n"
+    "  --timeout DURATION  wait at most this long for the holder (default 60s; 0: no limit)\n"
+    "  --force             do not ask the holder: kill it and the sandbox by pid and\n"
+    "                      delete the session's state (the last changes are not pulled)\n";
 
 static const char usage_status[] =
     "usage: sbx status [--session S] [--json]\n"
@@ -262,7 +269,7 @@ static int cmd_exec(int argc, char **argv)
     } else if (WIFSIGNALED(st.wait_status)) {
         rc = 128 + WTERMSIG(st.wait_status);
     }
-    if (!keep && sbx_session_release(s, &err) < 0) {
+    if (!keep && sbx_session_release(s, 0, &err) < 0) {
         fprintf(stderr, "sbx: cannot release the sandbox: %s\n", err.msg);
         if (rc == 0)
             rc = SBX_EXIT_INTERNAL;
@@ -276,25 +283,115 @@ out:
 
 /* ---- release, status, ls ------------------------------------------------- */
 
+/* The holder that holds STATE/SESSION/holder.lock (its pid is in it), killed; then the
+ * sandbox, by the pid the backend recorded, and the session's files. Nothing is asked of
+ * a process that may be stuck, and every wait is bounded. */
+static int force_release(sbx_config *cfg, const char *dir)
+{
+    char *lockp = xasprintf("%s/holder.lock", dir), *sock = sbx_session_socket_path(cfg);
+    char *log = sbx_session_log_path(cfg);
+    int fd = open(lockp, O_RDWR | O_NOFOLLOW | O_CLOEXEC), rc = 0;
+    bool found = false;
+    sbx_err err;
+
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        char buf[32] = "", comm[64] = "";
+        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+        long pid = n > 0 ? strtol(buf, NULL, 10) : 0;
+        char *commp = xasprintf("/proc/%ld/comm", pid);
+        FILE *f = pid > 1 ? fopen(commp, "r") : NULL;
+        free(commp);
+        if (f) {
+            if (!fgets(comm, sizeof(comm), f))
+                comm[0] = '\0';
+            fclose(f);
+        }
+        /* only the holder itself: a pid in a stale file may be anyone's now */
+        if (!strncmp(comm, "sbx-holder", 10) && kill((pid_t)pid, SIGKILL) == 0) {
+            printf("killed the holder (pid %ld)\n", pid);
+            found = true;
+        }
+        for (int i = 0; i < 100 && flock(fd, LOCK_EX | LOCK_NB) < 0; i++)
+            usleep(50000);
+    }
+    if (fd >= 0)
+        close(fd);
+    if (!cfg->agent_path && !(cfg->agent_path = sbx_find_agent(&err)))
+        cfg->agent_path = xstrdup("/nonexistent/sbx-agent");   /* only released, never run */
+    if (sbx_local_backend_adopt(dir, cfg) == 0) {
+        sbx_sandbox_spec spec = { .agent_path = cfg->agent_path };
+        sbx_backend *b = sbx_backend_new(cfg, &spec, &err);
+        if (!b || b->ops->release(b, &err) < 0) {
+            fprintf(stderr, "sbx: cannot stop the sandbox: %s\n", err.msg);
+            rc = SBX_EXIT_INTERNAL;
+        } else {
+            printf("stopped the sandbox and deleted its state (its last changes were not "
+                   "pulled)\n");
+            found = true;
+        }
+        sbx_backend_free(b);
+    }
+    unlink(sock);
+    unlink(log);
+    unlink(lockp);
+    rmdir(dir);
+    if (!found && rc == 0) {
+        fprintf(stderr, "sbx: no session '%s' here (sbx ls lists them)\n", cfg->session);
+        rc = 1;
+    }
+    free(lockp);
+    free(sock);
+    free(log);
+    return rc;
+}
+
 static int cmd_release(int argc, char **argv)
 {
+    enum { O_SESSION = 1, O_TIMEOUT, O_FORCE, O_HELP };
+    static const struct option longs[] = {
+        { "session", required_argument, NULL, O_SESSION },
+        { "timeout", required_argument, NULL, O_TIMEOUT },
+        { "force", no_argument, NULL, O_FORCE },
+        { "help", no_argument, NULL, O_HELP },
+        { NULL, 0, NULL, 0 },
+    };
     const char *session = NULL;
-    int first = parse_opts(argc, argv, usage_release, &session, NULL, NULL, NULL);
     sbx_open_opts no = { .no_start = true, .any_shape = true };
     sbx_open_opts adopt = { .any_shape = true };
     sbx_config cfg;
     sbx_session *s = NULL;
     sbx_err err;
-    strbuf js = STRBUF_INIT;
+    unsigned timeout = 60;
+    bool force = false;
     char *dir;
-    int rc = 0;
+    int c, rc = 0;
 
-    if (first != argc) {
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "+h", longs, NULL)) != -1) {
+        switch (c) {
+        case O_SESSION: session = optarg; break;
+        case O_TIMEOUT:
+            if (sbx_parse_duration(optarg, &timeout, &err) < 0) {
+                fprintf(stderr, "sbx: --timeout: %s\n", err.msg);
+                return SBX_EXIT_INTERNAL;
+            }
+            break;
+        case O_FORCE: force = true; break;
+        case O_HELP: case 'h': fputs(usage_release, stdout); return 0;
+        default: fputs(usage_release, stderr); return 2;
+        }
+    }
+    if (optind != argc) {
         fputs(usage_release, stderr);
         return 2;
     }
     load_config(&cfg, session);
     dir = sbx_session_state_dir(&cfg);
+    if (force) {
+        rc = force_release(&cfg, dir);
+        goto out;
+    }
+    no.hello_timeout_ms = adopt.hello_timeout_ms = timeout ? timeout * 1000 : 0;
     if (sbx_session_open(&cfg, &no, &s, &err) < 0) {
         if (sbx_local_backend_adopt(dir, &cfg) < 0) {
             fprintf(stderr, "sbx: no session '%s' here (sbx ls lists them)\n", cfg.session);
@@ -309,13 +406,12 @@ static int cmd_release(int argc, char **argv)
             goto out;
         }
     }
-    if (sbx_session_release(s, &err) < 0) {
+    if (sbx_session_release(s, timeout, &err) < 0) {
         fprintf(stderr, "sbx: %s\n", err.msg);
         rc = SBX_EXIT_INTERNAL;
     }
 out:
     sbx_session_close(s);
-    strbuf_release(&js);
     free(dir);
     sbx_config_free(&cfg);
     return rc;

@@ -549,7 +549,9 @@ fail:
 
 static int hello(sbx_session *s, sbx_err *err)
 {
-    uint64_t deadline = now_ns() + (uint64_t)HELLO_TIMEOUT_MS * 1000000;
+    uint64_t deadline = now_ns() + (uint64_t)(s->opts.hello_timeout_ms ? s->opts.hello_timeout_ms
+                                                                        : HELLO_TIMEOUT_MS) *
+                                   1000000;
     char *fp = s->opts.any_shape ? xstrdup("") : sbx_config_fingerprint(s->cfg);
     size_t start = s->out.len;
     proto_begin(&s->out, P_HELLO);
@@ -955,10 +957,25 @@ int sbx_session_sync(sbx_session *s, sbx_err *err)
     return s->failed ? fail(s, err) : 0;
 }
 
-int sbx_session_release(sbx_session *s, sbx_err *err)
+int sbx_session_release(sbx_session *s, unsigned timeout_s, sbx_err *err)
 {
+    uint64_t deadline = now_ns() + (uint64_t)timeout_s * 1000000000;
+
     send_u32s(s, P_RELEASE, 0, 0, 0);
-    return await(s, &s->got_released, err);
+    if (!timeout_s)
+        return await(s, &s->got_released, err);
+    /* A stuck holder (a sandbox that stopped answering) must not make release hang: the
+     * caller says how long to wait, and `sbx release --force` is what comes next. */
+    sock_write(s);
+    while (!s->got_released && !s->failed) {
+        uint64_t now = now_ns();
+        if (now >= deadline)
+            return sbx_errf(err, "the session's holder did not finish the release in %u s; "
+                            "`sbx release --force` stops it and its sandbox", timeout_s);
+        pump(s, (int)((deadline - now) / 1000000) + 1);
+    }
+    s->got_released = false;
+    return s->failed ? fail(s, err) : 0;
 }
 
 int sbx_session_status(sbx_session *s, strbuf *json, sbx_err *err)

@@ -64,6 +64,9 @@ typedef struct sbx_open_opts {
      * call's configuration has (sbx status, release): skips the holder's
      * check that they match the session's. */
     bool any_shape;
+    /* How long the holder may take to answer the first message, in ms (0: the default,
+     * HELLO_TIMEOUT_MS): `sbx release --timeout` bounds the whole release with it. */
+    unsigned hello_timeout_ms;
     /* Called for sync warnings (conflicts, refused paths). NULL: print
      * "sbxsh: warning: MSG" on stderr. */
     void (*warning)(void *ctx, const char *msg);
@@ -150,8 +153,9 @@ int sbx_session_wait(sbx_session *s, sbx_exit *st, sbx_err *err);
 int sbx_session_run(sbx_session *s, const sbx_command *cmd, sbx_exit *st, sbx_err *err);
 
 /* Releases the session's sandbox (after pulling its last changes); the
- * holder exits. */
-int sbx_session_release(sbx_session *s, sbx_err *err);
+ * holder exits. It waits at most timeout_s seconds (0: as long as it takes), then fails
+ * with a message that names `sbx release --force`. */
+int sbx_session_release(sbx_session *s, unsigned timeout_s, sbx_err *err);
 /* The holder's status JSON: session, holder pid, clients, sandbox facts
  * (the backend's status), agent, sync counters. */
 int sbx_session_status(sbx_session *s, strbuf *json, sbx_err *err);
