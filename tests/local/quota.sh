@@ -114,9 +114,18 @@ wd=$!
 wait $pid
 rc=$?
 kill $wd 2>/dev/null
-is "$rc" 143 "interrupt: SIGTERM during a pull returns 143"
-ok "interrupt: ...with no partial file" test ! -e "$PROJ/big2.bin"
-[ -e "$PROJ/big2.bin" ] && diag "$(ls -la "$PROJ"; cat "$XDG_RUNTIME_DIR"/sbxsh/int-$RT.log)"
+# On a loaded machine the holder may commit the last piece of the pull before it reads the
+# abort: then the file is whole (applied, not half-applied) and that is right too.
+size=$(stat -c %s "$PROJ/big2.bin" 2>/dev/null)
+if [ -n "$size" ] && [ "$size" = 400000000 ]; then
+    diag "the pull was applied before SIGTERM reached the holder (status $rc)"
+    ok "interrupt: SIGTERM after the pull was applied ends sbxsh ($rc)" test "$rc" = 143 -o "$rc" = 0
+    ok "interrupt: ...and the file is whole" test "$size" = 400000000
+else
+    is "$rc" 143 "interrupt: SIGTERM during a pull returns 143"
+    ok "interrupt: ...with no partial file (${size:-none})" test -z "$size"
+fi
+[ -n "$size" ] && [ "$size" != 400000000 ] && diag "$(ls -la "$PROJ"; cat "$XDG_RUNTIME_DIR"/sbxsh/int-$RT.log)"
 is "$(stages)" 0 "interrupt: ...and no stage left"
 
 done_testing
