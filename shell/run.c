@@ -165,9 +165,9 @@ static void print_syntax_error(const sh_options *o, const sh_parse *p)
  *   and sbxsh's parser does not, so they can disagree on where a command
  *   ends (an alias that opens a quote or a here-document takes the
  *   wrapper's lines, and the lines after, into it).
- * The test is on the text, and errs on the safe side: any `set` word with an
- * option cluster that holds an n, or the words `noexec` or `expand_aliases`
- * anywhere. Interactive bash ignores `set -n` and a terminal's user wants
+ * The test is on the text, and errs on the safe side: a `set` where a
+ * command starts with an option cluster that holds an n, or the words
+ * `noexec` or `expand_aliases` anywhere. Interactive bash ignores `set -n` and a terminal's user wants
  * each command routed, so this is for stdin mode only.
  */
 static bool is_word_char(char c)
@@ -182,12 +182,33 @@ static bool word_at(const char *text, size_t len, size_t i, const char *w)
            (i + n == len || !is_word_char(text[i + n]));
 }
 
+/* Is the word at i where a command name goes: first on its line or after an
+ * operator, or after a keyword that a command follows? (So that `echo set
+ * -n` or `kubectl set -n ns` is not taken for set.) */
+static bool at_command_position(const char *text, size_t i)
+{
+    static const char *const keywords[] = { "then", "do", "else", "elif", "if", "while",
+                                            "until", "time", "!", "builtin", "command" };
+    size_t e = i, b;
+
+    while (e > 0 && (text[e - 1] == ' ' || text[e - 1] == '\t'))
+        e--;
+    if (e == 0 || strchr(";&|({\n", text[e - 1]))
+        return true;
+    for (b = e; b > 0 && is_word_char(text[b - 1]); b--)
+        ;
+    for (size_t k = 0; k < ARRAY_SIZE(keywords); k++)
+        if (e - b == strlen(keywords[k]) && !memcmp(text + b, keywords[k], e - b))
+            return at_command_position(text, b);
+    return false;
+}
+
 static bool needs_bash_to_read_on(const char *text, size_t len)
 {
     for (size_t i = 0; i < len; i++) {
         if (word_at(text, len, i, "noexec") || word_at(text, len, i, "expand_aliases"))
             return true;
-        if (!word_at(text, len, i, "set"))
+        if (!word_at(text, len, i, "set") || !at_command_position(text, i))
             continue;
         /* the words after `set`, up to the end of its command */
         for (size_t j = i + 3; j < len && !strchr(";&|)}\n", text[j]); j++) {
