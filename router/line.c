@@ -309,15 +309,17 @@ static int shell_reap(line_exec *x, sbx_err *err)
  * PIPESTATUS is set by every pipeline, the wrapper's included, so the
  * wrapper would leave one status where the user's last pipeline left
  * several. The prefix of the next chunk then ends with a pipeline of the
- * same statuses, `(exit A) | (exit B)` (a fork per status, only after such a
- * pipeline), or `! (exit A) | (exit B)` after `! a | b`: it leaves
- * PIPESTATUS as the user's was, and $? as it was too. Which of the two
- * gives that $? is checked first; when neither does, or when set -e would
- * take the pipeline's failure for one (bash's own pipeline did not exit the
- * shell, so it was in a context that set -e ignores), there is no replay.
- * Returns 0 (none), 1 (plain) or 2 (with !).
+ * same statuses, `exit A | exit B | (exit C)` (a fork per status, only after
+ * such a pipeline), or `! exit A | (exit B)` after `! a | b`: it leaves
+ * PIPESTATUS as the user's was, and $? as it was too (which of the two gives
+ * that $? is checked first; when neither does, there is no replay). Each
+ * element but the last is a child's `exit`, which never returns, so no ERR
+ * trap runs there; the last is a subshell, as `shopt -s lastpipe` would run
+ * it in the shell itself. A failing one is followed by `&& :`, which does
+ * not run, so that neither an ERR trap nor set -e takes it for a failure
+ * (bash did not either: the user's pipeline did not end the shell).
  */
-static int pipestatus_replay(const line_exec *x)
+static int pipestatus_replay(const line_exec *x, int *st_out)
 {
     int st = 0;
     if (!x->npipestatus)
@@ -329,7 +331,8 @@ static int pipestatus_replay(const line_exec *x)
     } else {
         st = x->pipestatus[x->npipestatus - 1];
     }
-    if (st == x->last_status && (st == 0 || !x->errexit))
+    *st_out = st;
+    if (st == x->last_status)
         return 1;
     if (x->last_status == !st)
         return 2;
@@ -338,13 +341,16 @@ static int pipestatus_replay(const line_exec *x)
 
 static void add_pipestatus_replay(const line_exec *x, int replay, strbuf *out)
 {
-    if (!replay)
+    int st = 0;
+
+    if (!replay || pipestatus_replay(x, &st) != replay)
         return;
     if (replay == 2)
         strbuf_addstr(out, "! ");
-    for (size_t i = 0; i < x->npipestatus; i++)
-        strbuf_addf(out, "%s(exit %d)", i ? " | " : "", x->pipestatus[i]);
-    strbuf_addstr(out, "; ");
+    for (size_t i = 0; i + 1 < x->npipestatus; i++)
+        strbuf_addf(out, "exit %d | ", x->pipestatus[i]);
+    strbuf_addf(out, "(exit %d)%s; ", x->pipestatus[x->npipestatus - 1],
+                replay == 1 && st ? " && :" : "");
 }
 
 /* Appends what brings the persistent shell up to date with the host parts
@@ -357,7 +363,7 @@ static void add_state_prefix(line_exec *x, route_join join, strbuf *out)
      * which a fresh bash does not have). */
     bool cd = x->shell_running && strcmp(x->cwd, x->shell_cwd) != 0;
     bool andor = join == ROUTE_JOIN_AND || join == ROUTE_JOIN_OR;
-    int replay = x->sandbox_stale ? 0 : pipestatus_replay(x);
+    int st, replay = x->sandbox_stale ? 0 : pipestatus_replay(x, &st);
     strbuf arg = STRBUF_INIT;
 
     if (!x->sandbox_stale && !cd && !andor && !replay)

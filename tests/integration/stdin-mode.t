@@ -69,6 +69,8 @@ for rt in $runtimes; do
     check "PIPESTATUS with pipefail and !" \
         $'set -o pipefail\nfalse | true\necho $? ${PIPESTATUS[@]}\n! true | false\necho $? ${PIPESTATUS[@]}\n'
     check "PIPESTATUS under set -e" $'set -e\n! false | true\necho $? ${PIPESTATUS[@]}\ntrue | true\necho ${PIPESTATUS[@]}\n'
+    check "an ERR trap fires for the user's pipeline only" \
+        $'trap "echo ERR" ERR\nfalse | false\necho ${PIPESTATUS[@]}\nset -e\nfalse | false && echo no\necho ${PIPESTATUS[@]} $?\n'
     # a fresh shell has no OLDPWD
     check "cd - with no OLDPWD fails as in bash" $'cd -\necho $?\necho "[$OLDPWD]"\n'
     end_session
