@@ -19,21 +19,40 @@
 #include <unistd.h>
 
 /*
- * The persistent shell's helpers, sent once when it starts. __sbx_setrc sets
- * $? (and, through its last argument, $_) without a fork. __sbx_report tells
- * us how a chunk ended, as six NUL-terminated fields on fd 199: a kind
- * ("done" after the chunk, "next" on the line after it), the status, the
- * flags ($-), the set -o options, the cwd and PS4. Both are called as
- * `{ f ... && __sbx_setrc 0 "$_"; } 2>/dev/null`: set -x does not trace
- * them, $? and $_ come out as they went in, and a non-zero status does not
- * trip set -e (a failure before && never does).
+ * The persistent shell's two helpers, defined where they are used and gone
+ * once called (each unsets itself first; bash runs a copy of a function's
+ * body), so that `declare -F`, `set` and `typeset -f` in the user's
+ * commands never show them. A function definition is not a simple command:
+ * it does not fire a DEBUG trap or change $_. Only builtins are called, as
+ * `builtin NAME`, so that a user's function of that name is not run.
+ *
+ * SETRC_DEF sets up __sbx_setrc, which sets $? (and, through its last
+ * argument, $_) without a fork. REPORT_DEF sets up __sbx_report, which
+ * tells us how a chunk ended, as six NUL-terminated fields on fd 199: a
+ * kind ("done" after the chunk, "next" on the line after it), the status,
+ * the flags ($-), the set -o options, the cwd, PS4 and PIPESTATUS (its
+ * statuses, each followed by a space). The cwd is what the
+ * pwd builtin says (bash's own record of it, not $PWD, which the user may
+ * unset or assign), followed by its newline; empty when it cannot say (a
+ * deleted directory). Both are called as
+ * `{ DEF; f ... && { DEF; f 0 "$_"; }; } 2>/dev/null`: set -x does not
+ * trace them, $? and $_ come out as they went in, and a non-zero status
+ * does not trip set -e (a failure before && never does).
  */
-static const char shell_prelude[] =
-    "__sbx_setrc() { return \"$1\"; }\n"
-    "__sbx_report() { printf '%s\\0' \"$1\" \"$2\" \"$-\" \"$SHELLOPTS\" \"$PWD\" \"$PS4\" >&199; "
-    "return \"$2\"; }\n";
+#define SETRC_DEF "__sbx_setrc() { builtin unset -f __sbx_setrc; return \"$1\"; }; "
+#define REPORT_DEF                                                                              \
+    "__sbx_report() { builtin unset -f __sbx_report; "                                          \
+    "builtin printf '%s\\0' \"$1\" \"$2\" \"$-\" \"$SHELLOPTS\" >&199; builtin pwd >&199; "         \
+    "builtin printf '\\0%s\\0' \"$PS4\" >&199; builtin printf '%s ' \"${__sbx_p[@]}\" >&199; "      \
+    "builtin printf '\\0' >&199; builtin unset -v __sbx_s __sbx_p __sbx_a; return \"$2\"; }; "
+/* A report of KIND. $?, PIPESTATUS and $_ are saved first, by one
+ * assignment (a definition sets $? to 0, an assignment sets $_ to ""), and
+ * come back through the call's arguments. */
+#define REPORT(kind)                                                                            \
+    "{ __sbx_s=$? __sbx_p=(\"${PIPESTATUS[@]}\") __sbx_a=$_; " REPORT_DEF "__sbx_report " kind  \
+    " \"$__sbx_s\" \"$__sbx_a\" && { " SETRC_DEF "__sbx_setrc 0 \"$_\"; }; } 2>/dev/null\n"
 
-#define REPORT_FIELDS 6
+#define REPORT_FIELDS 7
 
 struct line_exec {
     line_opts o;
@@ -50,6 +69,8 @@ struct line_exec {
     bool errexit, pipefail;
     bool xtrace;              /* set -x, as last reported */
     char *ps4;                /* PS4, as last reported */
+    int pipestatus[16];       /* the last pipeline's statuses, when it had 2 to 16 */
+    size_t npipestatus;       /* ... and how many; 0 when nothing is to be replayed */
     strvec env;               /* the sandbox commands' environment */
 };
 
@@ -262,8 +283,6 @@ static int shell_start(line_exec *x, sbx_err *err)
     x->shell_running = true;
     free(x->shell_cwd);
     x->shell_cwd = xstrdup(x->cwd);
-    if (sbx_session_write(x->sess, 0, shell_prelude, sizeof(shell_prelude) - 1, err) < 0)
-        return -1;
     /* At a terminal, Ctrl-C stops the command, not the session's shell (as an
      * interactive bash survives it): a trap makes the shell outlive SIGINT. */
     if (x->o.interactive)
@@ -286,17 +305,68 @@ static int shell_reap(line_exec *x, sbx_err *err)
     return 0;
 }
 
+/*
+ * PIPESTATUS is set by every pipeline, the wrapper's included, so the
+ * wrapper would leave one status where the user's last pipeline left
+ * several. The prefix of the next chunk then ends with a pipeline of the
+ * same statuses, `exit A | exit B | (exit C)` (a fork per status, only after
+ * such a pipeline), or `! exit A | (exit B)` after `! a | b`: it leaves
+ * PIPESTATUS as the user's was, and $? as it was too (which of the two gives
+ * that $? is checked first; when neither does, there is no replay). Each
+ * element but the last is a child's `exit`, which never returns, so no ERR
+ * trap runs there; the last is a subshell, as `shopt -s lastpipe` would run
+ * it in the shell itself. A failing one is followed by `&& :`, which does
+ * not run, so that neither an ERR trap nor set -e takes it for a failure
+ * (bash did not either: the user's pipeline did not end the shell).
+ */
+static int pipestatus_replay(const line_exec *x, int *st_out)
+{
+    int st = 0;
+    if (!x->npipestatus)
+        return 0;
+    if (x->pipefail) {
+        for (size_t i = 0; i < x->npipestatus; i++)
+            if (x->pipestatus[i])
+                st = x->pipestatus[i];
+    } else {
+        st = x->pipestatus[x->npipestatus - 1];
+    }
+    *st_out = st;
+    if (st == x->last_status)
+        return 1;
+    if (x->last_status == !st)
+        return 2;
+    return 0;
+}
+
+static void add_pipestatus_replay(const line_exec *x, int replay, strbuf *out)
+{
+    int st = 0;
+
+    if (!replay || pipestatus_replay(x, &st) != replay)
+        return;
+    if (replay == 2)
+        strbuf_addstr(out, "! ");
+    for (size_t i = 0; i + 1 < x->npipestatus; i++)
+        strbuf_addf(out, "exit %d | ", x->pipestatus[i]);
+    strbuf_addf(out, "(exit %d)%s; ", x->pipestatus[x->npipestatus - 1],
+                replay == 1 && st ? " && :" : "");
+}
+
 /* Appends what brings the persistent shell up to date with the host parts
  * that ran since its last report: their status as $?, the last argument as
  * $_, and a `cd` a host part made. join is how the next sandbox text joins
  * the part before it (&&, || or a plain sequence). */
 static void add_state_prefix(line_exec *x, route_join join, strbuf *out)
 {
-    bool cd = strcmp(x->cwd, x->shell_cwd ? x->shell_cwd : "") != 0;
+    /* A shell not yet started starts at x->cwd: no cd (it would set OLDPWD,
+     * which a fresh bash does not have). */
+    bool cd = x->shell_running && strcmp(x->cwd, x->shell_cwd) != 0;
     bool andor = join == ROUTE_JOIN_AND || join == ROUTE_JOIN_OR;
+    int st, replay = x->sandbox_stale ? 0 : pipestatus_replay(x, &st);
     strbuf arg = STRBUF_INIT;
 
-    if (!x->sandbox_stale && !cd && !andor)
+    if (!x->sandbox_stale && !cd && !andor && !replay)
         return;
     if (x->sandbox_stale && x->last_arg)
         strbuf_add_shell_quoted(&arg, x->last_arg, strlen(x->last_arg));
@@ -310,13 +380,17 @@ static void add_state_prefix(line_exec *x, route_join join, strbuf *out)
     }
     if (andor) {
         /* the host part's status is the left operand of the next && or || */
-        strbuf_addf(out, "__sbx_setrc %d %s; } 2>/dev/null %s ", x->last_status, arg.buf,
-                    join == ROUTE_JOIN_AND ? "&&" : "||");
+        strbuf_addf(out, SETRC_DEF "__sbx_setrc %d %s; ", x->last_status, arg.buf);
+        add_pipestatus_replay(x, replay, out);
+        strbuf_addf(out, "} 2>/dev/null %s ", join == ROUTE_JOIN_AND ? "&&" : "||");
     } else {
         /* `f N && f 0`: $? becomes N without tripping set -e */
-        strbuf_addf(out, "__sbx_setrc %d %s && __sbx_setrc 0 %s; } 2>/dev/null\n",
+        strbuf_addf(out, SETRC_DEF "__sbx_setrc %d %s && { " SETRC_DEF "__sbx_setrc 0 %s; }; ",
                     x->last_status, arg.buf, arg.buf);
+        add_pipestatus_replay(x, replay, out);
+        strbuf_addstr(out, "} 2>/dev/null\n");
     }
+    x->npipestatus = 0;
     strbuf_release(&arg);
 }
 
@@ -341,6 +415,25 @@ static int shell_read_one_report(line_exec *x, strbuf *rec, char *fields[REPORT_
     return 1;
 }
 
+/* Keeps a reported PIPESTATUS ("1 0 "), to be replayed before the next
+ * chunk when it had more than one status (one is what any command leaves). */
+static void set_pipestatus(line_exec *x, const char *text)
+{
+    size_t n = 0;
+    char *end;
+
+    x->npipestatus = 0;
+    for (const char *p = text; *p && n < ARRAY_SIZE(x->pipestatus); p = end) {
+        long v = strtol(p, &end, 10);
+        if (end == p || *end != ' ' || v < 0 || v > 255)
+            return;
+        x->pipestatus[n++] = (int)v;
+        end++;
+    }
+    if (n > 1)
+        x->npipestatus = n;
+}
+
 /* Reads what the shell says after a chunk. Returns 1 when the chunk ran to
  * its end, 2 when an error made bash abandon the rest of its line (as bash
  * does on an expansion error), 0 when the shell exited (exit, set -e), -1 on
@@ -351,19 +444,31 @@ static int shell_read_report(line_exec *x, sbx_err *err)
     char *f[REPORT_FIELDS];
     int r = shell_read_one_report(x, &rec, f, err), result;
 
+    char *pipestatus = NULL;
+
     if (r > 0 && !strcmp(f[0], "done")) {
         result = 1;
+        /* PIPESTATUS is the chunk's as "done" saw it; by "next" it is the wrapper's */
+        pipestatus = xstrdup(f[6]);
         r = shell_read_one_report(x, &rec, f, err);  /* its "next" */
     } else {
         result = 2;
     }
+    if (r > 0)
+        set_pipestatus(x, pipestatus ? pipestatus : f[6]);
+    free(pipestatus);
     if (r <= 0) {
         strbuf_release(&rec);
         if (r < 0)
             return -1;
         return shell_reap(x, err) < 0 ? -1 : 0;
     }
-    if (f[4][0] != '/') {
+    /* pwd's line, or nothing when it cannot tell (the directory was removed):
+     * then the shell is where it last was, as far as we can know. */
+    size_t cwdlen = strlen(f[4]);
+    if (cwdlen && f[4][cwdlen - 1] == '\n')
+        f[4][--cwdlen] = '\0';
+    if (cwdlen && f[4][0] != '/') {
         strbuf_release(&rec);
         return sbx_errf(err, "the sandbox's shell sent a malformed status report");
     }
@@ -371,10 +476,12 @@ static int shell_read_report(line_exec *x, sbx_err *err)
     x->errexit = strchr(f[2], 'e') != NULL;
     x->xtrace = strchr(f[2], 'x') != NULL;
     x->pipefail = strstr(f[3], "pipefail") != NULL;
-    free(x->shell_cwd);
-    x->shell_cwd = xstrdup(f[4]);
-    free(x->cwd);
-    x->cwd = xstrdup(f[4]);
+    if (cwdlen) {
+        free(x->shell_cwd);
+        x->shell_cwd = xstrdup(f[4]);
+        free(x->cwd);
+        x->cwd = xstrdup(f[4]);
+    }
     free(x->ps4);
     x->ps4 = xstrdup(f[5]);
     x->sandbox_stale = false;
@@ -398,8 +505,7 @@ static int shell_run_chunk(line_exec *x, const char *prefix_and_text, sbx_err *e
     /* The "done" report shares the group's line: an error that makes bash
      * abandon the rest of the line skips it, and only "next" comes. */
     strbuf_addstr(&w, x->o.stdin_is_script ? "\n} 0</dev/null;" : "\n} 0<&198;");
-    strbuf_addstr(&w, " { __sbx_report done $? \"$_\" && __sbx_setrc 0 \"$_\"; } 2>/dev/null\n"
-                      "{ __sbx_report next $? \"$_\" && __sbx_setrc 0 \"$_\"; } 2>/dev/null\n");
+    strbuf_addstr(&w, " " REPORT("done") REPORT("next"));
     rc = sbx_session_write(x->sess, 0, w.buf, w.len, err);
     strbuf_release(&w);
     if (rc < 0)
@@ -664,7 +770,7 @@ static void build_chunk(line_exec *x, const sh_parse *p, const route_part *parts
     if (parts[j - 1].background)
         strbuf_addstr(out, " &");
     else if (joins_andor(parts, n, j - 1))
-        strbuf_addstr(out, " && { __sbx_setrc 0 \"$_\"; } 2>/dev/null");
+        strbuf_addstr(out, " && { " SETRC_DEF "__sbx_setrc 0 \"$_\"; } 2>/dev/null");
     strbuf_add(out, text.buf + span_len, text.len - span_len);
     strbuf_release(&text);
 }

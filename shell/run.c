@@ -155,6 +155,75 @@ static void print_syntax_error(const sh_options *o, const sh_parse *p)
     strbuf_release(&prefix);
 }
 
+/*
+ * Commands after which the persistent shell cannot be driven one command at
+ * a time, so that bash itself must read the rest of the input (as after a
+ * syntax error, line_exec_raw_rest):
+ * - `set -n` (noexec): bash then executes nothing, not even the wrapper
+ *   that would report the command's end, so sbxsh would wait for ever;
+ * - `shopt -s expand_aliases`: bash then expands aliases while it parses,
+ *   and sbxsh's parser does not, so they can disagree on where a command
+ *   ends (an alias that opens a quote or a here-document takes the
+ *   wrapper's lines, and the lines after, into it).
+ * The test is on the text, and errs on the safe side: a `set` where a
+ * command starts with an option cluster that holds an n, or the words
+ * `noexec` or `expand_aliases` anywhere. Interactive bash ignores `set -n` and a terminal's user wants
+ * each command routed, so this is for stdin mode only.
+ */
+static bool is_word_char(char c)
+{
+    return c && !strchr(" \t\n;&|(){}`'\"<>", c);
+}
+
+static bool word_at(const char *text, size_t len, size_t i, const char *w)
+{
+    size_t n = strlen(w);
+    return i + n <= len && !memcmp(text + i, w, n) && (i == 0 || !is_word_char(text[i - 1])) &&
+           (i + n == len || !is_word_char(text[i + n]));
+}
+
+/* Is the word at i where a command name goes: first on its line or after an
+ * operator, or after a keyword that a command follows? (So that `echo set
+ * -n` or `kubectl set -n ns` is not taken for set.) */
+static bool at_command_position(const char *text, size_t i)
+{
+    static const char *const keywords[] = { "then", "do", "else", "elif", "if", "while",
+                                            "until", "time", "!", "builtin", "command" };
+    size_t e = i, b;
+
+    while (e > 0 && (text[e - 1] == ' ' || text[e - 1] == '\t'))
+        e--;
+    if (e == 0 || strchr(";&|({\n", text[e - 1]))
+        return true;
+    for (b = e; b > 0 && is_word_char(text[b - 1]); b--)
+        ;
+    for (size_t k = 0; k < ARRAY_SIZE(keywords); k++)
+        if (e - b == strlen(keywords[k]) && !memcmp(text + b, keywords[k], e - b))
+            return at_command_position(text, b);
+    return false;
+}
+
+static bool needs_bash_to_read_on(const char *text, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (word_at(text, len, i, "noexec") || word_at(text, len, i, "expand_aliases"))
+            return true;
+        if (!word_at(text, len, i, "set") || !at_command_position(text, i))
+            continue;
+        /* the words after `set`, up to the end of its command */
+        for (size_t j = i + 3; j < len && !strchr(";&|)}\n", text[j]); j++) {
+            if ((text[j] == '-' || text[j] == '+') && !is_word_char(text[j - 1])) {
+                size_t k = j + 1;
+                while (k < len && is_word_char(text[k]) && text[k] != 'n')
+                    k++;
+                if (k < len && text[k] == 'n' && text[j + 1] != '-')
+                    return true;
+            }
+        }
+    }
+    return false;
+}
+
 /* stdin and interactive modes: one complete command at a time, each run as
  * soon as it is read, state carried in the sandbox's persistent bash. */
 static int run_stream(const sh_options *o, line_exec *x)
@@ -172,6 +241,17 @@ static int run_stream(const sh_options *o, line_exec *x)
             size_t consumed = 0;
             sh_status st = sh_parse_next(&p, buf.buf + start, buf.len - start, &po, at_eof,
                                          &consumed);
+            if (st == SH_OK && consumed > 0 && o->mode != SH_INPUT_INTERACTIVE &&
+                needs_bash_to_read_on(buf.buf + start, consumed)) {
+                int rc;
+                sh_parse_free(&p);
+                rc = line_exec_raw_rest(x, buf.buf + start, buf.len - start, 0, &ws, &err);
+                strbuf_release(&buf);
+                if (rc < 0)
+                    return fail(o, &err);
+                exited = true;
+                break;
+            }
             if (st == SH_OK && consumed > 0) {
                 int rc = 0;
                 if (p.root && p.root->items)
