@@ -95,20 +95,47 @@ interrupted() {
 # (sbxsh itself in the background, not a function: $! must be sbxsh's pid.)
 session int
 S 60 true
-# Bounded by the stage wait and the watchdogs below, which signal sbxsh itself.
-"$SBXSH" -c 'head -c 400000000 /dev/urandom > big.bin' &
-pid=$!
-# The stage directory appears when the host starts writing the pull: that is the moment.
-for _ in $(seq 3000); do [ "$(stages)" != 0 ] && break; sleep 0.05; done
-is "$(stages)" 1 "interrupt: the 400 MB pull is being written (a stage directory exists)"
-kill -INT $pid
-# A bound, not a measure: if the client does not return, the watchdog kills it (137).
-( sleep 10; kill -KILL $pid ) >/dev/null 2>&1 &
-wd=$!
-wait $pid
-rc=$?
-kill $wd 2>/dev/null
-interrupted big.bin "$rc" 130 SIGINT
+# pull_then_signal NAME SIG: a 400 MB file NAME made in the sandbox; SIG goes to sbxsh the
+# moment the host is writing its pull (the stage directory exists). Sets caught (1 when the
+# signal came during the pull), rc (sbxsh's status) and file (the name used). The window
+# is a second or so: on a loaded machine the pull may end before this shell looks again,
+# so it tries three times, each with a new name, and looks without forking.
+pull_then_signal() {
+    local try g
+    caught=0
+    for try in 1 2 3; do
+        file=$1.$try
+        "$SBXSH" -c "head -c 400000000 /dev/urandom > $file" &
+        pid=$!
+        for _ in $(seq 30000); do
+            g=("$PROJ"/.sbx-stage-*)
+            [ -e "${g[0]}" ] && { caught=1; break; }
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.005
+        done
+        if [ "$caught" = 1 ]; then
+            kill "-$2" "$pid"
+            # A bound, not a measure: if the client does not return, the watchdog kills it.
+            ( sleep 10; kill -KILL "$pid" ) >/dev/null 2>&1 &
+            wd=$!
+            wait "$pid"
+            rc=$?
+            kill "$wd" 2>/dev/null
+            return
+        fi
+        wait "$pid"
+        diag "try $try: the pull of $file ended before it could be interrupted"
+        rm -f "$PROJ/$file"
+        S 60 "rm -f $file"
+    done
+}
+pull_then_signal big INT
+if [ "$caught" = 1 ]; then
+    ok "interrupt: the 400 MB pull is being written (a stage directory exists)" true
+else
+    skip "interrupt: three 400 MB pulls ended before this shell could interrupt one (a loaded machine)"
+fi
+[ "$caught" = 1 ] && interrupted "$file" "$rc" 130 SIGINT
 is "$(stages)" 0 "interrupt: no .sbx-stage-* is left"
 "$SBXSH" -c 'echo ready; exec sleep 100' > "$SBX_TEST_TMP/sl" 2>&1 &
 pid=$!
@@ -121,16 +148,12 @@ rc=$?
 kill $wd 2>/dev/null
 is "$rc" 130 "interrupt: the session's next command (sleep 100) is interrupted by SIGINT"
 is "$(S 60 'echo alive')" alive "interrupt: and the session goes on"
-"$SBXSH" -c 'head -c 400000000 /dev/urandom > big2.bin' &
-pid=$!
-for _ in $(seq 3000); do [ "$(stages)" != 0 ] && break; sleep 0.05; done
-kill -TERM $pid
-( sleep 10; kill -KILL $pid ) >/dev/null 2>&1 &
-wd=$!
-wait $pid
-rc=$?
-kill $wd 2>/dev/null
-interrupted big2.bin "$rc" 143 SIGTERM
+pull_then_signal big2 TERM
+if [ "$caught" = 1 ]; then
+    interrupted "$file" "$rc" 143 SIGTERM
+else
+    skip "interrupt: three 400 MB pulls ended before SIGTERM could interrupt one (a loaded machine)"
+fi
 is "$(stages)" 0 "interrupt: ...and no stage left"
 
 done_testing
