@@ -315,6 +315,16 @@ static void saved_state_free(saved_state *s)
 }
 
 /* Reads sandbox.json (written by us, but bounded all the same). */
+/* A non-negative number member of a JSON object (the limits in sandbox.json). */
+static bool json_count(const cJSON *o, const char *name, unsigned long long *out)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, name);
+    if (!cJSON_IsNumber(it) || it->valuedouble < 0)
+        return false;
+    *out = (unsigned long long)it->valuedouble;
+    return true;
+}
+
 static int load_state(const char *dir, saved_state *s)
 {
     char *path = xasprintf("%s/sandbox.json", dir);
@@ -358,18 +368,15 @@ static int load_state(const char *dir, saved_state *s)
     }
     cJSON *l = cJSON_GetObjectItemCaseSensitive(o, "limits");
     if (cJSON_IsObject(l)) {
-        it = cJSON_GetObjectItemCaseSensitive(l, "pids_max");
-        if (cJSON_IsNumber(it) && it->valuedouble >= 0)
-            s->lim.pids_max = (unsigned)it->valuedouble;
-        it = cJSON_GetObjectItemCaseSensitive(l, "memory_max");
-        if (cJSON_IsNumber(it) && it->valuedouble >= 0)
-            s->lim.memory_max = (unsigned long long)it->valuedouble;
-        it = cJSON_GetObjectItemCaseSensitive(l, "cpus_milli");
-        if (cJSON_IsNumber(it) && it->valuedouble >= 0)
-            s->lim.cpus_milli = (unsigned)it->valuedouble;
-        it = cJSON_GetObjectItemCaseSensitive(l, "disk_max");
-        if (cJSON_IsNumber(it) && it->valuedouble >= 0)
-            s->lim.disk_max = (unsigned long long)it->valuedouble;
+        unsigned long long n;
+        if (json_count(l, "pids_max", &n))
+            s->lim.pids_max = (unsigned)n;
+        if (json_count(l, "memory_max", &n))
+            s->lim.memory_max = n;
+        if (json_count(l, "cpus_milli", &n))
+            s->lim.cpus_milli = (unsigned)n;
+        if (json_count(l, "disk_max", &n))
+            s->lim.disk_max = n;
         it = cJSON_GetObjectItemCaseSensitive(l, "mechanism");
         if (cJSON_IsString(it))
             snprintf(s->lim.mechanism, sizeof(s->lim.mechanism), "%s", it->valuestring);
