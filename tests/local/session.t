@@ -30,7 +30,8 @@ for rt in bwrap runsc; do
         # brought made.txt back; the driver syncs again, then the fourth
         # command reads it.
         for _ in $(seq 600); do [ -e "$PROJ/made.txt" ] && break; sleep 0.05; done
-        echo "from the host" > "$PROJ/host.txt"
+        # written whole, then renamed: the driver syncs as soon as the name exists
+        echo "from the host" > "$SBX_TEST_TMP/host.tmp" && mv "$SBX_TEST_TMP/host.tmp" "$PROJ/host.txt"
         wait $pid)
     is "$out" "status 0
 status 0
