@@ -425,18 +425,18 @@ const char *git_pull_content_refusal(const char *rel, size_t len, int fd)
             return "not a git index (no DIRC signature)";
         return NULL;
     } else if (starts_with(rel, len, ".git/objects/pack/")) {
-        if (ends_with(rel, len, ".pack"))
-            return has_magic(fd, "PACK", 4) ? NULL : "not a pack (no PACK signature)";
-        if (ends_with(rel, len, ".idx"))
-            return has_magic(fd, "\377tOc", 4) ? NULL : "not a pack index (no \\377tOc signature)";
-        if (ends_with(rel, len, ".rev"))
-            return has_magic(fd, "RIDX", 4) ? NULL : "not a reverse index (no RIDX signature)";
-        if (ends_with(rel, len, ".bitmap"))
-            return has_magic(fd, "BITM", 4) ? NULL : "not a pack bitmap (no BITM signature)";
-        if (ends_with(rel, len, ".mtimes"))
-            return has_magic(fd, "MTME", 4) ? NULL : "not a pack mtimes file (no MTME signature)";
-        if (ends_with(rel, len, "/multi-pack-index"))
-            return has_magic(fd, "MIDX", 4) ? NULL : "not a multi-pack-index (no MIDX signature)";
+        /* git's binary files under objects/pack/, each known by its 4-byte signature */
+        static const struct { const char *suffix, *magic, *refusal; } signed_files[] = {
+            { ".pack", "PACK", "not a pack (no PACK signature)" },
+            { ".idx", "\377tOc", "not a pack index (no \\377tOc signature)" },
+            { ".rev", "RIDX", "not a reverse index (no RIDX signature)" },
+            { ".bitmap", "BITM", "not a pack bitmap (no BITM signature)" },
+            { ".mtimes", "MTME", "not a pack mtimes file (no MTME signature)" },
+            { "/multi-pack-index", "MIDX", "not a multi-pack-index (no MIDX signature)" },
+        };
+        for (size_t i = 0; i < ARRAY_SIZE(signed_files); i++)
+            if (ends_with(rel, len, signed_files[i].suffix))
+                return has_magic(fd, signed_files[i].magic, 4) ? NULL : signed_files[i].refusal;
         if (ends_with(rel, len, ".keep")) {
             kind = TEXT;
             max = 65536;
