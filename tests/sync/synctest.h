@@ -23,6 +23,23 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* The warnings a manifest or an applier reported, one per line: st_warn is the callback,
+ * st_warnings what it collected (each test file has its own). */
+static strbuf st_warnings __attribute__((unused)) = STRBUF_INIT;
+
+static inline void st_warn(void *ctx, const char *msg)
+{
+    (void)ctx;
+    strbuf_addf(&st_warnings, "%s\n", msg);
+}
+
+/* A manifest of one code directory, no excludes. */
+static inline mf_tree *st_tree_at(const char *dir)
+{
+    wire_root r = { WIRE_ROOT_CODE, dir, strlen(dir), "", 0 };
+    return mf_new(&r, 1, NULL, NULL, 0, NULL);
+}
+
 static inline char *st_tmpdir(const char *tag)
 {
     const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";

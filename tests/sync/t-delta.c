@@ -9,20 +9,6 @@
 #include "tests/lib/tap.h"
 #include "tests/sync/synctest.h"
 
-static strbuf warnings = STRBUF_INIT;
-
-static void warn(void *ctx, const char *msg)
-{
-    (void)ctx;
-    strbuf_addf(&warnings, "%s\n", msg);
-}
-
-static mf_tree *tree_at(const char *dir)
-{
-    wire_root r = { WIRE_ROOT_CODE, dir, strlen(dir), "", 0 };
-    return mf_new(&r, 1, NULL, NULL, 0, NULL);
-}
-
 /* Scans src and streams the delta into rx frame by frame; returns apply_frame's last result.
  * between() runs after the first fill (to change the tree mid-send). */
 static int transfer(mf_tree *src, apply_rx *rx, bool filter_git, uint64_t seq,
@@ -35,8 +21,8 @@ static int transfer(mf_tree *src, apply_rx *rx, bool filter_git, uint64_t seq,
     int r = 0;
     size_t off = 0;
 
-    mf_scan(src, &d, &full, warn, NULL, err);
-    delta_tx_init(&tx, src, &d, seq, 0, filter_git, warn, NULL);
+    mf_scan(src, &d, &full, st_warn, NULL, err);
+    delta_tx_init(&tx, src, &d, seq, 0, filter_git, st_warn, NULL);
     while (!done && r >= 0) {
         done = delta_tx_fill(&tx, &out, out.len + 300000);
         if (between) {
@@ -86,9 +72,9 @@ static void test_agent_apply(void)
 
     src_dir = st_tmpdir("dsrc");
     dst_dir = st_tmpdir("ddst");
-    src = tree_at(src_dir);
-    dst = tree_at(dst_dir);
-    rx = apply_new(dst, APPLY_AGENT, NULL, warn, NULL);
+    src = st_tree_at(src_dir);
+    dst = st_tree_at(dst_dir);
+    rx = apply_new(dst, APPLY_AGENT, NULL, st_warn, NULL);
     st_sh("cd '%s' && mkdir -p d/e empty && head -c 1000000 /dev/urandom > d/e/big1 && "
           "echo small > s && ln -s d/e l && : > z && printf x > x && chmod 755 x && "
           "mkdir .git && printf '[core]\\n\\tbare = false\\n[alias]\\n\\tx = !evil\\n' > "
@@ -190,9 +176,9 @@ static void end(strbuf *sb, uint64_t seq, uint64_t n)
 static void test_host_apply(void)
 {
     char *dir = st_tmpdir("dhost");
-    mf_tree *t = tree_at(dir);
+    mf_tree *t = st_tree_at(dir);
     apply_limits lim = { .max_file_size = 1000, .max_bytes = 5000, .max_entries = 100 };
-    apply_rx *rx = apply_new(t, APPLY_HOST, &lim, warn, NULL);
+    apply_rx *rx = apply_new(t, APPLY_HOST, &lim, st_warn, NULL);
     strbuf sb = STRBUF_INIT;
     sbx_err err;
     char *before, *after, *p;
@@ -200,7 +186,7 @@ static void test_host_apply(void)
     mf_delta d = { 0 };
 
     st_sh("cd '%s' && echo base > kept && echo base > both && mkdir sub", dir);
-    mf_scan(t, &d, &full, warn, NULL, &err);
+    mf_scan(t, &d, &full, st_warn, NULL, &err);
     mf_delta_release(&d);
 
     /* A good delta: applied at DELTA_END only. */
@@ -282,7 +268,7 @@ static void test_host_apply(void)
         put_entry(&sb, WIRE_OP_PUT, WIRE_REG, "huge", data, 1001);
     }
     is_int(feed(rx, &sb, &err), 0, "a file over the size limit is refused, not fatal");
-    ok(strstr(warnings.buf, "over the size limit") != NULL, "with a warning");
+    ok(strstr(st_warnings.buf, "over the size limit") != NULL, "with a warning");
     apply_abort(rx);
     strbuf_reset(&sb);
     begin(&sb, 4);
@@ -306,7 +292,7 @@ static void test_host_apply(void)
     /* Conflict: changed on the host since the base, and by the sandbox. */
     p = xasprintf("%s/both", dir);
     st_write(p, "host\n");
-    strbuf_reset(&warnings);
+    strbuf_reset(&st_warnings);
     strbuf_reset(&sb);
     begin(&sb, 5);
     put_entry(&sb, WIRE_OP_PUT, WIRE_REG, "both", "sandbox\n", 8);
@@ -316,7 +302,7 @@ static void test_host_apply(void)
     is_str(st_read(p), "host\n", "the host's version stays");
     is_int(st_sh("grep -qx sandbox '%s'/both.sbx-conflict-sandbox-*", dir), 0,
            "the sandbox's is beside it");
-    ok(strstr(warnings.buf, "conflict") != NULL, "with a warning");
+    ok(strstr(st_warnings.buf, "conflict") != NULL, "with a warning");
     is_int(st_sh("ls '%s'/kept.sbx-conflict-* >/dev/null 2>&1", dir), 2,
            "the same content on both sides is no conflict");
     free(p);
@@ -324,13 +310,13 @@ static void test_host_apply(void)
         /* Host and sandbox made the same change: no conflict. */
         char *q = xasprintf("%s/kept", dir);
         st_write(q, "same\n");
-        strbuf_reset(&warnings);
+        strbuf_reset(&st_warnings);
         strbuf_reset(&sb);
         begin(&sb, 6);
         put_entry(&sb, WIRE_OP_PUT, WIRE_REG, "kept", "same\n", 5);
         end(&sb, 6, 1);
         is_int(feed(rx, &sb, &err), 1, "both sides changed a file the same way");
-        is_str(warnings.buf, "", "that is no conflict");
+        is_str(st_warnings.buf, "", "that is no conflict");
         is_int(st_sh("ls '%s'/kept.sbx-conflict-* >/dev/null 2>&1", dir), 2,
                "and leaves no conflict copy");
         free(q);
@@ -339,12 +325,12 @@ static void test_host_apply(void)
     begin(&sb, 7);
     put_entry(&sb, WIRE_OP_DELETE, WIRE_REG, "both", NULL, 0);
     end(&sb, 7, 1);
-    strbuf_reset(&warnings);
+    strbuf_reset(&st_warnings);
     is_int(feed(rx, &sb, &err), 1, "a deletion of a file the host changed");
     p = xasprintf("%s/both", dir);
     is_str(st_read(p), "host\n", "keeps the host's version");
     free(p);
-    ok(strstr(warnings.buf, "kept") != NULL, "and says so: %s", warnings.buf);
+    ok(strstr(st_warnings.buf, "kept") != NULL, "and says so: %s", st_warnings.buf);
 
     strbuf_release(&sb);
     apply_free(rx);
@@ -359,8 +345,8 @@ static void test_host_apply(void)
 static void test_crossing(void)
 {
     char *dir = st_tmpdir("dcross");
-    mf_tree *t = tree_at(dir);
-    apply_rx *rx = apply_new(t, APPLY_HOST, NULL, warn, NULL);
+    mf_tree *t = st_tree_at(dir);
+    apply_rx *rx = apply_new(t, APPLY_HOST, NULL, st_warn, NULL);
     mf_pathmap *inflight = mf_pathmap_new();
     strbuf sb = STRBUF_INIT;
     sbx_err err;
@@ -370,12 +356,12 @@ static void test_crossing(void)
 
     st_write(p, "pushed by the host\n");
     st_write(q, "host\n");
-    mf_scan(t, &d, &full, warn, NULL, &err);
+    mf_scan(t, &d, &full, st_warn, NULL, &err);
     mf_delta_release(&d);
     apply_set_inflight(rx, inflight);
     mf_pathmap_set(inflight, 0, "x", 1, 7);   /* push 7 carried x and y */
     mf_pathmap_set(inflight, 0, "y", 1, 7);
-    strbuf_reset(&warnings);
+    strbuf_reset(&st_warnings);
     {
         size_t at = wire_begin(&sb, WIRE_DELTA_BEGIN, 0, 0);
         wire_u64(&sb, 1);
@@ -390,8 +376,8 @@ static void test_crossing(void)
     is_int(st_sh("grep -qx sandbox '%s'/x.sbx-conflict-sandbox-*", dir), 0,
            "the sandbox's crossing change is kept beside it");
     is_str(st_read(q), "host\n", "a crossing deletion does not remove the host's push");
-    ok(strstr(warnings.buf, "conflict") && strstr(warnings.buf, "kept"),
-       "both are reported: %s", warnings.buf);
+    ok(strstr(st_warnings.buf, "conflict") && strstr(st_warnings.buf, "kept"),
+       "both are reported: %s", st_warnings.buf);
 
     /* Once the agent has applied push 7, the same change is an ordinary one. */
     strbuf_reset(&sb);
@@ -437,8 +423,8 @@ static const char *git_out(const char *dir, const char *cmd)
 static void test_git_history(void)
 {
     char *dir = st_tmpdir("dgit");
-    mf_tree *t = tree_at(dir);
-    apply_rx *rx = apply_new(t, APPLY_HOST, NULL, warn, NULL);
+    mf_tree *t = st_tree_at(dir);
+    apply_rx *rx = apply_new(t, APPLY_HOST, NULL, st_warn, NULL);
     strbuf sb = STRBUF_INIT;
     sbx_err err;
     mf_delta d = { 0 };
@@ -458,13 +444,13 @@ static void test_git_history(void)
     x = xstrdup(git_out(dir, "git rev-parse x"));
     main4 = xstrdup(git_out(dir, "git rev-parse main"));
     obj = xstrdup(git_out(dir, "git rev-parse HEAD:f4 | sed 's,^\\(..\\),.git/objects/\\1/,'"));
-    mf_scan(t, &d, &full, warn, NULL, &err);
+    mf_scan(t, &d, &full, st_warn, NULL, &err);
     mf_delta_release(&d);
     note = xasprintf("%s/.git/sbxsh-deleted-refs", dir);
 
     /* git branch -D z (a loose ref) in the sandbox: the ref goes, its reflog stays, and its
      * old value is noted. */
-    strbuf_reset(&warnings);
+    strbuf_reset(&st_warnings);
     begin(&sb, 1);
     put_entry(&sb, WIRE_OP_DELETE, WIRE_REG, ".git/refs/heads/z", NULL, 0);
     put_entry(&sb, WIRE_OP_DELETE, WIRE_REG, ".git/logs/refs/heads/z", NULL, 0);
@@ -480,13 +466,13 @@ static void test_git_history(void)
     ok(!strncmp(st_read(note), log, strlen(log)), "its old value is in .git/sbxsh-deleted-refs: %s",
        st_read(note));
     free(log);
-    ok(strstr(warnings.buf, "deleted ref refs/heads/z") && strstr(warnings.buf, z),
-       "and the warning says so: %s", warnings.buf);
+    ok(strstr(st_warnings.buf, "deleted ref refs/heads/z") && strstr(st_warnings.buf, z),
+       "and the warning says so: %s", st_warnings.buf);
 
     /* git branch -D x (only in packed-refs): packed-refs is rewritten without it. */
     st_sh("cd '%s' && grep -v ' refs/heads/x$' .git/packed-refs > ../x-packed", dir);
     packed = xasprintf("%s/../x-packed", dir);
-    strbuf_reset(&warnings);
+    strbuf_reset(&st_warnings);
     strbuf_reset(&sb);
     begin(&sb, 2);
     put_entry(&sb, WIRE_OP_PUT, WIRE_REG, ".git/packed-refs", st_read(packed), strlen(st_read(packed)));
@@ -500,7 +486,7 @@ static void test_git_history(void)
     free(packed);
 
     /* HEAD's branch deleted (rm -rf .git/refs/heads): kept, and the host's .git goes back. */
-    strbuf_reset(&warnings);
+    strbuf_reset(&st_warnings);
     strbuf_reset(&sb);
     begin(&sb, 3);
     put_entry(&sb, WIRE_OP_DELETE, WIRE_REG, ".git/refs/heads/main", NULL, 0);
@@ -512,9 +498,9 @@ static void test_git_history(void)
     p = xasprintf("%s/%s", dir, obj);
     ok(st_exists(p), "a loose object is never deleted");
     free(p);
-    ok(strstr(warnings.buf, "never deletes git history") != NULL, "the user is told: %s",
-       warnings.buf);
-    mf_scan(t, &d, &full, warn, NULL, &err);
+    ok(strstr(st_warnings.buf, "never deletes git history") != NULL, "the user is told: %s",
+       st_warnings.buf);
+    mf_scan(t, &d, &full, st_warn, NULL, &err);
     found = false;
     for (size_t i = 0; i < d.n; i++)
         found |= d.ops[i].op == WIRE_OP_PUT && !strcmp(d.ops[i].path, ".git/refs/heads/main");
@@ -525,7 +511,7 @@ static void test_git_history(void)
     st_sh("cd '%s' && cp -r .git ../g2 && git --git-dir=../g2 pack-refs --all && "
           "cp ../g2/packed-refs ../p2 && rm -rf ../g2", dir);
     packed = xasprintf("%s/../p2", dir);
-    strbuf_reset(&warnings);
+    strbuf_reset(&st_warnings);
     strbuf_reset(&sb);
     begin(&sb, 4);
     put_entry(&sb, WIRE_OP_PUT, WIRE_REG, ".git/packed-refs", st_read(packed), strlen(st_read(packed)));
@@ -541,7 +527,7 @@ static void test_git_history(void)
     free(packed);
 
     /* rm -rf .git: every deletion is kept; git log and fsck are as before. */
-    strbuf_reset(&warnings);
+    strbuf_reset(&st_warnings);
     strbuf_reset(&sb);
     begin(&sb, 5);
     put_entry(&sb, WIRE_OP_DELETE, WIRE_REG, obj, NULL, 0);
@@ -577,6 +563,6 @@ int main(void)
     test_host_apply();
     test_crossing();
     test_git_history();
-    strbuf_release(&warnings);
+    strbuf_release(&st_warnings);
     return done_testing();
 }

@@ -7,14 +7,6 @@
 #include "tests/lib/tap.h"
 #include "tests/sync/synctest.h"
 
-static strbuf warnings = STRBUF_INIT;
-
-static void warn(void *ctx, const char *msg)
-{
-    (void)ctx;
-    strbuf_addf(&warnings, "%s\n", msg);
-}
-
 /* The delta as text: "+f path", "-d path", ... in order. */
 static char *scan_text(mf_tree *t, bool *full)
 {
@@ -22,7 +14,7 @@ static char *scan_text(mf_tree *t, bool *full)
     strbuf sb = STRBUF_INIT;
     sbx_err err;
     bool f;
-    if (mf_scan(t, &d, full ? full : &f, warn, NULL, &err) < 0)
+    if (mf_scan(t, &d, full ? full : &f, st_warn, NULL, &err) < 0)
         strbuf_addf(&sb, "error: %s\n", err.msg);
     for (size_t i = 0; i < d.n; i++)
         strbuf_addf(&sb, "%c%c%s %s\n", d.ops[i].op == WIRE_OP_PUT ? '+' : '-',
@@ -71,12 +63,12 @@ static void test_scan(void)
     s = scan_text(t, NULL);
     is_str(s, "+d a\n+d a/b\n+f a/b/f\n+d e\n+l l\n+f top\n+fx x\n",
            "a first scan puts everything, parents first, in name order");
-    is_str(warnings.buf, "", "a fifo is skipped without a word, as it holds no data");
+    is_str(st_warnings.buf, "", "a fifo is skipped without a word, as it holds no data");
     free(s);
-    strbuf_reset(&warnings);
+    strbuf_reset(&st_warnings);
     s = scan_text(t, NULL);
     is_str(s, "", "a second scan finds nothing");
-    is_str(warnings.buf, "", "and a second scan says nothing either");
+    is_str(st_warnings.buf, "", "and a second scan says nothing either");
     free(s);
     is_int(mf_count(t), 8, "the manifest has every entry (the fifo too, unsynced)");
 
@@ -108,7 +100,7 @@ static void test_scan(void)
         mf_delta d = { 0 };
         sbx_err err;
         bool full;
-        is_int(mf_scan(t, &d, &full, warn, NULL, &err), -1,
+        is_int(mf_scan(t, &d, &full, st_warn, NULL, &err), -1,
                "a code directory that vanished is an error, not a mass deletion");
         ok(strstr(err.msg, dir) != NULL, "naming it: %s", err.msg);
         is_int(d.n, 0, "with nothing in the delta");
@@ -357,6 +349,6 @@ int main(void)
     test_racy_and_record();
     test_persistence();
     test_pathmap();
-    strbuf_release(&warnings);
+    strbuf_release(&st_warnings);
     return done_testing();
 }

@@ -12,20 +12,6 @@
 #include "tests/lib/tap.h"
 #include "tests/sync/synctest.h"
 
-static strbuf warnings = STRBUF_INIT;
-
-static void warn(void *ctx, const char *msg)
-{
-    (void)ctx;
-    strbuf_addf(&warnings, "%s\n", msg);
-}
-
-static mf_tree *tree_at(const char *dir)
-{
-    wire_root r = { WIRE_ROOT_CODE, dir, strlen(dir), "", 0 };
-    return mf_new(&r, 1, NULL, NULL, 0, NULL);
-}
-
 typedef struct xfer_stats {
     uint64_t wire_bytes;   /* bytes of frames */
     unsigned holes;        /* HOLE frames */
@@ -44,8 +30,8 @@ static int transfer(mf_tree *src, apply_rx *rx, uint64_t seq, void (*mid)(apply_
     size_t off = 0;
 
     memset(xs, 0, sizeof(*xs));
-    mf_scan(src, &d, &full, warn, NULL, err);
-    delta_tx_init(&tx, src, &d, seq, 0, false, warn, NULL);
+    mf_scan(src, &d, &full, st_warn, NULL, err);
+    delta_tx_init(&tx, src, &d, seq, 0, false, st_warn, NULL);
     while (!done && r >= 0) {
         done = delta_tx_fill(&tx, &out, out.len + 300000);
         for (;;) {
@@ -127,8 +113,8 @@ static void make_sparse(const char *dir)
 static void test_role(apply_role role, const char *what)
 {
     char *src_dir = st_tmpdir("ssrc"), *dst_dir = st_tmpdir("sdst");
-    mf_tree *src = tree_at(src_dir), *dst = tree_at(dst_dir);
-    apply_rx *rx = apply_new(dst, role, NULL, warn, NULL);
+    mf_tree *src = st_tree_at(src_dir), *dst = st_tree_at(dst_dir);
+    apply_rx *rx = apply_new(dst, role, NULL, st_warn, NULL);
     xfer_stats xs;
     sbx_err err;
     struct stat a, b;
@@ -168,21 +154,21 @@ static void test_role(apply_role role, const char *what)
 static void test_file_limit_counts_data(void)
 {
     char *src_dir = st_tmpdir("lsrc"), *dst_dir = st_tmpdir("ldst");
-    mf_tree *src = tree_at(src_dir), *dst = tree_at(dst_dir);
+    mf_tree *src = st_tree_at(src_dir), *dst = st_tree_at(dst_dir);
     apply_limits lim = { .max_file_size = 100000 };
-    apply_rx *rx = apply_new(dst, APPLY_HOST, &lim, warn, NULL);
+    apply_rx *rx = apply_new(dst, APPLY_HOST, &lim, st_warn, NULL);
     xfer_stats xs;
     sbx_err err;
 
     make_sparse(src_dir);
     st_sh("cd '%s' && rm zeros && head -c 200000 /dev/urandom > dense", src_dir);
-    strbuf_reset(&warnings);
+    strbuf_reset(&st_warnings);
     is_int(transfer(src, rx, 1, NULL, &xs, &err), 1, "limit: the delta applies");
     is_int((long long)stat_of(dst_dir, "sparse").st_size, 1073741824LL,
            "limit: a 1 GiB sparse file with 6 data bytes passes a 100 kB file limit");
     is_int((long long)stat_of(dst_dir, "dense").st_size, -1,
            "limit: a file with 200 kB of data does not");
-    ok(strstr(warnings.buf, "dense: file over the size limit") != NULL,
+    ok(strstr(st_warnings.buf, "dense: file over the size limit") != NULL,
        "limit: ...with a warning that says so");
     ok(!has_stage(dst_dir), "limit: no stage directory is left");
     apply_free(rx);
@@ -210,7 +196,7 @@ static void interrupt(apply_rx *rx)
 static void test_quota(void)
 {
     char *src_dir = st_tmpdir("qsrc");
-    mf_tree *src = tree_at(src_dir), *dst;
+    mf_tree *src = st_tree_at(src_dir), *dst;
     int64_t used = 0;
     apply_limits lim = { .max_disk = 3 << 20, .disk_used = &used };
     apply_rx *rx;
@@ -221,8 +207,8 @@ static void test_quota(void)
     const char *why;
 
     quota_dst = st_tmpdir("qdst");
-    dst = tree_at(quota_dst);
-    rx = apply_new(dst, APPLY_HOST, &lim, warn, NULL);
+    dst = st_tree_at(quota_dst);
+    rx = apply_new(dst, APPLY_HOST, &lim, st_warn, NULL);
     st_sh("cd '%s' && head -c 4194304 /dev/urandom > big && echo small > small && "
           "truncate -s 1G sparse", src_dir);
     st_sh("echo mine > '%s/kept'", quota_dst);
@@ -304,8 +290,8 @@ static int feed(apply_rx *rx, strbuf *sb, sbx_err *err)
 static void test_decoder(void)
 {
     char *dir = st_tmpdir("hdec");
-    mf_tree *t = tree_at(dir);
-    apply_rx *rx = apply_new(t, APPLY_HOST, NULL, warn, NULL);
+    mf_tree *t = st_tree_at(dir);
+    apply_rx *rx = apply_new(t, APPLY_HOST, NULL, st_warn, NULL);
     strbuf sb = STRBUF_INIT;
     sbx_err err;
     wire_frame f;
@@ -371,6 +357,6 @@ int main(void)
     test_file_limit_counts_data();
     test_quota();
     test_decoder();
-    strbuf_release(&warnings);
+    strbuf_release(&st_warnings);
     return done_testing();
 }
