@@ -538,6 +538,17 @@ static int cg_write(const char *dir, const char *file, const char *value, sbx_er
     return r;
 }
 
+/* pids.max reads the same in v1 and v2: a number, or "max" for no limit. */
+static int cg_write_pids(const char *dir, unsigned pids_max, sbx_err *err)
+{
+    char buf[32];
+    if (pids_max)
+        snprintf(buf, sizeof(buf), "%u", pids_max);
+    else
+        snprintf(buf, sizeof(buf), "max");
+    return cg_write(dir, "pids.max", buf, err);
+}
+
 /* A cgroup directory recorded in sandbox.json is only ever one of ours. */
 static bool cg_dir_ok(const char *dir)
 {
@@ -624,11 +635,7 @@ static int cg_create(sandbox_limits *lim, const char *id, sbx_err *err)
         if (!lim->cgroups.n)
             return 0;
         const char *d = lim->cgroups.v[0];
-        if (lim->pids_max)
-            snprintf(buf, sizeof(buf), "%u", lim->pids_max);
-        else
-            snprintf(buf, sizeof(buf), "max");
-        if (cg_write(d, "pids.max", buf, err) < 0)
+        if (cg_write_pids(d, lim->pids_max, err) < 0)
             goto fail;
         if (lim->memory_max) {
             snprintf(buf, sizeof(buf), "%llu", lim->memory_max);
@@ -673,11 +680,7 @@ static int cg_create(sandbox_limits *lim, const char *id, sbx_err *err)
             continue;
         const char *d = lim->cgroups.v[lim->cgroups.n - 1];
         if (i == 0) {
-            if (lim->pids_max)
-                snprintf(buf, sizeof(buf), "%u", lim->pids_max);
-            else
-                snprintf(buf, sizeof(buf), "max");
-            if (cg_write(d, "pids.max", buf, err) < 0)
+            if (cg_write_pids(d, lim->pids_max, err) < 0)
                 goto fail;
         } else if (i == 1 && lim->memory_max) {
             snprintf(buf, sizeof(buf), "%llu", lim->memory_max);
