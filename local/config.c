@@ -52,7 +52,7 @@ const char *sbx_runtime_name(sbx_runtime rt)
 }
 
 /* True when a is b or lies below it. */
-static bool path_within(const char *a, const char *b)
+bool sbx_path_within(const char *a, const char *b)
 {
     size_t n = strlen(b);
     if (n == 1 && b[0] == '/')
@@ -76,7 +76,7 @@ static int add_code_dir(strvec *out, const char *path, sbx_err *err)
         return sbx_errf(err, "the root directory cannot be a code directory; "
                         "set AGENT_SANDBOX_CODE_DIRS to your project's directory");
     for (size_t i = 0; i < out->n; i++) {
-        if (path_within(real, out->v[i]) || path_within(out->v[i], real))
+        if (sbx_path_within(real, out->v[i]) || sbx_path_within(out->v[i], real))
             return sbx_errf(err, "code directories '%s' and '%s' overlap; list each tree once",
                             out->v[i], real);
     }
@@ -124,14 +124,14 @@ static bool not_a_project(const char *real, const char **why)
             return true;
         }
     }
-    if (home && home[0] == '/' && realpath(home, homereal) && path_within(homereal, real)) {
+    if (home && home[0] == '/' && realpath(home, homereal) && sbx_path_within(homereal, real)) {
         *why = strcmp(homereal, real) ? "a directory above the home directory"
                                        : "the home directory";
         return true;
     }
     if ((state = state_root_default())) {
         char sreal[PATH_MAX];
-        holds_state = path_within(realpath(state, sreal) ? sreal : state, real);
+        holds_state = sbx_path_within(realpath(state, sreal) ? sreal : state, real);
         free(state);
         if (holds_state) {
             *why = "the directory holding sbxsh's state";
@@ -393,7 +393,7 @@ static void add_secret_excludes(sbx_config *cfg)
     for (size_t i = 0; i < cfg->code_dirs.n; i++) {
         const char *d = cfg->code_dirs.v[i];
         size_t n = strlen(d);
-        if (!path_within(home, d))
+        if (!sbx_path_within(home, d))
             continue;
         /* the home directory relative to the code directory: "" or "x/y/" */
         const char *rel = home[n] == '/' ? home + n + 1 : "";
@@ -539,7 +539,7 @@ int sbx_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *err)
     /* The sandbox's copies live in the state directory; a code directory
      * holding it would sync the copies into themselves. */
     for (size_t i = 0; i < cfg->code_dirs.n; i++) {
-        if (path_within(cfg->state_root, cfg->code_dirs.v[i])) {
+        if (sbx_path_within(cfg->state_root, cfg->code_dirs.v[i])) {
             sbx_errf(err, "the state directory %s lies inside the code directory %s; "
                      "set AGENT_SANDBOX_STATE_DIR (or XDG_STATE_HOME) elsewhere, or "
                      "AGENT_SANDBOX_CODE_DIRS to the project only",

@@ -26,6 +26,8 @@
 /* Appends the non-empty elements of a sep-separated list. */
 void sbx_split_list(strvec *sv, const char *list, char sep);
 bool sbx_strvec_equal(const strvec *a, const strvec *b);
+/* Whether path a is b or lies below it (every path lies below "/"); by name only. */
+bool sbx_path_within(const char *a, const char *b);
 
 typedef enum sbx_runtime {
     SBX_RUNTIME_AUTO,   /* runsc when installed, else bwrap */

@@ -999,12 +999,6 @@ static bool terminal_or_locale_var(const char *name, size_t len)
     return len > 3 && !memcmp(name, "LC_", 3);
 }
 
-static bool dir_within(const char *path, const char *dir)
-{
-    size_t n = strlen(dir);
-    return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0' || n == 1);
-}
-
 /* Sets (or replaces) NAME=VALUE in out. */
 static void env_set(strvec *out, const char *name, size_t len, const char *value)
 {
@@ -1041,7 +1035,7 @@ void sbx_sandbox_env(const sbx_config *cfg, bool tty, strvec *out)
             memcpy(entry, p, n);
             entry[n] = '\0';
             for (size_t i = 0; i < cfg->code_dirs.n; i++) {
-                if (dir_within(entry, cfg->code_dirs.v[i]) && !strstr(entry, "/../")) {
+                if (sbx_path_within(entry, cfg->code_dirs.v[i]) && !strstr(entry, "/../")) {
                     strbuf_addstr(&path, entry);
                     strbuf_addch(&path, ':');
                     break;
