@@ -50,7 +50,42 @@
  * come back through the call's arguments. */
 #define REPORT(kind)                                                                            \
     "{ __sbx_s=$? __sbx_p=(\"${PIPESTATUS[@]}\") __sbx_a=$_; " REPORT_DEF "__sbx_report " kind  \
-    " \"$__sbx_s\" \"$__sbx_a\" && { " SETRC_DEF "__sbx_setrc 0 \"$_\"; }; } 2>/dev/null\n"
+    " \"$__sbx_s\" \"$__sbx_a\" && { " SETRC_DEF "__sbx_setrc 0 \"$_\"; }; } 2>/dev/null"
+
+/*
+ * The same report without a simple command in the shell itself, once the
+ * input may have set a DEBUG trap (see debug_safe): bash runs that trap
+ * before every simple command (assignments and function calls included),
+ * but not before a group, a subshell, or the commands inside a subshell
+ * (without set -T). So the report is a subshell, which sees $?,
+ * PIPESTATUS, $- and the rest as the shell has them; its stdout goes to
+ * /dev/null so that a trap inherited through set -T prints nothing. It
+ * leaves $? 0 and PIPESTATUS (0): the next prefix restores both
+ * (status_lost). $_ is untouched (no simple command ran).
+ */
+#define REPORT_FORK(kind)                                                                       \
+    "{ ( __sbx_s=$? __sbx_p=(\"${PIPESTATUS[@]}\"); builtin printf '%s\\0' " kind               \
+    " \"$__sbx_s\" \"$-\" \"$SHELLOPTS\" >&199; builtin pwd >&199; "                                \
+    "builtin printf '\\0%s\\0' \"$PS4\" >&199; builtin printf '%s ' \"${__sbx_p[@]}\" >&199; "       \
+    "builtin printf '\\0' >&199 ) >/dev/null; } 2>/dev/null"
+
+/*
+ * bash's line counter. bash numbers each line as its parser reads it, and
+ * every command keeps the number it was parsed at: messages ("bash: line
+ * 3: ..."), $LINENO, BASH_LINENO and caller all come from it, also for a
+ * function called long after its definition was read. The wrapper's own
+ * lines are lines too, so after each chunk the counter is set back, to
+ * the line before the one the next text starts on (blank lines written
+ * before that text make up any difference: a skipped comment, a line
+ * already run). Assigning LINENO sets the counter, but every simple
+ * command (and for, case, ((, [[) restores the counter it found once it
+ * ends, so `LINENO=N` alone is undone at once. The assignment is made
+ * instead while bash expands the redirection of a group command: nothing
+ * restores the counter after that, and the group's own commands restore
+ * what it set. `${v[expr]-}` evaluates the subscript (an arithmetic
+ * assignment) and expands to nothing, also under set -u.
+ */
+#define SETLINE_FMT "${__sbx_z[LINENO=%u]-}"
 
 #define REPORT_FIELDS 7
 
@@ -63,6 +98,9 @@ struct line_exec {
     int final_status;         /* raw wait status */
     int last_status;          /* bash's $? */
     bool sandbox_stale;       /* the persistent shell has not seen last_status yet */
+    bool status_lost;         /* its $? and PIPESTATUS are a report's (REPORT_FORK) */
+    bool debug_safe;          /* reports run no simple command (the input named DEBUG) */
+    unsigned shell_line;      /* bash's line counter once it has run what was written */
     char *last_arg;           /* $_ after the last host part, when it sets one */
     char *cwd;                /* where the next part runs */
     char *shell_cwd;          /* the persistent shell's $PWD as last reported */
@@ -283,11 +321,32 @@ static int shell_start(line_exec *x, sbx_err *err)
     x->shell_running = true;
     free(x->shell_cwd);
     x->shell_cwd = xstrdup(x->cwd);
+    /*
+     * The first line: fd 197 becomes the /dev/null that commands read as
+     * their stdin when the script stream is the shell's (each chunk is
+     * `{ ...; } 0<&197`). Not `0</dev/null` on the group: bash saves the fd
+     * it replaces on the lowest free fd from 10, and a user's `exec 10>f`
+     * inside the group then loses its fd when the group ends; for `0<&N`
+     * bash saves above N. $_ is kept as bash starts with it, and the line
+     * counter starts from 0 (SETLINE_FMT).
+     */
+    strbuf w = STRBUF_INIT;
+    strbuf_addstr(&w, "{ __sbx_a=$_; ");
+    if (x->o.stdin_is_script)
+        strbuf_addstr(&w, "exec 197</dev/null; ");
+    strbuf_addstr(&w, "__sbx_start() { builtin unset -f __sbx_start; builtin unset -v __sbx_a; }; "
+                      "__sbx_start \"$__sbx_a\"; } 2>/dev/null");
+    strbuf_addf(&w, SETLINE_FMT "\n", 0u);
+    x->shell_line = 0;
     /* At a terminal, Ctrl-C stops the command, not the session's shell (as an
      * interactive bash survives it): a trap makes the shell outlive SIGINT. */
-    if (x->o.interactive)
-        return sbx_session_write(x->sess, 0, "trap : INT\n", 11, err);
-    return 0;
+    if (x->o.interactive) {
+        strbuf_addstr(&w, "trap : INT\n");
+        x->shell_line++;
+    }
+    rc = sbx_session_write(x->sess, 0, w.buf, w.len, err);
+    strbuf_release(&w);
+    return rc;
 }
 
 /* The persistent shell has exited: collect its status. */
@@ -347,26 +406,35 @@ static void add_pipestatus_replay(const line_exec *x, int replay, strbuf *out)
         return;
     if (replay == 2)
         strbuf_addstr(out, "! ");
+    /* debug_safe: subshells only, which a DEBUG trap does not see */
     for (size_t i = 0; i + 1 < x->npipestatus; i++)
-        strbuf_addf(out, "exit %d | ", x->pipestatus[i]);
-    strbuf_addf(out, "(exit %d)%s; ", x->pipestatus[x->npipestatus - 1],
-                replay == 1 && st ? " && :" : "");
+        strbuf_addf(out, x->debug_safe ? "( builtin exit %d ) >/dev/null | " : "exit %d | ",
+                    x->pipestatus[i]);
+    strbuf_addf(out, x->debug_safe ? "( builtin exit %d ) >/dev/null%s; " : "(exit %d)%s; ",
+                x->pipestatus[x->npipestatus - 1], replay == 1 && st ? " && :" : "");
 }
 
-/* Appends what brings the persistent shell up to date with the host parts
+/*
+ * Appends what brings the persistent shell up to date with the host parts
  * that ran since its last report: their status as $?, the last argument as
- * $_, and a `cd` a host part made. join is how the next sandbox text joins
- * the part before it (&&, || or a plain sequence). */
-static void add_state_prefix(line_exec *x, route_join join, strbuf *out)
+ * $_, and a `cd` a host part made; and, after a REPORT_FORK, $? and
+ * PIPESTATUS. join is how the next sandbox text joins the part before it
+ * (&&, || or a plain sequence). Inside a chunk it shares the text's first
+ * line (a line of its own would move the text's line numbers); standalone,
+ * it is a line of its own, which sets the line counter to setline.
+ */
+static void add_state_prefix(line_exec *x, route_join join, bool standalone, unsigned setline,
+                             strbuf *out)
 {
     /* A shell not yet started starts at x->cwd: no cd (it would set OLDPWD,
      * which a fresh bash does not have). */
     bool cd = x->shell_running && strcmp(x->cwd, x->shell_cwd) != 0;
     bool andor = join == ROUTE_JOIN_AND || join == ROUTE_JOIN_OR;
+    bool stale = x->sandbox_stale || x->status_lost;
     int st, replay = x->sandbox_stale ? 0 : pipestatus_replay(x, &st);
     strbuf arg = STRBUF_INIT;
 
-    if (!x->sandbox_stale && !cd && !andor && !replay)
+    if (!stale && !cd && !andor && !replay)
         return;
     if (x->sandbox_stale && x->last_arg)
         strbuf_add_shell_quoted(&arg, x->last_arg, strlen(x->last_arg));
@@ -378,19 +446,33 @@ static void add_state_prefix(line_exec *x, route_join join, strbuf *out)
         strbuf_add_shell_quoted(out, x->cwd, strlen(x->cwd));
         strbuf_addstr(out, "; ");
     }
-    if (andor) {
+    if (x->debug_safe) {
+        /* No simple command (REPORT_FORK): a subshell's status, and no $_
+         * from a host part. `&& :` keeps set -e off a failure, and never runs. */
+        if (replay)
+            add_pipestatus_replay(x, replay, out);
+        else
+            strbuf_addf(out, "( builtin exit %d ) >/dev/null%s; ", x->last_status,
+                        !andor && x->last_status ? " && :" : "");
+    } else if (andor) {
         /* the host part's status is the left operand of the next && or || */
         strbuf_addf(out, SETRC_DEF "__sbx_setrc %d %s; ", x->last_status, arg.buf);
         add_pipestatus_replay(x, replay, out);
-        strbuf_addf(out, "} 2>/dev/null %s ", join == ROUTE_JOIN_AND ? "&&" : "||");
     } else {
         /* `f N && f 0`: $? becomes N without tripping set -e */
         strbuf_addf(out, SETRC_DEF "__sbx_setrc %d %s && { " SETRC_DEF "__sbx_setrc 0 %s; }; ",
                     x->last_status, arg.buf, arg.buf);
         add_pipestatus_replay(x, replay, out);
-        strbuf_addstr(out, "} 2>/dev/null\n");
     }
+    strbuf_addstr(out, "} 2>/dev/null");
+    if (andor)
+        strbuf_addf(out, " %s ", join == ROUTE_JOIN_AND ? "&&" : "||");
+    else if (standalone)
+        strbuf_addf(out, SETLINE_FMT "\n", setline);
+    else
+        strbuf_addstr(out, "; ");
     x->npipestatus = 0;
+    x->status_lost = false;
     strbuf_release(&arg);
 }
 
@@ -445,11 +527,14 @@ static int shell_read_report(line_exec *x, sbx_err *err)
     int r = shell_read_one_report(x, &rec, f, err), result;
 
     char *pipestatus = NULL;
+    int done_status = -1;
 
     if (r > 0 && !strcmp(f[0], "done")) {
         result = 1;
-        /* PIPESTATUS is the chunk's as "done" saw it; by "next" it is the wrapper's */
+        /* PIPESTATUS (and, after a REPORT_FORK, $?) is the chunk's as "done"
+         * saw it; by "next" it is the wrapper's */
         pipestatus = xstrdup(f[6]);
+        done_status = atoi(f[1]) & 0xff;
         r = shell_read_one_report(x, &rec, f, err);  /* its "next" */
     } else {
         result = 2;
@@ -472,7 +557,8 @@ static int shell_read_report(line_exec *x, sbx_err *err)
         strbuf_release(&rec);
         return sbx_errf(err, "the sandbox's shell sent a malformed status report");
     }
-    x->last_status = atoi(f[1]) & 0xff;
+    x->last_status = done_status >= 0 ? done_status : atoi(f[1]) & 0xff;
+    x->status_lost = x->debug_safe;
     x->errexit = strchr(f[2], 'e') != NULL;
     x->xtrace = strchr(f[2], 'x') != NULL;
     x->pipefail = strstr(f[3], "pipefail") != NULL;
@@ -492,20 +578,38 @@ static int shell_read_report(line_exec *x, sbx_err *err)
     return result;
 }
 
-/* Sends text to the persistent shell as one chunk and waits for its report. */
-static int shell_run_chunk(line_exec *x, const char *prefix_and_text, sbx_err *err)
+/* Could this text set a DEBUG trap (`trap CMD DEBUG`, in any case, or
+ * through eval or a function that runs later)? From then on the wrapper
+ * runs no simple command (debug_safe), which costs a fork or two per chunk. */
+static bool may_set_debug_trap(const char *text, size_t len)
+{
+    return memmem(text, len, "DEBUG", 5) || memmem(text, len, "debug", 5) ||
+           memmem(text, len, "Debug", 5);
+}
+
+/* Sends a chunk (build_chunk) to the persistent shell and waits for its
+ * reports. first and last are the lines of the input the chunk's text
+ * starts and ends on (0: no line numbers, as at a terminal). */
+static int shell_run_chunk(line_exec *x, const char *chunk, unsigned first, unsigned last,
+                           sbx_err *err)
 {
     strbuf w = STRBUF_INIT;
     int rc;
 
     if (!x->shell_running && shell_start(x, err) < 0)
         return -1;
-    strbuf_addstr(&w, "{ ");
-    strbuf_addstr(&w, prefix_and_text);
-    /* The "done" report shares the group's line: an error that makes bash
-     * abandon the rest of the line skips it, and only "next" comes. */
-    strbuf_addstr(&w, x->o.stdin_is_script ? "\n} 0</dev/null;" : "\n} 0<&198;");
-    strbuf_addstr(&w, " " REPORT("done") REPORT("next"));
+    /* bash reads the chunk's first line as line `first` (SETLINE_FMT) */
+    for (; first && x->shell_line + 1 < first; x->shell_line++)
+        strbuf_addch(&w, '\n');
+    strbuf_addstr(&w, chunk);
+    /* "next", on a line of its own, sets the line counter back: the next
+     * text would otherwise find this line counted. */
+    strbuf_addstr(&w, x->debug_safe ? REPORT_FORK("next") : REPORT("next"));
+    if (first && last) {
+        strbuf_addf(&w, SETLINE_FMT, last - 1);
+        x->shell_line = last - 1;
+    }
+    strbuf_addch(&w, '\n');
     rc = sbx_session_write(x->sess, 0, w.buf, w.len, err);
     strbuf_release(&w);
     if (rc < 0)
@@ -521,7 +625,7 @@ static int shell_end(line_exec *x, bool exit_now, sbx_err *err)
     strbuf w = STRBUF_INIT;
     if (!x->shell_running)
         return 0;
-    add_state_prefix(x, ROUTE_JOIN_SEMI, &w);
+    add_state_prefix(x, ROUTE_JOIN_SEMI, true, x->shell_line, &w);
     if (exit_now)
         strbuf_addf(&w, "exit %d\n", x->last_status);
     if (w.len && sbx_session_write(x->sess, 0, w.buf, w.len, err) < 0) {
@@ -754,9 +858,16 @@ static bool joins_andor(const route_part *parts, size_t n, size_t i)
     return i + 1 < n && (parts[i + 1].join == ROUTE_JOIN_AND || parts[i + 1].join == ROUTE_JOIN_OR);
 }
 
-/* Builds the text of sandbox parts [i, j): the prefix that brings the shell
- * up to date, the parts' own source, what keeps set -e from firing on a last
- * and-or list that a host part continues, and here-document bodies. */
+/*
+ * Builds the text of sandbox parts [i, j) as the persistent shell runs it:
+ * the prefix that brings the shell up to date, the parts' own source, what
+ * keeps set -e from firing on a last and-or list that a host part
+ * continues, then the end of the group that gives the parts their stdin
+ * and the "done" report, on the line the parts end on, and here-document
+ * bodies. The group closes on that same line, not on a line of its own:
+ * bash takes a redirection's error, a function definition's error and the
+ * like at the line it has read last, which must be the user's.
+ */
 static void build_chunk(line_exec *x, const sh_parse *p, const route_part *parts, size_t n,
                         size_t i, size_t j, strbuf *out)
 {
@@ -764,14 +875,28 @@ static void build_chunk(line_exec *x, const sh_parse *p, const route_part *parts
     strbuf text = STRBUF_INIT;
     size_t span_len = sh_span_len(span);
 
-    add_state_prefix(x, parts[i].join, out);
+    if (!x->debug_safe && may_set_debug_trap(p->src + span.start, span_len))
+        x->debug_safe = true;
+    strbuf_addstr(out, "{ ");
+    add_state_prefix(x, parts[i].join, false, 0, out);
     sh_span_text_with_heredocs(p, span, &text);
     strbuf_add(out, text.buf, span_len);
     if (parts[j - 1].background)
-        strbuf_addstr(out, " &");
+        strbuf_addstr(out, " & }");
     else if (joins_andor(parts, n, j - 1))
-        strbuf_addstr(out, " && { " SETRC_DEF "__sbx_setrc 0 \"$_\"; } 2>/dev/null");
-    strbuf_add(out, text.buf + span_len, text.len - span_len);
+        strbuf_addstr(out, x->debug_safe
+                               ? " && { ( builtin exit 0 ) >/dev/null; } 2>/dev/null; }"
+                               : " && { " SETRC_DEF "__sbx_setrc 0 \"$_\"; } 2>/dev/null; }");
+    else
+        strbuf_addstr(out, "; }");
+    /* An error that makes bash abandon the rest of the line skips "done",
+     * and only "next" comes. */
+    strbuf_addstr(out, x->o.stdin_is_script ? " 0<&197; " : " 0<&198; ");
+    strbuf_addstr(out, x->debug_safe ? REPORT_FORK("done") : REPORT("done"));
+    if (text.len > span_len)
+        strbuf_add(out, text.buf + span_len, text.len - span_len);
+    else
+        strbuf_addch(out, '\n');
     strbuf_release(&text);
 }
 
@@ -853,11 +978,18 @@ static int run_parts(line_exec *x, const sh_parse *p, route_plan *plan, unsigned
 
         size_t j = i + 1;
         strbuf chunk = STRBUF_INIT;
+        unsigned first = 0, lastl = 0;
         int r;
         while (j < n && (parts[j].where == ROUTE_SANDBOX || parts[j].background))
             j++;
         build_chunk(x, p, parts, n, i, j, &chunk);
-        r = shell_run_chunk(x, chunk.buf, err);
+        if (line_base) {
+            sh_span last = parts[j - 1].span;
+            first = line_base - 1 + route_line_of(p, parts[i].span.start);
+            lastl = line_base - 1 +
+                    route_line_of(p, last.end > last.start ? last.end - 1 : last.end);
+        }
+        r = shell_run_chunk(x, chunk.buf, first, lastl, err);
         strbuf_release(&chunk);
         if (r < 0)
             return -1;
@@ -942,15 +1074,20 @@ int line_exec_command(line_exec *x, const sh_parse *p, unsigned first_line, bool
     return rc;
 }
 
-int line_exec_raw_rest(line_exec *x, const char *text, size_t len, int in_fd, int *wait_status,
-                       sbx_err *err)
+int line_exec_raw_rest(line_exec *x, const char *text, size_t len, unsigned first_line,
+                       int in_fd, int *wait_status, sbx_err *err)
 {
     strbuf w = STRBUF_INIT;
     char buf[65536];
 
     if (!x->shell_running && shell_start(x, err) < 0)
         return -1;
-    add_state_prefix(x, ROUTE_JOIN_SEMI, &w);
+    /* bash reads text's first line as line first_line (SETLINE_FMT) */
+    add_state_prefix(x, ROUTE_JOIN_SEMI, true, first_line ? first_line - 1 : x->shell_line, &w);
+    if (w.len && first_line)
+        x->shell_line = first_line - 1;
+    for (; first_line && x->shell_line + 1 < first_line; x->shell_line++)
+        strbuf_addch(&w, '\n');
     strbuf_add(&w, text, len);
     if (sbx_session_write(x->sess, 0, w.buf, w.len, err) < 0) {
         strbuf_release(&w);

@@ -72,9 +72,11 @@ int line_exec_command(line_exec *x, const sh_parse *p, unsigned first_line, bool
 /* sbxsh's parser refused a command of stdin mode: from here on bash in the
  * sandbox reads the rest of the input itself (text, then all of fd in_fd),
  * so that it reports the error in its own words (or, if sbxsh's parser was
- * wrong, runs it) and exits as bash would. *wait_status is final. */
-int line_exec_raw_rest(line_exec *x, const char *text, size_t len, int in_fd, int *wait_status,
-                       sbx_err *err);
+ * wrong, runs it) and exits as bash would. first_line is the input line
+ * text starts on, so that bash's messages name it (0: no line numbers).
+ * *wait_status is final. */
+int line_exec_raw_rest(line_exec *x, const char *text, size_t len, unsigned first_line,
+                       int in_fd, int *wait_status, sbx_err *err);
 
 /* At the end of input: ends the persistent shell (its EXIT trap runs) and
  * gives the final status. */

@@ -245,7 +245,8 @@ static int run_stream(const sh_options *o, line_exec *x)
                 needs_bash_to_read_on(buf.buf + start, consumed)) {
                 int rc;
                 sh_parse_free(&p);
-                rc = line_exec_raw_rest(x, buf.buf + start, buf.len - start, 0, &ws, &err);
+                rc = line_exec_raw_rest(x, buf.buf + start, buf.len - start,
+                                        po.first_line + 1, 0, &ws, &err);
                 strbuf_release(&buf);
                 if (rc < 0)
                     return fail(o, &err);
@@ -284,7 +285,8 @@ static int run_stream(const sh_options *o, line_exec *x)
             if (st == SH_ERROR) {
                 /* Not sbxsh's to judge: bash in the sandbox reads the rest of the
                  * input, reports the error in its own words and exits as it would. */
-                int rc = line_exec_raw_rest(x, buf.buf + start, buf.len - start, 0, &ws, &err);
+                int rc = line_exec_raw_rest(x, buf.buf + start, buf.len - start,
+                                            po.first_line + 1, 0, &ws, &err);
                 strbuf_release(&buf);
                 if (rc < 0)
                     return fail(o, &err);

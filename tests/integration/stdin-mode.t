@@ -5,7 +5,9 @@
 # (router/line.c) showed through, or where sbxsh hung or gave up: set -n,
 # aliases that open a quote or a here-document, PWD unset or assigned, the
 # wrapper's helpers in `declare -F` and `set`, PIPESTATUS, `cd -` with no
-# OLDPWD. Runs on each runtime that can start here.
+# OLDPWD, line numbers (the wrapper's lines counted as bash's), a DEBUG trap
+# firing for the wrapper's commands, fd 10. Runs on each runtime that can
+# start here.
 . "$(dirname "$0")/lib.sh"
 
 runtimes=${SBX_IT_RUNTIMES:-runsc bwrap}
@@ -73,6 +75,23 @@ for rt in $runtimes; do
         $'trap "echo ERR" ERR\nfalse | false\necho ${PIPESTATUS[@]}\nset -e\nfalse | false && echo no\necho ${PIPESTATUS[@]} $?\n'
     # a fresh shell has no OLDPWD
     check "cd - with no OLDPWD fails as in bash" $'cd -\necho $?\necho "[$OLDPWD]"\n'
+    # bash's line numbers: the wrapper's own lines are not counted
+    check "line numbers after multi-line commands and comments" \
+        $'# a comment\n\nif true; then\n  echo $LINENO\nfi\nfor i in 1; do\n  :\ndone\necho ${u?unset here}\n'
+    check "line numbers after here-documents" \
+        $'cat <<EOF\nbody $LINENO\nEOF\ncat <<-A <<B\n\ta\n\tA\nb\nB\necho $LINENO\nset -u\necho $nope\n'
+    check "a function's lines when it is called chunks later" \
+        $'f() {\n  echo "f: $LINENO"\n  caller\n  echo "${BASH_LINENO[*]}"\n  echo ${u?in f}\n}\n\necho between\nf\n'
+    check "the line of a syntax error after other commands" \
+        $'echo one\ncat <<E\nx\nE\n\n# c\nif then\n'
+    check "errors bash names by the last line it read" \
+        $'foo$x() {\n  echo hi\n}\n{ cat; } < not_exist.txt\nfor - in a; do\n  :\ndone\necho end\n'
+    # the wrapper's commands are not the user's: a DEBUG trap fires for the user's only
+    check "a DEBUG trap fires once per command" \
+        $'n=0\ntrap \'n=$((n+1)); echo "D: $BASH_COMMAND"\' DEBUG\necho one\nfalse | true\necho "${PIPESTATUS[*]} $n"\n(exit 3)\necho "$? $n $LINENO"\ntrap - DEBUG\necho "$n $_"\n'
+    # an fd the user opens stays open (bash's save of fd 0 once took fd 10)
+    check "exec 10>f is still open on the next line" \
+        $'exec 10>f\necho one >&10\necho two >&10\ncat f\nexec 10>&-\nls /proc/$$/fd | grep -cx 10\n'
     end_session
 done
 
