@@ -58,10 +58,12 @@ for id in $ids; do
             AGENT_SANDBOX_SESSION="$AGENT_SANDBOX_SESSION" AGENT_SANDBOX_LOCAL_RUNTIME="$runtime" \
             timeout 20 "$SBXSH" <"$f" >"$work/out/s.out" 2>"$work/out/s.err"
          echo "status=$?" >>"$work/out/s.out")
-        # bash reading a script from stdin calls itself bash, not sbxsh
+        # bash reads the script from stdin in a fresh directory (the -c run above left
+        # its files in the first), called as sbxsh was, so its messages name the same
+        rm -rf "$d/b"; mkdir -p "$d/b/tmp"
         (cd "$d/b" && env -i PATH="$path" HOME="$HOME" LANG=C.UTF-8 TMP=tmp timeout 10 \
-            bash <"$f" >"$work/out/b.out" 2>"$work/out/b.err"; echo "status=$?" >>"$work/out/b.out")
-        sed -i "s#^bash: #$SBXSH: #" "$work/out/b.err"
+            bash -c 'exec -a "$0" bash' "$SBXSH" <"$f" >"$work/out/b.out" 2>"$work/out/b.err"
+         echo "status=$?" >>"$work/out/b.out")
     else
         (cd "$d/s" && env -i PATH="$path" HOME="$HOME" LANG=C.UTF-8 TMP=tmp AGENT_SANDBOX_FORWARD_ENV=TMP XDG_RUNTIME_DIR="$XDG_RUNTIME_DIR" \
             AGENT_SANDBOX_STATE_DIR="$AGENT_SANDBOX_STATE_DIR" AGENT_SANDBOX_CODE_DIRS="$work/code" \
