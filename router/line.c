@@ -54,17 +54,26 @@
 
 /*
  * The same report without a simple command in the shell itself, once the
- * input may have set a DEBUG trap (see debug_safe): bash runs that trap
- * before every simple command (assignments and function calls included),
- * but not before a group, a subshell, or the commands inside a subshell
- * (without set -T). So the report is a subshell, which sees $?,
- * PIPESTATUS, $- and the rest as the shell has them; its stdout goes to
- * /dev/null so that a trap inherited through set -T prints nothing. It
- * leaves $? 0 and PIPESTATUS (0): the next prefix restores both
- * (status_lost). $_ is untouched (no simple command ran).
+ * input may have set a DEBUG trap or defined a function the wrapper calls
+ * (see fork_reports): bash runs a DEBUG trap before every simple command
+ * (assignments and function calls included), but not before a group, a
+ * subshell, or the commands inside a subshell (without set -T). So the
+ * report is a subshell, which sees $?, PIPESTATUS, $- and the rest as the
+ * shell has them; its stdout goes to /dev/null so that a trap inherited
+ * through set -T prints nothing. It leaves $? 0 and PIPESTATUS (0): the
+ * next prefix restores both (status_lost). $_ is untouched (no simple
+ * command ran).
+ *
+ * A user's function named `builtin` (or `exit`) would run instead of the
+ * builtin, so the subshell first removes it, with `unset` found as the
+ * special builtin it is in POSIX mode (before any function of that name).
  */
+#define FORK_OWN_BUILTIN                                                                        \
+    "POSIXLY_CORRECT=y; unset -f builtin exit; unset -v POSIXLY_CORRECT; "
+/* `exit N` in a subshell, as the builtin whatever functions exist */
+#define FORK_EXIT "POSIXLY_CORRECT=y; exit "
 #define REPORT_FORK(kind)                                                                       \
-    "{ ( __sbx_s=$? __sbx_p=(\"${PIPESTATUS[@]}\"); builtin printf '%s\\0' " kind               \
+    "{ ( __sbx_s=$? __sbx_p=(\"${PIPESTATUS[@]}\"); " FORK_OWN_BUILTIN "builtin printf '%s\\0' " kind               \
     " \"$__sbx_s\" \"$-\" \"$SHELLOPTS\" >&199; builtin pwd >&199; "                                \
     "builtin printf '\\0%s\\0' \"$PS4\" >&199; builtin printf '%s ' \"${__sbx_p[@]}\" >&199; "       \
     "builtin printf '\\0' >&199 ) >/dev/null; } 2>/dev/null"
@@ -99,7 +108,7 @@ struct line_exec {
     int last_status;          /* bash's $? */
     bool sandbox_stale;       /* the persistent shell has not seen last_status yet */
     bool status_lost;         /* its $? and PIPESTATUS are a report's (REPORT_FORK) */
-    bool debug_safe;          /* reports run no simple command (the input named DEBUG) */
+    bool fork_reports;        /* reports run in subshells (REPORT_FORK) */
     unsigned shell_line;      /* bash's line counter once it has run what was written */
     char *last_arg;           /* $_ after the last host part, when it sets one */
     char *cwd;                /* where the next part runs */
@@ -406,11 +415,11 @@ static void add_pipestatus_replay(const line_exec *x, int replay, strbuf *out)
         return;
     if (replay == 2)
         strbuf_addstr(out, "! ");
-    /* debug_safe: subshells only, which a DEBUG trap does not see */
+    /* fork_reports: subshells only, which a DEBUG trap does not see */
     for (size_t i = 0; i + 1 < x->npipestatus; i++)
-        strbuf_addf(out, x->debug_safe ? "( builtin exit %d ) >/dev/null | " : "exit %d | ",
+        strbuf_addf(out, x->fork_reports ? "( " FORK_EXIT "%d ) >/dev/null | " : "exit %d | ",
                     x->pipestatus[i]);
-    strbuf_addf(out, x->debug_safe ? "( builtin exit %d ) >/dev/null%s; " : "(exit %d)%s; ",
+    strbuf_addf(out, x->fork_reports ? "( " FORK_EXIT "%d ) >/dev/null%s; " : "(exit %d)%s; ",
                 x->pipestatus[x->npipestatus - 1], replay == 1 && st ? " && :" : "");
 }
 
@@ -446,13 +455,13 @@ static void add_state_prefix(line_exec *x, route_join join, bool standalone, uns
         strbuf_add_shell_quoted(out, x->cwd, strlen(x->cwd));
         strbuf_addstr(out, "; ");
     }
-    if (x->debug_safe) {
+    if (x->fork_reports) {
         /* No simple command (REPORT_FORK): a subshell's status, and no $_
          * from a host part. `&& :` keeps set -e off a failure, and never runs. */
         if (replay)
             add_pipestatus_replay(x, replay, out);
         else
-            strbuf_addf(out, "( builtin exit %d ) >/dev/null%s; ", x->last_status,
+            strbuf_addf(out, "( " FORK_EXIT "%d ) >/dev/null%s; ", x->last_status,
                         !andor && x->last_status ? " && :" : "");
     } else if (andor) {
         /* the host part's status is the left operand of the next && or || */
@@ -558,7 +567,7 @@ static int shell_read_report(line_exec *x, sbx_err *err)
         return sbx_errf(err, "the sandbox's shell sent a malformed status report");
     }
     x->last_status = done_status >= 0 ? done_status : atoi(f[1]) & 0xff;
-    x->status_lost = x->debug_safe;
+    x->status_lost = x->fork_reports;
     x->errexit = strchr(f[2], 'e') != NULL;
     x->xtrace = strchr(f[2], 'x') != NULL;
     x->pipefail = strstr(f[3], "pipefail") != NULL;
@@ -578,13 +587,40 @@ static int shell_read_report(line_exec *x, sbx_err *err)
     return result;
 }
 
-/* Could this text set a DEBUG trap (`trap CMD DEBUG`, in any case, or
- * through eval or a function that runs later)? From then on the wrapper
- * runs no simple command (debug_safe), which costs a fork or two per chunk. */
-static bool may_set_debug_trap(const char *text, size_t len)
+/* Does the text name `word` followed by `(`, or after `function`: a
+ * function definition of that name, as far as a look at the text says. */
+static bool may_define(const char *text, size_t len, const char *word)
 {
-    return memmem(text, len, "DEBUG", 5) || memmem(text, len, "debug", 5) ||
-           memmem(text, len, "Debug", 5);
+    size_t wl = strlen(word);
+    for (const char *q = text; (q = memmem(q, len - (size_t)(q - text), word, wl)); q += wl) {
+        const char *e = q + wl;
+        while (e < text + len && (*e == ' ' || *e == '\t'))
+            e++;
+        if (e < text + len && *e == '(')
+            return true;
+        const char *b = q;
+        while (b > text && (b[-1] == ' ' || b[-1] == '\t'))
+            b--;
+        if (b - text >= 8 && !memcmp(b - 8, "function", 8) && b < q)
+            return true;
+    }
+    return false;
+}
+
+/* Could this text set a DEBUG trap (`trap CMD DEBUG`, through eval or a
+ * function that runs later too), or define a function the cheap report
+ * would call instead of a builtin? From then on the wrapper runs no simple
+ * command (fork_reports), which costs two or three forks per chunk. */
+static bool needs_fork_reports(const char *text, size_t len)
+{
+    static const char *const words[] = { "builtin", "return", "exit" };
+    if (memmem(text, len, "DEBUG", 5) || memmem(text, len, "debug", 5) ||
+        memmem(text, len, "Debug", 5))
+        return true;
+    for (size_t i = 0; i < ARRAY_SIZE(words); i++)
+        if (may_define(text, len, words[i]))
+            return true;
+    return false;
 }
 
 /* Sends a chunk (build_chunk) to the persistent shell and waits for its
@@ -604,7 +640,7 @@ static int shell_run_chunk(line_exec *x, const char *chunk, unsigned first, unsi
     strbuf_addstr(&w, chunk);
     /* "next", on a line of its own, sets the line counter back: the next
      * text would otherwise find this line counted. */
-    strbuf_addstr(&w, x->debug_safe ? REPORT_FORK("next") : REPORT("next"));
+    strbuf_addstr(&w, x->fork_reports ? REPORT_FORK("next") : REPORT("next"));
     if (first && last) {
         strbuf_addf(&w, SETLINE_FMT, last - 1);
         x->shell_line = last - 1;
@@ -875,8 +911,8 @@ static void build_chunk(line_exec *x, const sh_parse *p, const route_part *parts
     strbuf text = STRBUF_INIT;
     size_t span_len = sh_span_len(span);
 
-    if (!x->debug_safe && may_set_debug_trap(p->src + span.start, span_len))
-        x->debug_safe = true;
+    if (!x->fork_reports && needs_fork_reports(p->src + span.start, span_len))
+        x->fork_reports = true;
     strbuf_addstr(out, "{ ");
     add_state_prefix(x, parts[i].join, false, 0, out);
     sh_span_text_with_heredocs(p, span, &text);
@@ -884,15 +920,15 @@ static void build_chunk(line_exec *x, const sh_parse *p, const route_part *parts
     if (parts[j - 1].background)
         strbuf_addstr(out, " & }");
     else if (joins_andor(parts, n, j - 1))
-        strbuf_addstr(out, x->debug_safe
-                               ? " && { ( builtin exit 0 ) >/dev/null; } 2>/dev/null; }"
+        strbuf_addstr(out, x->fork_reports
+                               ? " && { ( " FORK_EXIT "0 ) >/dev/null; } 2>/dev/null; }"
                                : " && { " SETRC_DEF "__sbx_setrc 0 \"$_\"; } 2>/dev/null; }");
     else
         strbuf_addstr(out, "; }");
     /* An error that makes bash abandon the rest of the line skips "done",
      * and only "next" comes. */
     strbuf_addstr(out, x->o.stdin_is_script ? " 0<&197; " : " 0<&198; ");
-    strbuf_addstr(out, x->debug_safe ? REPORT_FORK("done") : REPORT("done"));
+    strbuf_addstr(out, x->fork_reports ? REPORT_FORK("done") : REPORT("done"));
     if (text.len > span_len)
         strbuf_add(out, text.buf + span_len, text.len - span_len);
     else

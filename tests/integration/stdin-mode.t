@@ -89,6 +89,10 @@ for rt in $runtimes; do
     # the wrapper's commands are not the user's: a DEBUG trap fires for the user's only
     check "a DEBUG trap fires once per command" \
         $'n=0\ntrap \'n=$((n+1)); echo "D: $BASH_COMMAND"\' DEBUG\necho one\nfalse | true\necho "${PIPESTATUS[*]} $n"\n(exit 3)\necho "$? $n $LINENO"\ntrap - DEBUG\necho "$n $_"\n'
+    check "a DEBUG trap set by a function defined earlier" \
+        $'on() {\n  trap \'echo "D: $BASH_COMMAND"\' DEBUG\n}\non\necho a\ntrue | false\necho "$? ${PIPESTATUS[*]}"\n'
+    check "functions named builtin and return do not take the wrapper's calls" \
+        $'builtin echo b\nbuiltin() {\n  echo builtin-redef "$@"\n}\nreturn() { echo ret; }\nbuiltin echo c\nfalse\necho $?\n'
     # an fd the user opens stays open (bash's save of fd 0 once took fd 10)
     check "exec 10>f is still open on the next line" \
         $'exec 10>f\necho one >&10\necho two >&10\ncat f\nexec 10>&-\nls /proc/$$/fd | grep -cx 10\n'
