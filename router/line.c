@@ -40,9 +40,13 @@
  * does not trip set -e (a failure before && never does).
  */
 #define SETRC_DEF "__sbx_setrc() { builtin unset -f __sbx_setrc; return \"$1\"; }; "
+/* ... which also turns set -v back on (verbose: the reports turn it off) */
+#define VSETRC_DEF                                                                              \
+    "__sbx_setrc() { builtin unset -f __sbx_setrc; builtin set -v; return \"$1\"; }; "
 #define REPORT_DEF                                                                              \
     "__sbx_report() { builtin unset -f __sbx_report; "                                          \
     "builtin printf '%s\\0' \"$1\" \"$2\" \"$-\" \"$SHELLOPTS\" >&199; builtin pwd >&199; "         \
+    "case $- in *v*) builtin set +v;; esac; "                                                   \
     "builtin printf '\\0%s\\0' \"$PS4\" >&199; builtin printf '%s ' \"${__sbx_p[@]}\" >&199; "      \
     "builtin printf '\\0' >&199; builtin unset -v __sbx_s __sbx_p __sbx_a; return \"$2\"; }; "
 /* A report of KIND. $?, PIPESTATUS and $_ are saved first, by one
@@ -115,6 +119,7 @@ struct line_exec {
     char *shell_cwd;          /* the persistent shell's $PWD as last reported */
     bool errexit, pipefail;
     bool xtrace;              /* set -x, as last reported */
+    bool verbose;             /* set -v, as last reported (the report turned it off) */
     char *ps4;                /* PS4, as last reported */
     int pipestatus[16];       /* the last pipeline's statuses, when it had 2 to 16 */
     size_t npipestatus;       /* ... and how many; 0 when nothing is to be replayed */
@@ -150,6 +155,11 @@ int line_exec_new(const line_opts *o, line_exec **out, sbx_err *err)
 int line_exec_last_status(const line_exec *x)
 {
     return x->last_status;
+}
+
+bool line_exec_verbose(const line_exec *x)
+{
+    return x->verbose;
 }
 
 void line_exec_free(line_exec *x)
@@ -443,7 +453,7 @@ static void add_state_prefix(line_exec *x, route_join join, bool standalone, uns
     int st, replay = x->sandbox_stale ? 0 : pipestatus_replay(x, &st);
     strbuf arg = STRBUF_INIT;
 
-    if (!stale && !cd && !andor && !replay)
+    if (!stale && !cd && !andor && !replay && !x->verbose)
         return;
     if (x->sandbox_stale && x->last_arg)
         strbuf_add_shell_quoted(&arg, x->last_arg, strlen(x->last_arg));
@@ -458,6 +468,8 @@ static void add_state_prefix(line_exec *x, route_join join, bool standalone, uns
     if (x->fork_reports) {
         /* No simple command (REPORT_FORK): a subshell's status, and no $_
          * from a host part. `&& :` keeps set -e off a failure, and never runs. */
+        if (x->verbose)
+            strbuf_addstr(out, "builtin set -v; ");
         if (replay)
             add_pipestatus_replay(x, replay, out);
         else
@@ -465,12 +477,13 @@ static void add_state_prefix(line_exec *x, route_join join, bool standalone, uns
                         !andor && x->last_status ? " && :" : "");
     } else if (andor) {
         /* the host part's status is the left operand of the next && or || */
-        strbuf_addf(out, SETRC_DEF "__sbx_setrc %d %s; ", x->last_status, arg.buf);
+        strbuf_addf(out, "%s__sbx_setrc %d %s; ", x->verbose ? VSETRC_DEF : SETRC_DEF,
+                    x->last_status, arg.buf);
         add_pipestatus_replay(x, replay, out);
     } else {
         /* `f N && f 0`: $? becomes N without tripping set -e */
-        strbuf_addf(out, SETRC_DEF "__sbx_setrc %d %s && { " SETRC_DEF "__sbx_setrc 0 %s; }; ",
-                    x->last_status, arg.buf, arg.buf);
+        strbuf_addf(out, "%s__sbx_setrc %d %s && { " SETRC_DEF "__sbx_setrc 0 %s; }; ",
+                    x->verbose ? VSETRC_DEF : SETRC_DEF, x->last_status, arg.buf, arg.buf);
         add_pipestatus_replay(x, replay, out);
     }
     strbuf_addstr(out, "} 2>/dev/null");
@@ -537,6 +550,7 @@ static int shell_read_report(line_exec *x, sbx_err *err)
 
     char *pipestatus = NULL;
     int done_status = -1;
+    bool done_verbose = false;
 
     if (r > 0 && !strcmp(f[0], "done")) {
         result = 1;
@@ -544,6 +558,7 @@ static int shell_read_report(line_exec *x, sbx_err *err)
          * saw it; by "next" it is the wrapper's */
         pipestatus = xstrdup(f[6]);
         done_status = atoi(f[1]) & 0xff;
+        done_verbose = strchr(f[2], 'v') != NULL;
         r = shell_read_one_report(x, &rec, f, err);  /* its "next" */
     } else {
         result = 2;
@@ -570,6 +585,9 @@ static int shell_read_report(line_exec *x, sbx_err *err)
     x->status_lost = x->fork_reports;
     x->errexit = strchr(f[2], 'e') != NULL;
     x->xtrace = strchr(f[2], 'x') != NULL;
+    /* a REPORT_FORK cannot turn it off: bash echoes the wrapper then */
+    x->verbose = !x->fork_reports &&
+                 (done_status >= 0 ? done_verbose : strchr(f[2], 'v') != NULL);
     x->pipefail = strstr(f[3], "pipefail") != NULL;
     if (cwdlen) {
         free(x->shell_cwd);

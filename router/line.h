@@ -85,6 +85,12 @@ int line_exec_finish(line_exec *x, int *wait_status, sbx_err *err);
 /* bash's $? after the last command. */
 int line_exec_last_status(const line_exec *x);
 
+/* Is set -v on in the persistent shell? Its reports turn it off (bash would
+ * echo the wrapper's lines) and the next command's prefix back on, so the
+ * caller echoes each command's input lines to stderr before running it, as
+ * bash does when it reads them. */
+bool line_exec_verbose(const line_exec *x);
+
 void line_exec_free(line_exec *x);
 
 /* Ends the process the way the status says: exit(code), or for a command

@@ -255,6 +255,11 @@ static int run_stream(const sh_options *o, line_exec *x)
             }
             if (st == SH_OK && consumed > 0) {
                 int rc = 0;
+                /* set -v: bash echoes the lines as it reads them (line_exec_verbose) */
+                if (line_exec_verbose(x)) {
+                    fwrite(buf.buf + start, 1, consumed, stderr);
+                    fflush(stderr);
+                }
                 if (p.root && p.root->items)
                     rc = line_exec_command(x, &p,
                                            o->mode == SH_INPUT_INTERACTIVE ? 0 : po.first_line + 1,

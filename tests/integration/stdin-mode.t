@@ -93,6 +93,9 @@ for rt in $runtimes; do
         $'on() {\n  trap \'echo "D: $BASH_COMMAND"\' DEBUG\n}\non\necho a\ntrue | false\necho "$? ${PIPESTATUS[*]}"\n'
     check "functions named builtin and return do not take the wrapper's calls" \
         $'builtin echo b\nbuiltin() {\n  echo builtin-redef "$@"\n}\nreturn() { echo ret; }\nbuiltin echo c\nfalse\necho $?\n'
+    # set -v: bash echoes the input's lines as it reads them, and only those
+    check "set -v echoes the input's lines, not the wrapper's" \
+        $'set -o verbose\nx=foo # c\n\nif true; then\n  echo $x\nfi\nset +v\necho quiet\n'
     # an fd the user opens stays open (bash's save of fd 0 once took fd 10)
     check "exec 10>f is still open on the next line" \
         $'exec 10>f\necho one >&10\necho two >&10\ncat f\nexec 10>&-\nls /proc/$$/fd | grep -cx 10\n'
