@@ -1,5 +1,6 @@
 /* sbx-agent's event loop: the protocol, commands and their fds, sync rounds. See agent.h. */
 #include "sync/agent.h"
+#include "common/framebuf.h"
 #include "sync/delta.h"
 #include "sync/gitpolicy.h"
 #include "sync/manifest.h"
@@ -91,10 +92,8 @@ typedef struct agent {
 
     int in_fd, out_fd;    /* the host, or -1 */
     bool hello_seen;
-    strbuf in;
-    size_t in_off;
-    strbuf out;
-    size_t out_off;
+    framebuf_in in;       /* frames from the host */
+    framebuf_out out;     /* frames to the host */
     delta_tx tx;
     bool tx_active;
     final *barred;        /* SYNCs waiting for their output barrier (see sync_barrier) */
@@ -136,7 +135,7 @@ static void agent_warn(void *ctx, const char *msg)
     agent *a = ctx;
     if (a->out_fd < 0)
         return;
-    wire_frame_raw(&a->out, WIRE_WARN, 0, 0, msg, strnlen(msg, SYNC_MAX_TEXT));
+    wire_frame_raw(&a->out.q, WIRE_WARN, 0, 0, msg, strnlen(msg, SYNC_MAX_TEXT));
 }
 
 static void warnf(agent *a, const char *fmt, ...) SBX_PRINTF(2, 3);
@@ -247,7 +246,7 @@ static void send_exit(agent *a, achan *ch)
         x.kind = 0;
         x.code = WEXITSTATUS(ch->status);
     }
-    wire_put_exit(&a->out, ch->id, &x);
+    wire_put_exit(&a->out.q, ch->id, &x);
     chan_discard(ch);
 }
 
@@ -776,9 +775,9 @@ static void send_finals(agent *a)
             if (ch)
                 send_exit(a, ch);
         } else {
-            size_t at = wire_begin(&a->out, WIRE_SYNC_DONE, 0, 0);
-            wire_u64(&a->out, f->id);
-            wire_end(&a->out, at);
+            size_t at = wire_begin(&a->out.q, WIRE_SYNC_DONE, 0, 0);
+            wire_u64(&a->out.q, f->id);
+            wire_end(&a->out.q, at);
         }
     }
     a->nsending = 0;
@@ -806,14 +805,14 @@ static bool host_wants_write(const agent *a)
         return false;
     /* Finals waiting for a round need no POLLOUT: start_round() is blocked on an event
      * (the host's delta to finish, the current delta to be sent) that wakes us itself. */
-    return a->out_off < a->out.len || a->tx_active || a->nsending;
+    return framebuf_pending(&a->out) || a->tx_active || a->nsending;
 }
 
 static void pump(agent *a)
 {
-    while (a->out_fd >= 0 && a->out.len - a->out_off < OUT_LOW) {
+    while (a->out_fd >= 0 && framebuf_pending(&a->out) < OUT_LOW) {
         if (a->tx_active) {
-            if (!delta_tx_fill(&a->tx, &a->out, a->out_off + OUT_HIGH))
+            if (!delta_tx_fill(&a->tx, &a->out.q, a->out.off + OUT_HIGH))
                 continue;
             delta_tx_release(&a->tx);
             a->tx_active = false;
@@ -847,9 +846,8 @@ static void drop_connection(agent *a)
         a->tx_active = false;
     }
     a->nfinals = a->nsending = a->nbarred = 0;
-    strbuf_reset(&a->in);
-    strbuf_reset(&a->out);
-    a->in_off = a->out_off = 0;
+    framebuf_in_reset(&a->in);
+    framebuf_out_reset(&a->out);
     a->hello_seen = false;
     for (size_t i = 0; i < a->nchans; i++) {
         a->chans[i]->orphan = true;
@@ -871,7 +869,7 @@ static void send_hello(agent *a)
              u.release, (long)getuid());
     h.about = about;
     h.about_len = strlen(about);
-    wire_put_hello(&a->out, &h);
+    wire_put_hello(&a->out.q, &h);
 }
 
 static void attach(agent *a, int in_fd, int out_fd)
@@ -1073,12 +1071,8 @@ static int dispatch(agent *a, const wire_frame *f, sbx_err *err)
 static void read_host(agent *a)
 {
     for (int rounds = 0; rounds < 16 && a->in_fd >= 0; rounds++) {
-        ssize_t n;
-        strbuf_grow(&a->in, 256 * 1024);
-        n = read(a->in_fd, a->in.buf + a->in.len, a->in.alloc - a->in.len - 1);
+        ssize_t n = framebuf_fill(&a->in, a->in_fd, 256 * 1024);
         if (n < 0) {
-            if (errno == EINTR)
-                continue;
             if (errno != EAGAIN && errno != EWOULDBLOCK)
                 drop_connection(a);
             return;
@@ -1087,11 +1081,10 @@ static void read_host(agent *a)
             drop_connection(a);
             return;
         }
-        strbuf_setlen(&a->in, a->in.len + (size_t)n);
         while (a->in_fd >= 0) {
             wire_frame f;
             sbx_err err;
-            int r = wire_parse((const uint8_t *)a->in.buf + a->in_off, a->in.len - a->in_off, &f,
+            int r = wire_parse((const uint8_t *)framebuf_data(&a->in), framebuf_len(&a->in), &f,
                                &err);
             if (r == 0)
                 break;
@@ -1100,38 +1093,16 @@ static void read_host(agent *a)
                 drop_connection(a);
                 return;
             }
-            a->in_off += WIRE_HEADER + f.len;
+            framebuf_consume(&a->in, WIRE_HEADER + f.len);
         }
-        if (a->in_off == a->in.len) {
-            strbuf_reset(&a->in);
-            a->in_off = 0;
-        } else if (a->in_off > (1u << 20)) {
-            strbuf_remove(&a->in, 0, a->in_off);
-            a->in_off = 0;
-        }
+        framebuf_in_compact(&a->in);
     }
 }
 
 static void write_host(agent *a)
 {
-    while (a->out_fd >= 0 && a->out_off < a->out.len) {
-        ssize_t n = write(a->out_fd, a->out.buf + a->out_off, a->out.len - a->out_off);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                drop_connection(a);
-            break;
-        }
-        a->out_off += (size_t)n;
-    }
-    if (a->out_off == a->out.len) {
-        strbuf_reset(&a->out);
-        a->out_off = 0;
-    } else if (a->out_off > OUT_HIGH) {
-        strbuf_remove(&a->out, 0, a->out_off);
-        a->out_off = 0;
-    }
+    if (a->out_fd >= 0 && framebuf_write(&a->out, a->out_fd) < 0)
+        drop_connection(a);
 }
 
 /* ---- channel fds ------------------------------------------------------------------------ */
@@ -1157,7 +1128,7 @@ static void read_output(agent *a, achan *ch, achan_fd *f)
     if (n <= 0) {
         /* EOF (or EIO on a pty whose last writer is gone). */
         if (!discard)
-            wire_frame_raw(&a->out, WIRE_EOF, f->child_fd, ch->id, NULL, 0);
+            wire_frame_raw(&a->out.q, WIRE_EOF, f->child_fd, ch->id, NULL, 0);
         close_fd(f);
         f->drain_left = 0;
         f->barrier_left = 0;
@@ -1166,7 +1137,7 @@ static void read_output(agent *a, achan *ch, achan_fd *f)
     f->barrier_left -= (uint64_t)n < f->barrier_left ? (uint64_t)n : f->barrier_left;
     if (discard)
         return;
-    wire_frame_raw(&a->out, WIRE_DATA, f->child_fd, ch->id, buf, (size_t)n);
+    wire_frame_raw(&a->out.q, WIRE_DATA, f->child_fd, ch->id, buf, (size_t)n);
     f->credit -= (uint32_t)n;
     if (ch->state == CH_DRAINING) {
         /* bytes after the exit: the writer is alive; wait for its next ones, up to the cap */
@@ -1199,9 +1170,9 @@ static void write_input(agent *a, achan *ch, achan_fd *f)
     }
     if (f->in_done && a->out_fd >= 0 && !ch->orphan &&
         (f->in_done >= CREDIT_BATCH || !f->in.len)) {
-        size_t at = wire_begin(&a->out, WIRE_CREDIT, f->child_fd, ch->id);
-        wire_u32(&a->out, f->in_done);
-        wire_end(&a->out, at);
+        size_t at = wire_begin(&a->out.q, WIRE_CREDIT, f->child_fd, ch->id);
+        wire_u32(&a->out.q, f->in_done);
+        wire_end(&a->out.q, at);
         f->in_done = 0;
     }
     if (f->in_eof && !f->in.len)
@@ -1273,7 +1244,7 @@ static int loop(agent *a)
                 if (f->fd < 0)
                     continue;
                 if (f->out) {
-                    if (discard || (f->credit && a->out.len - a->out_off < OUT_HIGH &&
+                    if (discard || (f->credit && framebuf_pending(&a->out) < OUT_HIGH &&
                                     (ch->state != CH_DRAINING || f->drain_left)))
                         ev = POLLIN;
                 } else if (f->in.len) {
@@ -1362,8 +1333,8 @@ static void agent_init(agent *a, const agent_opts *o)
     memset(a, 0, sizeof(*a));
     a->o = o;
     a->in_fd = a->out_fd = a->listen_fd = -1;
-    strbuf_init(&a->in, 0);
-    strbuf_init(&a->out, 0);
+    framebuf_in_init(&a->in);
+    framebuf_out_init(&a->out);
     a->idle_since = mf_now_ns();
     if (o->state_file) {
         bool ok;
@@ -1404,8 +1375,8 @@ static void agent_release(agent *a)
     free(a->finals);
     free(a->barred);
     free(a->sending);
-    strbuf_release(&a->in);
-    strbuf_release(&a->out);
+    framebuf_in_release(&a->in);
+    framebuf_out_release(&a->out);
 }
 
 int agent_serve_stdio(const agent_opts *o)

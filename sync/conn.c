@@ -5,6 +5,7 @@
 #include "sync/manifest.h"
 #include "sync/safefs.h"
 #include "sync/wire.h"
+#include "common/framebuf.h"
 #include "common/strvec.h"
 
 #include <dirent.h>
@@ -306,10 +307,8 @@ struct sync_conn {
     bool dead;
     bool in_dispatch;
     sync_agent_info info;
-    strbuf in;
-    size_t in_off;
-    strbuf out;
-    size_t out_off;
+    framebuf_in in;          /* frames from the agent */
+    framebuf_out out;        /* frames to the agent */
     conn_item *head, *tail;
     delta_tx tx;
     bool tx_active;
@@ -395,7 +394,7 @@ static void free_chan(sync_conn *c, size_t idx)
 /* A frame for an existing channel: straight out once its RUN went, else after the RUN. */
 static strbuf *chan_out(sync_conn *c, conn_chan *ch)
 {
-    return ch->run_sent ? &c->out : &ch->pending;
+    return ch->run_sent ? &c->out.q : &ch->pending;
 }
 
 static void queue_item(sync_conn *c, conn_item *it)
@@ -422,8 +421,8 @@ static void push_progress(void *ctx)
     sync_conn *c = ctx;
     if (c->dead)
         return;
-    if (c->out.len - c->out_off < OUT_HIGH)
-        delta_tx_fill(&c->tx, &c->out, c->out_off + OUT_HIGH);
+    if (framebuf_pending(&c->out) < OUT_HIGH)
+        delta_tx_fill(&c->tx, &c->out.q, c->out.off + OUT_HIGH);
     flush_out(c);
 }
 
@@ -476,11 +475,11 @@ static int start_push(sync_conn *c)
 /* Fills the output buffer: pushes in progress, then the queued items. */
 static void pump(sync_conn *c)
 {
-    while (!c->dead && c->out.len - c->out_off < OUT_LOW) {
+    while (!c->dead && framebuf_pending(&c->out) < OUT_LOW) {
         conn_item *it = c->head;
         if (c->tx_active) {
             int64_t t0 = (int64_t)now_ns();
-            bool done = delta_tx_fill(&c->tx, &c->out, c->out_off + OUT_HIGH);
+            bool done = delta_tx_fill(&c->tx, &c->out.q, c->out.off + OUT_HIGH);
             c->stats.last_push_ns += (uint64_t)((int64_t)now_ns() - t0);
             if (!done)
                 continue;
@@ -497,12 +496,12 @@ static void pump(sync_conn *c)
         c->head = it->next;
         if (!c->head)
             c->tail = NULL;
-        strbuf_add(&c->out, it->frame.buf, it->frame.len);
+        strbuf_add(&c->out.q, it->frame.buf, it->frame.len);
         if (it->kind == ITEM_RUN) {
             conn_chan *ch = find_chan(c, it->chan, NULL);
             if (ch) {
                 ch->run_sent = true;
-                strbuf_add(&c->out, ch->pending.buf, ch->pending.len);
+                strbuf_add(&c->out.q, ch->pending.buf, ch->pending.len);
                 strbuf_release(&ch->pending);
             }
         }
@@ -514,28 +513,12 @@ static void read_input(sync_conn *c);
 
 static void flush_out(sync_conn *c)
 {
-    while (!c->dead && c->out_off < c->out.len) {
-        ssize_t n = write(c->wfd, c->out.buf + c->out_off, c->out.len - c->out_off);
-        if (n < 0) {
-            int e = errno;
-            if (e == EINTR)
-                continue;
-            if (e != EAGAIN && e != EWOULDBLOCK) {
-                /* What the agent said before it went away explains it better. */
-                if (!c->in_dispatch)
-                    read_input(c);
-                die(c, "sbxsh: lost the connection to sbx-agent (write: %s)", strerror(e));
-            }
-            break;
-        }
-        c->out_off += (size_t)n;
-    }
-    if (c->out_off == c->out.len) {
-        strbuf_reset(&c->out);
-        c->out_off = 0;
-    } else if (c->out_off > OUT_HIGH) {
-        strbuf_remove(&c->out, 0, c->out_off);
-        c->out_off = 0;
+    if (!c->dead && framebuf_write(&c->out, c->wfd) < 0) {
+        int e = errno;
+        /* What the agent said before it went away explains it better. */
+        if (!c->in_dispatch)
+            read_input(c);
+        die(c, "sbxsh: lost the connection to sbx-agent (write: %s)", strerror(e));
     }
 }
 
@@ -773,7 +756,7 @@ static void process_input(sync_conn *c)
     while (!c->dead) {
         wire_frame f;
         sbx_err err;
-        int r = wire_parse((const uint8_t *)c->in.buf + c->in_off, c->in.len - c->in_off, &f,
+        int r = wire_parse((const uint8_t *)framebuf_data(&c->in), framebuf_len(&c->in), &f,
                            &err);
         if (r < 0) {
             die(c, "sbx-agent sent a malformed message: %s", err.msg);
@@ -785,7 +768,7 @@ static void process_input(sync_conn *c)
             c->in_pending = true;
             break;
         }
-        c->in_off += WIRE_HEADER + f.len;
+        framebuf_consume(&c->in, WIRE_HEADER + f.len);
         if (f.type == WIRE_CHUNK || f.type == WIRE_ENTRY) {
             work += f.len;
         } else if (f.type == WIRE_HOLE) {
@@ -796,24 +779,14 @@ static void process_input(sync_conn *c)
         dispatch(c, &f);
     }
     c->in_dispatch = false;
-    if (c->in_off == c->in.len) {
-        strbuf_reset(&c->in);
-        c->in_off = 0;
-    } else if (c->in_off > (1u << 20)) {
-        strbuf_remove(&c->in, 0, c->in_off);
-        c->in_off = 0;
-    }
+    framebuf_in_compact(&c->in);
 }
 
 static void read_input(sync_conn *c)
 {
     for (int rounds = 0; rounds < 16 && !c->dead && !c->in_pending; rounds++) {
-        ssize_t n;
-        strbuf_grow(&c->in, 256 * 1024);
-        n = read(c->rfd, c->in.buf + c->in.len, c->in.alloc - c->in.len - 1);
+        ssize_t n = framebuf_fill(&c->in, c->rfd, 256 * 1024);
         if (n < 0) {
-            if (errno == EINTR)
-                continue;
             if (errno != EAGAIN && errno != EWOULDBLOCK)
                 die(c, "sbxsh: lost the connection to sbx-agent (read: %s)", strerror(errno));
             return;
@@ -826,7 +799,6 @@ static void read_input(sync_conn *c)
                 die(c, "sbx-agent closed the connection (the sandbox may have stopped)");
             return;
         }
-        strbuf_setlen(&c->in, c->in.len + (size_t)n);
         process_input(c);
     }
 }
@@ -844,10 +816,11 @@ static int wait_hello(sync_conn *c, int timeout_ms, wire_hello *hello, sbx_err *
         int64_t left;
 
         flush_out(c);
-        r = wire_parse((const uint8_t *)c->in.buf, c->in.len, &f, err);
+        r = wire_parse((const uint8_t *)c->in.buf.buf, c->in.buf.len, &f, err);
         if (r < 0 || (r == 1 && f.type != WIRE_HELLO)) {
             char shown[200];
-            wire_sanitize(shown, sizeof(shown), c->in.buf, c->in.len > 160 ? 160 : c->in.len);
+            wire_sanitize(shown, sizeof(shown), c->in.buf.buf,
+                          c->in.buf.len > 160 ? 160 : c->in.buf.len);
             return sbx_errf(err, "sbxsh: the sandbox did not answer with the sbx-agent protocol "
                             "(it said: \"%s\"); is sbx-agent installed there?", shown);
         }
@@ -858,7 +831,7 @@ static int wait_hello(sync_conn *c, int timeout_ms, wire_hello *hello, sbx_err *
                 return sbx_errf(err, "sbxsh: sbx-agent speaks protocol version %u, this sbxsh "
                                 "speaks %u: install the sbx-agent built with this sbxsh",
                                 hello->version, SYNC_PROTOCOL_VERSION);
-            c->in_off = WIRE_HEADER + f.len;
+            framebuf_consume(&c->in, WIRE_HEADER + f.len);
             return 0;
         }
         left = (int64_t)deadline - (int64_t)now_ns();
@@ -866,7 +839,7 @@ static int wait_hello(sync_conn *c, int timeout_ms, wire_hello *hello, sbx_err *
             return sbx_errf(err, "sbxsh: sbx-agent did not answer within %d ms", timeout_ms);
         pfd[0].fd = c->rfd;
         pfd[0].events = POLLIN;
-        if (c->out_off < c->out.len) {
+        if (framebuf_pending(&c->out)) {
             if (c->wfd == c->rfd) {
                 pfd[0].events |= POLLOUT;
             } else {
@@ -878,21 +851,17 @@ static int wait_hello(sync_conn *c, int timeout_ms, wire_hello *hello, sbx_err *
         if (poll(pfd, (nfds_t)np, (int)(left / 1000000) + 1) < 0 && errno != EINTR)
             return sbx_errno(err, "sbxsh: poll");
         if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-            ssize_t n;
-            strbuf_grow(&c->in, 65536);
-            n = read(c->rfd, c->in.buf + c->in.len, 65536);
+            ssize_t n = framebuf_fill(&c->in, c->rfd, 65536);
             if (n == 0) {
                 char shown[200];
-                wire_sanitize(shown, sizeof(shown), c->in.buf,
-                              c->in.len > 160 ? 160 : c->in.len);
+                wire_sanitize(shown, sizeof(shown), c->in.buf.buf,
+                              c->in.buf.len > 160 ? 160 : c->in.buf.len);
                 return sbx_errf(err, "sbxsh: sbx-agent exited before answering%s%s%s",
-                                c->in.len ? " (it said: \"" : "", shown,
-                                c->in.len ? "\")" : "");
+                                c->in.buf.len ? " (it said: \"" : "", shown,
+                                c->in.buf.len ? "\")" : "");
             }
-            if (n < 0 && errno != EAGAIN && errno != EINTR)
+            if (n < 0 && errno != EAGAIN)
                 return sbx_errno(err, "sbxsh: reading from sbx-agent");
-            if (n > 0)
-                strbuf_setlen(&c->in, c->in.len + (size_t)n);
         }
         if (c->dead)
             return sbx_errf(err, "sbxsh: cannot write to sbx-agent");
@@ -956,14 +925,14 @@ int sync_conn_open(sync_host *h, int rfd, int wfd, const sync_conn_ops *ops, voi
     c->wfd = wfd;
     c->ops = ops;
     c->ctx = ctx;
-    strbuf_init(&c->in, 0);
-    strbuf_init(&c->out, 0);
+    framebuf_in_init(&c->in);
+    framebuf_out_init(&c->out);
     set_nonblock(rfd, true);
     set_nonblock(wfd, true);
     /* Bigger pipe buffers: fewer wakeups when a whole tree goes through (not a socket). */
     fcntl(rfd, F_SETPIPE_SZ, 1 << 20);
     fcntl(wfd, F_SETPIPE_SZ, 1 << 20);
-    wire_put_hello(&c->out, &mine);
+    wire_put_hello(&c->out.q, &mine);
     if (wait_hello(c, timeout_ms, &theirs, err) < 0) {
         c->ops = NULL;
         sync_conn_free(c);
@@ -996,8 +965,8 @@ int sync_conn_open(sync_host *h, int rfd, int wfd, const sync_conn_ops *ops, voi
     cfg.nexcludes = (uint32_t)h->excludes.n;
     cfg.excludes = (const char **)h->excludes.v;
     cfg.exclude_lens = h->exclude_lens;
-    wire_put_config(&c->out, &cfg);
-    if (c->out.len - c->out_off > SYNC_MAX_FRAME) {
+    wire_put_config(&c->out.q, &cfg);
+    if (framebuf_pending(&c->out) > SYNC_MAX_FRAME) {
         sbx_errf(err, "sbxsh: the sync configuration is too large for one message");
         c->ops = NULL;
         sync_conn_free(c);
@@ -1041,8 +1010,8 @@ void sync_conn_free(sync_conn *c)
         free_chan(c, 0);
     free(c->chans);
     mf_pathmap_free(c->inflight);
-    strbuf_release(&c->in);
-    strbuf_release(&c->out);
+    framebuf_in_release(&c->in);
+    framebuf_out_release(&c->out);
     free(c);
 }
 
@@ -1058,7 +1027,7 @@ void sync_conn_stats_get(const sync_conn *c, sync_conn_stats *out)
 
 static bool wants_write(const sync_conn *c)
 {
-    return c->out_off < c->out.len || c->tx_active || c->head;
+    return framebuf_pending(&c->out) || c->tx_active || c->head;
 }
 
 size_t sync_conn_pollfds(sync_conn *c, struct pollfd *pfds, size_t max)
