@@ -1,6 +1,7 @@
 # sync/: the manifest, deltas, safe apply, git allowlists, the wire protocol, the host-side
 # connection (libsbx) and sbx-agent (libc only; also built static with musl).
 SYNC_COMMON := sync/wire.c sync/safefs.c sync/ignore.c sync/gitpolicy.c sync/manifest.c \
+               sync/manifest_watch.c sync/manifest_scan.c sync/manifest_save.c sync/manifest_pathmap.c \
                sync/delta.c sync/apply.c
 LIB_SRCS += $(SYNC_COMMON) sync/conn.c
 AGENT_SRCS += $(SYNC_COMMON) sync/agent.c
