@@ -5,7 +5,22 @@
 
 /* ---- sync_conn --------------------------------------------------------------------------- */
 
-
+/*
+ * The failure path. Anything that ends the stream (a read or write error, EOF, a malformed
+ * or unexpected frame, a window overrun: the agent is not trusted) calls mark_failed(),
+ * once; later calls are ignored, so the first cause is the one reported. It
+ *   - sets c->dead: from then on nothing is read, written or dispatched; every request
+ *     fails (-1; with an sbx_err, "the connection to sbx-agent is closed": conn_dead_err()),
+ *     and sync_conn_handle_events() returns -1;
+ *   - aborts a pull being applied (its stage is removed: the host tree stays as it was
+ *     before that delta) and drops the push being sent; a push whose scan is still running
+ *     (mark_failed() called from its progress callback) is cleaned up by start_push() once
+ *     the scan returns, since the manifest and the delta are in use until then;
+ *   - reports the message through ops->error.
+ * It exits nothing and frees nothing: the caller sees the -1, frees the sync_conn and may
+ * open a new one on the same sync_host, whose manifest resumes the pairing (deltas lost in
+ * flight are sent again, see PROTOCOL.md).
+ */
 static void mark_failed(sync_conn *c, const char *fmt, ...) SBX_PRINTF(2, 3);
 static void mark_failed(sync_conn *c, const char *fmt, ...)
 {
@@ -32,6 +47,7 @@ static void mark_failed(sync_conn *c, const char *fmt, ...)
     strbuf_release(&msg);
 }
 
+/* The manifest's and the appliers' warnings, to the caller's warning callback. */
 static void warn_cb(void *ctx, const char *msg)
 {
     sync_conn *c = ctx;
@@ -39,6 +55,7 @@ static void warn_cb(void *ctx, const char *msg)
         c->ops->warning(c->ctx, msg);
 }
 
+/* The channel with this id, and its index in c->chans when idx is given; NULL when none. */
 conn_chan *conn_find_chan(sync_conn *c, uint32_t id, size_t *idx)
 {
     for (size_t i = 0; i < c->nchans; i++) {
@@ -51,6 +68,7 @@ conn_chan *conn_find_chan(sync_conn *c, uint32_t id, size_t *idx)
     return NULL;
 }
 
+/* ch's entry for the child's fd (ch may be NULL), or NULL. */
 conn_fd *conn_find_fd(conn_chan *ch, unsigned fd)
 {
     for (size_t i = 0; ch && i < ch->nfds; i++)
@@ -59,6 +77,7 @@ conn_fd *conn_find_fd(conn_chan *ch, unsigned fd)
     return NULL;
 }
 
+/* Forgets a channel (its EXIT came); the last one takes its place. */
 static void free_chan(sync_conn *c, size_t idx)
 {
     conn_chan *ch = c->chans[idx];
@@ -73,6 +92,12 @@ strbuf *conn_chan_out(sync_conn *c, conn_chan *ch)
     return ch->run_sent ? &c->out.q : &ch->pending;
 }
 
+/*
+ * The queue: RUN, SYNC and PUT_FILE requests become items that go out in order, each after
+ * the push it asked for (it->push: scan the host tree and send its delta first, so the
+ * sandbox sees the host's changes before the command starts). A channel's other frames
+ * (input, signals) wait in ch->pending until its RUN is out (conn_chan_out()).
+ */
 void conn_queue_item(sync_conn *c, conn_item *it)
 {
     it->next = NULL;
@@ -83,6 +108,7 @@ void conn_queue_item(sync_conn *c, conn_item *it)
     c->tail = it;
 }
 
+/* Frees an item (sent, or never to be). */
 void conn_free_item(conn_item *it)
 {
     strbuf_release(&it->frame);
@@ -187,6 +213,8 @@ static void pump(sync_conn *c)
 
 static void read_input(sync_conn *c);
 
+/* Writes buffered frames until the stream would block; any other error fails the
+ * connection. */
 static void flush_out(sync_conn *c)
 {
     if (!c->dead && framebuf_write(&c->out, c->wfd) < 0) {
@@ -207,6 +235,7 @@ void conn_kick(sync_conn *c)
     flush_out(c);
 }
 
+/* The error of a request made after the connection failed (see mark_failed()). */
 int conn_dead_err(sync_conn *c, sbx_err *err)
 {
     return sbx_errf(err, "sbxsh: the connection to sbx-agent is closed");
@@ -215,6 +244,8 @@ int conn_dead_err(sync_conn *c, sbx_err *err)
 
 /* ---- frames from the agent ----------------------------------------------------------------- */
 
+/* Returns output credit for what the caller consumed on f: in batches of CREDIT_BATCH, or
+ * all of it when forced, so that the agent's window reopens without a frame per read. */
 void conn_send_credit(sync_conn *c, conn_chan *ch, conn_fd *f, bool force)
 {
     if (!f->unacked || (!force && f->unacked < CREDIT_BATCH))
@@ -228,6 +259,9 @@ void conn_send_credit(sync_conn *c, conn_chan *ch, conn_fd *f, bool force)
     f->unacked = 0;
 }
 
+/* DATA: a command's output, within the window we gave the agent (more is a protocol error:
+ * our memory is bounded by the windows). Passed to the output callback unless the caller
+ * closed that output; credited back at once in auto_credit mode, else by the caller. */
 static void on_data(sync_conn *c, const wire_frame *f)
 {
     conn_chan *ch = conn_find_chan(c, f->chan, NULL);
@@ -252,6 +286,9 @@ static void on_data(sync_conn *c, const wire_frame *f)
     }
 }
 
+/* EXIT: a command ended. It comes after its round's pull, which is applied by now (an EXIT
+ * inside a delta is a protocol error); the status carries that pull's refusal, if any. The
+ * channel is forgotten before the exit callback, which may start a new one on the id. */
 static void on_exit_frame(sync_conn *c, const wire_frame *f)
 {
     size_t idx;
@@ -287,6 +324,9 @@ static void on_exit_frame(sync_conn *c, const wire_frame *f)
     c->pull_error[0] = '\0';
 }
 
+/* A frame of a pull: DELTA_BEGIN (its sequence number must grow; it acknowledges our pushes,
+ * whose paths stop being in flight), then entries through the checked, staged host applier,
+ * which commits at DELTA_END. A bad delta fails the connection with nothing committed. */
 static void on_delta_frame(sync_conn *c, const wire_frame *f)
 {
     sbx_err err;
@@ -338,6 +378,8 @@ static void on_delta_frame(sync_conn *c, const wire_frame *f)
     }
 }
 
+/* One frame from the agent, checked against the state it may come in (a delta's frames
+ * only inside one, SYNC_DONE and EXIT only outside); anything else fails the connection. */
 static void dispatch(sync_conn *c, const wire_frame *f)
 {
     sbx_err err;
@@ -425,7 +467,8 @@ static void dispatch(sync_conn *c, const wire_frame *f)
     mark_failed(c, "sbx-agent sent an unexpected %s frame", wire_type_name(f->type));
 }
 
-/* Parses and dispatches every complete frame in the input buffer. */
+/* Parses and dispatches every complete frame in the input buffer, up to APPLY_BUDGET of
+ * pull content per call: the rest waits (in_pending, and sync_conn_timeout() is 0). */
 static void process_input(sync_conn *c)
 {
     uint64_t work = 0;
@@ -460,6 +503,8 @@ static void process_input(sync_conn *c)
     framebuf_in_compact(&c->in);
 }
 
+/* Reads what the agent sent and processes it; at most 16 reads a call, and none while the
+ * apply budget left frames waiting. EOF fails the connection, naming a half-sent delta. */
 static void read_input(sync_conn *c)
 {
     for (int rounds = 0; rounds < 16 && !c->dead && !c->in_pending; rounds++) {
@@ -484,6 +529,12 @@ static void read_input(sync_conn *c)
 
 /* ---- opening -------------------------------------------------------------------------------- */
 
+/*
+ * The handshake: writes our HELLO and waits, at most timeout_ms, for the agent's. Whatever
+ * comes instead is quoted in the error (sanitized, at most 160 bytes): a sandbox without
+ * sbx-agent answers with a shell's error, and that says what is wrong. A different protocol
+ * version is refused. Bytes after the HELLO stay in the buffer for process_input().
+ */
 static int wait_hello(sync_conn *c, int timeout_ms, wire_hello *hello, sbx_err *err)
 {
     uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000;
@@ -704,6 +755,7 @@ void sync_conn_stats_get(const sync_conn *c, sync_conn_stats *out)
     *out = c->stats;
 }
 
+/* Work for the writer: bytes buffered, a push being encoded, or queued items. */
 static bool wants_write(const sync_conn *c)
 {
     return framebuf_pending(&c->out) || c->tx_active || c->head;

@@ -32,7 +32,8 @@ int conn_path_normalize(const char *in, const char *what, strbuf *out, sbx_err *
     return 0;
 }
 
-bool conn_path_inside(const char *path, const char *dir)
+/* Whether normalized path is dir or below it (by components: /a/bc is not inside /a/b). */
+static bool inside(const char *path, const char *dir)
 {
     size_t n = strlen(dir);
     if (n == 1)
@@ -40,6 +41,8 @@ bool conn_path_inside(const char *path, const char *dir)
     return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
 }
 
+/* Appends a root (a code directory, a sync path's base and glob, a task file) whose strings
+ * h->strings owns. */
 static void add_root(sync_host *h, uint8_t kind, const char *base, size_t base_len,
                      const char *pattern, size_t pattern_len)
 {
@@ -93,7 +96,7 @@ int sync_host_new(const sync_config *cfg, sync_host **out, sbx_err *err)
             goto fail;
         }
         for (size_t k = 0; k < codes.n; k++)
-            if (conn_path_inside(p.buf, codes.v[k]) || conn_path_inside(codes.v[k], p.buf))
+            if (inside(p.buf, codes.v[k]) || inside(codes.v[k], p.buf))
                 dup = true;
         if (dup) {
             sbx_errf(err, "code directories %s and another one overlap: give only the outer "
@@ -111,7 +114,7 @@ int sync_host_new(const sync_config *cfg, sync_host **out, sbx_err *err)
         if (conn_path_normalize(cfg->sync_paths[i], "sync path", &p, err) < 0)
             goto fail;
         for (size_t k = 0; k < codes.n; k++)
-            covered |= conn_path_inside(p.buf, codes.v[k]);
+            covered |= inside(p.buf, codes.v[k]);
         if (covered || p.len == 1)
             continue;   /* already synced as part of a code directory */
         /* The base is everything before the first component with a glob character. */

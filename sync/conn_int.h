@@ -138,7 +138,6 @@ void conn_refresh_user_gitconfig(sync_conn *c);
 void conn_send_credit(sync_conn *c, conn_chan *ch, conn_fd *f, bool force);
 
 /* ---- conn_host.c --------------------------------------------------------------------------- */
-bool conn_path_inside(const char *path, const char *dir);
 int conn_path_normalize(const char *in, const char *what, strbuf *out, sbx_err *err);
 
 #endif

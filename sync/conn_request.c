@@ -93,6 +93,7 @@ int sync_conn_run(sync_conn *c, uint32_t chan, const sync_run_req *req, sbx_err 
     return 0;
 }
 
+/* The channel (in *chp, NULL when none) and its entry for the child's fd, or NULL. */
 static conn_fd *lookup_fd(sync_conn *c, uint32_t chan, int fd, conn_chan **chp)
 {
     conn_chan *ch = conn_find_chan(c, chan, NULL);

@@ -4,6 +4,8 @@
 
 /* ---- blocking helpers --------------------------------------------------------------------- */
 
+/* One blocking call: its callbacks (waiter_ops) stand in for the caller's while it runs,
+ * relay the command's output to the host fds and pass warnings and errors on. */
 typedef struct waiter {
     sync_conn *c;
     const sync_conn_ops *user_ops;
@@ -18,6 +20,7 @@ typedef struct waiter {
     char error[SYNC_MAX_TEXT + 256];
 } waiter;
 
+/* The host fd that the request maps to the child's fd, or -1. */
 static int host_fd_for(waiter *w, int fd)
 {
     for (size_t i = 0; i < w->req->nfds; i++)
@@ -26,6 +29,8 @@ static int host_fd_for(waiter *w, int fd)
     return -1;
 }
 
+/* Output: written whole to its host fd, then credited (a blocking helper's memory is the
+ * window); a reader that went away (EPIPE) closes that output, as a pipe would. */
 static void w_output(void *ctx, uint32_t chan, int fd, const void *buf, size_t len)
 {
     waiter *w = ctx;
@@ -39,6 +44,7 @@ static void w_output(void *ctx, uint32_t chan, int fd, const void *buf, size_t l
     sync_conn_credit(w->c, chan, fd, len);
 }
 
+/* The command's EXIT: the wait is over. */
 static void w_exit(void *ctx, uint32_t chan, const sync_exit_status *st)
 {
     waiter *w = ctx;
@@ -48,6 +54,7 @@ static void w_exit(void *ctx, uint32_t chan, const sync_exit_status *st)
     w->done = true;
 }
 
+/* Warnings go to the caller's callback. */
 static void w_warning(void *ctx, const char *msg)
 {
     waiter *w = ctx;
@@ -55,6 +62,7 @@ static void w_warning(void *ctx, const char *msg)
         w->user_ops->warning(w->user_ctx, msg);
 }
 
+/* The connection failed: kept for the call's sbx_err, and passed on. */
 static void w_error(void *ctx, const char *msg)
 {
     waiter *w = ctx;
@@ -131,6 +139,7 @@ static int wait_loop(waiter *w, bool (*done)(waiter *), sbx_err *err)
     return 0;
 }
 
+/* wait_loop()'s end conditions: the command's EXIT, or the SYNC_DONE waited for. */
 static bool run_done(waiter *w)
 {
     return w->done;
