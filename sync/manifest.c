@@ -7,6 +7,9 @@
 #define H_P1 0x9E3779B185EBCA87ULL
 #define H_P2 0xC2B2AE3D27D4EB4FULL
 
+/* One round of the content hash (a 64-bit multiply-rotate mix, as in xxHash): fast, not
+ * cryptographic. It tells "changed" from "unchanged" for files whose stat cannot; both ends
+ * compute it and nothing security-relevant rests on it. */
 static inline uint64_t mix(uint64_t h, uint64_t w)
 {
     h ^= w * H_P2;
@@ -220,6 +223,7 @@ bool mf_changed(const mf_node *n, const struct stat *st, int dirfd, const char *
 
 /* ---- the tree ---------------------------------------------------------------------------- */
 
+/* A sync path's glob as its components (r->pat), matched one directory level at a time. */
 static void split_pattern(mf_root *r)
 {
     const char *s = r->pattern;
@@ -320,6 +324,9 @@ mf_root *mf_root_at(mf_tree *t, size_t i)
     return i < t->nroots ? &t->roots[i] : NULL;
 }
 
+/* mkdir -p, for a root's base directory when mf_root_fd() is asked to create it (the agent
+ * makes the code directories at CONFIG; an applier makes a root it writes into). Returns 0
+ * or -1 with errno. */
 static int mkdir_p(const char *path)
 {
     char buf[SYNC_MAX_PATH * 2 + 2];

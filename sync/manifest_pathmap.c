@@ -33,11 +33,13 @@ void mf_pathmap_free(mf_pathmap *m)
     free(m);
 }
 
+/* The slot a key's probe starts at (cap is a power of two). */
 static size_t pm_index(const mf_pathmap *m, const char *key, size_t klen)
 {
     return (size_t)mf_hash_str(0, key, klen) & (m->cap - 1);
 }
 
+/* The packed key of (root, path), malloc'd. */
 static char *pm_key(unsigned root, const char *path, size_t len, size_t *klen)
 {
     char *k = xmalloc(len + 2);
@@ -48,6 +50,8 @@ static char *pm_key(unsigned root, const char *path, size_t len, size_t *klen)
     return k;
 }
 
+/* Sets key's value (linear probing), taking ownership of key; the caller keeps the load
+ * under a half, so a free slot exists. */
 static void pm_insert(mf_pathmap *m, char *key, size_t klen, uint64_t v)
 {
     size_t i = pm_index(m, key, klen);
@@ -65,6 +69,8 @@ static void pm_insert(mf_pathmap *m, char *key, size_t klen, uint64_t v)
     m->n++;
 }
 
+/* Rehashes into cap slots, dropping entries whose value is at most prune_upto (open
+ * addressing cannot delete in place without tombstones: pruning rebuilds). */
 static void pm_rebuild(mf_pathmap *m, size_t cap, uint64_t prune_upto)
 {
     pm_slot *old = m->s;

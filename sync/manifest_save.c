@@ -6,6 +6,8 @@
 
 #define MF_MAGIC "SBXMF\0\0\1"
 
+/* One node and, depth first, its children: the depth lets mf_load() rebuild the tree from
+ * a flat list (and refuse one deeper than SYNC_MAX_DEPTH). */
 static void save_node(strbuf *out, const mf_node *n, unsigned depth)
 {
     wire_u16(out, (uint16_t)depth);

@@ -4,6 +4,8 @@
 
 /* ---- scanning ---------------------------------------------------------------------------- */
 
+/* One scan's state: the root being walked, the delta being filled, and where the walk is
+ * (the directory's path and the .sbxignore rules of it and its ancestors, innermost last). */
 typedef struct scan_ctx {
     mf_tree *t;
     uint16_t root;
@@ -19,6 +21,8 @@ typedef struct scan_ctx {
     char *dents;          /* getdents buffer */
 } scan_ctx;
 
+/* Appends an operation for name in the current directory, as n now is, to the delta;
+ * every MF_PROGRESS_OPS operations the progress callback may start sending them. */
 static void emit(scan_ctx *c, uint8_t op, const mf_node *n, const char *name, size_t len)
 {
     mf_delta *d = c->d;
@@ -47,6 +51,7 @@ static void emit(scan_ctx *c, uint8_t op, const mf_node *n, const char *name, si
         d->progress(d->progress_ctx);
 }
 
+/* Enters (path_push) and leaves (path_pop, back to the old length) a subdirectory. */
 static void path_push(scan_ctx *c, const char *name, size_t len)
 {
     if (c->path.len)
@@ -76,6 +81,9 @@ static void emit_delete_tree(scan_ctx *c, const mf_node *n)
     emit(c, WIRE_OP_DELETE, n, n->name, n->name_len);
 }
 
+/* Whether name in the current directory is ignored: the nearest .sbxignore with a rule
+ * for it decides (innermost first, as git's nested .gitignore files), then the global
+ * excludes. A path too long to hold is ignored (it could not be synced anyway). */
 static bool excluded_here(scan_ctx *c, const char *name, size_t len, bool is_dir)
 {
     char rel[SYNC_MAX_PATH + SYNC_MAX_NAME + 2];
@@ -115,6 +123,8 @@ static bool pattern_ok(scan_ctx *c, const char *name, bool *must_be_dir)
     return true;
 }
 
+/* (Re)reads dir's .sbxignore (a regular file, not followed if a symlink, at most
+ * IGN_MAX_FILE bytes) into dir->ign; none, or one without rules, leaves dir->ign NULL. */
 static void load_ignore(scan_ctx *c, mf_node *dir, int dirfd)
 {
     char *text = NULL;
@@ -145,11 +155,14 @@ static void load_ignore(scan_ctx *c, mf_node *dir, int dirfd)
     free(text);
 }
 
+/* A subdirectory to walk: never through a symlink, never blocking on a FIFO's open. */
 static int open_subdir(int dirfd, const char *name)
 {
     return openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 }
 
+/* A file recorded within RACY_WINDOW_NS of its ctime gets a content hash, so that a rewrite
+ * within the same timestamp tick is still seen (mf_changed() compares it). */
 static void hash_racy(mf_node *n, int dirfd, const char *name)
 {
     int fd;
@@ -251,6 +264,8 @@ typedef struct dent {
     char *name;
 } dent;
 
+/* Names sort bytewise, as the nodes' children do, so a directory and its node merge in one
+ * pass (scan_dir()). */
 static int dent_cmp(const void *a, const void *b)
 {
     return strcmp(((const dent *)a)->name, ((const dent *)b)->name);
@@ -299,6 +314,14 @@ static size_t read_names(scan_ctx *c, int fd, dent **out, char **block)
     return n;
 }
 
+/*
+ * Scans one directory against its node: its names and the node's children, both sorted,
+ * are merged; a name only on disk or changed is emitted by scan_child(), a child only in
+ * the manifest is deleted (with everything under it). The directory's .sbxignore is reread
+ * first, since it decides what follows. recursive: subdirectories are scanned too (a full
+ * walk); else only this level (inotify names the changes below), except that a new or
+ * unwatched subdirectory is walked whole.
+ */
 static void scan_dir(scan_ctx *c, mf_node *dir, int dirfd, bool recursive)
 {
     dent *names;
@@ -412,6 +435,8 @@ mf_node *mf_lookup(mf_tree *t, size_t root, const char *rel, size_t len)
     return mf_lookup_in(t->roots[root].top, rel, len);
 }
 
+/* Dirty names in tree order (root, directory, name), so that duplicates are adjacent and a
+ * directory's events are handled together. */
 static int dirty_cmp(const void *a, const void *b)
 {
     const dirty_ent *x = a, *y = b;
@@ -423,6 +448,9 @@ static int dirty_cmp(const void *a, const void *b)
     return c;
 }
 
+/* A full walk of one root. A code directory that is missing, or no longer the directory we
+ * hold open, is an error (a walk would report everything deleted); a sync path's base that
+ * is missing has nothing to sync, and what we had under it is deleted. */
 static int scan_root_full(scan_ctx *c, sbx_err *err)
 {
     mf_root *r = c->r;
@@ -458,6 +486,9 @@ static int scan_root_full(scan_ctx *c, sbx_err *err)
     return 0;
 }
 
+/* One dirty name from inotify: its entry is compared afresh (a changed .sbxignore rescans
+ * the whole directory, since its rules changed). A directory that went away is left to
+ * its parent's events. */
 static void scan_dirty(scan_ctx *c, dirty_ent *e)
 {
     mf_node *dir = mf_lookup_in(c->t->roots[e->root].top, e->dir, strlen(e->dir));

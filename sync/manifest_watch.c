@@ -4,6 +4,8 @@
 
 /* ---- inotify bookkeeping ----------------------------------------------------------------- */
 
+/* The watch table: inotify watch descriptor -> the nodes it serves, open addressing with
+ * deleted slots (-1) so that a probe passes over them. */
 static size_t wd_hash(int wd, size_t cap)
 {
     return ((uint32_t)wd * 2654435761u) & (cap - 1);
@@ -11,6 +13,7 @@ static size_t wd_hash(int wd, size_t cap)
 
 static wd_slot *wd_slot_for(mf_tree *t, int wd, bool create);
 
+/* Grows the table (dropping deleted slots). */
 static void wd_rehash(mf_tree *t, size_t cap)
 {
     wd_slot *old = t->wds;
@@ -53,6 +56,7 @@ static wd_slot *wd_slot_for(mf_tree *t, int wd, bool create)
     return &t->wds[i];
 }
 
+/* Notes that n is served by watch wd (once). */
 static void wd_ref(mf_tree *t, int wd, mf_node *n)
 {
     wd_slot *s = wd_slot_for(t, wd, true);
@@ -64,6 +68,7 @@ static void wd_ref(mf_tree *t, int wd, mf_node *n)
     n->wd = wd;
 }
 
+/* Empties a slot, marking it deleted. */
 static void wd_drop_slot(wd_slot *s)
 {
     free(s->nodes);
