@@ -21,11 +21,11 @@
 #include <unistd.h>
 #include <linux/kcmp.h>
 
-#include "common/framebuf.h"
 #include "local/holder.h"
 #include "local/proto.h"
 #include "local/termfilter.h"
 #include "sync/conn.h"
+#include "common/framebuf.h"
 
 #define MAX_FDS 16
 /* Credit is returned in batches of at least this much (or when a queue
