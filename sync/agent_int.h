@@ -149,6 +149,9 @@ typedef struct agent {
     bool quit;
 } agent;
 
+/* The functions the files share, by the file that defines them; each one's lead comment is at
+ * its definition. */
+
 /* ---- agent.c ------------------------------------------------------------------------------- */
 /* Sends a WARN to the host (an mf_warn_fn; nothing while no host is attached). */
 void agent_warn(void *ctx, const char *msg);

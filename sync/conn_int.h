@@ -124,6 +124,9 @@ struct sync_conn {
     bool in_pending;         /* complete frames wait in c->in (the apply budget ran out) */
 };
 
+/* The functions the files share, by the file that defines them; each one's lead comment is at
+ * its definition. */
+
 /* ---- conn.c -------------------------------------------------------------------------------- */
 strbuf *conn_chan_out(sync_conn *c, conn_chan *ch);
 int conn_dead_err(sync_conn *c, sbx_err *err);

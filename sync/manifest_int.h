@@ -64,6 +64,9 @@ struct mf_tree {
     size_t npending, apending;
 };
 
+/* The functions the files share, by the file that defines them; each one's lead comment is at
+ * its definition. */
+
 /* ---- manifest.c ---------------------------------------------------------------------------- */
 uint64_t mf_hash_str(uint64_t h, const void *s, size_t len);
 void mf_kid_insert(mf_node *dir, uint32_t pos, mf_node *n);
