@@ -76,11 +76,12 @@
     "POSIXLY_CORRECT=y; unset -f builtin exit; unset -v POSIXLY_CORRECT; "
 /* `exit N` in a subshell, as the builtin whatever functions exist */
 #define FORK_EXIT "POSIXLY_CORRECT=y; exit "
-#define REPORT_FORK(kind)                                                                       \
-    "{ ( __sbx_s=$? __sbx_p=(\"${PIPESTATUS[@]}\"); " FORK_OWN_BUILTIN "builtin printf '%s\\0' " kind               \
-    " \"$__sbx_s\" \"$-\" \"$SHELLOPTS\" >&199; builtin pwd >&199; "                                \
-    "builtin printf '\\0%s\\0' \"$PS4\" >&199; builtin printf '%s ' \"${__sbx_p[@]}\" >&199; "       \
-    "builtin printf '\\0' >&199 ) >/dev/null; } 2>/dev/null"
+#define REPORT_FORK(kind)                                                                          \
+    "{ ( __sbx_s=$? __sbx_p=(\"${PIPESTATUS[@]}\"); " FORK_OWN_BUILTIN                             \
+    "builtin printf '%s\\0' " kind " \"$__sbx_s\" \"$-\" \"$SHELLOPTS\" >&199; "                   \
+    "builtin pwd >&199; builtin printf '\\0%s\\0' \"$PS4\" >&199; "                                \
+    "builtin printf '%s ' \"${__sbx_p[@]}\" >&199; builtin printf '\\0' >&199 ) >/dev/null; } "    \
+    "2>/dev/null"
 
 /*
  * bash's line counter. bash numbers each line as its parser reads it, and
