@@ -86,7 +86,7 @@ static int parse_entry(sbx_egress_policy *p, const char *entry, sbx_err *err)
             return sbx_errf(err, "AGENT_SANDBOX_EGRESS: '%s' is not an address range "
                             "(CIDR such as 10.0.0.0/8 or fd00::/8)", entry);
         net.prefix = prefix;
-        XGROW(p->nets, p->nnets, p->nnets + 1);
+        XGROW(p->nets, p->anets, p->nnets + 1);
         p->nets[p->nnets++] = net;
         return 0;
     }
@@ -112,7 +112,7 @@ static int parse_entry(sbx_egress_policy *p, const char *entry, sbx_err *err)
                         "'-' and '.', e.g. registry.npmjs.org, *.example.com, host:8080, or a "
                         "CIDR range)", entry);
     h.name = xstrdup(name);
-    XGROW(p->hosts, p->nhosts, p->nhosts + 1);
+    XGROW(p->hosts, p->ahosts, p->nhosts + 1);
     p->hosts[p->nhosts++] = h;
     return 0;
 }

@@ -43,9 +43,9 @@ typedef struct sbx_egress_net {
 
 typedef struct sbx_egress_policy {
     sbx_egress_host *hosts;
-    size_t nhosts;
+    size_t nhosts, ahosts;
     sbx_egress_net *nets;
-    size_t nnets;
+    size_t nnets, anets;
 } sbx_egress_policy;
 
 /* Parses a comma-separated list; 0, or -1 with a message naming the entry. */

@@ -64,14 +64,15 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* One write, head and body: the sandbox's relay looks for the body in the first bytes. */
 static void reply(int fd, int code, const char *reason, const char *body)
 {
-    char head[256];
-    int n = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
-                     "Content-Length: %zu\r\nConnection: close\r\n\r\n", code, reason,
-                     strlen(body));
-    if (write_full(fd, head, (size_t)n) == 0)
-        (void)write_full(fd, body, strlen(body));
+    char msg[1536];
+    int n = snprintf(msg, sizeof(msg), "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
+                     "Content-Length: %zu\r\nConnection: close\r\n\r\n%s", code, reason,
+                     strlen(body), body);
+    if (n > 0 && (size_t)n < sizeof(msg))
+        (void)write_full(fd, msg, (size_t)n);
 }
 
 static void refuse(int fd, int code, const char *fmt, ...) SBX_PRINTF(3, 4);
@@ -178,6 +179,9 @@ static void serve_one(int c)
         if (pr <= 0)
             break;
     }
+    if (pr < 0 && !strncmp(why, "an IP address", 13))
+        return refuse(c, 403, "sbxsh: the sandbox's egress proxy admits host names only, not "
+                      "an IP address: name the host, and list it in AGENT_SANDBOX_EGRESS");
     if (pr < 0)
         return refuse(c, 400, "sbxsh: the sandbox's egress proxy cannot serve this request: %s",
                       why);
@@ -219,7 +223,7 @@ static void serve_one(int c)
     }
     freeaddrinfo(res);
     if (up < 0 && refused)
-        return refuse(c, 403, "sbxsh: the sandbox may not reach %s: it resolves to %s %s; "
+        return refuse(c, 403, "sbxsh: the sandbox may not reach %s: it resolves to %s, %s; "
                       "list that range in AGENT_SANDBOX_EGRESS (e.g. %s/%d) to allow it",
                       r.host, raddr, refused, raddr, strchr(raddr, ':') ? 128 : 32);
     if (up < 0)

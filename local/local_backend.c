@@ -310,8 +310,8 @@ static int save_state(local_backend *lb, sbx_err *err)
         cJSON *eg = cJSON_AddObjectToObject(o, "egress");
         cJSON_AddItemToObject(eg, "allow", json_strv((const char *const *)lb->egress.v,
                                                      lb->egress.n));
-        cJSON_AddNumberToObject(eg, "pid", lb->egress_pid);
-        cJSON_AddNumberToObject(eg, "starttime", (double)lb->egress_start);
+        cJSON_AddNumberToObject(eg, "proxy_pid", lb->egress_pid);
+        cJSON_AddNumberToObject(eg, "proxy_starttime", (double)lb->egress_start);
     }
     for (size_t i = 0; i < lb->code_dirs.n; i++)
         cJSON_AddItemToArray(dirs, cJSON_CreateString(lb->code_dirs.v[i]));
@@ -413,10 +413,10 @@ static int load_state(const char *dir, saved_state *s)
             if (cJSON_IsString(e))
                 strvec_push(&s->egress, e->valuestring);
         }
-        it = cJSON_GetObjectItemCaseSensitive(eg, "pid");
+        it = cJSON_GetObjectItemCaseSensitive(eg, "proxy_pid");
         if (cJSON_IsNumber(it) && it->valuedouble > 1 && it->valuedouble < 1 << 30)
             s->egress_pid = (pid_t)it->valuedouble;
-        it = cJSON_GetObjectItemCaseSensitive(eg, "starttime");
+        it = cJSON_GetObjectItemCaseSensitive(eg, "proxy_starttime");
         if (cJSON_IsNumber(it) && it->valuedouble >= 0)
             s->egress_start = (uint64_t)it->valuedouble;
     }

@@ -1217,29 +1217,33 @@ static void write_input(agent *a, achan *ch, achan_fd *f)
 
 /* The sandbox has no network (sync/dnsstub.h): the helper sends a line per lookup; the
  * first one that a running command can show goes to its stderr, as if it had written it,
- * and then none again for the sandbox's life. */
+ * and then none again for the sandbox's life. A line starting with '!' (the egress proxy
+ * refused a tunnel) is shown each time. */
 static void net_notice(agent *a)
 {
-    char buf[2048];
-    ssize_t n = read(a->o->notice_fd, buf, sizeof(buf) - 2);
-    char *nl = n > 0 ? memchr(buf, '\n', (size_t)n) : NULL;
-    if (!nl || a->net_noticed || a->out_fd < 0)
-        return;
-    for (size_t i = 0; i < a->nchans; i++) {
-        achan *ch = a->chans[i];
-        achan_fd *f = ch->stderr_at ? &ch->fds[ch->stderr_at - 1] : NULL;
-        size_t len = (size_t)(nl - buf) + 1;
-        if (ch->state != CH_RUNNING || ch->orphan || !f || f->fd < 0 || f->credit < len + 1)
+    char buf[4096];
+    ssize_t n = read(a->o->notice_fd, buf, sizeof(buf) - 1);
+    for (char *line = buf, *nl; n > 0 && (nl = memchr(line, '\n', (size_t)(buf + n - line)));
+         line = nl + 1) {
+        bool always = line[0] == '!';
+        char text[1100];
+        size_t len = (size_t)(nl - line) - always;
+        if ((a->net_noticed && !always) || a->out_fd < 0 || len + 3 > sizeof(text))
             continue;
-        if (f->pty) {   /* a raw terminal: the line ends with CR LF */
-            memcpy(nl, "\r\n", 2);
-            len++;
+        memcpy(text, line + always, len);
+        for (size_t i = 0; i < a->nchans; i++) {
+            achan *ch = a->chans[i];
+            achan_fd *f = ch->stderr_at ? &ch->fds[ch->stderr_at - 1] : NULL;
+            /* a raw terminal's line ends with CR LF */
+            size_t tl = len + (f && f->pty ? 2 : 1);
+            if (ch->state != CH_RUNNING || ch->orphan || !f || f->fd < 0 || f->credit < tl)
+                continue;
+            memcpy(text + len, f->pty ? "\r\n" : "\n", tl - len);
+            wire_frame_raw(&a->out, WIRE_DATA, f->child_fd, ch->id, text, tl);
+            f->credit -= (uint32_t)tl;
+            if (!always)
+                a->net_noticed = true;
         }
-        wire_frame_raw(&a->out, WIRE_DATA, f->child_fd, ch->id, buf, len);
-        f->credit -= (uint32_t)len;
-        if (f->pty)
-            memcpy(nl, "\n", 1);
-        a->net_noticed = true;
     }
 }
 

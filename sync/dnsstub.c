@@ -146,7 +146,50 @@ typedef struct relay {
     int fd[2];      /* 0: the sandbox's TCP connection, 1: the proxy's Unix socket */
     half h[2];      /* h[i]: bytes read from fd[i], to be written to fd[1 - i] */
     int64_t idle_until;
+    bool asked;     /* the client's first bytes were looked at */
+    bool is_connect;/* ... and were a CONNECT */
+    bool answered;  /* the proxy's first bytes were looked at (relay_refusal) */
 } relay;
+
+static int notice_pipe = -1;
+
+/* A CONNECT the proxy refused: clients show only "CONNECT tunnel failed, response 403",
+ * not the body that says which variable to set, so the agent shows that line on the
+ * running commands' stderr ("!": every time, not once). A plain http:// request's client
+ * shows the body itself. */
+static void relay_refusal(relay *r)
+{
+    const half *resp = &r->h[1];
+    static const char forbidden[] = "HTTP/1.1 403 ";
+    const char *body, *end;
+    char line[700];
+    size_t n;
+
+    if (r->answered || resp->len < sizeof(forbidden) - 1)
+        return;
+    if (memcmp(resp->buf, forbidden, sizeof(forbidden) - 1) || notice_pipe < 0) {
+        r->answered = true;
+        return;
+    }
+    /* the proxy writes its refusal at once; until its first line is here, wait */
+    body = memmem(resp->buf, resp->len, "\r\n\r\n", 4);
+    end = body ? memchr(body + 4, '\n', (size_t)(resp->buf + resp->len - body - 4)) : NULL;
+    if (!end && resp->len < RELAY_BUF)
+        return;
+    r->answered = true;
+    if (!end || (size_t)(end - body) < 4 + 7 || memcmp(body + 4, "sbxsh: ", 7))
+        return;
+    body += 4;
+    n = (size_t)(end - body);
+    if (!n || n > sizeof(line) - 3)
+        return;
+    line[0] = '!';
+    for (size_t i = 0; i < n; i++)
+        line[1 + i] = body[i] >= ' ' && body[i] < 0x7f ? body[i] : '?';
+    line[1 + n] = '\n';
+    ssize_t w = write(notice_pipe, line, n + 2);
+    (void)w;
+}
 
 static int64_t now_ms(void)
 {
@@ -257,6 +300,12 @@ static void relay_step(relay *r, const short revents[2])
             if (n > 0) {
                 h->len += (size_t)n;
                 moved = true;
+                if (i == 0 && !r->asked) {
+                    r->asked = true;
+                    r->is_connect = h->len >= 8 && !memcmp(h->buf, "CONNECT ", 8);
+                }
+                if (i == 1 && r->is_connect)
+                    relay_refusal(r);
             } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
                 h->eof = true;
             }
@@ -465,6 +514,7 @@ int dnsstub_start(const dnsstub_opts *o)
     }
     if (pid == 0) {
         close(p[0]);
+        notice_pipe = p[1];
         prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
         signal(SIGPIPE, SIG_IGN);
         signal(SIGTERM, SIG_DFL);
