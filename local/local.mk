@@ -47,7 +47,7 @@ fuzz-egress: build-fuzz/fuzz-egress
 fuzz: fuzz-egress
 .PHONY: fuzz-egress
 
-TEST_C += tests/local/t-config.c tests/local/t-termfilter.c tests/local/t-proto.c
+TEST_C += tests/local/t-config.c tests/local/t-termfilter.c tests/local/t-proto.c tests/local/t-egress.c
 TEST_HELPERS += tests/local/backend-probe.c tests/local/session-drive.c
 
 # The stand-in agent runs inside sandboxes: static and without the
