@@ -61,6 +61,10 @@
 /* AGENT_SANDBOX_LOCAL_NETWORK=allowlist: STATE/SESSION/egress (the proxy's socket) here. */
 #define SBX_IN_EGRESS_DIR "/.sbxsh/egress"
 #define SBX_EGRESS_SOCKET "proxy.sock"
+/* The sandbox's /etc/resolv.conf without the host's network: the agent's DNS stub
+ * (sync/dnsstub.h); one try, one second (a stub that is not there fails at once anyway:
+ * the port is closed). */
+#define SBX_RESOLV_CONF "nameserver 127.0.0.1\noptions attempts:1 timeout:1\n"
 /* How long the egress proxy may take to listen. */
 #define SBX_EGRESS_START_TIMEOUT_MS 10000
 
@@ -848,7 +852,7 @@ static void apply_rlimits(const sandbox_limits *lim)
 
 /* What a spawned child gets besides argv and envp. */
 typedef struct spawn_opts {
-    int pass_fds[2];            /* become its fds 3 and 4 (-1: none) */
+    int pass_fds[3];            /* become its fds 3, 4 and 5 (-1: none) */
     /* cgroup.procs files the child writes its pid to before exec, so that
      * it and everything it starts run inside the sandbox's cgroup. */
     char *const *join;
@@ -858,11 +862,11 @@ typedef struct spawn_opts {
 } spawn_opts;
 
 /* Where the DNS stub's sockets sit in bwrap's sandbox (sbx-agent --dns-fds). */
-#define SBX_DNS_FDS "5,6"
+#define SBX_DNS_FDS "6,7"
 
 /* bwrap without the host's network: the sandbox's network namespace is made here, in the
  * process that becomes bwrap, and the DNS stub's UDP and TCP sockets on 127.0.0.1:53 bound
- * in it, at fds 5 and 6, which bwrap passes on to the agent. bwrap's own --unshare-net
+ * in it, at fds 6 and 7, which bwrap passes on to the agent. bwrap's own --unshare-net
  * would not do: --disable-userns leaves the sandbox in a nested user namespace, where no
  * capability reaches a network namespace bwrap made, so port 53 could not be bound there.
  * As root, the namespace is the host user namespace's; as a user, it needs a user
@@ -919,7 +923,7 @@ static int dns_netns(void)
         close(s);
     }
     /* not close-on-exec: bwrap passes them to the agent */
-    if (dup2(fds[0], 5) < 0 || dup2(fds[1], 6) < 0)
+    if (dup2(fds[0], 6) < 0 || dup2(fds[1], 7) < 0)
         return -1;
     return 0;
 }
@@ -932,7 +936,7 @@ static int dns_netns(void)
 static int spawn(char *const argv[], char *const envp[], const char *log, const spawn_opts *o,
                  bool wait, int *status, sbx_err *err)
 {
-    static const spawn_opts none = { { -1, -1 }, NULL, 0, NULL, false };
+    static const spawn_opts none = { { -1, -1, -1 }, NULL, 0, NULL, false };
     if (!o)
         o = &none;
     pid_t pid = fork();
@@ -958,12 +962,12 @@ static int spawn(char *const argv[], char *const envp[], const char *log, const 
         }
         if (o->rlimits)
             apply_rlimits(o->rlimits);
-        /* Move the passed fds out of the way before placing them at 3, 4. */
-        int tmp[2] = { -1, -1 };
-        for (int i = 0; i < 2; i++)
+        /* Move the passed fds out of the way before placing them at 3, 4, 5. */
+        int tmp[3] = { -1, -1, -1 };
+        for (int i = 0; i < 3; i++)
             if (o->pass_fds[i] >= 0 && (tmp[i] = fcntl(o->pass_fds[i], F_DUPFD_CLOEXEC, 10)) < 0)
                 _exit(127);
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < 3; i++)
             if (tmp[i] >= 0) {
                 if (dup2(tmp[i], 3 + i) < 0)
                     _exit(127);
@@ -973,7 +977,7 @@ static int spawn(char *const argv[], char *const envp[], const char *log, const 
         strvec fallback = {0};
         if (o->dns_netns) {
             if (dns_netns() == 0) {
-                keep = 7;
+                keep = 8;
             } else {
                 /* fail closed: bwrap's own namespace, and no stub (the agent says so) */
                 dprintf(2, "sbxsh: cannot make the sandbox's network namespace for its DNS "
@@ -1037,7 +1041,7 @@ static int start_bwrap(local_backend *lb, sbx_err *err)
     int r = -1;
 
     strvec joins = {0};
-    int argfd = -1;
+    int argfd = -1, resolvfd = -1;
 
     if (pipe2(info, O_CLOEXEC) < 0) {
         free(log);
@@ -1085,7 +1089,16 @@ static int start_bwrap(local_backend *lb, sbx_err *err)
     for (size_t i = 0; i < ml.n; i++) {
         mount_ent *m = &ml.v[i];
         switch (m->kind) {
-        case M_RO: strvec_push(&argv, "--ro-bind"); break;
+        case M_RO:
+            /* our resolv.conf as data, not a bind: mountinfo would show its state path */
+            if (!lb->network_host && !strcmp(m->dst, "/etc/resolv.conf")) {
+                strvec_push(&argv, "--ro-bind-data");
+                strvec_push(&argv, "5");
+                strvec_push(&argv, m->dst);
+                continue;
+            }
+            strvec_push(&argv, "--ro-bind");
+            break;
         case M_RW: strvec_push(&argv, "--bind"); break;
         case M_TMPFS:
             if (m->mode) {
@@ -1115,6 +1128,15 @@ static int start_bwrap(local_backend *lb, sbx_err *err)
      * its /proc/1/cmdline would otherwise show the host's state paths (the
      * bind sources) to everything inside. The command stays on the command
      * line (bwrap takes it only from there): sandbox paths only. */
+    if (!lb->network_host) {
+        resolvfd = memfd_create("resolv.conf", MFD_CLOEXEC);
+        if (resolvfd < 0 || write_full(resolvfd, SBX_RESOLV_CONF, strlen(SBX_RESOLV_CONF)) < 0 ||
+            lseek(resolvfd, 0, SEEK_SET) < 0) {
+            sbx_errno(err, "cannot write the sandbox's resolv.conf");
+            close(info[1]);
+            goto out;
+        }
+    }
     argfd = memfd_create("bwrap-args", MFD_CLOEXEC);
     if (argfd < 0) {
         sbx_errno(err, "memfd_create");
@@ -1146,7 +1168,7 @@ static int start_bwrap(local_backend *lb, sbx_err *err)
         strvec_push(&bargv, "4");
         strvec_push(&bargv, "--");
         build_agent_argv(lb, &bargv);
-        spawn_opts so = { { info[1], argfd }, joins.v, joins.n,
+        spawn_opts so = { { info[1], argfd, resolvfd }, joins.v, joins.n,
                           lb->lim.cgroups.n ? NULL : &lb->lim, !lb->network_host };
         int sr = spawn(bargv.v, path_env, log, &so, false, NULL, err);
         strvec_clear(&bargv);
@@ -1193,6 +1215,8 @@ out:
     }
     if (argfd >= 0)
         close(argfd);
+    if (resolvfd >= 0)
+        close(resolvfd);
     strvec_clear(&joins);
     close(info[0]);
     strvec_clear(&argv);
@@ -1565,11 +1589,9 @@ static int make_dirs(local_backend *lb, sbx_err *err)
             return -1;
     }
     if (!lb->network_host) {
-        /* the agent's DNS stub (sync/dnsstub.h); one try, one second: a stub that is not
-         * there fails at once anyway (the port is closed) */
-        static const char conf[] = "nameserver 127.0.0.1\noptions attempts:1 timeout:1\n";
+        /* runsc binds it from here; bwrap gets it as data (start_bwrap) */
         char *p = state_path(lb, "resolv.conf");
-        int r = sbx_write_file_atomic(p, conf, sizeof(conf) - 1, 0644, err);
+        int r = sbx_write_file_atomic(p, SBX_RESOLV_CONF, strlen(SBX_RESOLV_CONF), 0644, err);
         free(p);
         if (r < 0)
             return -1;
@@ -1630,7 +1652,7 @@ static int start_egress(local_backend *lb, sbx_err *err)
     strvec_push(&argv, "3");
     {
         char *env[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
-        spawn_opts so = { { ready[1], -1 }, NULL, 0, NULL, false };
+        spawn_opts so = { { ready[1], -1, -1 }, NULL, 0, NULL, false };
         int sr = spawn(argv.v, env, log, &so, false, NULL, err);
         close(ready[1]);
         if (sr < 0)

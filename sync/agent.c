@@ -1236,7 +1236,10 @@ static void net_notice(agent *a)
             achan_fd *f = ch->stderr_at ? &ch->fds[ch->stderr_at - 1] : NULL;
             /* a raw terminal's line ends with CR LF */
             size_t tl = len + (f && f->pty ? 2 : 1);
-            if (ch->state != CH_RUNNING || ch->orphan || !f || f->fd < 0 || f->credit < tl)
+            /* (an exited command whose stderr is still open gets it too: the lookup and
+             * its exit may reach us in one turn) */
+            if ((ch->state != CH_RUNNING && ch->state != CH_DRAINING) || ch->orphan || !f ||
+                f->fd < 0 || f->credit < tl)
                 continue;
             memcpy(text + len, f->pty ? "\r\n" : "\n", tl - len);
             wire_frame_raw(&a->out, WIRE_DATA, f->child_fd, ch->id, text, tl);

@@ -288,6 +288,13 @@ static void relay_accept(int lfd, relay *rl, const char *path)
     r->idle_until = now_ms() + RELAY_IDLE_MS;
 }
 
+/* A CONNECT's answer is held back until relay_refusal has seen it: its notice must be in
+ * the agent's pipe before the client sees the 403 and exits. */
+static bool held(const relay *r, int i)
+{
+    return i == 1 && r->is_connect && !r->answered && !r->h[1].eof;
+}
+
 /* Moves what it can through one relay; closes it when both ways are done or on an error. */
 static void relay_step(relay *r, const short revents[2])
 {
@@ -310,7 +317,7 @@ static void relay_step(relay *r, const short revents[2])
                 h->eof = true;
             }
         }
-        if (h->len) {
+        if (h->len && !held(r, i)) {
             ssize_t n = write(to, h->buf, h->len);
             if (n > 0) {
                 memmove(h->buf, h->buf + n, h->len - (size_t)n);
@@ -358,13 +365,13 @@ static void tcpdns_step(tcpdns *t, int pipefd, const char *mode, int64_t *last)
         if (rl) {
             resp[0] = (uint8_t)(rl >> 8);
             resp[1] = (uint8_t)rl;
+            notify(pipefd, mode, name, last);
             /* a short answer on a fresh socket: it fits, or the client is not reading */
             if (write(t->fd, resp, rl + 2) != (ssize_t)(rl + 2)) {
                 close(t->fd);
                 t->fd = -1;
                 return;
             }
-            notify(pipefd, mode, name, last);
         }
         memmove(t->buf, t->buf + 2 + want, t->len - 2 - want);
         t->len -= 2 + want;
@@ -404,7 +411,7 @@ static void serve(int udp, int tcp, int rlfd, const dnsstub_opts *o, int pipefd)
                 if (r->fd[0] >= 0) {
                     if (!r->h[k].eof && r->h[k].len < RELAY_BUF)
                         ev |= POLLIN;
-                    if (r->h[1 - k].len)
+                    if (r->h[1 - k].len && !held(r, 1 - k))
                         ev |= POLLOUT;
                 }
                 pfd[n++] = (struct pollfd){ .fd = r->fd[0] >= 0 ? r->fd[k] : -1, .events = ev };
@@ -430,8 +437,9 @@ static void serve(int udp, int tcp, int rlfd, const dnsstub_opts *o, int pipefd)
                     break;
                 size_t rlen = dns_answer(q, (size_t)ql, resp, sizeof(resp), name, sizeof(name));
                 if (rlen) {
-                    sendto(udp, resp, rlen, 0, (struct sockaddr *)&from, fl);
+                    /* the notice first: the client may exit as soon as it has the answer */
                     notify(pipefd, o->notice_mode, name, &last);
+                    sendto(udp, resp, rlen, 0, (struct sockaddr *)&from, fl);
                 }
             }
         }
