@@ -817,7 +817,7 @@ static void doctor_network(const sbx_config *cfg)
     strbuf sb = STRBUF_INIT;
     for (size_t i = 0; i < cfg->egress.n; i++)
         strbuf_addf(&sb, "%s%s", i ? "," : "", cfg->egress.v[i]);
-    char *proxy = cfg->agent_path ? sbx_find_libexec(cfg->agent_path, "sbx-egress") : NULL;
+    char *proxy = sbx_find_libexec(cfg->agent_path, "sbx-egress");
     if (proxy)
         finding(0, "network:", "allowlist, HTTP(S) through %s to %s", proxy, sb.buf);
     else

@@ -9,7 +9,6 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 why=$(runtime_skip_reason "$RT")
 [ -z "$why" ] || skip_all "$RT: $why"
 [ -x "$SBX" ] || skip_all "sbx not built"
-[ -x "$SBXSH_BIN/sbx-egress" ] || skip_all "sbx-egress not built"
 command -v python3 >/dev/null || skip_all "python3 is not installed (make deps)"
 command -v curl >/dev/null || skip_all "curl is not installed"
 local_env
@@ -89,6 +88,9 @@ st=$(AGENT_SANDBOX_SESSION=$S "$SBX" status 2>&1)
 like "$st" "network allowlist" "$RT: sbx status shows the network mode"
 like "$st" "egress:    localhost:$port, 127\.0\.0\.0/8 \(proxy pid [0-9]+, running\)" \
      "$RT: ...the list, and the proxy running"
+out=$(AGENT_SANDBOX_LOCAL_NETWORK=allowlist AGENT_SANDBOX_EGRESS="$list" "$SBX" doctor 2>&1)
+like "$out" "ok    network: allowlist, HTTP\(S\) through [^ ]*/sbx-egress to localhost:$port,127\.0\.0\.0/8" \
+     "$RT: sbx doctor shows the mode, the list and the proxy"
 pid=$(printf '%s\n' "$st" | sed -n 's/.*proxy pid \([0-9]*\).*/\1/p')
 is "$(cat /proc/$pid/comm 2>/dev/null)" "sbx-egress" "$RT: the proxy is a host process of its own"
 AGENT_SANDBOX_SESSION=$S "$SBX" release >/dev/null 2>&1
@@ -103,7 +105,7 @@ ok "$RT: sbx release --force ends it too" gone "${pid:-0}"
 run $S-c "$list" true
 pid=$(AGENT_SANDBOX_SESSION=$S-c "$SBX" status 2>&1 | sed -n 's/.*proxy pid \([0-9]*\).*/\1/p')
 sb=$(sed -n 's/^{"runtime":"[a-z]*","id":"[^"]*","pid":\([0-9]*\).*/\1/p' "$AGENT_SANDBOX_STATE_DIR/$S-c/sandbox.json")
-kill -9 "${sb:-0}"
+[ -n "$sb" ] && kill -9 "$sb"
 for _ in $(seq 100); do gone "${pid:-0}" && break; sleep 0.1; done
 ok "$RT: the proxy goes when its sandbox dies" gone "${pid:-0}"
 out=$(run $S-c "$list" "$curl_p -p http://localhost:$port/index.txt")
