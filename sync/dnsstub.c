@@ -153,21 +153,23 @@ typedef struct relay {
 
 static int notice_pipe = -1;
 
-/* A CONNECT the proxy refused: clients show only "CONNECT tunnel failed, response 403",
- * not the body that says which variable to set, so the agent shows that line on the
- * running commands' stderr ("!": every time, not once). A plain http:// request's client
- * shows the body itself. */
+/* A CONNECT the proxy refused (403, or 400/502/503): clients show only "CONNECT tunnel
+ * failed, response 403", not the body that says which variable to set, so the agent shows
+ * that line on the running commands' stderr ("!": every time, not once). Before a tunnel
+ * is up, every answer but 200 is the proxy's own. A plain http:// request's client shows
+ * the body itself. */
 static void relay_refusal(relay *r)
 {
     const half *resp = &r->h[1];
-    static const char forbidden[] = "HTTP/1.1 403 ";
+    static const char forbidden[] = "HTTP/1.1 ";
     const char *body, *end;
     char line[700];
     size_t n;
 
     if (r->answered || resp->len < sizeof(forbidden) - 1)
         return;
-    if (memcmp(resp->buf, forbidden, sizeof(forbidden) - 1) || notice_pipe < 0) {
+    if (memcmp(resp->buf, forbidden, sizeof(forbidden) - 1) ||
+        !memcmp(resp->buf + sizeof(forbidden) - 1, "200", 3) || notice_pipe < 0) {
         r->answered = true;
         return;
     }

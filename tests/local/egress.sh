@@ -21,6 +21,10 @@ teardown() {
     done
     local_teardown
     [ -n "$server" ] && kill "$server" 2>/dev/null
+    if [ -n "${user:-}" ]; then
+        pkill -9 -u "$user" 2>/dev/null
+        userdel -r "$user" >/dev/null 2>&1
+    fi
     tap_cleanup
 }
 trap teardown EXIT
@@ -111,6 +115,37 @@ ok "$RT: the proxy goes when its sandbox dies" gone "${pid:-0}"
 out=$(run $S-c "$list" "$curl_p -p http://localhost:$port/index.txt")
 is "$out" registry-ok "$RT: ...and the next command's new sandbox gets a new one"
 AGENT_SANDBOX_SESSION=$S-c "$SBX" release >/dev/null 2>&1
+
+# ---- a holder that dies -------------------------------------------------------------------
+run $S-c "$list" true
+pid=$(AGENT_SANDBOX_SESSION=$S-c "$SBX" status 2>&1 | sed -n 's/.*proxy pid \([0-9]*\).*/\1/p')
+holder=$(AGENT_SANDBOX_SESSION=$S-c "$SBX" status 2>&1 | sed -n 's/^holder: *running (pid \([0-9]*\)).*/\1/p')
+[ -n "$holder" ] && kill -9 "$holder"
+out=$(run $S-c "$list" "$curl_p -p http://localhost:$port/index.txt")
+is "$out" registry-ok "$RT: after the holder dies, the next command reattaches and still goes through"
+is "$(AGENT_SANDBOX_SESSION=$S-c "$SBX" status 2>&1 | sed -n 's/.*proxy pid \([0-9]*\).*/\1/p')" "$pid" \
+   "$RT: ...through the same proxy (it lives with the sandbox, not the holder)"
+AGENT_SANDBOX_SESSION=$S-c "$SBX" release >/dev/null 2>&1
+
+# ---- as an ordinary user ------------------------------------------------------------------
+user=
+if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null &&
+   useradd -m -d "$SBX_TEST_TMP/u" -s /bin/bash "sbxe$$" 2>/dev/null; then
+    user=sbxe$$
+    chmod 755 "$SBX_TEST_TMP"
+    out=$(su "$user" -c "unset XDG_RUNTIME_DIR AGENT_SANDBOX_STATE_DIR AGENT_SANDBOX_SESSION \
+          AGENT_SANDBOX_CODE_DIRS; export HOME=$SBX_TEST_TMP/u; cd; mkdir -p p; cd p; git init -q .; \
+          export AGENT_SANDBOX_LOCAL_RUNTIME=$RT AGENT_SANDBOX_LOCAL_NETWORK=allowlist \
+          AGENT_SANDBOX_EGRESS=$list; timeout 120 '$SBXSH' -c \"$curl_p -p http://localhost:$port/index.txt; \
+          curl -sS https://example.org/\"; '$SBX' release >/dev/null" 2>&1)
+    like "$out" "^registry-ok"$'\n'"sbxsh: the sandbox may not reach example\.org" \
+         "$RT as an ordinary user: allowed through the proxy, unlisted refused"
+    pkill -9 -u "$user" 2>/dev/null
+    userdel -r "$user" >/dev/null 2>&1
+    user=
+else
+    skip "$RT as an ordinary user: creating a test user needs root and useradd"
+fi
 
 # ---- configuration ----------------------------------------------------------------------
 out=$(AGENT_SANDBOX_SESSION=$S-b AGENT_SANDBOX_LOCAL_NETWORK=allowlist \
