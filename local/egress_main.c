@@ -75,6 +75,14 @@ static void reply(int fd, int code, const char *reason, const char *body)
         (void)write_full(fd, msg, (size_t)n);
 }
 
+/* Each decision is a line in sandbox.log, while it is under 1 MiB: the sandbox chooses how
+ * many requests it makes, and must not fill the host's disk with them. */
+static bool log_ok(void)
+{
+    struct stat st;
+    return fstat(2, &st) == 0 && (!S_ISREG(st.st_mode) || st.st_size < (1 << 20));
+}
+
 static void refuse(int fd, int code, const char *fmt, ...) SBX_PRINTF(3, 4);
 static void refuse(int fd, int code, const char *fmt, ...)
 {
@@ -84,7 +92,8 @@ static void refuse(int fd, int code, const char *fmt, ...)
     vsnprintf(body, sizeof(body) - 1, fmt, ap);
     va_end(ap);
     strcat(body, "\n");
-    fprintf(stderr, "sbx-egress: refused: %s", body);
+    if (log_ok())
+        fprintf(stderr, "sbx-egress: refused: %s", body);
     reply(fd, code, code == 403 ? "Forbidden" : code == 400 ? "Bad Request" : "Bad Gateway", body);
 }
 
@@ -229,7 +238,8 @@ static void serve_one(int c)
     if (up < 0)
         return refuse(c, 502, "sbxsh: the sandbox's egress proxy cannot connect to %s port %u",
                       r.host, r.port);
-    fprintf(stderr, "sbx-egress: %s %s:%u -> %s\n", r.method, r.host, r.port, addr);
+    if (log_ok())
+        fprintf(stderr, "sbx-egress: %s %s:%u -> %s\n", r.method, r.host, r.port, addr);
     if (r.connect) {
         static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
         if (write_full(c, ok, sizeof(ok) - 1) < 0) {

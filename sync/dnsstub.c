@@ -251,6 +251,17 @@ static void relay_close(relay *r)
     r->fd[0] = r->fd[1] = -1;
 }
 
+/* An answer of the relay's own to a client it cannot serve. */
+static void relay_reply(int c, const char *status, const char *body)
+{
+    char msg[512];
+    int n = snprintf(msg, sizeof(msg), "HTTP/1.1 %s\r\nContent-Type: text/plain\r\n"
+                     "Content-Length: %zu\r\nConnection: close\r\n\r\n%s", status,
+                     strlen(body), body);
+    ssize_t w = write(c, msg, (size_t)n);
+    (void)w;
+}
+
 static void relay_accept(int lfd, relay *rl, const char *path)
 {
     int c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -264,20 +275,16 @@ static void relay_accept(int lfd, relay *rl, const char *path)
         if (rl[i].fd[0] < 0)
             r = &rl[i];
     if (!r) {
-        static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 48\r\n"
-                                   "Connection: close\r\n\r\nsbxsh: too many connections to the proxy at once\n";
-        ssize_t w = write(c, busy, sizeof(busy) - 1);
-        (void)w;
+        relay_reply(c, "503 Service Unavailable",
+                    "sbxsh: too many connections to the sandbox's egress proxy at once\n");
         close(c);
         return;
     }
     snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
     u = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (u < 0 || connect(u, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
-        static const char down[] = "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 52\r\n"
-                                   "Connection: close\r\n\r\nsbxsh: the sandbox's egress proxy is not running\n\n";
-        ssize_t w = write(c, down, sizeof(down) - 1);
-        (void)w;
+        relay_reply(c, "502 Bad Gateway", "sbxsh: the sandbox's egress proxy is not running "
+                    "(sbx release starts the session anew)\n");
         if (u >= 0)
             close(u);
         close(c);
