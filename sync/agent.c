@@ -1233,7 +1233,8 @@ static void net_notice(agent *a)
         memcpy(text, line + always, len);
         for (size_t i = 0; i < a->nchans; i++) {
             achan *ch = a->chans[i];
-            achan_fd *f = ch->stderr_at ? &ch->fds[ch->stderr_at - 1] : NULL;
+            achan_fd *f = ch->stderr_at && ch->stderr_at <= ch->nfds
+                          ? &ch->fds[ch->stderr_at - 1] : NULL;
             /* a raw terminal's line ends with CR LF */
             size_t tl = len + (f && f->pty ? 2 : 1);
             /* (an exited command whose stderr is still open gets it too: the lookup and
