@@ -39,6 +39,34 @@ check() {
     rm -rf "$d"
 }
 
+# check_agent NAME PART1 PART2: as check, but the script comes as an agent
+# writes it: PART1, then (once its output shows "ready", a bounded wait) PART2,
+# into a stdin that stays open between the two.
+check_agent() {
+    local name=$1 d i
+    n=$((n + 1))
+    d=$CODE/case$n
+    printf '%s%s' "$2" "$3" >"$SBX_TEST_TMP/in"
+    rm -rf "$d"; mkdir -p "$d/tmp"
+    (cd "$d" && ref_stdin "$SBX_TEST_TMP/in" >"$SBX_TEST_TMP/want.out" 2>"$SBX_TEST_TMP/want.err"
+     echo "status=$?" >>"$SBX_TEST_TMP/want.out")
+    rm -rf "$d" "$SBX_TEST_TMP/fifo"; mkdir -p "$d/tmp"; mkfifo "$SBX_TEST_TMP/fifo"
+    (cd "$d" && timeout 60 "$SBXSH" <"$SBX_TEST_TMP/fifo" >"$SBX_TEST_TMP/got.out" 2>"$SBX_TEST_TMP/got.err"
+     echo "status=$?" >>"$SBX_TEST_TMP/got.out") &
+    exec 7>"$SBX_TEST_TMP/fifo"
+    printf '%s' "$2" >&7
+    for ((i = 0; i < 300; i++)); do
+        grep -q ready "$SBX_TEST_TMP/got.out" 2>/dev/null && break
+        sleep 0.1
+    done
+    printf '%s' "$3" >&7
+    exec 7>&-
+    wait
+    is "$(cat "$SBX_TEST_TMP/got.out"; echo ==stderr==; cat "$SBX_TEST_TMP/got.err")" \
+       "$(cat "$SBX_TEST_TMP/want.out"; echo ==stderr==; cat "$SBX_TEST_TMP/want.err")" "$rt: $name"
+    rm -rf "$d" "$SBX_TEST_TMP/fifo"
+}
+
 for rt in $runtimes; do
     if ! why=$(runtime_usable "$rt"); then
         skip "stdin mode on $rt: $why"
@@ -93,6 +121,8 @@ for rt in $runtimes; do
         $'on() {\n  trap \'echo "D: $BASH_COMMAND"\' DEBUG\n}\non\necho a\ntrue | false\necho "$? ${PIPESTATUS[*]}"\n'
     check "functions named builtin and return do not take the wrapper's calls" \
         $'builtin echo b\nbuiltin() {\n  echo builtin-redef "$@"\n}\nreturn() { echo ret; }\nbuiltin echo c\nfalse\necho $?\n'
+    check_agent "line numbers when an agent writes commands one at a time" \
+        $'f() {\n  echo "${u?in f}"\n}\n# ready?\necho ready\n' $'\n(f)\ncat <<E\n$LINENO\nE\necho ${v?top}\n'
     # set -v: bash echoes the input's lines as it reads them, and only those
     check "set -v echoes the input's lines, not the wrapper's" \
         $'set -o verbose\nx=foo # c\n\nif true; then\n  echo $x\nfi\nset +v\necho quiet\n'
