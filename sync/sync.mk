@@ -30,3 +30,4 @@ fuzz-flow: build-fuzz/fuzz-flow
 	$(call fuzz_run,flow,4096)
 fuzz: fuzz-flow
 .PHONY: fuzz-flow
+TEST_C += tests/sync/t-unsynced.c
