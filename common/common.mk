@@ -1,5 +1,6 @@
 # common/: helpers every part uses (strbuf, arena, allocation, I/O, errors).
-COMMON_SRCS := common/strbuf.c common/util.c common/arena.c common/strvec.c
+COMMON_SRCS := common/strbuf.c common/util.c common/arena.c common/strvec.c common/framebuf.c
 LIB_SRCS += $(COMMON_SRCS)
 AGENT_SRCS += $(COMMON_SRCS)
-TEST_C += tests/common/t-strbuf.c tests/common/t-arena.c tests/common/t-strvec.c
+TEST_C += tests/common/t-strbuf.c tests/common/t-arena.c tests/common/t-strvec.c \
+          tests/common/t-framebuf.c
