@@ -107,7 +107,9 @@ for id in $ids; do
     file)
         sf=$work/code/scripts/${id//\//-}.sh
         cp "$f" "$sf"
-        bcmd=(bash "$sf") scmd=("$SBXSH" "$sf") input=/dev/null ;;
+        # bash's own name (\s in a prompt) is sbxsh's on both sides, as in -c mode
+        bcmd=(bash -c 'exec -a "$0" bash "$1"' "$SBXSH" "$sf")
+        scmd=("$SBXSH" "$sf") input=/dev/null ;;
     stdin)
         bcmd=(bash) scmd=("$SBXSH") input=$f ;;
     esac
