@@ -78,6 +78,8 @@ include shell/shell.mk
 include router/router.mk
 include sync/sync.mk
 include local/local.mk
+include session/session.mk
+include cli/cli.mk
 include completions/completions.mk
 include tests/tests.mk
 include bench/bench.mk

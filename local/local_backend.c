@@ -27,7 +27,7 @@
  * same code serves both runtimes (runsc's --host-uds=create lets the agent
  * create a socket a host process can connect to).
  */
-#include "local/backend.h"
+#include "session/backend.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -47,7 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "local/fsutil.h"
+#include "common/fsutil.h"
 
 /* Where things sit inside the sandbox. */
 #define SBX_IN_AGENT_BIN "/.sbxsh/sbx-agent"

@@ -23,8 +23,8 @@
 #include <unistd.h>
 
 #include "common/strbuf.h"
-#include "local/config.h"
-#include "local/session.h"
+#include "session/config.h"
+#include "session/session.h"
 
 static int fail(const char *what, const sbx_err *err)
 {

@@ -1,4 +1,4 @@
-#include "local/holder.h"
+#include "session/holder.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "common/strbuf.h"
-#include "local/backend.h"
-#include "local/proto.h"
+#include "session/backend.h"
+#include "session/proto.h"
 #include "sync/conn.h"
 
 /* Sync rounds the holder starts for itself (before a release) use ids from

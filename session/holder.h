@@ -11,10 +11,10 @@
  * cfg->idle_timeout seconds without clients (releasing the sandbox), or on
  * SIGTERM (leaving the sandbox for the next holder to reattach).
  */
-#ifndef SBX_LOCAL_HOLDER_H
-#define SBX_LOCAL_HOLDER_H
+#ifndef SBX_SESSION_HOLDER_H
+#define SBX_SESSION_HOLDER_H
 
-#include "local/config.h"
+#include "session/config.h"
 
 /* Serves the session on listen_fd until it ends; returns the process's exit
  * status. Runs in the forked holder process (it owns the process: signal

@@ -14,8 +14,8 @@
  *   ... cfg.code_dirs.v[i] are real, absolute paths ...
  *   sbx_config_free(&cfg);
  */
-#ifndef SBX_LOCAL_CONFIG_H
-#define SBX_LOCAL_CONFIG_H
+#ifndef SBX_SESSION_CONFIG_H
+#define SBX_SESSION_CONFIG_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -24,8 +24,8 @@
  * bash wherever each part ran. errexit (-e) and pipefail follow the flags the
  * sandbox's bash reports.
  */
-#ifndef SBX_ROUTER_LINE_H
-#define SBX_ROUTER_LINE_H
+#ifndef SBX_CLI_LINE_H
+#define SBX_CLI_LINE_H
 
 #include "common/strvec.h"
 #include "common/util.h"

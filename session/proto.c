@@ -1,4 +1,4 @@
-#include "local/proto.h"
+#include "session/proto.h"
 
 #include <string.h>
 

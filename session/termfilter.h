@@ -12,8 +12,8 @@
  * 0x80..0x9f is a continuation byte to a UTF-8 terminal and is kept).
  * Sequences split across writes are handled: the state carries over.
  */
-#ifndef SBX_LOCAL_TERMFILTER_H
-#define SBX_LOCAL_TERMFILTER_H
+#ifndef SBX_SESSION_TERMFILTER_H
+#define SBX_SESSION_TERMFILTER_H
 
 #include <stddef.h>
 

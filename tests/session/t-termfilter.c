@@ -1,7 +1,7 @@
 /* The terminal escape filter (local/termfilter.h). */
 #include "tests/lib/tap.h"
 
-#include "local/termfilter.h"
+#include "session/termfilter.h"
 
 static const char *filter(const char *in, size_t len, size_t split)
 {

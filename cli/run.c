@@ -3,9 +3,9 @@
  * commands to the line executor (router/line.h), which decides where each
  * part runs.
  */
-#include "shell/run.h"
+#include "cli/run.h"
 #include "common/strbuf.h"
-#include "router/line.h"
+#include "cli/line.h"
 #include "shell/parse.h"
 
 #include <errno.h>

@@ -1,8 +1,8 @@
-#include "router/line.h"
+#include "cli/line.h"
 #include "common/strbuf.h"
-#include "local/config.h"
-#include "local/session.h"
-#include "local/termfilter.h"
+#include "session/config.h"
+#include "session/session.h"
+#include "session/termfilter.h"
 #include "router/route.h"
 
 #include <errno.h>

@@ -22,8 +22,8 @@
  * SBX_PROTO_INPUT_WINDOW unacknowledged bytes per fd; the holder returns
  * INPUT_ACK(fd, n) when the agent has taken n of them.
  */
-#ifndef SBX_LOCAL_PROTO_H
-#define SBX_LOCAL_PROTO_H
+#ifndef SBX_SESSION_PROTO_H
+#define SBX_SESSION_PROTO_H
 
 #include <stddef.h>
 #include <stdint.h>

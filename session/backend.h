@@ -22,15 +22,15 @@
  * died) calls claim() again and gets reattached = true with the same
  * sandbox, its background processes and its files.
  */
-#ifndef SBX_LOCAL_BACKEND_H
-#define SBX_LOCAL_BACKEND_H
+#ifndef SBX_SESSION_BACKEND_H
+#define SBX_SESSION_BACKEND_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "common/strbuf.h"
 #include "common/util.h"
-#include "local/config.h"
+#include "session/config.h"
 
 /* A private, writable directory inside every sandbox that survives a
  * reattach: the agent keeps its state file (and, locally, its socket) there. */

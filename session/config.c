@@ -1,4 +1,4 @@
-#include "local/config.h"
+#include "session/config.h"
 
 #include <errno.h>
 #include <fcntl.h>

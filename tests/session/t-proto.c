@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-#include "local/proto.h"
+#include "session/proto.h"
 
 int main(void)
 {

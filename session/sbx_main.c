@@ -28,10 +28,10 @@
 
 #include "common/strbuf.h"
 #include "common/strvec.h"
-#include "local/backend.h"
-#include "local/config.h"
-#include "local/fsutil.h"
-#include "local/session.h"
+#include "session/backend.h"
+#include "session/config.h"
+#include "common/fsutil.h"
+#include "session/session.h"
 
 static const char usage_main[] =
     "usage: sbx COMMAND [OPTIONS]\n"

@@ -43,8 +43,8 @@
  * exits 125 with "sbxsh: " and the message. A command's own failure is its
  * wait status, never -1.
  */
-#ifndef SBX_LOCAL_SESSION_H
-#define SBX_LOCAL_SESSION_H
+#ifndef SBX_SESSION_SESSION_H
+#define SBX_SESSION_SESSION_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -52,7 +52,7 @@
 
 #include "common/strbuf.h"
 #include "common/util.h"
-#include "local/config.h"
+#include "session/config.h"
 
 typedef struct sbx_session sbx_session;
 

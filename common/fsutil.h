@@ -2,8 +2,8 @@
  * Small file-system and process helpers the local backend and the holder
  * share (kept in local/ rather than common/ since only local/ needs them).
  */
-#ifndef SBX_LOCAL_FSUTIL_H
-#define SBX_LOCAL_FSUTIL_H
+#ifndef SBX_COMMON_FSUTIL_H
+#define SBX_COMMON_FSUTIL_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -3,10 +3,10 @@
  * --route. Called by main() once the options are parsed; returns the exit
  * status sbxsh should end with.
  */
-#ifndef SBX_SHELL_RUN_H
-#define SBX_SHELL_RUN_H
+#ifndef SBX_CLI_RUN_H
+#define SBX_CLI_RUN_H
 
-#include "shell/options.h"
+#include "cli/options.h"
 
 int shell_run(const sh_options *o);
 

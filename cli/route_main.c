@@ -6,7 +6,7 @@
 #include "router/route.h"
 
 #include "common/strvec.h"
-#include "local/config.h"
+#include "session/config.h"
 
 #include <limits.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-#include "local/termfilter.h"
+#include "session/termfilter.h"
 
 #include <stdbool.h>
 #include <string.h>

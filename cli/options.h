@@ -12,8 +12,8 @@
  * -O extglob, -l, --norc, ...) are kept, in order, in bash_args so the
  * sandbox's bash gets exactly what sbxsh was given.
  */
-#ifndef SBX_SHELL_OPTIONS_H
-#define SBX_SHELL_OPTIONS_H
+#ifndef SBX_CLI_OPTIONS_H
+#define SBX_CLI_OPTIONS_H
 
 #include "common/strvec.h"
 #include "common/util.h"

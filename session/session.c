@@ -1,4 +1,4 @@
-#include "local/session.h"
+#include "session/session.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -21,9 +21,9 @@
 #include <unistd.h>
 #include <linux/kcmp.h>
 
-#include "local/holder.h"
-#include "local/proto.h"
-#include "local/termfilter.h"
+#include "session/holder.h"
+#include "session/proto.h"
+#include "session/termfilter.h"
 #include "sync/conn.h"
 
 #define MAX_FDS 16

@@ -1,5 +1,5 @@
 #define _XOPEN_SOURCE 700
-#include "local/fsutil.h"
+#include "common/fsutil.h"
 
 #include <errno.h>
 #include <fcntl.h>

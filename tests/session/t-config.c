@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "local/config.h"
+#include "session/config.h"
 
 static char tmp[PATH_MAX];
 static char base[256];

@@ -8,9 +8,9 @@
 #include "common/strbuf.h"
 #include "common/util.h"
 #include "shell/ast_json.h"
-#include "shell/options.h"
+#include "cli/options.h"
 #include "shell/parse.h"
-#include "shell/run.h"
+#include "cli/run.h"
 #include "router/route.h"
 
 #include <errno.h>
