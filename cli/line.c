@@ -1,5 +1,6 @@
 #include "cli/line.h"
 #include "common/strbuf.h"
+#include "session/backend.h"
 #include "session/config.h"
 #include "session/session.h"
 #include "session/termfilter.h"
@@ -181,7 +182,7 @@ static int open_session(line_exec *x, sbx_err *err)
 {
     if (x->sess)
         return 0;
-    if (strcmp(x->cfg.backend, "local"))
+    if (!sbx_backend_class_find(x->cfg.backend))
         return sbx_errf(err, "AGENT_SANDBOX_BACKEND=%s: only the local backend is built so far",
                         x->cfg.backend);
     return sbx_session_open(&x->cfg, NULL, &x->sess, err);

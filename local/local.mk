@@ -1,7 +1,10 @@
 # local/: the local backend (runsc or bubblewrap on this machine), which implements
 # session/backend.h.
-LOCAL_SRCS := local/local_backend.c
+LOCAL_SRCS := local/local_backend.c local/runtime.c local/mounts.c local/limits.c \
+              local/spawn.c local/bwrap.c local/runsc.c local/state.c local/status.c \
+              local/doctor.c
 LIB_SRCS += $(LOCAL_SRCS)
+BACKENDS += local
 
 # The statx shim for Debian 12's runsc (see local/runsc_compat.c): a shared
 # object beside sbx-agent, never built with the sanitizers (it runs inside
@@ -17,6 +20,7 @@ install-local: $(BIN)/sbx-runsc-compat.so
 	install -m 644 $(BIN)/sbx-runsc-compat.so $(DESTDIR)$(LIBEXECDIR)/
 .PHONY: install-local
 
+TEST_C += tests/local/t-bwrap.c
 TEST_HELPERS += tests/local/backend-probe.c tests/local/session-drive.c
 
 # The stand-in agent runs inside sandboxes: static and without the

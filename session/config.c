@@ -319,6 +319,20 @@ bad:
                     "(e.g. 512M)%s", s ? s : "", pct_of ? ", or a percentage of memory (50%)" : "");
 }
 
+void sbx_format_size(char *buf, size_t n, double v)
+{
+    static const char *const units[] = { "bytes", "KiB", "MiB", "GiB", "TiB" };
+    size_t u = 0;
+    while (v >= 1024 && u + 1 < ARRAY_SIZE(units)) {
+        v /= 1024;
+        u++;
+    }
+    if (v == (double)(long long)v)
+        snprintf(buf, n, "%lld %s", (long long)v, units[u]);
+    else
+        snprintf(buf, n, "%.1f %s", v, units[u]);
+}
+
 int sbx_parse_cpus(const char *s, unsigned *out, sbx_err *err)
 {
     unsigned long long whole = 0, frac = 0, scale = 1000;
@@ -452,11 +466,11 @@ int sbx_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *err)
 
     v = env_nonempty("AGENT_SANDBOX_LOCAL_RUNTIME");
     if (!v || !strcmp(v, "auto"))
-        cfg->runtime = SBX_RUNTIME_AUTO;
+        cfg->local.runtime = SBX_RUNTIME_AUTO;
     else if (!strcmp(v, "runsc") || !strcmp(v, "gvisor"))
-        cfg->runtime = SBX_RUNTIME_RUNSC;
+        cfg->local.runtime = SBX_RUNTIME_RUNSC;
     else if (!strcmp(v, "bwrap") || !strcmp(v, "bubblewrap"))
-        cfg->runtime = SBX_RUNTIME_BWRAP;
+        cfg->local.runtime = SBX_RUNTIME_BWRAP;
     else {
         sbx_errf(err, "AGENT_SANDBOX_LOCAL_RUNTIME='%s': use runsc, bwrap or auto", v);
         goto fail;
@@ -464,7 +478,7 @@ int sbx_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *err)
 
     v = env_nonempty("AGENT_SANDBOX_LOCAL_NETWORK");
     if (v && !strcmp(v, "host"))
-        cfg->network_host = true;
+        cfg->local.network_host = true;
     else if (v && strcmp(v, "none")) {
         sbx_errf(err, "AGENT_SANDBOX_LOCAL_NETWORK='%s': use none (the default) or host", v);
         goto fail;
@@ -710,8 +724,8 @@ char *sbx_session_log_path(const sbx_config *cfg)
 char *sbx_config_fingerprint(const sbx_config *cfg)
 {
     strbuf sb = STRBUF_INIT;
-    strbuf_addf(&sb, "runtime=%s network=%s code_dirs=", sbx_runtime_name(cfg->runtime),
-                cfg->network_host ? "host" : "none");
+    strbuf_addf(&sb, "runtime=%s network=%s code_dirs=", sbx_runtime_name(cfg->local.runtime),
+                cfg->local.network_host ? "host" : "none");
     for (size_t i = 0; i < cfg->code_dirs.n; i++)
         strbuf_addf(&sb, "%s%s", i ? ":" : "", cfg->code_dirs.v[i]);
     return strbuf_detach(&sb, NULL);

@@ -37,6 +37,14 @@ typedef enum sbx_runtime {
 
 const char *sbx_runtime_name(sbx_runtime rt);
 
+/* The local backend's section of the configuration (AGENT_SANDBOX_LOCAL_*). Each
+ * backend's own settings live in a section of their own, so that the fields at the
+ * top level are those every backend honours. */
+typedef struct sbx_local_config {
+    sbx_runtime runtime;    /* as asked; the backend resolves AUTO */
+    bool network_host;      /* AGENT_SANDBOX_LOCAL_NETWORK=host */
+} sbx_local_config;
+
 #define SBX_SESSION_NAME_MAX 64
 #define SBX_IDLE_TIMEOUT_DEFAULT (30 * 60)
 
@@ -48,8 +56,6 @@ typedef struct sbx_config {
     strvec task_files;    /* AGENT_SANDBOX_TASK_FILES (absolute; pushed only) */
     strvec excludes;      /* AGENT_SANDBOX_SYNC_EXCLUDE (gitignore patterns) */
     strvec forward_env;   /* AGENT_SANDBOX_FORWARD_ENV: names or patterns, comma-separated */
-    sbx_runtime runtime;    /* as asked; the backend resolves AUTO */
-    bool network_host;      /* AGENT_SANDBOX_LOCAL_NETWORK=host */
     unsigned idle_timeout;  /* seconds; 0 = never */
     /* Resource limits of the sandbox (DESIGN.md 5: the host stays usable whatever runs
      * inside). 0 means "no limit" only where the variable says so explicitly ("0"). */
@@ -62,6 +68,7 @@ typedef struct sbx_config {
                                the host (pulls) and in its code copy; default 10 GiB;
                                "0": no limit */
     char *backend;          /* AGENT_SANDBOX_BACKEND: "local" (default) or "kube" */
+    sbx_local_config local; /* the local backend's settings */
     char *run_dir;          /* sockets and locks: $XDG_RUNTIME_DIR/sbxsh or /tmp/sbxsh-UID */
     char *state_root;       /* AGENT_SANDBOX_STATE_DIR, else $XDG_STATE_HOME/sbxsh,
                                else ~/.local/state/sbxsh; one directory per session */
@@ -99,7 +106,7 @@ char *sbx_session_name_derive(const strvec *code_dirs);
 /* 0 when name is a valid session name, else -1 with a message. */
 int sbx_session_name_check(const char *name, sbx_err *err);
 
-/* What fixes a sandbox's shape: runtime as asked, network, code
+/* What fixes a sandbox's shape: the local runtime as asked, network, code
  * directories. A holder serves only clients whose fingerprint equals its
  * own (a session named explicitly could otherwise be reused with another
  * runtime or other directories without a word). Malloc'd. */
@@ -109,6 +116,8 @@ char *sbx_config_fingerprint(const sbx_config *cfg);
  * trailing "B" or "iB"), or "N%" of total RAM when pct_of is non-zero. */
 int sbx_parse_size(const char *s, unsigned long long pct_of, unsigned long long *out,
                    sbx_err *err);
+/* Formats a byte count for people: "512 MiB", "1.5 GiB", "10 bytes". */
+void sbx_format_size(char *buf, size_t n, double bytes);
 /* Parses a CPU count: "2", "0.5", "1.25" into thousandths. */
 int sbx_parse_cpus(const char *s, unsigned *out, sbx_err *err);
 

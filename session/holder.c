@@ -670,7 +670,7 @@ static void handle_status(holder *h, hclient *c)
     strbuf_addstr(&js, "],\"sandbox\":");
     if (h->backend && h->backend->ops->alive(h->backend))
         h->backend->ops->status(h->backend, &js);
-    else if (sbx_local_backend_peek(h->dir, &js) < 0)
+    else if (sbx_backend_peek(h->dir, &js) < 0)
         strbuf_addstr(&js, "null");
     if (h->conn && !h->conn_dead) {
         sync_conn_stats st;

@@ -188,7 +188,7 @@ static int fresh_session(sbx_config *cfg, bool named)
         cfg->session = name;
     }
     dir = sbx_session_state_dir(cfg);
-    if (sbx_local_backend_peek(dir, &js) == 0 || sbx_session_open(cfg, &no, &probe, &err) == 0) {
+    if (sbx_backend_peek(dir, &js) == 0 || sbx_session_open(cfg, &no, &probe, &err) == 0) {
         fprintf(stderr, "sbx: session '%s' exists already; use --keep to run in it, or "
                 "`sbx release --session %s` first\n", cfg->session, cfg->session);
         r = -1;
@@ -318,7 +318,7 @@ static int force_release(sbx_config *cfg, const char *dir)
         close(fd);
     if (!cfg->agent_path && !(cfg->agent_path = sbx_find_agent(&err)))
         cfg->agent_path = xstrdup("/nonexistent/sbx-agent");   /* only released, never run */
-    if (sbx_local_backend_adopt(dir, cfg) == 0) {
+    if (sbx_backend_adopt(dir, cfg) == 0) {
         sbx_sandbox_spec spec = { .agent_path = cfg->agent_path };
         sbx_backend *b = sbx_backend_new(cfg, &spec, &err);
         if (!b || b->ops->release(b, &err) < 0) {
@@ -393,7 +393,7 @@ static int cmd_release(int argc, char **argv)
     }
     no.hello_timeout_ms = adopt.hello_timeout_ms = timeout ? timeout * 1000 : 0;
     if (sbx_session_open(&cfg, &no, &s, &err) < 0) {
-        if (sbx_local_backend_adopt(dir, &cfg) < 0) {
+        if (sbx_backend_adopt(dir, &cfg) < 0) {
             fprintf(stderr, "sbx: no session '%s' here (sbx ls lists them)\n", cfg.session);
             rc = 1;
             goto out;
@@ -417,20 +417,6 @@ out:
     return rc;
 }
 
-static void fmt_bytes(char *buf, size_t n, double v)
-{
-    static const char *const units[] = { "bytes", "KiB", "MiB", "GiB", "TiB" };
-    size_t u = 0;
-    while (v >= 1024 && u + 1 < ARRAY_SIZE(units)) {
-        v /= 1024;
-        u++;
-    }
-    if (v == (double)(long long)v)
-        snprintf(buf, n, "%lld %s", (long long)v, units[u]);
-    else
-        snprintf(buf, n, "%.1f %s", v, units[u]);
-}
-
 /* "limits:    100 processes, 256 MiB memory, all CPUs, 10 GiB per code copy and /tmp"
  * and how they are enforced. */
 static void print_limits_human(cJSON *lim)
@@ -447,13 +433,13 @@ static void print_limits_human(cJSON *lim)
     if (cJSON_IsNumber(p) && p->valuedouble > 0)
         snprintf(pids, sizeof(pids), "%.0f processes", p->valuedouble);
     if (cJSON_IsNumber(m) && m->valuedouble > 0) {
-        fmt_bytes(mem, sizeof(mem) - 7, m->valuedouble);
+        sbx_format_size(mem, sizeof(mem) - 7, m->valuedouble);
         strcat(mem, " memory");
     }
     if (cJSON_IsNumber(c) && c->valuedouble > 0)
         snprintf(cpus, sizeof(cpus), "%g CPUs", c->valuedouble / 1000);
     if (cJSON_IsNumber(d) && d->valuedouble > 0) {
-        fmt_bytes(disk, 24, d->valuedouble);
+        sbx_format_size(disk, 24, d->valuedouble);
         strcat(disk, " per code copy and /tmp");
     }
     printf("limits:    %s, %s, %s, %s\n", pids, mem, cpus, disk);
@@ -553,7 +539,7 @@ static int cmd_status(int argc, char **argv)
     } else {
         char *dir = sbx_session_state_dir(&cfg);
         strbuf sbjs = STRBUF_INIT;
-        if (sbx_local_backend_peek(dir, &sbjs) < 0) {
+        if (sbx_backend_peek(dir, &sbjs) < 0) {
             rc = 1;
         } else {
             strbuf_addstr(&js, "{\"session\":\"");
@@ -627,7 +613,7 @@ static int cmd_ls(int argc, char **argv)
         strbuf sbjs = STRBUF_INIT;
         sbx_session *s = NULL;
         sbx_open_opts no = { .no_start = true, .any_shape = true };
-        bool has_sandbox = sbx_local_backend_peek(dir, &sbjs) == 0;
+        bool has_sandbox = sbx_backend_peek(dir, &sbjs) == 0;
         long holder = 0;
         if (sbx_session_open(&cfg, &no, &s, &err) == 0) {
             holder = sbx_session_holder_pid(s);
@@ -693,97 +679,6 @@ static void finding(int level, const char *what, const char *detail, ...)
         warnings++;
 }
 
-/* Runs argv quietly; returns its exit status (or -1) and its first output
- * line in line. */
-static int run_quiet(char *const argv[], char *line, size_t linesz)
-{
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return -1;
-    pid_t pid = fork();
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDWR);
-        dup2(null, 0);
-        dup2(p[1], 1);
-        dup2(p[1], 2);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    close(p[1]);
-    ssize_t n = read_full(p[0], line, linesz - 1);
-    close(p[0]);
-    line[n > 0 ? n : 0] = '\0';
-    char *nl = strchr(line, '\n');
-    if (nl)
-        *nl = '\0';
-    int st;
-    if (pid < 0 || waitpid(pid, &st, 0) < 0)
-        return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static bool userns_works(void)
-{
-    pid_t pid = fork();
-    if (pid == 0)
-        _exit(unshare(CLONE_NEWUSER) == 0 ? 0 : 1);
-    int st;
-    return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
-}
-
-static void doctor_runtimes(const sbx_config *cfg)
-{
-    char *runsc = sbx_which("runsc"), *bwrap = sbx_which("bwrap");
-    char line[512];
-    sbx_runtime rt;
-    sbx_err err;
-
-    if (runsc) {
-        char *v[] = { runsc, "--version", NULL };
-        run_quiet(v, line, sizeof(line));
-        finding(0, "runsc (gVisor) found:", "%s, %s", runsc, line);
-        char *t[] = { runsc, "--network=none", "--ignore-cgroups", "do", "/bin/true", NULL };
-        int r = run_quiet(t, line, sizeof(line));
-        if (r == 0)
-            finding(0, "runsc starts a sandbox (runsc do /bin/true)", NULL);
-        else
-            finding(cfg->runtime == SBX_RUNTIME_RUNSC ? 2 : 1,
-                    "runsc cannot start a sandbox here", "%s; run as root, or set "
-                    "AGENT_SANDBOX_LOCAL_RUNTIME=bwrap", line[0] ? line : "no message");
-    } else {
-        finding(cfg->runtime == SBX_RUNTIME_RUNSC ? 2 : 1, "runsc (gVisor) is not installed",
-                "apt-get install runsc (or make deps) for the stronger sandbox");
-    }
-    if (bwrap) {
-        char *v[] = { bwrap, "--version", NULL };
-        run_quiet(v, line, sizeof(line));
-        finding(0, "bubblewrap found:", "%s, %s", bwrap, line);
-        char *t[] = { bwrap, "--unshare-user", "--unshare-pid", "--unshare-net",
-                      "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib",
-                      "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
-                      "--proc", "/proc", "--dev", "/dev", "/bin/true", NULL };
-        int r = run_quiet(t, line, sizeof(line));
-        if (r == 0)
-            finding(0, "bubblewrap starts a sandbox with user, pid and network namespaces",
-                    NULL);
-        else
-            finding(cfg->runtime == SBX_RUNTIME_BWRAP ? 2 : 1, "bubblewrap cannot start a "
-                    "sandbox here", "%s; enable unprivileged user namespaces "
-                    "(sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces>0)",
-                    line[0] ? line : "no message");
-    } else {
-        finding(cfg->runtime == SBX_RUNTIME_BWRAP ? 2 : 1, "bubblewrap is not installed",
-                "apt-get install bubblewrap (or make deps)");
-    }
-    if (sbx_local_runtime_resolve(cfg->runtime, &rt, NULL, &err) < 0)
-        finding(2, "no usable sandbox runtime", "%s", err.msg);
-    else
-        finding(0, "runtime in use:", "%s (AGENT_SANDBOX_LOCAL_RUNTIME=%s)",
-                sbx_runtime_name(rt), sbx_runtime_name(cfg->runtime));
-    free(runsc);
-    free(bwrap);
-}
-
 static void doctor_dirs(sbx_config *cfg)
 {
     sbx_err err;
@@ -803,7 +698,7 @@ static void doctor_dirs(sbx_config *cfg)
     free(sock);
 }
 
-static void doctor_agent(sbx_config *cfg, sbx_runtime rt)
+static void doctor_agent(void)
 {
     sbx_err err;
     char *agent = sbx_find_agent(&err);
@@ -815,36 +710,7 @@ static void doctor_agent(sbx_config *cfg, sbx_runtime rt)
     finding(0, "sbx-agent:", "%s%s", agent, strcmp(base, "sbx-agent-static") ?
             " (dynamic: the sandbox's /usr libraries must match; `make` builds "
             "sbx-agent-static)" : "");
-    if (rt == SBX_RUNTIME_RUNSC) {
-        char *so = sbx_find_libexec(agent, "sbx-runsc-compat.so");
-        if (so)
-            finding(0, "runsc statx shim:", "%s", so);
-        else
-            finding(1, "sbx-runsc-compat.so missing beside sbx-agent", "without it `ls` and "
-                    "`stat` fail under Debian 12's runsc; run `make` or `make install`");
-        free(so);
-    }
     free(agent);
-}
-
-/* Whether the sandbox's limits (DESIGN.md 5) can be enforced here, by what. */
-static void doctor_limits(const sbx_config *cfg, sbx_runtime rt)
-{
-    strbuf how = STRBUF_INIT;
-    char mem[32] = "no";
-    if (cfg->memory_max)
-        fmt_bytes(mem, sizeof(mem), (double)cfg->memory_max);
-    if (sbx_local_limits_probe(rt, &how) == 0)
-        finding(0, "sandbox limits enforced:", "%s (%u processes, %s memory)", how.buf,
-                cfg->pids_max, mem);
-    else
-        finding(3, "sandbox limits cannot be enforced by a cgroup here",
-                "%s; sandboxes get rlimits only (RLIMIT_NPROC, RLIMIT_DATA per process), "
-                "which a fork bomb or a memory hog can still hurt the host through: run as "
-                "root on cgroup v1, or delegate a cgroup v2 subtree (systemd: "
-                "Delegate=yes, or run sbxsh under `systemd-run --user --scope -p "
-                "Delegate=yes`)", how.buf);
-    strbuf_release(&how);
 }
 
 static void doctor_kube(void)
@@ -888,9 +754,6 @@ static int cmd_doctor(int argc, char **argv)
     int first = parse_opts(argc, argv, usage_doctor, NULL, NULL, NULL, NULL);
     sbx_config cfg;
     sbx_err err;
-    sbx_runtime rt = SBX_RUNTIME_AUTO;
-    char line[64];
-
     if (first != argc) {
         fputs(usage_doctor, stderr);
         return 2;
@@ -906,21 +769,11 @@ static int cmd_doctor(int argc, char **argv)
     else
         finding(0, "session here:", "%s (no code directory: %s; nothing is synced)",
                 cfg.session, sbx_no_code_dir_reason("."));
-    doctor_runtimes(&cfg);
-    if (userns_works())
-        finding(0, "user namespaces work", NULL);
-    else
-        finding(getuid() == 0 ? 1 : 2, "user namespaces are not available",
-                "bubblewrap needs them: sysctl -w user.max_user_namespaces=15000 "
-                "(and kernel.unprivileged_userns_clone=1 where it exists)");
-    FILE *f = fopen("/proc/sys/user/max_user_namespaces", "r");
-    if (f && fgets(line, sizeof(line), f) && atoi(line) == 0)
-        finding(2, "user.max_user_namespaces is 0", "sysctl -w user.max_user_namespaces=15000");
-    if (f)
-        fclose(f);
-    sbx_local_runtime_resolve(cfg.runtime, &rt, NULL, NULL);
-    doctor_agent(&cfg, rt);
-    doctor_limits(&cfg, rt);
+    /* what each backend built in needs here */
+    for (size_t i = 0; sbx_backend_classes[i]; i++)
+        if (sbx_backend_classes[i]->doctor)
+            sbx_backend_classes[i]->doctor(&cfg, finding);
+    doctor_agent();
     doctor_dirs(&cfg);
     doctor_kube();
     printf("\n%s\n", problems ? "Fix the FAIL lines above; `sudo make deps` installs the "
