@@ -75,6 +75,7 @@ struct line_exec {
     strvec env;               /* the sandbox commands' environment */
 };
 
+/* Where sbxsh starts: the cwd, or "/" when it cannot be read (bash runs on). */
 static char *current_dir(void)
 {
     char *d = getcwd(NULL, 0);
@@ -188,17 +189,23 @@ static int open_session(line_exec *x, sbx_err *err)
     return sbx_session_open(&x->cfg, NULL, &x->sess, err);
 }
 
-static void route_ctx_fill(const line_exec *x, route_ctx *ctx)
+void line_route_ctx(const sbx_config *cfg, const char *cwd, route_ctx *ctx)
 {
     memset(ctx, 0, sizeof(*ctx));
-    ctx->code_dirs = (const char *const *)x->cfg.code_dirs.v;
-    ctx->n_code_dirs = x->cfg.code_dirs.n;
-    ctx->sync_paths = (const char *const *)x->cfg.sync_paths.v;
-    ctx->n_sync_paths = x->cfg.sync_paths.n;
-    ctx->cwd = x->cwd;
+    ctx->code_dirs = (const char *const *)cfg->code_dirs.v;
+    ctx->n_code_dirs = cfg->code_dirs.n;
+    ctx->sync_paths = (const char *const *)cfg->sync_paths.v;
+    ctx->n_sync_paths = cfg->sync_paths.n;
+    ctx->cwd = cwd;
     ctx->path = getenv("PATH");
     ctx->home = getenv("HOME");
     ctx->cdpath = getenv("CDPATH");
+}
+
+/* The context for the next part: from where it runs (x->cwd follows every cd). */
+static void route_ctx_fill(const line_exec *x, route_ctx *ctx)
+{
+    line_route_ctx(&x->cfg, x->cwd, ctx);
 }
 
 /* Starts bash in the sandbox: at the current directory, with the sandbox's

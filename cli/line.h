@@ -29,9 +29,22 @@
 
 #include "common/strvec.h"
 #include "common/util.h"
+#include "router/route.h"
+#include "session/config.h"
 #include "shell/parse.h"
 
 #include <stdbool.h>
+
+/* The route context, the one both --route and execution use: cfg's checked code
+ * directories and sync paths, cwd, and this process's PATH, HOME and CDPATH.
+ * Borrows cfg and cwd. */
+void line_route_ctx(const sbx_config *cfg, const char *cwd, route_ctx *ctx);
+
+/* The whole of --route for sbxsh's main(): loads the configuration as execution
+ * does (with --session, so a bad AGENT_SANDBOX_* or session name fails here as it
+ * fails there), routes p from the cwd and prints the plan on stdout. Returns 0, or
+ * -1 with err set (exit 125). */
+int line_print_route(const sh_parse *p, bool json, const char *session, sbx_err *err);
 
 typedef struct line_opts {
     const char *argv0;           /* how sbxsh was invoked: $0 of a one-shot -c */

@@ -10,6 +10,7 @@
 #include "shell/ast_json.h"
 #include "cli/options.h"
 #include "shell/parse.h"
+#include "cli/line.h"
 #include "cli/run.h"
 #include "router/route.h"
 
@@ -139,10 +140,11 @@ static int print_ast(const sh_options *o, const sh_parse *p, sbx_err *err)
     return sh_ast_json_print(p, stdout, err);
 }
 
-/* --route: where each part would run (router/route.h); executes nothing. */
+/* --route: where each part would run (router/route.h); executes nothing. The
+ * context is execution's (cli/line.h), so what execution refuses, this refuses. */
 static int print_route(const sh_options *o, const sh_parse *p, sbx_err *err)
 {
-    return route_print_main(p, o->json, err);
+    return line_print_route(p, o->json, o->session, err);
 }
 
 int main(int argc, char **argv)

@@ -1,38 +1,32 @@
 /*
- * --route for sbxsh's main(): the route context from this process's
- * environment and cwd (the code directories as local/config.h resolves
- * them for the sessions), then the plan on stdout.
+ * --route for sbxsh's main(): the plan on stdout, from the same checked
+ * configuration and route context as execution (line_route_ctx), so the preview
+ * never says something execution refuses.
  */
-#include "router/route.h"
+#include "cli/line.h"
 
-#include "common/strvec.h"
-#include "session/config.h"
+#include "common/strbuf.h"
 
-#include <limits.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-int route_print_main(const sh_parse *p, bool json, sbx_err *err)
+int line_print_route(const sh_parse *p, bool json, const char *session, sbx_err *err)
 {
-    strvec code_dirs = STRVEC_INIT, sync_paths = STRVEC_INIT;
+    sbx_config_opts co = { .session = session };
     strbuf out = STRBUF_INIT;
-    char cwd[PATH_MAX];
+    sbx_config cfg;
     route_plan plan;
     route_ctx ctx;
+    char *cwd;
     int ret = -1;
 
-    if (!getcwd(cwd, sizeof(cwd))) {
-        sbx_errno(err, "cannot read the current directory");
-        goto out;
-    }
-    if (sbx_resolve_code_dirs(getenv("AGENT_SANDBOX_CODE_DIRS"), cwd, &code_dirs, err) < 0)
-        goto out;
-    sbx_split_list(&sync_paths, getenv("AGENT_SANDBOX_SYNC_PATHS"), ':');
-    ctx = (route_ctx){
-        .code_dirs = (const char *const *)code_dirs.v, .n_code_dirs = code_dirs.n,
-        .sync_paths = (const char *const *)sync_paths.v, .n_sync_paths = sync_paths.n,
-        .cwd = cwd, .path = getenv("PATH"), .home = getenv("HOME"), .cdpath = getenv("CDPATH"),
-    };
+    if (sbx_config_load(&cfg, &co, err) < 0)
+        return -1;
+    /* as the line executor starts: getcwd, else "/" */
+    cwd = getcwd(NULL, 0);
+    if (!cwd)
+        cwd = xstrdup("/");
+    line_route_ctx(&cfg, cwd, &ctx);
     route_plan_build(&plan, p, &ctx);
     route_print(&plan, p, &ctx, json, &out);
     route_plan_release(&plan);
@@ -42,8 +36,8 @@ int route_print_main(const sh_parse *p, bool json, sbx_err *err)
     }
     ret = 0;
 out:
-    strvec_clear(&code_dirs);
-    strvec_clear(&sync_paths);
+    free(cwd);
+    sbx_config_free(&cfg);
     strbuf_release(&out);
     return ret;
 }
