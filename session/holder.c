@@ -425,8 +425,16 @@ static int ensure_conn(holder *h, hclient *c, sbx_err *err)
 {
     bool reattached = false;
 
+    /* Rebuild before the next command. The host state (sync_host: its manifest, the
+     * paths it walks, the ignore rules) is fixed when it is made, and one
+     * connection to the agent serves every client. A client that brought new sync
+     * paths, task files or excludes (P_HELLO) set host_stale; the state cannot be
+     * swapped under a running command (its pull would be checked against rules it
+     * did not start with, and the agent's channels belong to the connection), so
+     * the swap waits until none runs and happens here, as the next command starts:
+     * drop the connection, save and free the old state; the code below makes a new
+     * one for the union and reconnects (the sandbox and its files stay). */
     if (h->host_stale && !commands_running(h)) {
-        /* New sync paths, task files or excludes: a host state for them. */
         sbx_err serr;
         drop_conn(h);
         if (h->host && sync_host_save(h->host, &serr) < 0)
@@ -731,6 +739,7 @@ static int handle_frame(holder *h, hclient *c, int type, proto_reader *r)
         for (int i = 0; i < 3; i++)
             free_strs(lists[i]);
         if (grew) {
+            /* rebuilt by ensure_conn before the next command, once none runs */
             log_msg("sync paths, task files or excludes added by a client");
             h->host_stale = true;
         }
@@ -1030,12 +1039,11 @@ static int take_holder_lock(holder *h)
     return 0;
 }
 
-int sbx_holder_main(const sbx_config *cfg, int listen_fd)
+/* The holder's state before it serves: paths, what the sync covers, the
+ * agent's command line. Nothing is claimed or connected yet (ensure_conn does
+ * that on the first command). */
+static void holder_init(holder *h, const sbx_config *cfg, int listen_fd)
 {
-    holder hs, *h = &hs;
-    struct sigaction sa;
-    sbx_err err;
-
     memset(h, 0, sizeof(*h));
     h->cfg = cfg;
     h->lfd = listen_fd;
@@ -1051,6 +1059,14 @@ int sbx_holder_main(const sbx_config *cfg, int listen_fd)
     strvec_pushv(&h->excludes, cfg->excludes.v);
     h->idle_since_ns = now_ns();
     agent_setup(h);
+}
+
+/* The holder owns its process: a client going away (SIGPIPE) or the terminal
+ * it was started from (SIGINT, SIGHUP) must not end the session; SIGTERM ends
+ * the holder but leaves the sandbox for the next one to reattach. */
+static void holder_signals(void)
+{
+    struct sigaction sa;
 
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = SIG_IGN;
@@ -1059,87 +1075,111 @@ int sbx_holder_main(const sbx_config *cfg, int listen_fd)
     sigaction(SIGHUP, &sa, NULL);
     sa.sa_handler = on_term;
     sigaction(SIGTERM, &sa, NULL);
-    set_nonblock(h->lfd, true);
-    if (take_holder_lock(h) < 0)
-        return 1;
-    log_msg("serving session %s", cfg->session);
+}
 
-    while (!h->quit) {
-        struct pollfd pfd[MAX_CLIENTS + 8];
-        size_t n = 0, nconn = 0;
-        int timeout = -1;
-        uint64_t now = now_ns();
+/* The shorter of timeout (ms, -1 = none) and the time until deadline. */
+static int until(int timeout, uint64_t deadline_ns, uint64_t now)
+{
+    int ms = deadline_ns > now ? (int)((deadline_ns - now) / 1000000) + 1 : 0;
+    return timeout < 0 || ms < timeout ? ms : timeout;
+}
 
-        if (got_term) {
-            log_msg("terminated; the sandbox stays for the next holder");
-            break;
-        }
-        pfd[n++] = (struct pollfd){ h->lfd, POLLIN, 0 };
-        if (h->conn && !h->conn_dead) {
-            nconn = sync_conn_pollfds(h->conn, pfd + n, SYNC_CONN_MAX_POLLFDS);
-            n += nconn;
-            timeout = sync_conn_timeout(h->conn);
-        }
-        size_t first_client = n;
-        for (size_t i = 0; i < h->nclients; i++) {
-            hclient *c = h->clients[i];
-            pfd[n++] = (struct pollfd){ c->fd, (short)(c->fd >= 0 ? POLLIN | (c->out.len ? POLLOUT : 0) : 0), 0 };
-        }
-        if (h->save_at_ns) {
-            int ms = h->save_at_ns > now ? (int)((h->save_at_ns - now) / 1000000) + 1 : 0;
-            timeout = timeout < 0 || ms < timeout ? ms : timeout;
-        }
-        if (!session_busy(h) && cfg->idle_timeout) {
-            uint64_t deadline = h->idle_since_ns + (uint64_t)cfg->idle_timeout * 1000000000;
-            int ms = deadline > now ? (int)((deadline - now) / 1000000) + 1 : 0;
-            timeout = timeout < 0 || ms < timeout ? ms : timeout;
-        }
-        if (poll(pfd, n, timeout) < 0 && errno != EINTR) {
-            log_msg("poll: %s", strerror(errno));
-            break;
-        }
-        if (h->conn && !h->conn_dead) {
-            if (sync_conn_handle_events(h->conn, pfd + 1, nconn) < 0)
-                h->conn_dead = true;
-        }
-        if (h->release_ready)
-            release_now(h);
-        if (h->conn_dead)
-            drop_conn(h);
-        if (pfd[0].revents & POLLIN)
-            accept_clients(h);
-        for (size_t i = 0, k = first_client; i < h->nclients && k < n; i++, k++) {
-            hclient *c = h->clients[i];
-            if (c->fd >= 0 && pfd[k].fd == c->fd) {
-                if (pfd[k].revents & (POLLIN | POLLHUP | POLLERR))
-                    client_read(h, c);
-                if (c->fd >= 0 && (pfd[k].revents & POLLOUT))
-                    client_write(h, c);
-            }
-        }
-        /* Replies made while handling others' events go out now. */
-        for (size_t i = 0; i < h->nclients; i++)
-            if (h->clients[i]->fd >= 0 && h->clients[i]->out.len)
-                client_write(h, h->clients[i]);
-        reap_clients(h);
-        now = now_ns();
-        if (h->save_at_ns && now >= h->save_at_ns) {
-            h->save_at_ns = 0;
-            if (h->host && sync_host_save(h->host, &err) < 0)
-                log_msg("cannot save the host manifest: %s", err.msg);
-        }
-        if (h->start_failed && !session_busy(h) && !h->releasing) {
-            log_msg("no sandbox could be started: ending the session");
-            h->start_failed = false;
-            start_release(h);
-        }
-        if (!session_busy(h) && cfg->idle_timeout &&
-            now >= h->idle_since_ns + (uint64_t)cfg->idle_timeout * 1000000000) {
-            log_msg("idle for %u s: releasing", cfg->idle_timeout);
-            start_release(h);
+/* What one turn of the loop waits for: the listening socket at pfd[0], then
+ * the agent connection's fds (*nconn of them), then one per client from
+ * *first_client on; and how long: the connection's own timers, the manifest
+ * save, the idle timeout. Returns the number of pollfds. */
+static size_t holder_pollfds(holder *h, struct pollfd *pfd, size_t *nconn, size_t *first_client,
+                             int *timeout)
+{
+    size_t n = 0;
+    uint64_t now = now_ns();
+
+    *nconn = 0;
+    *timeout = -1;
+    pfd[n++] = (struct pollfd){ h->lfd, POLLIN, 0 };
+    if (h->conn && !h->conn_dead) {
+        *nconn = sync_conn_pollfds(h->conn, pfd + n, SYNC_CONN_MAX_POLLFDS);
+        n += *nconn;
+        *timeout = sync_conn_timeout(h->conn);
+    }
+    *first_client = n;
+    for (size_t i = 0; i < h->nclients; i++) {
+        hclient *c = h->clients[i];
+        pfd[n++] = (struct pollfd){ c->fd, (short)(c->fd >= 0 ? POLLIN | (c->out.len ? POLLOUT : 0) : 0), 0 };
+    }
+    if (h->save_at_ns)
+        *timeout = until(*timeout, h->save_at_ns, now);
+    if (!session_busy(h) && h->cfg->idle_timeout)
+        *timeout = until(*timeout, h->idle_since_ns + (uint64_t)h->cfg->idle_timeout * 1000000000,
+                         now);
+    return n;
+}
+
+/* Handles what poll() reported, in an order that matters: the agent's stream
+ * first (its callbacks queue replies and may finish a release or kill the
+ * connection), then new clients, then each client's frames and writes, then
+ * the replies the others' events produced; clients gone and idle are reaped. */
+static void holder_dispatch(holder *h, struct pollfd *pfd, size_t n, size_t nconn,
+                            size_t first_client)
+{
+    if (h->conn && !h->conn_dead) {
+        if (sync_conn_handle_events(h->conn, pfd + 1, nconn) < 0)
+            h->conn_dead = true;
+    }
+    if (h->release_ready)
+        release_now(h);
+    if (h->conn_dead)
+        drop_conn(h);
+    if (pfd[0].revents & POLLIN)
+        accept_clients(h);
+    for (size_t i = 0, k = first_client; i < h->nclients && k < n; i++, k++) {
+        hclient *c = h->clients[i];
+        if (c->fd >= 0 && pfd[k].fd == c->fd) {
+            if (pfd[k].revents & (POLLIN | POLLHUP | POLLERR))
+                client_read(h, c);
+            if (c->fd >= 0 && (pfd[k].revents & POLLOUT))
+                client_write(h, c);
         }
     }
-    /* Flush the last replies (a release's) before going. */
+    /* Replies made while handling others' events go out now. */
+    for (size_t i = 0; i < h->nclients; i++)
+        if (h->clients[i]->fd >= 0 && h->clients[i]->out.len)
+            client_write(h, h->clients[i]);
+    reap_clients(h);
+}
+
+/* The loop's timers: the delayed manifest save, ending a session whose
+ * sandbox could not start (once nothing uses it), and the idle release. */
+static void holder_timers(holder *h)
+{
+    const sbx_config *cfg = h->cfg;
+    uint64_t now = now_ns();
+    sbx_err err;
+
+    if (h->save_at_ns && now >= h->save_at_ns) {
+        h->save_at_ns = 0;
+        if (h->host && sync_host_save(h->host, &err) < 0)
+            log_msg("cannot save the host manifest: %s", err.msg);
+    }
+    if (h->start_failed && !session_busy(h) && !h->releasing) {
+        log_msg("no sandbox could be started: ending the session");
+        h->start_failed = false;
+        start_release(h);
+    }
+    if (!session_busy(h) && cfg->idle_timeout &&
+        now >= h->idle_since_ns + (uint64_t)cfg->idle_timeout * 1000000000) {
+        log_msg("idle for %u s: releasing", cfg->idle_timeout);
+        start_release(h);
+    }
+}
+
+/* Going: the last replies (a release's) are flushed, the manifest saved, the
+ * socket removed unless a release already did (h->quit), everything freed.
+ * The sandbox itself stays unless it was released. */
+static void holder_finish(holder *h)
+{
+    sbx_err err;
+
     for (size_t i = 0; i < h->nclients; i++) {
         hclient *c = h->clients[i];
         if (c->fd >= 0) {
@@ -1168,5 +1208,36 @@ int sbx_holder_main(const sbx_config *cfg, int listen_fd)
     strvec_clear(&h->sync_paths);
     strvec_clear(&h->task_files);
     strvec_clear(&h->excludes);
+}
+
+int sbx_holder_main(const sbx_config *cfg, int listen_fd)
+{
+    holder hs, *h = &hs;
+
+    holder_init(h, cfg, listen_fd);
+    holder_signals();
+    set_nonblock(h->lfd, true);
+    if (take_holder_lock(h) < 0)
+        return 1;
+    log_msg("serving session %s", cfg->session);
+
+    while (!h->quit) {
+        struct pollfd pfd[MAX_CLIENTS + 8];
+        size_t n, nconn, first_client;
+        int timeout;
+
+        if (got_term) {
+            log_msg("terminated; the sandbox stays for the next holder");
+            break;
+        }
+        n = holder_pollfds(h, pfd, &nconn, &first_client, &timeout);
+        if (poll(pfd, n, timeout) < 0 && errno != EINTR) {
+            log_msg("poll: %s", strerror(errno));
+            break;
+        }
+        holder_dispatch(h, pfd, n, nconn, first_client);
+        holder_timers(h);
+    }
+    holder_finish(h);
     return 0;
 }
