@@ -55,6 +55,8 @@ unsigned long long local_runsc_host_pids(unsigned pids_max)
     return n;
 }
 
+/* Whether tok is one of the comma-separated items of list (a cgroup line's
+ * controllers, a mount's super options). */
 static bool token_in(const char *list, const char *tok)
 {
     size_t n = strlen(tok);
@@ -131,6 +133,7 @@ bool local_cg_unified(void)
     return access(SBX_CGROUP_ROOT "/cgroup.controllers", F_OK) == 0;
 }
 
+/* Writes value to a cgroup control file, never through a symlink. */
 static int cg_write(const char *dir, const char *file, const char *value, sbx_err *err)
 {
     char *p = xasprintf("%s/%s", dir, file);

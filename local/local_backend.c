@@ -84,6 +84,8 @@ static int wipe_state(local_backend *lb, bool keep_home, sbx_err *err)
     return 0;
 }
 
+/* The state directory's parts a new sandbox binds: the agent's directory, the
+ * private HOME, runsc's --root; all private (0700). */
 static int make_dirs(local_backend *lb, sbx_err *err)
 {
     static const char *const dirs[] = { "agent", "home", "runsc" };
@@ -97,6 +99,10 @@ static int make_dirs(local_backend *lb, sbx_err *err)
     return 0;
 }
 
+/* claim(): reattaches to the sandbox sandbox.json records when it is alive and
+ * of the same shape (runtime, network, code directories), keeping the limits it
+ * was made with; else stops what is left of it, wipes all but the private HOME
+ * and starts a new one under a fresh random id, recorded before returning. */
 static int local_claim(sbx_backend *b, bool *reattached, sbx_err *err)
 {
     local_backend *lb = (local_backend *)b;
@@ -160,6 +166,8 @@ bool local_alive(sbx_backend *b)
     return lb->claimed && local_state_alive(lb->pid, lb->starttime);
 }
 
+/* exists(): a live sandbox is recorded for the session (sbx uses it to decide
+ * between reattaching and starting, without claiming). */
 static bool local_exists(sbx_backend *b)
 {
     local_backend *lb = (local_backend *)b;
@@ -228,6 +236,9 @@ static int connect_agent(int dfd, int *out, bool *retry, sbx_err *err)
     return sbx_errno(err, "cannot connect to the sandbox's agent");
 }
 
+/* open_stream(): connects to the agent's socket in the agent directory,
+ * retrying (bounded, with backoff) while a new sandbox's agent starts, and
+ * failing early with the sandbox's log when the sandbox died meanwhile. */
 static int local_open_stream(sbx_backend *b, int *rfd, int *wfd, sbx_err *err)
 {
     local_backend *lb = (local_backend *)b;
@@ -277,6 +288,8 @@ static int local_open_stream(sbx_backend *b, int *rfd, int *wfd, sbx_err *err)
     return -1;
 }
 
+/* release(): stops the recorded sandbox (or the claimed one) and deletes
+ * everything of the session's state, the private HOME included. */
 static int local_release(sbx_backend *b, sbx_err *err)
 {
     local_backend *lb = (local_backend *)b;
@@ -301,6 +314,8 @@ static int local_release(sbx_backend *b, sbx_err *err)
     return 0;
 }
 
+/* free(): the instance only; a claimed sandbox keeps running for the next
+ * holder. */
 static void local_free(sbx_backend *b)
 {
     local_backend *lb = (local_backend *)b;

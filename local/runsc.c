@@ -94,6 +94,7 @@ static cJSON *json_strv(const char *const *v, size_t n)
     return a;
 }
 
+/* One entry of the OCI spec's mounts array. */
 static cJSON *oci_mount(const char *dst, const char *type, const char *src,
                         const char *const *opts, size_t nopts)
 {
@@ -267,6 +268,8 @@ static char *const *runsc_env(void)
     return env;
 }
 
+/* Runs runsc with its global options and args, waits, and gives its status;
+ * its output goes to the sandbox's log. */
 static int run_runsc(local_backend *lb, const char *const *args, size_t nargs, int *status,
                      sbx_err *err)
 {

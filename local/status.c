@@ -7,6 +7,8 @@
 
 #include <string.h>
 
+/* The "limits" member of the status JSON, as `sbx status` prints it: the
+ * numbers, the mechanism and the cgroup directories. */
 static void limits_json(strbuf *json, const sandbox_limits *l)
 {
     strbuf_addf(json, "\"limits\":{\"pids_max\":%u,\"memory_max\":%llu,\"cpus_milli\":%u,"

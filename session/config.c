@@ -60,6 +60,9 @@ bool sbx_path_within(const char *a, const char *b)
     return !strncmp(a, b, n) && (a[n] == '\0' || a[n] == '/');
 }
 
+/* Adds one code directory, made real: it must be an absolute path to a
+ * directory other than "/", and no two may overlap (a file in both would be
+ * synced twice, and a pull into one could rewrite the other). */
 static int add_code_dir(strvec *out, const char *path, sbx_err *err)
 {
     char real[PATH_MAX];
@@ -398,6 +401,9 @@ static const char *const home_secrets[] = {
     ".config/sbxsh", ".local/state/sbxsh",
 };
 
+/* A code directory holding the home directory (a session started in ~ with
+ * AGENT_SANDBOX_CODE_DIRS=~) would push the credentials there into the
+ * sandbox: the well-known ones (home_secrets) are excluded from the sync. */
 static void add_secret_excludes(sbx_config *cfg)
 {
     char home[PATH_MAX];
@@ -644,6 +650,7 @@ static int mkdir_parents(const char *path, sbx_err *err)
     return 0;
 }
 
+/* name in the directory of path, when it is readable there; malloc'd or NULL. */
 static char *beside(const char *path, const char *name)
 {
     const char *slash = strrchr(path, '/');

@@ -84,6 +84,8 @@ static void on_term(int sig)
 
 /* ---- replies ----------------------------------------------------------- */
 
+/* Queues a finished frame for the client; one gone (fd -1) gets nothing, so
+ * that callbacks need not check (its command may still be running). */
 static void send_frame(hclient *c, strbuf *frame)
 {
     if (c->fd >= 0)
@@ -91,6 +93,7 @@ static void send_frame(hclient *c, strbuf *frame)
     strbuf_reset(frame);
 }
 
+/* A frame whose payload is one string (errors, warnings, progress, status). */
 static void send_str(hclient *c, int type, const char *msg)
 {
     strbuf f = STRBUF_INIT;
@@ -101,6 +104,7 @@ static void send_str(hclient *c, int type, const char *msg)
     strbuf_release(&f);
 }
 
+/* A frame of up to two numbers (acks, EOFs, HELLO_OK). */
 static void send_u32s(hclient *c, int type, int n, uint32_t a, uint32_t b)
 {
     strbuf f = STRBUF_INIT;
@@ -114,6 +118,8 @@ static void send_u32s(hclient *c, int type, int n, uint32_t a, uint32_t b)
     strbuf_release(&f);
 }
 
+/* The client whose command runs on chan: the agent's callbacks name commands
+ * by channel, and a client runs one command at a time. */
 static hclient *client_by_chan(holder *h, uint32_t chan)
 {
     for (size_t i = 0; i < h->nclients; i++)
@@ -122,6 +128,7 @@ static hclient *client_by_chan(holder *h, uint32_t chan)
     return NULL;
 }
 
+/* The queue of input the client sent for child fd fd, or NULL. */
 static inq *client_input(hclient *c, int fd)
 {
     for (size_t i = 0; i < SYNC_MAX_FDS; i++)
@@ -131,6 +138,8 @@ static inq *client_input(hclient *c, int fd)
 }
 
 static void log_msg(const char *fmt, ...) SBX_PRINTF(1, 2);
+/* A line in the holder's log (beside its socket): the holder has no terminal,
+ * and this is where `sbx status` users and tests look for what it did. */
 static void log_msg(const char *fmt, ...)
 {
     char ts[32];
@@ -147,6 +156,11 @@ static void log_msg(const char *fmt, ...)
 
 /* ---- the agent connection's callbacks ------------------------------------ */
 
+/* The agent relayed output of a command: forwarded to its client in chunks of
+ * at most SBX_PROTO_CHUNK, or dropped (and credited) when the client is gone,
+ * since an unread window would block the command forever. The credit for a
+ * client that reads comes back from it (P_CREDIT), so a slow reader slows the
+ * command. */
 static void on_output(void *ctx, uint32_t chan, int fd, const void *buf, size_t len)
 {
     holder *h = ctx;
@@ -171,6 +185,7 @@ static void on_output(void *ctx, uint32_t chan, int fd, const void *buf, size_t 
     }
 }
 
+/* A command's output fd closed in the sandbox: the client closes its copy. */
 static void on_eof(void *ctx, uint32_t chan, int fd)
 {
     holder *h = ctx;
@@ -179,6 +194,9 @@ static void on_eof(void *ctx, uint32_t chan, int fd)
         send_u32s(c, P_OUTPUT_EOF, 1, (uint32_t)fd, 0);
 }
 
+/* Moves queued client input into the agent's window for that fd (as much as
+ * it takes now; the rest waits for on_writable), acking what went so the
+ * client can send more, and passes on the end of input once all is sent. */
 static void flush_input(holder *h, hclient *c, inq *q)
 {
     if (!h->conn || h->conn_dead)
@@ -197,6 +215,7 @@ static void flush_input(holder *h, hclient *c, inq *q)
     }
 }
 
+/* The agent's window for an input fd opened again: send what waited. */
 static void on_writable(void *ctx, uint32_t chan, int fd)
 {
     holder *h = ctx;
@@ -206,6 +225,7 @@ static void on_writable(void *ctx, uint32_t chan, int fd)
         flush_input(h, c, q);
 }
 
+/* Forgets a client's input queues (its command ended or failed). */
 static void reset_inputs(hclient *c)
 {
     for (size_t i = 0; i < SYNC_MAX_FDS; i++) {
@@ -215,6 +235,8 @@ static void reset_inputs(hclient *c)
     }
 }
 
+/* The host manifest is saved a moment after activity, not after every sync
+ * round: one save covers a burst of commands. */
 static void schedule_save(holder *h)
 {
     h->save_at_ns = now_ns() + (uint64_t)SAVE_DELAY_MS * 1000000;
@@ -233,6 +255,9 @@ static void send_pull_error(hclient *c, const sbx_config *cfg, const char *why, 
     send_str(c, P_ERROR, msg);
 }
 
+/* A command ended, after its changes were pulled: its client gets the status,
+ * or, when the pull was refused (quota, policy), the reason as an error, since
+ * the command ran but its changes are not on the host (sbxsh exits 125). */
 static void on_exit_cb(void *ctx, uint32_t chan, const sync_exit_status *st)
 {
     holder *h = ctx;
@@ -268,6 +293,10 @@ static void on_exit_cb(void *ctx, uint32_t chan, const sync_exit_status *st)
 static void release_now(holder *h);
 static void client_write(holder *h, hclient *c);
 
+/* A sync round ended: the client waiting for it is told (or given the pull's
+ * refusal). The holder's own round before a release only marks the release
+ * ready: releasing frees the connection, which must not happen inside its
+ * callback. */
 static void on_sync_done(void *ctx, uint64_t id)
 {
     holder *h = ctx;
@@ -292,6 +321,9 @@ static void on_sync_done(void *ctx, uint64_t id)
     schedule_save(h);
 }
 
+/* A warning of a push or pull (a file skipped, a conflict kept): shown by the
+ * clients that wait on a command or a sync, who made it happen; logged when
+ * nobody does. */
 static void on_warning(void *ctx, const char *msg)
 {
     holder *h = ctx;
@@ -308,6 +340,10 @@ static void on_warning(void *ctx, const char *msg)
         log_msg("warning: %s", msg);
 }
 
+/* The agent connection failed: every waiting client gets an error that says
+ * whether the sandbox died (the next command gets a new one) or only the
+ * connection broke (the next command reconnects); the connection is freed by
+ * the loop after the events (conn_dead), not inside its own callback. */
 static void on_error(void *ctx, const char *msg)
 {
     holder *h = ctx;
@@ -353,6 +389,8 @@ static const sync_conn_ops conn_ops = {
 
 /* ---- the sandbox ------------------------------------------------------- */
 
+/* Frees the agent connection and its fds; the sandbox and the host state stay,
+ * so the next command reconnects (ensure_conn). */
 static void drop_conn(holder *h)
 {
     if (h->conn) {
@@ -367,6 +405,9 @@ static void drop_conn(holder *h)
     h->conn_dead = false;
 }
 
+/* The host side of the sync for the session: code directories from the config,
+ * the sync paths, task files and excludes as the clients widened them, the
+ * pull quota. */
 static int make_host(holder *h, sbx_err *err)
 {
     const sbx_config *cfg = h->cfg;
@@ -383,6 +424,8 @@ static int make_host(holder *h, sbx_err *err)
     return sync_host_new(&sc, &h->host, err);
 }
 
+/* The backend instance for the session (by cfg->backend, through the
+ * registry); nothing is claimed yet. */
 static int make_backend(holder *h, sbx_err *err)
 {
     sbx_sandbox_spec spec = {
@@ -394,6 +437,8 @@ static int make_backend(holder *h, sbx_err *err)
     return h->backend ? 0 : -1;
 }
 
+/* Whether any client has a command or a sync round in flight: the host state
+ * and the connection cannot be replaced under one. */
 static bool commands_running(holder *h)
 {
     for (size_t i = 0; i < h->nclients; i++)
@@ -488,6 +533,10 @@ static int ensure_conn(holder *h, hclient *c, sbx_err *err)
     return 0;
 }
 
+/* The release itself, once the last pull is done (or impossible): connection
+ * and host state dropped, the backend releases the sandbox and its state, the
+ * clients that asked are answered and the others' commands fail, the socket
+ * goes so no new client reaches a holder that ends (h->quit). */
 static void release_now(holder *h)
 {
     sbx_err err;
@@ -561,6 +610,7 @@ static void start_release(holder *h)
 
 /* ---- client requests --------------------------------------------------- */
 
+/* Frees a NULL-terminated list from get_list. */
 static void free_strs(char **v)
 {
     for (char **p = v; p && *p; p++)
@@ -568,6 +618,8 @@ static void free_strs(char **v)
     free(v);
 }
 
+/* A counted list of strings from a frame (argv, env, sync paths), bounded by
+ * SBX_PROTO_MAX_LIST: the client is trusted no more than it must be. */
 static int get_list(proto_reader *r, char ***out)
 {
     uint32_t n;
@@ -585,6 +637,10 @@ static int get_list(proto_reader *r, char ***out)
     return 0;
 }
 
+/* P_RUN: checks the request (exe, argv, env, cwd, the fd map, a tty), makes
+ * sure a sandbox is connected (claiming one on the first command, rebuilding
+ * the host state first when it is stale), and starts the command on a new
+ * channel; a failure is the client's error, never the holder's end. */
 static void handle_run(holder *h, hclient *c, proto_reader *r)
 {
     char *exe = NULL, *cwd = NULL, **argv = NULL, **env = NULL;
@@ -659,6 +715,9 @@ out:
     free_strs(env);
 }
 
+/* P_STATUS: the session as JSON (sbx status): the holder, its clients, the
+ * sandbox's facts from the backend (peeked from its state when not claimed),
+ * the agent and the sync counters. */
 static void handle_status(holder *h, hclient *c)
 {
     strbuf js = STRBUF_INIT;
@@ -859,6 +918,9 @@ static int handle_frame(holder *h, hclient *c, int type, proto_reader *r)
     }
 }
 
+/* A client went away or misbehaved: its socket closes at once, but a command it
+ * started is hung up on (SIGHUP, inputs ended, as a terminal's processes are)
+ * and the client is kept until that command exits (reap_clients). */
 static void client_drop(holder *h, hclient *c)
 {
     if (c->fd >= 0) {
@@ -880,6 +942,8 @@ static void client_drop(holder *h, hclient *c)
     c->release = false;
 }
 
+/* Reads what the client sent and handles each complete frame; a malformed one
+ * drops the client (it is ours, but a bug there must not reach the sandbox). */
 static void client_read(holder *h, hclient *c)
 {
     char buf[65536];
@@ -910,6 +974,8 @@ static void client_read(holder *h, hclient *c)
     strbuf_remove(&c->in, 0, off);
 }
 
+/* Sends queued frames without blocking; the rest waits for POLLOUT. A client
+ * that cannot be written to is dropped. */
 static void client_write(holder *h, hclient *c)
 {
     while (c->out.len) {
@@ -924,6 +990,8 @@ static void client_write(holder *h, hclient *c)
     }
 }
 
+/* New clients on the listening socket, each checked to be our own uid
+ * (SO_PEERCRED) and counted against MAX_CLIENTS. */
 static void accept_clients(holder *h)
 {
     for (;;) {
@@ -951,6 +1019,8 @@ static void accept_clients(holder *h)
     }
 }
 
+/* Frees clients that are gone and have no command left; the session's idle
+ * time starts when the last one goes. */
 static void reap_clients(holder *h)
 {
     size_t k = 0;
@@ -968,6 +1038,7 @@ static void reap_clients(holder *h)
     h->nclients = k;
 }
 
+/* Whether something keeps the session from being idle. */
 static bool session_busy(holder *h)
 {
     if (h->nclients || h->releasing)
@@ -977,6 +1048,8 @@ static bool session_busy(holder *h)
 
 /* ---- main loop --------------------------------------------------------- */
 
+/* The agent's environment and arguments, the same for every sandbox the
+ * holder starts (the backend adds its connection mode). */
 static void agent_setup(holder *h)
 {
     /* The agent's own environment: commands get theirs in each request. */
@@ -1001,6 +1074,8 @@ static void agent_setup(holder *h)
  */
 #define HOLDER_LOCK_WAIT_MS 10000
 
+/* Takes STATE/SESSION/holder.lock for the holder's life (see above), asking an
+ * older holder still holding it to go first. */
 static int take_holder_lock(holder *h)
 {
     char *path = xasprintf("%s/holder.lock", h->dir);

@@ -199,6 +199,9 @@ static int fresh_session(sbx_config *cfg, bool named)
     return r;
 }
 
+/* sbx exec: runs one command in the session's sandbox with our stdio relayed
+ * (a pty with --tty); without --keep in a session of its own, released
+ * afterwards, so a one-off command leaves nothing behind. */
 static int cmd_exec(int argc, char **argv)
 {
     const char *session = NULL;
@@ -345,6 +348,10 @@ static int force_release(sbx_config *cfg, const char *dir)
     return rc;
 }
 
+/* sbx release: asks the holder to pull the last changes and release the
+ * sandbox; with no holder, one is started for the sandbox the state records
+ * (adopt), so the release still pulls first; --force kills both by pid and
+ * removes the state when a holder does not answer within --timeout. */
 static int cmd_release(int argc, char **argv)
 {
     enum { O_SESSION = 1, O_TIMEOUT, O_FORCE, O_HELP };
@@ -461,6 +468,7 @@ static void print_limits_human(cJSON *lim)
     }
 }
 
+/* sbx status without --json: the session's JSON as a few lines for people. */
 static void print_status_human(const char *json)
 {
     cJSON *o = cJSON_Parse(json), *sb, *it;
@@ -513,6 +521,8 @@ static void print_status_human(const char *json)
     cJSON_Delete(o);
 }
 
+/* sbx status: the holder's view of the session when one runs, else what the
+ * backend's state says (peek), as JSON or for people. */
 static int cmd_status(int argc, char **argv)
 {
     const char *session = NULL;
@@ -567,6 +577,8 @@ static int name_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* sbx ls: every session with a state directory or a holder socket, with what
+ * is known of each without starting anything. */
 static int cmd_ls(int argc, char **argv)
 {
     bool json = false;
@@ -679,6 +691,8 @@ static void finding(int level, const char *what, const char *detail, ...)
         warnings++;
 }
 
+/* The runtime and state directories must be private and the socket paths
+ * short enough for sockaddr_un. */
 static void doctor_dirs(sbx_config *cfg)
 {
     sbx_err err;
@@ -698,6 +712,7 @@ static void doctor_dirs(sbx_config *cfg)
     free(sock);
 }
 
+/* The agent binary every backend mounts or copies into its sandbox. */
 static void doctor_agent(void)
 {
     sbx_err err;
@@ -713,6 +728,8 @@ static void doctor_agent(void)
     free(agent);
 }
 
+/* The Kubernetes settings, checked for shape while that backend is not built,
+ * so a misspelt pool or an unreadable kubeconfig shows before it matters. */
 static void doctor_kube(void)
 {
     const char *kc = getenv("AGENT_SANDBOX_KUBECONFIG");
@@ -749,6 +766,8 @@ static void doctor_kube(void)
                 "backend until it is");
 }
 
+/* sbx doctor: the configuration, each backend's checks (the class's doctor
+ * hook), the agent and the directories; exit 1 when something must be fixed. */
 static int cmd_doctor(int argc, char **argv)
 {
     int first = parse_opts(argc, argv, usage_doctor, NULL, NULL, NULL, NULL);

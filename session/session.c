@@ -86,6 +86,8 @@ static struct sigaction saved_sa[ARRAY_SIZE(fwd_signals)];
 static struct sigaction saved_pipe_sa;
 static bool signals_on;
 
+/* The signal handler: a byte on the self-pipe, which the event loop reads and
+ * forwards (nothing else is async-signal-safe to do here). */
 static void on_signal(int sig)
 {
     int saved = errno;
@@ -96,6 +98,9 @@ static void on_signal(int sig)
     errno = saved;
 }
 
+/* While a command runs: SIGPIPE ignored (a relayed reader going away is an
+ * EPIPE to handle, not our death) and, with forward, the signals a terminal
+ * sends caught for the command (forward_signal) instead of ending sbxsh. */
 static void signals_install(bool forward)
 {
     struct sigaction sa;
@@ -114,6 +119,7 @@ static void signals_install(bool forward)
     signals_on = true;
 }
 
+/* Puts back what signals_install changed, when the command ends. */
 static void signals_restore(void)
 {
     sigaction(SIGPIPE, &saved_pipe_sa, NULL);
@@ -126,6 +132,7 @@ static void signals_restore(void)
 
 /* ---- framing ----------------------------------------------------------- */
 
+/* Queues a frame of up to two numbers for the holder (credit, acks, signals). */
 static void send_u32s(sbx_session *s, int type, int n, uint32_t a, uint32_t b)
 {
     size_t start = s->out.len;
@@ -137,12 +144,15 @@ static void send_u32s(sbx_session *s, int type, int n, uint32_t a, uint32_t b)
     proto_end(&s->out, start);
 }
 
+/* The failure that ended the session call, as the caller's error. */
 static int fail(sbx_session *s, sbx_err *err)
 {
     return sbx_errf(err, "%s", s->failmsg);
 }
 
 static void set_failed(sbx_session *s, const char *fmt, ...) SBX_PRINTF(2, 3);
+/* Records the first failure (later ones are consequences) and stops waiting
+ * for the command: the caller reports it and exits 125. */
 static void set_failed(sbx_session *s, const char *fmt, ...)
 {
     va_list ap;
@@ -155,6 +165,7 @@ static void set_failed(sbx_session *s, const char *fmt, ...)
     s->running = false;
 }
 
+/* The relayed output for the command's fd child_fd, or NULL. */
 static outfd *out_by_child(sbx_session *s, int child_fd)
 {
     for (size_t i = 0; i < s->nouts; i++)
@@ -163,6 +174,7 @@ static outfd *out_by_child(sbx_session *s, int child_fd)
     return NULL;
 }
 
+/* The relayed input for the command's fd child_fd, or NULL. */
 static infd *in_by_child(sbx_session *s, int child_fd)
 {
     for (size_t i = 0; i < s->nins; i++)
@@ -171,6 +183,9 @@ static infd *in_by_child(sbx_session *s, int child_fd)
     return NULL;
 }
 
+/* Gives the holder back n bytes of an output's window: what is credited is
+ * what this side has consumed, so a slow reader here slows the writer in the
+ * sandbox and memory stays bounded. */
 static void credit(sbx_session *s, outfd *o, size_t n)
 {
     if (!n)
@@ -180,6 +195,9 @@ static void credit(sbx_session *s, outfd *o, size_t n)
         send_u32s(s, P_CREDIT, 2, (uint32_t)o->child_fd, (uint32_t)n);
 }
 
+/* Output of the command for one fd: queued for its local fd (through the
+ * terminal filter when it goes to a terminal), or credited at once when that
+ * fd's reader is gone (the sandbox writer then gets SIGPIPE). */
 static void handle_output(sbx_session *s, uint32_t fd, const char *p, size_t n)
 {
     outfd *o = out_by_child(s, (int)fd);
@@ -196,6 +214,8 @@ static void handle_output(sbx_session *s, uint32_t fd, const char *p, size_t n)
         strbuf_add(&o->q, p, n);
 }
 
+/* One frame from the holder; an unknown or malformed one fails the call, since
+ * holder and client are the same build and disagreeing means a bug. */
 static void handle_frame(sbx_session *s, int type, proto_reader *r)
 {
     uint32_t a = 0, b = 0;
@@ -273,6 +293,8 @@ static void handle_frame(sbx_session *s, int type, proto_reader *r)
     }
 }
 
+/* Reads what the holder sent and handles each complete frame; the holder
+ * going away fails the call with where its log is. */
 static void sock_read(sbx_session *s)
 {
     char buf[65536 + 64];
@@ -305,6 +327,7 @@ static void sock_read(sbx_session *s)
     strbuf_remove(&s->in, 0, off);
 }
 
+/* Sends queued frames without blocking; the rest waits for POLLOUT. */
 static void sock_write(sbx_session *s)
 {
     while (s->out.len) {
@@ -322,6 +345,9 @@ static void sock_write(sbx_session *s)
 
 /* ---- relaying ---------------------------------------------------------- */
 
+/* Reads a relayed input fd as far as its window (SBX_PROTO_INPUT_WINDOW minus
+ * what is unacknowledged) allows and sends it; end of file or an error ends
+ * the child's input. */
 static void relay_input(sbx_session *s, infd *in)
 {
     char buf[SBX_PROTO_CHUNK];
@@ -344,6 +370,9 @@ static void relay_input(sbx_session *s, infd *in)
     in->inflight += (size_t)n;
 }
 
+/* Writes queued output to its local fd without blocking it for others (a
+ * pipe shared with other processes is never made O_NONBLOCK: RWF_NOWAIT, or
+ * PIPE_BUF at a time), and credits the holder for what was consumed. */
 static void relay_output(sbx_session *s, outfd *o)
 {
     while (o->q.len) {
@@ -391,6 +420,9 @@ static void relay_output(sbx_session *s, outfd *o)
     }
 }
 
+/* A signal sbxsh got while the command runs goes to the command (SIGWINCH as
+ * the terminal's new size); SIGINT and SIGTERM also interrupt a pull the
+ * holder may be writing for an ended command. */
 static void forward_signal(sbx_session *s, int sig)
 {
     if (!s->running || s->exited)
@@ -466,6 +498,8 @@ static void pump(sbx_session *s, int timeout_ms)
 
 /* ---- connecting -------------------------------------------------------- */
 
+/* Connects to the holder's socket; -1 with errno (ENOENT, ECONNREFUSED: no
+ * holder, so the caller starts one). */
 static int sock_connect(const char *path)
 {
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -547,6 +581,10 @@ fail:
     return -1;
 }
 
+/* P_HELLO: the protocol version, the fingerprint of the session's shape (a
+ * holder serves only clients of the same runtime, network and code
+ * directories) and the sync paths, task files and excludes this call adds;
+ * waits, bounded, for HELLO_OK or the holder's refusal. */
 static int hello(sbx_session *s, sbx_err *err)
 {
     uint64_t deadline = now_ns() + (uint64_t)(s->opts.hello_timeout_ms ? s->opts.hello_timeout_ms
@@ -665,6 +703,8 @@ static void restore_tty(sbx_session *s)
     }
 }
 
+/* The command is over for this side: the terminal and the signals as they
+ * were, the relays forgotten. */
 static void end_command(sbx_session *s)
 {
     restore_tty(s);
@@ -821,6 +861,8 @@ int sbx_session_start(sbx_session *s, const sbx_command *cmd, sbx_err *err)
     return s->failed ? (end_command(s), fail(s, err)) : 0;
 }
 
+/* Whether every relayed output's queue is written out (an EOF or the exit must
+ * not overtake output still queued). */
 static bool outputs_drained(sbx_session *s)
 {
     for (size_t i = 0; i < s->nouts; i++) {

@@ -32,6 +32,8 @@ static bool keep_csi(const sbx_termfilter *f, unsigned char final)
     return true;
 }
 
+/* Outside any escape sequence: text and the harmless controls pass; ESC and
+ * the UTF-8 lead byte of a C1 control (0xc2) start a sequence to judge. */
 static void ground(sbx_termfilter *f, unsigned char c, strbuf *out)
 {
     if (c == 0x1b) {
