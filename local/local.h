@@ -59,8 +59,8 @@ typedef struct mount_ent {
     unsigned mode;              /* tmpfs: permissions of its root, 0 = default */
 } mount_ent;
 
-/* The limits a sandbox runs under and how they are enforced (DESIGN.md 5:
- * the host stays usable whatever runs inside). */
+/* The limits a sandbox runs under and how they are enforced (the host
+ * stays usable whatever runs inside). */
 typedef struct sandbox_limits {
     unsigned pids_max;              /* 0 = none */
     unsigned long long memory_max;  /* bytes, 0 = none */

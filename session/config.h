@@ -57,8 +57,8 @@ typedef struct sbx_config {
     strvec excludes;      /* AGENT_SANDBOX_SYNC_EXCLUDE (gitignore patterns) */
     strvec forward_env;   /* AGENT_SANDBOX_FORWARD_ENV: names or patterns, comma-separated */
     unsigned idle_timeout;  /* seconds; 0 = never */
-    /* Resource limits of the sandbox (DESIGN.md 5: the host stays usable whatever runs
-     * inside). 0 means "no limit" only where the variable says so explicitly ("0"). */
+    /* Resource limits of the sandbox (the host stays usable whatever runs inside).
+     * 0 means "no limit" only where the variable says so explicitly ("0"). */
     unsigned pids_max;      /* AGENT_SANDBOX_PIDS_MAX: processes + threads, default 4096 */
     unsigned long long memory_max; /* AGENT_SANDBOX_MEMORY_MAX: bytes, default half of RAM;
                                "0": no limit */

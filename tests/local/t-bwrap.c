@@ -48,7 +48,7 @@ int main(void)
     local_ml_add(&ml, M_PROC, NULL, "/proc");
     local_ml_add(&ml, M_DEV, NULL, "/dev");
     local_ml_add(&ml, M_RW, "/state/s/agent", "/run/sbxsh");
-    m = local_ml_add(&ml, M_TMPFS, NULL, "/work/proj");
+    m = local_ml_add(&ml, M_TMPFS, NULL, "/home/u/proj");
     m->mode = 0750;
     m->size = 1048576;
     local_ml_add(&ml, M_TMPFS, NULL, "/scratch");
@@ -74,12 +74,12 @@ int main(void)
     ok(HAS(&argv, "--proc", "/proc") && HAS(&argv, "--dev", "/dev"), "bwrap: fresh /proc and /dev");
     ok(HAS(&argv, "--bind", "/state/s/agent", "/run/sbxsh"), "bwrap: the agent's directory, "
        "writable");
-    ok(HAS(&argv, "--perms", "0750", "--size", "1048576", "--tmpfs", "/work/proj"),
+    ok(HAS(&argv, "--perms", "0750", "--size", "1048576", "--tmpfs", "/home/u/proj"),
        "bwrap: a code copy is a tmpfs of the disk limit, with the original's mode");
     ok(HAS(&argv, "--tmpfs", "/scratch") && !HAS(&argv, "--size", "0"),
        "bwrap: a tmpfs without size or mode gets neither option");
     ok(AT(&argv, "--ro-bind", "/usr", "/usr") < AT(&argv, "--symlink", "usr/bin", "/bin") &&
-       AT(&argv, "--symlink", "usr/bin", "/bin") < AT(&argv, "--tmpfs", "/work/proj"),
+       AT(&argv, "--symlink", "usr/bin", "/bin") < AT(&argv, "--tmpfs", "/home/u/proj"),
        "bwrap: mounts in the plan's order");
     is_int(AT(&argv, "--remount-ro", "/", "--chdir", "/"), (long)argv.n - 4,
            "bwrap: ends with a read-only root and cwd /");
@@ -94,12 +94,12 @@ int main(void)
     memset(&lb, 0, sizeof(lb));
     strvec_init(&lb.agent_args);
     strvec_push(&lb.agent_args, "--root");
-    strvec_push(&lb.agent_args, "/work/proj");
+    strvec_push(&lb.agent_args, "/home/u/proj");
     strvec_clear(&argv);
     local_bwrap_command("/usr/bin/bwrap", &lb, &argv);
     is_int((long)argv.n, 9, "bwrap command: bwrap --args 4 -- agent --listen SOCK ARGS");
     ok(HAS(&argv, "/usr/bin/bwrap", "--args", "4", "--", SBX_IN_AGENT_BIN, "--listen",
-           SBX_SANDBOX_AGENT_DIR "/" SBX_AGENT_SOCKET, "--root", "/work/proj"),
+           SBX_SANDBOX_AGENT_DIR "/" SBX_AGENT_SOCKET, "--root", "/home/u/proj"),
        "bwrap command: the options come from fd 4; after -- only sandbox paths");
     ok(!has_word(&argv, "/state/"), "bwrap command: no host state path");
 
