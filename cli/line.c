@@ -546,7 +546,7 @@ static int shell_end(line_exec *x, bool exit_now, sbx_err *err)
 
 /*
  * What a host part prints reaches a terminal only through the same filter
- * as the sandbox's output (local/termfilter.h): git prints file names the
+ * as the sandbox's output (session/termfilter.h): git prints file names the
  * sandbox chose, and echo/printf write whatever the line says, so an OSC 52
  * (clipboard), a title or a cursor move would otherwise reach the terminal
  * raw. While a host part runs, each of sbxsh's fds 1 and 2 that is a

@@ -1,6 +1,6 @@
 /*
  * The input loops: -c, a script, stdin and a terminal. Each hands complete
- * commands to the line executor (router/line.h), which decides where each
+ * commands to the line executor (cli/line.h), which decides where each
  * part runs.
  */
 #include "cli/run.h"

@@ -63,7 +63,7 @@ const char *route_join_text(route_join j);
 
 /* What the rules need to know about the host. Everything is borrowed. */
 typedef struct route_ctx {
-    const char *const *code_dirs;   /* real absolute paths (see local/config.h) */
+    const char *const *code_dirs;   /* real absolute paths (see session/config.h) */
     size_t n_code_dirs;
     const char *const *sync_paths;  /* AGENT_SANDBOX_SYNC_PATHS entries; globs allowed */
     size_t n_sync_paths;

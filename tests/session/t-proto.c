@@ -1,4 +1,4 @@
-/* The client <-> holder framing (local/proto.h). */
+/* The client <-> holder framing (session/proto.h). */
 #include "tests/lib/tap.h"
 
 #include <stdlib.h>

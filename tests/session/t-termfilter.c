@@ -1,4 +1,4 @@
-/* The terminal escape filter (local/termfilter.h). */
+/* The terminal escape filter (session/termfilter.h). */
 #include "tests/lib/tap.h"
 
 #include "session/termfilter.h"
