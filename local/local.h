@@ -5,6 +5,7 @@
  * sbx_backend_class_local that local_backend.c defines.
  *
  * The files, in the order a sandbox is made:
+ *   settings.c       cfg->local from AGENT_SANDBOX_LOCAL_*, and its part of the fingerprint
  *   runtime.c        which runtime (runsc or bwrap) AUTO resolves to
  *   mounts.c         the tree the sandbox sees: system dirs, the /etc allowlist, tmpfs copies
  *   limits.c         cgroups (v1, v2) or rlimits; the doctor's probe
@@ -127,6 +128,10 @@ typedef struct spawn_opts {
 extern const sbx_backend_class sbx_backend_class_local;
 sbx_backend *local_new(const sbx_config *cfg, const sbx_sandbox_spec *spec, sbx_err *err);
 bool local_alive(sbx_backend *b);
+
+/* settings.c: the class's configure and fingerprint hooks (cfg->local). */
+int local_configure(sbx_config *cfg, sbx_err *err);
+void local_fingerprint(const sbx_config *cfg, strbuf *out);
 
 /* runtime.c: which runtime want (AUTO: runsc when installed, else bwrap) resolves
  * to here, and its path (malloc'd, if path); -1 with a message naming the Debian

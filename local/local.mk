@@ -1,6 +1,6 @@
 # local/: the local backend (runsc or bubblewrap on this machine), which implements
 # session/backend.h.
-LOCAL_SRCS := local/local_backend.c local/runtime.c local/mounts.c local/limits.c \
+LOCAL_SRCS := local/local_backend.c local/settings.c local/runtime.c local/mounts.c local/limits.c \
               local/spawn.c local/bwrap.c local/runsc.c local/state.c local/status.c \
               local/doctor.c
 LIB_SRCS += $(LOCAL_SRCS)

@@ -384,6 +384,8 @@ sbx_backend *local_new(const sbx_config *cfg, const sbx_sandbox_spec *spec, sbx_
 /* What the registry lists (BACKENDS += local in local/local.mk). */
 const sbx_backend_class sbx_backend_class_local = {
     .name = "local",
+    .configure = local_configure,
+    .fingerprint = local_fingerprint,
     .create = local_new,
     .peek = local_peek,
     .adopt = local_adopt,

@@ -98,6 +98,13 @@ typedef void sbx_doctor_finding(int level, const char *what, const char *detail,
 
 typedef struct sbx_backend_class {
     const char *name;           /* AGENT_SANDBOX_BACKEND's value: "local", "kube" */
+    /* Reads this backend's settings from the environment into its own section of cfg
+     * (cfg->local for "local") and checks them; called by sbx_config_load() for every
+     * backend built in, so a bad value is refused whichever backend is used. */
+    int (*configure)(sbx_config *cfg, sbx_err *err);
+    /* Appends what of its section fixes a sandbox's shape ("runtime=runsc network=none ")
+     * to the session's fingerprint (sbx_config_fingerprint). */
+    void (*fingerprint)(const sbx_config *cfg, strbuf *out);
     /* Configured for cfg's session (its own section of cfg: cfg->local for "local").
      * Fails with a message saying what to install when what it needs is missing. */
     sbx_backend *(*create)(const sbx_config *cfg, const sbx_sandbox_spec *spec,

@@ -1,4 +1,5 @@
 #include "session/config.h"
+#include "session/backend.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -470,25 +471,11 @@ int sbx_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *err)
         check_abs_list(&cfg->task_files, "AGENT_SANDBOX_TASK_FILES", err) < 0)
         goto fail;
 
-    v = env_nonempty("AGENT_SANDBOX_LOCAL_RUNTIME");
-    if (!v || !strcmp(v, "auto"))
-        cfg->local.runtime = SBX_RUNTIME_AUTO;
-    else if (!strcmp(v, "runsc") || !strcmp(v, "gvisor"))
-        cfg->local.runtime = SBX_RUNTIME_RUNSC;
-    else if (!strcmp(v, "bwrap") || !strcmp(v, "bubblewrap"))
-        cfg->local.runtime = SBX_RUNTIME_BWRAP;
-    else {
-        sbx_errf(err, "AGENT_SANDBOX_LOCAL_RUNTIME='%s': use runsc, bwrap or auto", v);
-        goto fail;
-    }
-
-    v = env_nonempty("AGENT_SANDBOX_LOCAL_NETWORK");
-    if (v && !strcmp(v, "host"))
-        cfg->local.network_host = true;
-    else if (v && strcmp(v, "none")) {
-        sbx_errf(err, "AGENT_SANDBOX_LOCAL_NETWORK='%s': use none (the default) or host", v);
-        goto fail;
-    }
+    /* Each backend built in reads and checks its own section (cfg->local, ...), whichever
+     * backend the session uses: a bad AGENT_SANDBOX_LOCAL_* is refused either way. */
+    for (size_t i = 0; sbx_backend_classes[i]; i++)
+        if (sbx_backend_classes[i]->configure && sbx_backend_classes[i]->configure(cfg, err) < 0)
+            goto fail;
 
     cfg->idle_timeout = SBX_IDLE_TIMEOUT_DEFAULT;
     if ((v = env_nonempty("AGENT_SANDBOX_IDLE_TIMEOUT")) &&
@@ -731,8 +718,10 @@ char *sbx_session_log_path(const sbx_config *cfg)
 char *sbx_config_fingerprint(const sbx_config *cfg)
 {
     strbuf sb = STRBUF_INIT;
-    strbuf_addf(&sb, "runtime=%s network=%s code_dirs=", sbx_runtime_name(cfg->local.runtime),
-                cfg->local.network_host ? "host" : "none");
+    for (size_t i = 0; sbx_backend_classes[i]; i++)
+        if (sbx_backend_classes[i]->fingerprint)
+            sbx_backend_classes[i]->fingerprint(cfg, &sb);
+    strbuf_addstr(&sb, "code_dirs=");
     for (size_t i = 0; i < cfg->code_dirs.n; i++)
         strbuf_addf(&sb, "%s%s", i ? ":" : "", cfg->code_dirs.v[i]);
     return strbuf_detach(&sb, NULL);
