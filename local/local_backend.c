@@ -18,7 +18,7 @@
  * directory: no host process can be steered into it, and it cannot fill the
  * host's disk. The sync fills it on the first push.
  *
- * Every sandbox runs under limits (sandbox_limits below): a cgroup made per
+ * Every sandbox runs under limits (sandbox_limits, limits.c): a cgroup made per
  * sandbox where one is writable (ours under bwrap, runsc's own under runsc),
  * else rlimits; sandbox.json records which, and release removes the cgroup.
  *
