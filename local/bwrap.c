@@ -17,7 +17,8 @@
 #include "common/fsutil.h"
 
 /* bwrap's options for the sandbox, everything that goes through --args: the
- * namespaces, our uid and gid, no capabilities, the agent's environment, then the
+ * namespaces (the network's is made before, unless the host's is shared), our uid and
+ * gid, no capabilities, the agent's environment, then the
  * mount plan in its order (parents first), and a read-only root. A function of its
  * inputs only (tests/local/t-bwrap.c checks it); the start below runs it. */
 void local_bwrap_options(const local_bwrap_params *p, const mount_list *ml, strvec *argv)
@@ -31,8 +32,7 @@ void local_bwrap_options(const local_bwrap_params *p, const mount_list *ml, strv
     strvec_push(argv, "--unshare-ipc");
     strvec_push(argv, "--unshare-uts");
     strvec_push(argv, "--unshare-cgroup-try");
-    if (!p->network_host)
-        strvec_push(argv, "--unshare-net");
+    /* no host network: the namespace is made before bwrap runs (local_dns_netns) */
     strvec_push(argv, "--hostname");
     strvec_push(argv, "sbx");
     /* Root inside is the caller's uid without capabilities: when that uid is
@@ -64,7 +64,16 @@ void local_bwrap_options(const local_bwrap_params *p, const mount_list *ml, strv
     for (size_t i = 0; i < ml->n; i++) {
         mount_ent *m = &ml->v[i];
         switch (m->kind) {
-        case M_RO: strvec_push(argv, "--ro-bind"); break;
+        case M_RO:
+            /* our resolv.conf as data, not a bind: mountinfo would show its state path */
+            if (!p->network_host && !strcmp(m->dst, "/etc/resolv.conf")) {
+                strvec_push(argv, "--ro-bind-data");
+                strvec_push(argv, "5");
+                strvec_push(argv, m->dst);
+                continue;
+            }
+            strvec_push(argv, "--ro-bind");
+            break;
         case M_RW: strvec_push(argv, "--bind"); break;
         case M_TMPFS:
             if (m->mode) {
@@ -116,7 +125,7 @@ int local_start_bwrap(local_backend *lb, sbx_err *err)
     int r = -1;
 
     strvec joins = {0};
-    int argfd = -1;
+    int argfd = -1, resolvfd = -1;
 
     if (pipe2(info, O_CLOEXEC) < 0) {
         free(log);
@@ -134,6 +143,15 @@ int local_start_bwrap(local_backend *lb, sbx_err *err)
      * its /proc/1/cmdline would otherwise show the host's state paths (the
      * bind sources) to everything inside. The command stays on the command
      * line (bwrap takes it only from there): sandbox paths only. */
+    if (!lb->network_host) {
+        resolvfd = memfd_create("resolv.conf", MFD_CLOEXEC);
+        if (resolvfd < 0 || write_full(resolvfd, SBX_RESOLV_CONF, strlen(SBX_RESOLV_CONF)) < 0 ||
+            lseek(resolvfd, 0, SEEK_SET) < 0) {
+            sbx_errno(err, "cannot write the sandbox's resolv.conf");
+            close(info[1]);
+            goto out;
+        }
+    }
     argfd = memfd_create("bwrap-args", MFD_CLOEXEC);
     if (argfd < 0) {
         sbx_errno(err, "memfd_create");
@@ -161,8 +179,8 @@ int local_start_bwrap(local_backend *lb, sbx_err *err)
         char *path_env[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
         strvec bargv = {0};
         local_bwrap_command(lb->runtime_path, lb, &bargv);
-        spawn_opts so = { { info[1], argfd }, joins.v, joins.n,
-                          lb->lim.cgroups.n ? NULL : &lb->lim };
+        spawn_opts so = { { info[1], argfd, resolvfd }, joins.v, joins.n,
+                          lb->lim.cgroups.n ? NULL : &lb->lim, !lb->network_host };
         int sr = local_spawn(bargv.v, path_env, log, &so, false, NULL, err);
         strvec_clear(&bargv);
         close(info[1]);
@@ -208,6 +226,8 @@ out:
     }
     if (argfd >= 0)
         close(argfd);
+    if (resolvfd >= 0)
+        close(resolvfd);
     strvec_clear(&joins);
     close(info[0]);
     strvec_clear(&argv);

@@ -1,7 +1,7 @@
 /*
  * sbx doctor's checks for the local backend (the class's doctor hook): the
  * runtimes and whether each starts a sandbox, user namespaces, the runsc
- * statx shim beside the agent, and whether the limits get a cgroup.
+ * statx shim beside the agent, whether the limits get a cgroup, and the network.
  */
 #include "local/local.h"
 
@@ -147,6 +147,30 @@ static void doctor_limits(const sbx_config *cfg, sbx_runtime rt, sbx_doctor_find
     strbuf_release(&how);
 }
 
+/* The network mode, and for the allowlist its list and whether its proxy is here. */
+static void doctor_network(const sbx_config *cfg, sbx_doctor_finding *finding)
+{
+    if (cfg->local.network_host) {
+        finding(0, "network:", "host (AGENT_SANDBOX_LOCAL_NETWORK=host: the host's network)");
+        return;
+    }
+    if (!cfg->local.network_allowlist) {
+        finding(0, "network:", "none (lookups get a notice on the first command that tries)");
+        return;
+    }
+    strbuf sb = STRBUF_INIT;
+    for (size_t i = 0; i < cfg->local.egress.n; i++)
+        strbuf_addf(&sb, "%s%s", i ? "," : "", cfg->local.egress.v[i]);
+    char *proxy = sbx_find_libexec(cfg->agent_path, "sbx-egress");
+    if (proxy)
+        finding(0, "network:", "allowlist, HTTP(S) through %s to %s", proxy, sb.buf);
+    else
+        finding(2, "network: allowlist, but sbx-egress (the egress proxy) is not installed",
+                "make install puts it beside sbx-agent");
+    free(proxy);
+    strbuf_release(&sb);
+}
+
 void local_doctor(const sbx_config *cfg, sbx_doctor_finding *finding)
 {
     sbx_runtime rt = SBX_RUNTIME_AUTO;
@@ -168,4 +192,5 @@ void local_doctor(const sbx_config *cfg, sbx_doctor_finding *finding)
     if (rt == SBX_RUNTIME_RUNSC)
         doctor_shim(finding);
     doctor_limits(cfg, rt, finding);
+    doctor_network(cfg, finding);
 }

@@ -14,6 +14,7 @@
  *   runsc.c          gVisor: the OCI bundle, runsc's argv, and the start
  *   state.c          sandbox.json: saving, loading, and the class's peek/adopt hooks
  *   status.c         the JSON facts of `sbx status`
+ *   egress_run.c     the network namespace before bwrap, the egress proxy's life
  *   doctor.c         the class's doctor hook
  *   local_backend.c  the class: claim, open_stream, alive, exists, release
  */
@@ -29,6 +30,9 @@
 #include "common/util.h"
 #include "session/backend.h"
 #include "session/config.h"
+#include "local/egress.h"
+
+#include <cjson/cJSON.h>
 
 /* Where things sit inside the sandbox. */
 #define SBX_IN_AGENT_BIN "/.sbxsh/sbx-agent"
@@ -37,6 +41,18 @@
 
 /* How long a new sandbox may take to show its agent's socket. */
 #define SBX_START_TIMEOUT_MS 30000
+
+/* AGENT_SANDBOX_LOCAL_NETWORK=allowlist: STATE/SESSION/egress (the proxy's socket) here. */
+#define SBX_IN_EGRESS_DIR "/.sbxsh/egress"
+#define SBX_EGRESS_SOCKET "proxy.sock"
+/* The sandbox's /etc/resolv.conf without the host's network: the agent's DNS stub
+ * (sync/dnsstub.h); one try, one second (a stub that is not there fails at once anyway:
+ * the port is closed). */
+#define SBX_RESOLV_CONF "nameserver 127.0.0.1\noptions attempts:1 timeout:1\n"
+/* Where the DNS stub's sockets sit in bwrap's sandbox (sbx-agent --dns-fds). */
+#define SBX_DNS_FDS "6,7"
+/* How long the egress proxy may take to listen. */
+#define SBX_EGRESS_START_TIMEOUT_MS 10000
 
 /* Where the cgroup hierarchies are mounted; the period cpu quotas are given in. */
 #define SBX_CGROUP_ROOT "/sys/fs/cgroup"
@@ -79,6 +95,10 @@ typedef struct local_backend {
     char *dir;              /* the session's state directory */
     char *home;
     bool network_host;
+    bool network_allowlist; /* HTTP(S) through sbx-egress to the hosts of egress only */
+    strvec egress;
+    pid_t egress_pid;       /* the proxy, while claimed (0: none) */
+    uint64_t egress_start;
     strvec code_dirs;
     char *agent_path;
     char *compat_so;        /* runsc: the statx shim beside the agent, or NULL */
@@ -108,6 +128,10 @@ typedef struct saved_state {
     uint64_t starttime;
     int64_t created;
     bool network_host;
+    bool network_allowlist;
+    strvec egress;
+    pid_t egress_pid;
+    uint64_t egress_start;
     strvec code_dirs;
     sandbox_limits lim;
 } saved_state;
@@ -116,12 +140,13 @@ typedef struct saved_state {
 
 /* What a spawned child gets besides argv and envp. */
 typedef struct spawn_opts {
-    int pass_fds[2];            /* become its fds 3 and 4 (-1: none) */
+    int pass_fds[3];            /* become its fds 3, 4 and 5 (-1: none) */
     /* cgroup.procs files the child writes its pid to before exec, so that
      * it and everything it starts run inside the sandbox's cgroup. */
     char *const *join;
     size_t njoin;
     const sandbox_limits *rlimits;  /* the rlimit fallback, or NULL */
+    bool dns_netns;             /* bwrap: its network namespace made here (dns_netns) */
 } spawn_opts;
 
 /* The class (what the registry lists; local_backend.c). */
@@ -132,6 +157,7 @@ bool local_alive(sbx_backend *b);
 /* settings.c: the class's configure and fingerprint hooks (cfg->local). */
 int local_configure(sbx_config *cfg, sbx_err *err);
 void local_fingerprint(const sbx_config *cfg, strbuf *out);
+void local_sandbox_env(const sbx_config *cfg, strvec *vars);
 
 /* runtime.c: which runtime want (AUTO: runsc when installed, else bwrap) resolves
  * to here, and its path (malloc'd, if path); -1 with a message naming the Debian
@@ -191,6 +217,7 @@ typedef struct local_runsc_params {
     const char *runsc;          /* the program */
     const char *state_dir;      /* the session's: its runsc/ is runsc's --root */
     bool network_host;
+    bool allowlist;             /* the egress proxy: the agent's relay reaches a host socket */
     bool cgroups;               /* runsc makes the sandbox's cgroups (else --ignore-cgroups) */
     bool rootless;              /* not root: --rootless */
 } local_runsc_params;
@@ -209,10 +236,29 @@ bool local_state_alive(pid_t pid, uint64_t starttime);
 int local_peek(const char *state_dir, strbuf *json);
 int local_adopt(const char *state_dir, sbx_config *cfg);
 
+/* The egress part of a status: the list, and whether its proxy runs. */
+typedef struct egress_status {
+    bool allowlist;
+    const strvec *allow;
+    pid_t pid;
+    uint64_t start;
+} egress_status;
+
+/* egress_run.c */
+const char *local_net_name(bool host, bool allowlist);
+/* In the process that becomes bwrap: the sandbox's network namespace, its loopback up
+ * and the DNS stub's sockets bound on 127.0.0.1:53 at fds 6 and 7. */
+int local_dns_netns(void);
+bool local_egress_alive(pid_t pid, uint64_t start);
+void local_stop_egress(pid_t pid, uint64_t start);
+/* Starts sbx-egress for lb's allowlist, watching the sandbox; records its pid. */
+int local_start_egress(local_backend *lb, sbx_err *err);
+cJSON *local_json_strv(const char *const *v, size_t n);
+
 /* status.c */
 void local_status_json(strbuf *json, const char *runtime, const char *id, int64_t created,
-                       bool alive, pid_t pid, bool network_host, const char *dir,
-                       const sandbox_limits *lim);
+                       bool alive, pid_t pid, bool network_host, const egress_status *eg,
+                       const char *dir, const sandbox_limits *lim);
 void local_status(sbx_backend *b, strbuf *json);
 
 /* doctor.c */

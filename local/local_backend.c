@@ -66,7 +66,7 @@ static int wipe_state(local_backend *lb, bool keep_home, sbx_err *err)
     /* "code" held the copies before they moved into the sandbox's tmpfs: a
      * state directory of an older sbxsh still has it. */
     static const char *const parts[] = { "code", "agent", "rootfs", "runsc", "config.json",
-                                         "runsc.pid", "sandbox.json" };
+                                         "runsc.pid", "sandbox.json", "egress", "resolv.conf" };
     for (size_t i = 0; i < ARRAY_SIZE(parts); i++) {
         char *p = local_state_path(lb, parts[i]);
         int r = sbx_rm_rf(p, err);
@@ -88,10 +88,19 @@ static int wipe_state(local_backend *lb, bool keep_home, sbx_err *err)
  * private HOME, runsc's --root; all private (0700). */
 static int make_dirs(local_backend *lb, sbx_err *err)
 {
-    static const char *const dirs[] = { "agent", "home", "runsc" };
+    static const char *const dirs[] = { "agent", "home", "runsc", "egress" };
     for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
         char *p = local_state_path(lb, dirs[i]);
-        int r = sbx_mkdir_p(p, 0700, err);
+        int r = !strcmp(dirs[i], "egress") && !lb->network_allowlist ? 0
+                : sbx_mkdir_p(p, 0700, err);
+        free(p);
+        if (r < 0)
+            return -1;
+    }
+    if (!lb->network_host) {
+        /* runsc binds it from here; bwrap gets it as data (local_start_bwrap) */
+        char *p = local_state_path(lb, "resolv.conf");
+        int r = sbx_write_file_atomic(p, SBX_RESOLV_CONF, strlen(SBX_RESOLV_CONF), 0644, err);
         free(p);
         if (r < 0)
             return -1;
@@ -114,7 +123,10 @@ static int local_claim(sbx_backend *b, bool *reattached, sbx_err *err)
         return -1;
     if (local_load_state(lb->dir, &s) == 0) {
         bool same = !strcmp(s.runtime, sbx_runtime_name(lb->runtime)) &&
-                    s.network_host == lb->network_host && sbx_strvec_equal(&s.code_dirs, &lb->code_dirs);
+                    s.network_host == lb->network_host &&
+                    s.network_allowlist == lb->network_allowlist &&
+                    sbx_strvec_equal(&s.egress, &lb->egress) &&
+                    sbx_strvec_equal(&s.code_dirs, &lb->code_dirs);
         if (same && local_state_alive(s.pid, s.starttime)) {
             free(lb->id);
             lb->id = xstrdup(s.id);
@@ -126,12 +138,20 @@ static int local_claim(sbx_backend *b, bool *reattached, sbx_err *err)
             /* The limits in force are the ones it was made with. */
             strvec_clear(&lb->lim.cgroups);
             lb->lim = s.lim;
+            lb->egress_pid = s.egress_pid;
+            lb->egress_start = s.egress_start;
             strvec_clear(&s.code_dirs);
+            strvec_clear(&s.egress);
+            /* a proxy that died (killed, crashed) comes back for the same sandbox */
+            if (lb->network_allowlist && !local_egress_alive(lb->egress_pid, lb->egress_start) &&
+                (local_start_egress(lb, err) < 0 || local_save_state(lb, err) < 0))
+                return -1;
             return 0;
         }
         /* Dead, or made for other code directories or another runtime:
          * nothing of it can be reused but the private HOME. */
         stop_sandbox(s.pid, s.starttime, &s.lim.cgroups);
+        local_stop_egress(s.egress_pid, s.egress_start);
         local_saved_state_free(&s);
     }
     strvec_clear(&lb->lim.cgroups);
@@ -152,8 +172,9 @@ static int local_claim(sbx_backend *b, bool *reattached, sbx_err *err)
     if ((lb->runtime == SBX_RUNTIME_RUNSC ? local_start_runsc(lb, err) : local_start_bwrap(lb, err)) < 0)
         return -1;
     lb->claimed = true;
-    if (local_save_state(lb, err) < 0) {
+    if ((lb->network_allowlist && local_start_egress(lb, err) < 0) || local_save_state(lb, err) < 0) {
         stop_sandbox(lb->pid, lb->starttime, &lb->lim.cgroups);
+        local_stop_egress(lb->egress_pid, lb->egress_start);
         lb->claimed = false;
         return -1;
     }
@@ -297,9 +318,11 @@ static int local_release(sbx_backend *b, sbx_err *err)
 
     if (local_load_state(lb->dir, &s) == 0) {
         stop_sandbox(s.pid, s.starttime, &s.lim.cgroups);
+        local_stop_egress(s.egress_pid, s.egress_start);
         local_saved_state_free(&s);
     } else if (lb->claimed) {
         stop_sandbox(lb->pid, lb->starttime, &lb->lim.cgroups);
+        local_stop_egress(lb->egress_pid, lb->egress_start);
     }
     lb->claimed = false;
     if (wipe_state(lb, false, err) < 0)
@@ -327,6 +350,7 @@ static void local_free(sbx_backend *b)
     free(lb->compat_so);
     free(lb->id);
     strvec_clear(&lb->code_dirs);
+    strvec_clear(&lb->egress);
     strvec_clear(&lb->agent_args);
     strvec_clear(&lb->agent_env);
     strvec_clear(&lb->lim.cgroups);
@@ -363,6 +387,9 @@ sbx_backend *local_new(const sbx_config *cfg, const sbx_sandbox_spec *spec, sbx_
     lb->dir = sbx_session_state_dir(cfg);
     lb->home = xstrdup(cfg->home);
     lb->network_host = cfg->local.network_host;
+    lb->network_allowlist = cfg->local.network_allowlist;
+    for (size_t i = 0; i < cfg->local.egress.n; i++)
+        strvec_push(&lb->egress, cfg->local.egress.v[i]);
     for (size_t i = 0; i < cfg->code_dirs.n; i++)
         strvec_push(&lb->code_dirs, cfg->code_dirs.v[i]);
     lb->agent_path = xstrdup(spec->agent_path);
@@ -386,6 +413,7 @@ const sbx_backend_class sbx_backend_class_local = {
     .name = "local",
     .configure = local_configure,
     .fingerprint = local_fingerprint,
+    .sandbox_env = local_sandbox_env,
     .create = local_new,
     .peek = local_peek,
     .adopt = local_adopt,

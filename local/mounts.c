@@ -104,6 +104,14 @@ void local_plan_mounts(local_backend *lb, mount_list *ml)
     for (size_t i = 0; i < ARRAY_SIZE(sys_dirs); i++)
         plan_system_path(ml, sys_dirs[i]);
     for (size_t i = 0; i < ARRAY_SIZE(etc_allow); i++) {
+        /* Without the host's network, names are looked up at the agent's DNS stub on the
+         * sandbox's loopback (sync/dnsstub.h), which says the sandbox has no network. */
+        if (!lb->network_host && !strcmp(etc_allow[i], "resolv.conf")) {
+            p = local_state_path(lb, "resolv.conf");
+            local_ml_add(ml, M_RO, p, "/etc/resolv.conf");
+            free(p);
+            continue;
+        }
         p = xasprintf("/etc/%s", etc_allow[i]);
         plan_system_path(ml, p);
         free(p);
@@ -119,6 +127,11 @@ void local_plan_mounts(local_backend *lb, mount_list *ml)
     local_ml_add(ml, M_RW, p, SBX_SANDBOX_AGENT_DIR);
     free(p);
     local_ml_add(ml, M_RO, lb->agent_path, SBX_IN_AGENT_BIN);
+    if (lb->network_allowlist) {
+        p = local_state_path(lb, "egress");
+        local_ml_add(ml, M_RO, p, SBX_IN_EGRESS_DIR);
+        free(p);
+    }
     if (lb->runtime == SBX_RUNTIME_RUNSC && lb->compat_so)
         local_ml_add(ml, M_RO, lb->compat_so, SBX_IN_COMPAT_SO);
 

@@ -86,7 +86,8 @@ static int runsc_mountpoint(local_backend *lb, mount_list *ml, size_t idx, sbx_e
     return r;
 }
 
-static cJSON *json_strv(const char *const *v, size_t n)
+/* A JSON array of strings (the OCI spec's, sandbox.json's lists). */
+cJSON *local_json_strv(const char *const *v, size_t n)
 {
     cJSON *a = cJSON_CreateArray();
     for (size_t i = 0; i < n; i++)
@@ -103,7 +104,7 @@ static cJSON *oci_mount(const char *dst, const char *type, const char *src,
     cJSON_AddStringToObject(m, "type", type);
     cJSON_AddStringToObject(m, "source", src);
     if (nopts)
-        cJSON_AddItemToObject(m, "options", json_strv(opts, nopts));
+        cJSON_AddItemToObject(m, "options", local_json_strv(opts, nopts));
     return m;
 }
 
@@ -176,9 +177,9 @@ static int write_bundle(local_backend *lb, sbx_err *err)
     cJSON_AddNumberToObject(user, "uid", getuid() ? 0 : getuid());
     cJSON_AddNumberToObject(user, "gid", getuid() ? 0 : getgid());
     local_agent_argv(lb, &argv);
-    cJSON_AddItemToObject(proc, "args", json_strv((const char *const *)argv.v, argv.n));
+    cJSON_AddItemToObject(proc, "args", local_json_strv((const char *const *)argv.v, argv.n));
     cJSON_AddItemToObject(proc, "env",
-                          json_strv((const char *const *)lb->agent_env.v, lb->agent_env.n));
+                          local_json_strv((const char *const *)lb->agent_env.v, lb->agent_env.n));
     cJSON_AddStringToObject(proc, "cwd", "/");
     cJSON_AddObjectToObject(proc, "capabilities");  /* none */
     cJSON_AddBoolToObject(proc, "noNewPrivileges", true);
@@ -255,7 +256,7 @@ void local_runsc_argv(const local_runsc_params *p, strvec *argv)
     strvec_push(argv, p->network_host ? "--network=host" : "--network=none");
     /* The agent creates its socket in a bind mount; host processes may
      * connect to it. Nothing lets the sandbox open host sockets. */
-    strvec_push(argv, "--host-uds=create");
+    strvec_push(argv, p->allowlist ? "--host-uds=all" : "--host-uds=create");
     if (!p->cgroups)
         strvec_push(argv, "--ignore-cgroups");
     if (p->rootless)
@@ -277,7 +278,8 @@ static int run_runsc(local_backend *lb, const char *const *args, size_t nargs, i
     char *log = local_state_path(lb, "sandbox.log");
     int r;
     local_runsc_params rp = { .runsc = lb->runtime_path, .state_dir = lb->dir,
-                              .network_host = lb->network_host, .cgroups = lb->runsc_cgroups,
+                              .network_host = lb->network_host,
+                              .allowlist = lb->network_allowlist, .cgroups = lb->runsc_cgroups,
                               .rootless = getuid() != 0 };
     local_runsc_argv(&rp, &argv);
     for (size_t i = 0; i < nargs; i++)

@@ -30,7 +30,14 @@ int local_save_state(local_backend *lb, sbx_err *err)
     cJSON_AddNumberToObject(o, "pid", lb->pid);
     cJSON_AddNumberToObject(o, "starttime", (double)lb->starttime);
     cJSON_AddNumberToObject(o, "created", (double)lb->created);
-    cJSON_AddStringToObject(o, "network", lb->network_host ? "host" : "none");
+    cJSON_AddStringToObject(o, "network", local_net_name(lb->network_host, lb->network_allowlist));
+    if (lb->network_allowlist) {
+        cJSON *eg = cJSON_AddObjectToObject(o, "egress");
+        cJSON_AddItemToObject(eg, "allow", local_json_strv((const char *const *)lb->egress.v,
+                                                     lb->egress.n));
+        cJSON_AddNumberToObject(eg, "proxy_pid", lb->egress_pid);
+        cJSON_AddNumberToObject(eg, "proxy_starttime", (double)lb->egress_start);
+    }
     for (size_t i = 0; i < lb->code_dirs.n; i++)
         cJSON_AddItemToArray(dirs, cJSON_CreateString(lb->code_dirs.v[i]));
     cJSON_AddItemToObject(o, "code_dirs", dirs);
@@ -58,6 +65,7 @@ int local_save_state(local_backend *lb, sbx_err *err)
 
 void local_saved_state_free(saved_state *s)
 {
+    strvec_clear(&s->egress);
     strvec_clear(&s->code_dirs);
     strvec_clear(&s->lim.cgroups);
 }
@@ -108,6 +116,20 @@ int local_load_state(const char *dir, saved_state *s)
         s->created = (int64_t)it->valuedouble;
     it = cJSON_GetObjectItemCaseSensitive(o, "network");
     s->network_host = cJSON_IsString(it) && !strcmp(it->valuestring, "host");
+    s->network_allowlist = cJSON_IsString(it) && !strcmp(it->valuestring, "allowlist");
+    {
+        cJSON *eg = cJSON_GetObjectItemCaseSensitive(o, "egress"), *e;
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(eg, "allow")) {
+            if (cJSON_IsString(e))
+                strvec_push(&s->egress, e->valuestring);
+        }
+        it = cJSON_GetObjectItemCaseSensitive(eg, "proxy_pid");
+        if (cJSON_IsNumber(it) && it->valuedouble > 1 && it->valuedouble < 1 << 30)
+            s->egress_pid = (pid_t)it->valuedouble;
+        it = cJSON_GetObjectItemCaseSensitive(eg, "proxy_starttime");
+        if (cJSON_IsNumber(it) && it->valuedouble >= 0)
+            s->egress_start = (uint64_t)it->valuedouble;
+    }
     it = cJSON_GetObjectItemCaseSensitive(o, "code_dirs");
     cJSON *d;
     cJSON_ArrayForEach(d, it) {
@@ -152,8 +174,9 @@ int local_peek(const char *state_dir, strbuf *json)
     saved_state s;
     if (local_load_state(state_dir, &s) < 0)
         return -1;
+    egress_status eg = { s.network_allowlist, &s.egress, s.egress_pid, s.egress_start };
     local_status_json(json, s.runtime, s.id, s.created, local_state_alive(s.pid, s.starttime), s.pid,
-                s.network_host, state_dir, &s.lim);
+                s.network_host, &eg, state_dir, &s.lim);
     local_saved_state_free(&s);
     return 0;
 }
@@ -169,6 +192,9 @@ int local_adopt(const char *state_dir, sbx_config *cfg)
     strvec_clear(&s.lim.cgroups);
     cfg->local.runtime = !strcmp(s.runtime, "runsc") ? SBX_RUNTIME_RUNSC : SBX_RUNTIME_BWRAP;
     cfg->local.network_host = s.network_host;
+    cfg->local.network_allowlist = s.network_allowlist;
+    strvec_clear(&cfg->local.egress);
+    cfg->local.egress = s.egress;
     strvec_clear(&cfg->code_dirs);
     cfg->code_dirs = s.code_dirs;
     return 0;

@@ -25,8 +25,8 @@ static void limits_json(strbuf *json, const sandbox_limits *l)
 }
 
 void local_status_json(strbuf *json, const char *runtime, const char *id, int64_t created,
-                        bool alive, pid_t pid, bool network_host, const char *dir,
-                        const sandbox_limits *lim)
+                       bool alive, pid_t pid, bool network_host, const egress_status *eg,
+                       const char *dir, const sandbox_limits *lim)
 {
     strbuf_addstr(json, "{\"backend\":\"local\",\"runtime\":\"");
     strbuf_add_json_escaped(json, runtime, strlen(runtime));
@@ -34,7 +34,17 @@ void local_status_json(strbuf *json, const char *runtime, const char *id, int64_
     strbuf_add_json_escaped(json, id, strlen(id));
     strbuf_addf(json, "\",\"created\":%lld,\"alive\":%s,\"pid\":%d,\"network\":\"%s\",",
                 (long long)created, alive ? "true" : "false", (int)pid,
-                network_host ? "host" : "none");
+                local_net_name(network_host, eg->allowlist));
+    if (eg->allowlist) {
+        strbuf_addstr(json, "\"egress\":{\"allow\":[");
+        for (size_t i = 0; i < eg->allow->n; i++) {
+            strbuf_addstr(json, i ? ",\"" : "\"");
+            strbuf_add_json_escaped(json, eg->allow->v[i], strlen(eg->allow->v[i]));
+            strbuf_addch(json, '"');
+        }
+        strbuf_addf(json, "],\"proxy_pid\":%d,\"proxy_alive\":%s},", (int)eg->pid,
+                    local_egress_alive(eg->pid, eg->start) ? "true" : "false");
+    }
     limits_json(json, lim);
     strbuf_addstr(json, "\"state_dir\":\"");
     strbuf_add_json_escaped(json, dir, strlen(dir));
@@ -44,6 +54,7 @@ void local_status_json(strbuf *json, const char *runtime, const char *id, int64_
 void local_status(sbx_backend *b, strbuf *json)
 {
     local_backend *lb = (local_backend *)b;
+    egress_status eg = { lb->network_allowlist, &lb->egress, lb->egress_pid, lb->egress_start };
     local_status_json(json, sbx_runtime_name(lb->runtime), lb->id ? lb->id : "", lb->created,
-                local_alive(b), lb->pid, lb->network_host, lb->dir, &lb->lim);
+                local_alive(b), lb->pid, lb->network_host, &eg, lb->dir, &lb->lim);
 }

@@ -102,6 +102,9 @@ typedef struct sbx_backend_class {
      * (cfg->local for "local") and checks them; called by sbx_config_load() for every
      * backend built in, so a bad value is refused whichever backend is used. */
     int (*configure)(sbx_config *cfg, sbx_err *err);
+    /* Appends NAME=VALUE variables every command in this backend's sandboxes gets (they
+     * replace forwarded ones of the same name), or nothing. */
+    void (*sandbox_env)(const sbx_config *cfg, strvec *vars);
     /* Appends what of its section fixes a sandbox's shape ("runtime=runsc network=none ")
      * to the session's fingerprint (sbx_config_fingerprint). */
     void (*fingerprint)(const sbx_config *cfg, strbuf *out);

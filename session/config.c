@@ -562,6 +562,7 @@ fail:
 
 void sbx_config_free(sbx_config *cfg)
 {
+    strvec_clear(&cfg->local.egress);
     free(cfg->session);
     strvec_clear(&cfg->code_dirs);
     strvec_clear(&cfg->sync_paths);

@@ -43,6 +43,9 @@ const char *sbx_runtime_name(sbx_runtime rt);
 typedef struct sbx_local_config {
     sbx_runtime runtime;    /* as asked; the backend resolves AUTO */
     bool network_host;      /* AGENT_SANDBOX_LOCAL_NETWORK=host */
+    bool network_allowlist; /* AGENT_SANDBOX_LOCAL_NETWORK=allowlist: HTTP(S) through the
+                               host's egress proxy to the hosts of egress only */
+    strvec egress;          /* AGENT_SANDBOX_EGRESS, checked (local/egress.h), lower-case */
 } sbx_local_config;
 
 #define SBX_SESSION_NAME_MAX 64

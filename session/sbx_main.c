@@ -59,7 +59,10 @@ static const char usage_main[] =
     "  AGENT_SANDBOX_SESSION          session name\n"
     "  AGENT_SANDBOX_CODE_DIRS        code directories, colon-separated\n"
     "  AGENT_SANDBOX_LOCAL_RUNTIME    runsc | bwrap (default: runsc when installed)\n"
-    "  AGENT_SANDBOX_LOCAL_NETWORK    none (default) | host\n"
+    "  AGENT_SANDBOX_LOCAL_NETWORK    none (default) | host | allowlist\n"
+    "  AGENT_SANDBOX_EGRESS           with allowlist: hosts the sandbox may reach over\n"
+    "                                 HTTP(S), comma-separated (host, *.domain, host:port,\n"
+    "                                 CIDR for private ranges)\n"
     "  AGENT_SANDBOX_IDLE_TIMEOUT     release after this long unused (default 30m; 0: never)\n"
     "  AGENT_SANDBOX_FORWARD_ENV      host variables the sandbox gets, comma-separated\n"
     "  AGENT_SANDBOX_SYNC_PATHS, AGENT_SANDBOX_TASK_FILES, AGENT_SANDBOX_SYNC_EXCLUDE\n"
@@ -426,6 +429,21 @@ out:
 
 /* "limits:    100 processes, 256 MiB memory, all CPUs, 10 GiB per code copy and /tmp"
  * and how they are enforced. */
+/* "egress:" for a sandbox with AGENT_SANDBOX_LOCAL_NETWORK=allowlist. */
+static void print_egress_human(const cJSON *eg)
+{
+    const cJSON *e, *pid = cJSON_GetObjectItemCaseSensitive(eg, "proxy_pid");
+    if (!cJSON_IsObject(eg))
+        return;
+    printf("egress:    ");
+    int n = 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(eg, "allow"))
+        printf("%s%s", n++ ? ", " : "", cJSON_IsString(e) ? e->valuestring : "?");
+    printf(" (proxy pid %d, %s)\n", cJSON_IsNumber(pid) ? (int)pid->valuedouble : 0,
+           cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(eg, "proxy_alive")) ? "running"
+                                                                            : "not running");
+}
+
 static void print_limits_human(cJSON *lim)
 {
     cJSON *p = cJSON_GetObjectItemCaseSensitive(lim, "pids_max");
@@ -504,6 +522,7 @@ static void print_status_human(const char *json)
                cJSON_IsString(id) ? id->valuestring : "?",
                cJSON_IsTrue(alive) ? "running" : "stopped", when,
                cJSON_IsString(net) ? net->valuestring : "?");
+        print_egress_human(cJSON_GetObjectItemCaseSensitive(sb, "egress"));
         cJSON *lim = cJSON_GetObjectItemCaseSensitive(sb, "limits");
         if (cJSON_IsObject(lim))
             print_limits_human(lim);

@@ -1,4 +1,5 @@
 #include "session/session.h"
+#include "session/backend.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -1106,5 +1107,18 @@ void sbx_sandbox_env(const sbx_config *cfg, bool tty, strvec *out)
         /* PATH and HOME forwarded on purpose replace the defaults. */
         if (named || terminal_or_locale_var(name, len))
             env_set(out, name, len, eq + 1);
+    }
+    /* What the session's backend sets for every command (the local allowlist's proxy
+     * variables), replacing forwarded ones of the same name. */
+    const sbx_backend_class *bc = sbx_backend_class_find(cfg->backend);
+    if (bc && bc->sandbox_env) {
+        strvec vars = STRVEC_INIT;
+        bc->sandbox_env(cfg, &vars);
+        for (size_t i = 0; i < vars.n; i++) {
+            const char *eq = strchr(vars.v[i], '=');
+            if (eq)
+                env_set(out, vars.v[i], (size_t)(eq - vars.v[i]), eq + 1);
+        }
+        strvec_clear(&vars);
     }
 }

@@ -59,6 +59,7 @@ typedef struct achan {
     int status;
     int spawn_errno;
     char spawn_msg[256];
+    size_t stderr_at;     /* 1 + the index in fds of the pipe carrying its fd 2, or 0 */
     size_t nfds;
     achan_fd fds[WIRE_MAX_FDS + 2];
 } achan;
@@ -109,6 +110,7 @@ typedef struct agent {
     int listen_fd;
     int64_t idle_since;
     bool quit;
+    bool net_noticed;     /* the no-network notice reached a command (net_notice) */
 } agent;
 
 static int sig_pipe[2] = { -1, -1 };
@@ -505,6 +507,8 @@ static void spawn(agent *a, uint32_t id, wire_run *run)
                 k++;
             shared_fd[nshared] = run->fd[i];
             shared_of[nshared++] = (int)k;
+            if (run->fd[i] == 2)
+                ch->stderr_at = k + 1;
             if (run->fd[i] > maxfd)
                 maxfd = run->fd[i];
             continue;
@@ -525,6 +529,8 @@ static void spawn(agent *a, uint32_t id, wire_run *run)
         if (run->fd[i] > maxfd)
             maxfd = run->fd[i];
         ch->nfds++;
+        if (run->fd[i] == 2 && f->out)
+            ch->stderr_at = ch->nfds;
     }
     if (ch->tty) {
         achan_fd *in = &ch->fds[ch->nfds++], *out = &ch->fds[ch->nfds++];
@@ -536,6 +542,7 @@ static void spawn(agent *a, uint32_t id, wire_run *run)
         set_nonblock(in->fd, true);
         set_nonblock(out->fd, true);
         tty_fds_added = true;
+        ch->stderr_at = ch->nfds;
     }
     if (pipe2(errpipe, O_CLOEXEC) < 0) {
         ch->spawn_errno = errno;
@@ -1208,6 +1215,41 @@ static void write_input(agent *a, achan *ch, achan_fd *f)
         close_fd(f);
 }
 
+/* The sandbox has no network (sync/dnsstub.h): the helper sends a line per lookup; the
+ * first one that a running command can show goes to its stderr, as if it had written it,
+ * and then none again for the sandbox's life. A line starting with '!' (the egress proxy
+ * refused a tunnel) is shown each time. */
+static void net_notice(agent *a)
+{
+    char buf[4096];
+    ssize_t n = read(a->o->notice_fd, buf, sizeof(buf) - 1);
+    for (char *line = buf, *nl; n > 0 && (nl = memchr(line, '\n', (size_t)(buf + n - line)));
+         line = nl + 1) {
+        bool always = line[0] == '!';
+        char text[1100];
+        size_t len = (size_t)(nl - line) - always;
+        if ((a->net_noticed && !always) || a->out_fd < 0 || len + 3 > sizeof(text))
+            continue;
+        memcpy(text, line + always, len);
+        for (size_t i = 0; i < a->nchans; i++) {
+            achan *ch = a->chans[i];
+            achan_fd *f = ch->stderr_at ? &ch->fds[ch->stderr_at - 1] : NULL;
+            /* a raw terminal's line ends with CR LF */
+            size_t tl = len + (f && f->pty ? 2 : 1);
+            /* (an exited command whose stderr is still open gets it too: the lookup and
+             * its exit may reach us in one turn) */
+            if ((ch->state != CH_RUNNING && ch->state != CH_DRAINING) || ch->orphan || !f ||
+                f->fd < 0 || f->credit < tl)
+                continue;
+            memcpy(text + len, f->pty ? "\r\n" : "\n", tl - len);
+            wire_frame_raw(&a->out, WIRE_DATA, f->child_fd, ch->id, text, tl);
+            f->credit -= (uint32_t)tl;
+            if (!always)
+                a->net_noticed = true;
+        }
+    }
+}
+
 /* ---- the loop ------------------------------------------------------------------------------ */
 
 typedef struct pollref {
@@ -1252,8 +1294,8 @@ static int loop(agent *a)
         if (a->in_fd < 0 && !a->o->listen_path)
             break;
 
-        XGROW(pfd, apfd, 5 + a->nchans * (WIRE_MAX_FDS + 2));
-        XGROW(refs, arefs, 5 + a->nchans * (WIRE_MAX_FDS + 2));
+        XGROW(pfd, apfd, 6 + a->nchans * (WIRE_MAX_FDS + 2));
+        XGROW(refs, arefs, 6 + a->nchans * (WIRE_MAX_FDS + 2));
         pfd[n++] = (struct pollfd){ .fd = sig_pipe[0], .events = POLLIN };
         if (a->listen_fd >= 0)
             pfd[n++] = (struct pollfd){ .fd = a->listen_fd, .events = POLLIN };
@@ -1263,6 +1305,8 @@ static int loop(agent *a)
             pfd[n++] = (struct pollfd){ .fd = a->out_fd, .events = POLLOUT };
         if (a->tree && mf_watch_fd(a->tree) >= 0)
             pfd[n++] = (struct pollfd){ .fd = mf_watch_fd(a->tree), .events = POLLIN };
+        if (a->o->notice_fd > 0)
+            pfd[n++] = (struct pollfd){ .fd = a->o->notice_fd, .events = POLLIN };
         base = n;
         for (size_t i = 0; i < a->nchans; i++) {
             achan *ch = a->chans[i];
@@ -1336,6 +1380,8 @@ static int loop(agent *a)
                 write_host(a);
             else if (a->tree && pfd[i].fd == mf_watch_fd(a->tree))
                 mf_drain_events(a->tree);
+            else if (pfd[i].fd == a->o->notice_fd)
+                net_notice(a);
         }
         for (size_t i = base; i < n; i++) {
             pollref *r = &refs[i - base];

@@ -44,6 +44,7 @@ int main(void)
     strvec_push(&env, "NOEQUALS");
     strvec_push(&env, "A=b=c");
     local_ml_add(&ml, M_RO, "/usr", "/usr");
+    local_ml_add(&ml, M_RO, "/etc/resolv.conf", "/etc/resolv.conf");
     local_ml_add(&ml, M_SYMLINK, "usr/bin", "/bin");
     local_ml_add(&ml, M_PROC, NULL, "/proc");
     local_ml_add(&ml, M_DEV, NULL, "/dev");
@@ -59,7 +60,12 @@ int main(void)
        "bwrap: a user namespace, as the caller's uid and gid");
     ok(HAS(&argv, "--unshare-pid") && HAS(&argv, "--unshare-ipc") && HAS(&argv, "--unshare-uts"),
        "bwrap: pid, ipc and uts namespaces");
-    ok(HAS(&argv, "--unshare-net"), "bwrap: no network by default");
+    ok(!HAS(&argv, "--unshare-net"), "bwrap: its network namespace is not bwrap's own (made "
+       "before it, with the DNS stub's sockets)");
+    ok(HAS(&argv, "--ro-bind-data", "5", "/etc/resolv.conf") &&
+       !HAS(&argv, "--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf"),
+       "bwrap: without the host's network, resolv.conf is data from fd 5 (the DNS stub), "
+       "not a bind");
     ok(HAS(&argv, "--disable-userns") && HAS(&argv, "--cap-drop", "ALL") &&
        HAS(&argv, "--new-session"), "bwrap: no capabilities, no nested user namespace, "
        "a new session (no TIOCSTI into ours)");
@@ -87,11 +93,14 @@ int main(void)
     strvec_clear(&argv);
     p.network_host = true;
     local_bwrap_options(&p, &ml, &argv);
-    ok(!HAS(&argv, "--unshare-net"), "bwrap: AGENT_SANDBOX_LOCAL_NETWORK=host shares the network");
+    ok(!HAS(&argv, "--unshare-net") &&
+       HAS(&argv, "--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf"),
+       "bwrap: AGENT_SANDBOX_LOCAL_NETWORK=host shares the network and the host's resolv.conf");
 
     /* The command line is what the sandbox's /proc/1/cmdline shows. */
     local_backend lb;
     memset(&lb, 0, sizeof(lb));
+    lb.network_host = true;     /* the network options of the agent are its own business */
     strvec_init(&lb.agent_args);
     strvec_push(&lb.agent_args, "--root");
     strvec_push(&lb.agent_args, "/home/u/proj");
@@ -110,6 +119,12 @@ int main(void)
     ok(HAS(&argv, "/usr/bin/runsc", "--root=/state/s/runsc", "--network=none",
            "--host-uds=create") && argv.n == 4,
        "runsc: its root in the session's state, no network, agent sockets reachable");
+    rp.allowlist = true;
+    strvec_clear(&argv);
+    local_runsc_argv(&rp, &argv);
+    ok(HAS(&argv, "--host-uds=all"), "runsc: with the egress allowlist the agent's relay may "
+       "connect to the proxy's host socket");
+    rp.allowlist = false;
     rp.network_host = true;
     rp.cgroups = false;
     rp.rootless = true;
