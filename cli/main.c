@@ -37,19 +37,9 @@ static int load_input(const sh_options *o, char **buf, size_t *len, bool *owned,
     case SH_INPUT_STDIN:
     case SH_INPUT_INTERACTIVE: {
         strbuf sb = STRBUF_INIT;
-        for (;;) {
-            ssize_t r;
-            strbuf_grow(&sb, 65536);
-            r = read(0, sb.buf + sb.len, sb.alloc - sb.len - 1);
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r < 0) {
-                strbuf_release(&sb);
-                return sbx_errno(err, "reading stdin");
-            }
-            if (r == 0)
-                break;
-            strbuf_setlen(&sb, sb.len + (size_t)r);
+        if (strbuf_read_fd(&sb, 0, SIZE_MAX) < 0) {
+            strbuf_release(&sb);
+            return sbx_errno(err, "reading stdin");
         }
         *owned = true;
         *buf = strbuf_detach(&sb, len);

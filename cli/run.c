@@ -134,7 +134,7 @@ static int read_more(const sh_options *o, strbuf *buf, bool continuation)
     for (;;) {
         ssize_t r;
         strbuf_grow(buf, 65536);
-        r = read(0, buf->buf + buf->len, buf->alloc - buf->len - 1);
+        r = read(0, buf->buf + buf->len, strbuf_avail(buf));
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)

@@ -1,9 +1,11 @@
 #include "common/strbuf.h"
 #include "common/util.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 char strbuf_slopbuf[1];
 
@@ -64,6 +66,27 @@ void strbuf_setlen(strbuf *sb, size_t len)
     }
     sb->len = len;
     sb->buf[len] = '\0';
+}
+
+int strbuf_read_fd(strbuf *sb, int fd, size_t max)
+{
+    for (;;) {
+        ssize_t r;
+        strbuf_grow(sb, 65536);
+        r = read(fd, sb->buf + sb->len, strbuf_avail(sb));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            return 0;
+        strbuf_setlen(sb, sb->len + (size_t)r);
+        /* Checked after each read, so that a file that grows past max stops being read. */
+        if (sb->len > max) {
+            errno = EFBIG;
+            return -1;
+        }
+    }
 }
 
 void strbuf_add(strbuf *sb, const void *data, size_t len)

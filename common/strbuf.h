@@ -32,6 +32,15 @@ char *strbuf_detach(strbuf *sb, size_t *len_out);
 void strbuf_grow(strbuf *sb, size_t extra);
 void strbuf_setlen(strbuf *sb, size_t len);
 static inline void strbuf_reset(strbuf *sb) { strbuf_setlen(sb, 0); }
+/* The bytes that fit after len without growing (the NUL's byte is not counted): a read(2)
+ * into buf + len may take this many, then strbuf_setlen(sb, len + n). 0 when not owned. */
+static inline size_t strbuf_avail(const strbuf *sb)
+{
+    return sb->alloc ? sb->alloc - sb->len - 1 : 0;
+}
+/* Appends what fd gives until end of file (EINTR is retried). Returns 0, or -1 with errno
+ * set: a read error, or EFBIG once len exceeds max (the bytes read so far stay in sb). */
+int strbuf_read_fd(strbuf *sb, int fd, size_t max);
 
 void strbuf_add(strbuf *sb, const void *data, size_t len);
 void strbuf_addstr(strbuf *sb, const char *s);

@@ -188,26 +188,14 @@ int read_file(const char *path, size_t max, char **out, size_t *len, sbx_err *er
     strbuf sb = STRBUF_INIT;
     if (fd < 0)
         return sbx_errno(err, "%s", path);
-    for (;;) {
-        ssize_t r;
-        strbuf_grow(&sb, 8192);
-        r = read(fd, sb.buf + sb.len, sb.alloc - sb.len - 1);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            sbx_errno(err, "read %s", path);
-            close(fd);
-            strbuf_release(&sb);
-            return -1;
-        }
-        if (r == 0)
-            break;
-        strbuf_setlen(&sb, sb.len + (size_t)r);
-        if (sb.len > max) {
-            close(fd);
-            strbuf_release(&sb);
+    if (strbuf_read_fd(&sb, fd, max) < 0) {
+        int e = errno;
+        close(fd);
+        strbuf_release(&sb);
+        if (e == EFBIG)
             return sbx_errf(err, "%s: larger than %zu bytes", path, max);
-        }
+        errno = e;
+        return sbx_errno(err, "read %s", path);
     }
     close(fd);
     *out = strbuf_detach(&sb, len);

@@ -68,7 +68,12 @@ int local_dns_netns(void)
         return -1;
     memset(&ifr, 0, sizeof(ifr));
     snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
-    if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0 || (ifr.ifr_flags |= IFF_UP, ioctl(s, SIOCSIFFLAGS, &ifr)) < 0) {
+    if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0) {
+        close(s);
+        return -1;
+    }
+    ifr.ifr_flags |= IFF_UP;
+    if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0) {
         close(s);
         return -1;
     }

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/framebuf.h"
 #include "common/strbuf.h"
 #include "session/backend.h"
 #include "session/proto.h"
@@ -33,7 +34,8 @@ typedef struct inq {
 
 typedef struct hclient {
     int fd;             /* -1 once disconnected (kept while its command runs) */
-    strbuf in, out;
+    framebuf_in in;     /* frames from the client */
+    framebuf_out out;   /* frames to the client */
     bool hello, progress;
     uint32_t chan;      /* the running command, 0 when none */
     inq inputs[SYNC_MAX_FDS];
@@ -89,7 +91,7 @@ static void on_term(int sig)
 static void send_frame(hclient *c, strbuf *frame)
 {
     if (c->fd >= 0)
-        strbuf_add(&c->out, frame->buf, frame->len);
+        strbuf_add(&c->out.q, frame->buf, frame->len);
     strbuf_reset(frame);
 }
 
@@ -175,11 +177,11 @@ static void on_output(void *ctx, uint32_t chan, int fd, const void *buf, size_t 
     }
     while (len) {
         size_t n = len < SBX_PROTO_CHUNK ? len : SBX_PROTO_CHUNK;
-        size_t start = c->out.len;
-        proto_begin(&c->out, P_OUTPUT);
-        proto_u32(&c->out, (uint32_t)fd);
-        strbuf_add(&c->out, p, n);
-        proto_end(&c->out, start);
+        size_t start = c->out.q.len;
+        proto_begin(&c->out.q, P_OUTPUT);
+        proto_u32(&c->out.q, (uint32_t)fd);
+        strbuf_add(&c->out.q, p, n);
+        proto_end(&c->out.q, start);
         p += n;
         len -= n;
     }
@@ -936,8 +938,8 @@ static void client_drop(holder *h, hclient *c)
                 sync_conn_eof(h->conn, c->chan, c->inputs[i].fd);
     }
     reset_inputs(c);
-    strbuf_release(&c->in);
-    strbuf_release(&c->out);
+    framebuf_in_release(&c->in);
+    framebuf_out_release(&c->out);
     c->sync_id = 0;
     c->release = false;
 }
@@ -946,48 +948,39 @@ static void client_drop(holder *h, hclient *c)
  * drops the client (it is ours, but a bug there must not reach the sandbox). */
 static void client_read(holder *h, hclient *c)
 {
-    char buf[65536];
-    ssize_t n = read(c->fd, buf, sizeof(buf));
-    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+    ssize_t n = framebuf_fill(&c->in, c->fd, 65536);
+    if (n < 0 && errno == EAGAIN)
         return;
     if (n <= 0) {
         client_drop(h, c);
         return;
     }
-    strbuf_add(&c->in, buf, (size_t)n);
-    size_t off = 0;
     for (;;) {
         int type;
         proto_reader r;
-        long flen = proto_parse(c->in.buf + off, c->in.len - off, &type, &r);
+        long flen = proto_parse(framebuf_data(&c->in), framebuf_len(&c->in), &type, &r);
         if (flen == 0)
             break;
+        /* Taken before it is handled (its bytes stay put): handling may drop c. */
+        if (flen > 0)
+            framebuf_consume(&c->in, (size_t)flen);
         if (flen < 0 || handle_frame(h, c, type, &r) < 0) {
             log_msg("dropping a client that sent a malformed frame");
             client_drop(h, c);
             return;
         }
-        off += (size_t)flen;
         if (c->fd < 0)
             return;
     }
-    strbuf_remove(&c->in, 0, off);
+    framebuf_in_compact(&c->in);
 }
 
 /* Sends queued frames without blocking; the rest waits for POLLOUT. A client
  * that cannot be written to is dropped. */
 static void client_write(holder *h, hclient *c)
 {
-    while (c->out.len) {
-        ssize_t n = send(c->fd, c->out.buf, c->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n < 0) {
-            if (errno == EAGAIN || errno == EINTR)
-                return;
-            client_drop(h, c);
-            return;
-        }
-        strbuf_remove(&c->out, 0, (size_t)n);
-    }
+    if (framebuf_send(&c->out, c->fd, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+        client_drop(h, c);
 }
 
 /* New clients on the listening socket, each checked to be our own uid
@@ -1009,8 +1002,8 @@ static void accept_clients(holder *h)
         }
         hclient *c = xcalloc(1, sizeof(*c));
         c->fd = fd;
-        strbuf_init(&c->in, 0);
-        strbuf_init(&c->out, 0);
+        framebuf_in_init(&c->in);
+        framebuf_out_init(&c->out);
         for (size_t i = 0; i < SYNC_MAX_FDS; i++) {
             c->inputs[i].fd = -1;
             strbuf_init(&c->inputs[i].buf, 0);
@@ -1180,7 +1173,7 @@ static size_t holder_pollfds(holder *h, struct pollfd *pfd, size_t *nconn, size_
     *first_client = n;
     for (size_t i = 0; i < h->nclients; i++) {
         hclient *c = h->clients[i];
-        pfd[n++] = (struct pollfd){ c->fd, (short)(c->fd >= 0 ? POLLIN | (c->out.len ? POLLOUT : 0) : 0), 0 };
+        pfd[n++] = (struct pollfd){ c->fd, (short)(c->fd >= 0 ? POLLIN | (framebuf_pending(&c->out) ? POLLOUT : 0) : 0), 0 };
     }
     if (h->save_at_ns)
         *timeout = until(*timeout, h->save_at_ns, now);
@@ -1218,7 +1211,7 @@ static void holder_dispatch(holder *h, struct pollfd *pfd, size_t n, size_t ncon
     }
     /* Replies made while handling others' events go out now. */
     for (size_t i = 0; i < h->nclients; i++)
-        if (h->clients[i]->fd >= 0 && h->clients[i]->out.len)
+        if (h->clients[i]->fd >= 0 && framebuf_pending(&h->clients[i]->out))
             client_write(h, h->clients[i]);
     reap_clients(h);
 }

@@ -26,6 +26,7 @@
 #include "session/proto.h"
 #include "session/termfilter.h"
 #include "sync/conn.h"
+#include "common/framebuf.h"
 
 #define MAX_FDS 16
 /* Credit is returned in batches of at least this much (or when a queue
@@ -60,7 +61,8 @@ struct sbx_session {
     sbx_config *cfg;
     sbx_open_opts opts;
     int fd;
-    strbuf in, out;
+    framebuf_in in;     /* frames from the holder */
+    framebuf_out out;   /* frames to the holder */
     long holder_pid;
     /* the command */
     bool running, exited;
@@ -136,13 +138,13 @@ static void signals_restore(void)
 /* Queues a frame of up to two numbers for the holder (credit, acks, signals). */
 static void send_u32s(sbx_session *s, int type, int n, uint32_t a, uint32_t b)
 {
-    size_t start = s->out.len;
-    proto_begin(&s->out, type);
+    size_t start = s->out.q.len;
+    proto_begin(&s->out.q, type);
     if (n > 0)
-        proto_u32(&s->out, a);
+        proto_u32(&s->out.q, a);
     if (n > 1)
-        proto_u32(&s->out, b);
-    proto_end(&s->out, start);
+        proto_u32(&s->out.q, b);
+    proto_end(&s->out.q, start);
 }
 
 /* The failure that ended the session call, as the caller's error. */
@@ -298,9 +300,8 @@ static void handle_frame(sbx_session *s, int type, proto_reader *r)
  * going away fails the call with where its log is. */
 static void sock_read(sbx_session *s)
 {
-    char buf[65536 + 64];
-    ssize_t n = read(s->fd, buf, sizeof(buf));
-    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+    ssize_t n = framebuf_fill(&s->in, s->fd, 65536 + 64);
+    if (n < 0 && errno == EAGAIN)
         return;
     if (n <= 0) {
         char *log = sbx_session_log_path(s->cfg);
@@ -310,12 +311,10 @@ static void sock_read(sbx_session *s)
         free(log);
         return;
     }
-    strbuf_add(&s->in, buf, (size_t)n);
-    size_t off = 0;
     while (!s->failed) {
         int type;
         proto_reader r;
-        long flen = proto_parse(s->in.buf + off, s->in.len - off, &type, &r);
+        long flen = proto_parse(framebuf_data(&s->in), framebuf_len(&s->in), &type, &r);
         if (flen == 0)
             break;
         if (flen < 0) {
@@ -323,24 +322,17 @@ static void sock_read(sbx_session *s)
             break;
         }
         handle_frame(s, type, &r);
-        off += (size_t)flen;
+        framebuf_consume(&s->in, (size_t)flen);
     }
-    strbuf_remove(&s->in, 0, off);
+    framebuf_in_compact(&s->in);
 }
 
 /* Sends queued frames without blocking; the rest waits for POLLOUT. */
 static void sock_write(sbx_session *s)
 {
-    while (s->out.len) {
-        ssize_t n = send(s->fd, s->out.buf, s->out.len, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n < 0) {
-            if (errno == EAGAIN || errno == EINTR)
-                return;
-            s->conn_lost = true;
-            set_failed(s, "lost the connection to the session holder: %s", strerror(errno));
-            return;
-        }
-        strbuf_remove(&s->out, 0, (size_t)n);
+    if (framebuf_send(&s->out, s->fd, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+        s->conn_lost = true;
+        set_failed(s, "lost the connection to the session holder: %s", strerror(errno));
     }
 }
 
@@ -363,11 +355,11 @@ static void relay_input(sbx_session *s, infd *in)
         in->done = true;
         return;
     }
-    size_t start = s->out.len;
-    proto_begin(&s->out, P_INPUT);
-    proto_u32(&s->out, (uint32_t)in->child_fd);
-    strbuf_add(&s->out, buf, (size_t)n);
-    proto_end(&s->out, start);
+    size_t start = s->out.q.len;
+    proto_begin(&s->out.q, P_INPUT);
+    proto_u32(&s->out.q, (uint32_t)in->child_fd);
+    strbuf_add(&s->out.q, buf, (size_t)n);
+    proto_end(&s->out.q, start);
     in->inflight += (size_t)n;
 }
 
@@ -449,7 +441,7 @@ static void pump(sbx_session *s, int timeout_ms)
     void *who[2 * MAX_FDS + 2];
     size_t n = 0;
 
-    pfd[n] = (struct pollfd){ s->fd, (short)(POLLIN | (s->out.len ? POLLOUT : 0)), 0 };
+    pfd[n] = (struct pollfd){ s->fd, (short)(POLLIN | (framebuf_pending(&s->out) ? POLLOUT : 0)), 0 };
     who[n++] = NULL;
     if (signals_on) {
         pfd[n] = (struct pollfd){ sig_pipe[0], POLLIN, 0 };
@@ -493,7 +485,7 @@ static void pump(sbx_session *s, int timeout_ms)
             relay_output(s, who[i]);
         }
     }
-    if (s->out.len && !s->failed)
+    if (framebuf_pending(&s->out) && !s->failed)
         sock_write(s);
 }
 
@@ -592,19 +584,19 @@ static int hello(sbx_session *s, sbx_err *err)
                                                                         : HELLO_TIMEOUT_MS) *
                                    1000000;
     char *fp = s->opts.any_shape ? xstrdup("") : sbx_config_fingerprint(s->cfg);
-    size_t start = s->out.len;
-    proto_begin(&s->out, P_HELLO);
-    proto_u32(&s->out, SBX_PROTO_VERSION);
-    proto_u32(&s->out, isatty(2) ? P_HELLO_PROGRESS : 0);
-    proto_strz(&s->out, fp);
+    size_t start = s->out.q.len;
+    proto_begin(&s->out.q, P_HELLO);
+    proto_u32(&s->out.q, SBX_PROTO_VERSION);
+    proto_u32(&s->out.q, isatty(2) ? P_HELLO_PROGRESS : 0);
+    proto_strz(&s->out.q, fp);
     /* What this call wants synced besides the code directories; the holder
      * adds it to what it syncs. */
     static const char *const none[] = { NULL };
     bool any = s->opts.any_shape;
-    proto_list(&s->out, any ? none : (const char *const *)s->cfg->sync_paths.v);
-    proto_list(&s->out, any ? none : (const char *const *)s->cfg->task_files.v);
-    proto_list(&s->out, any ? none : (const char *const *)s->cfg->excludes.v);
-    proto_end(&s->out, start);
+    proto_list(&s->out.q, any ? none : (const char *const *)s->cfg->sync_paths.v);
+    proto_list(&s->out.q, any ? none : (const char *const *)s->cfg->task_files.v);
+    proto_list(&s->out.q, any ? none : (const char *const *)s->cfg->excludes.v);
+    proto_end(&s->out.q, start);
     free(fp);
     while (!s->holder_pid && !s->failed) {
         uint64_t now = now_ns();
@@ -673,8 +665,8 @@ int sbx_session_open(sbx_config *cfg, const sbx_open_opts *opts, sbx_session **o
         s->cfg = cfg;
         s->opts = opts ? *opts : none;
         s->fd = fd;
-        strbuf_init(&s->in, 0);
-        strbuf_init(&s->out, 0);
+        framebuf_in_init(&s->in);
+        framebuf_out_init(&s->out);
         strbuf_init(&s->status, 0);
         set_nonblock(fd, true);
         if (hello(s, err) == 0) {
@@ -723,8 +715,8 @@ void sbx_session_close(sbx_session *s)
     if (s->running)
         end_command(s);
     close(s->fd);
-    strbuf_release(&s->in);
-    strbuf_release(&s->out);
+    framebuf_in_release(&s->in);
+    framebuf_out_release(&s->out);
     strbuf_release(&s->status);
     free(s);
 }
@@ -832,26 +824,26 @@ int sbx_session_start(sbx_session *s, const sbx_command *cmd, sbx_err *err)
         }
     }
 
-    start = s->out.len;
-    proto_begin(&s->out, P_RUN);
-    proto_strz(&s->out, cmd->exe);
-    proto_list(&s->out, cmd->argv);
-    proto_list(&s->out, cmd->env);
-    proto_strz(&s->out, cmd->cwd);
-    proto_u32(&s->out, (uint32_t)cmd->nfds);
+    start = s->out.q.len;
+    proto_begin(&s->out.q, P_RUN);
+    proto_strz(&s->out.q, cmd->exe);
+    proto_list(&s->out.q, cmd->argv);
+    proto_list(&s->out.q, cmd->env);
+    proto_strz(&s->out.q, cmd->cwd);
+    proto_u32(&s->out.q, (uint32_t)cmd->nfds);
     for (size_t i = 0; i < cmd->nfds; i++) {
-        proto_u32(&s->out, (uint32_t)cmd->fds[i].child_fd);
+        proto_u32(&s->out.q, (uint32_t)cmd->fds[i].child_fd);
         sbx_fd_mode mode = cmd->fds[i].mode;
-        proto_u32(&s->out, shared[i] ? SBX_PROTO_FD_SHARED
+        proto_u32(&s->out.q, shared[i] ? SBX_PROTO_FD_SHARED
                            : mode == SBX_FD_RELAY_OUT || mode == SBX_FD_API_OUT ? SBX_PROTO_FD_OUT
                            : SBX_PROTO_FD_IN);
     }
-    proto_u32(&s->out, cmd->tty);
-    proto_u32(&s->out, ws.ws_row);
-    proto_u32(&s->out, ws.ws_col);
-    proto_end(&s->out, start);
-    if (s->out.len - start > SBX_PROTO_MAX_FRAME) {
-        strbuf_setlen(&s->out, start);
+    proto_u32(&s->out.q, cmd->tty);
+    proto_u32(&s->out.q, ws.ws_row);
+    proto_u32(&s->out.q, ws.ws_col);
+    proto_end(&s->out.q, start);
+    if (s->out.q.len - start > SBX_PROTO_MAX_FRAME) {
+        strbuf_setlen(&s->out.q, start);
         restore_tty(s);
         return sbx_errf(err, "the command, its arguments and environment are too large "
                         "(over %u bytes)", SBX_PROTO_MAX_FRAME);
@@ -894,11 +886,11 @@ int sbx_session_write(sbx_session *s, int child_fd, const void *buf, size_t len,
         size_t n = len < room ? len : room;
         if (n > SBX_PROTO_CHUNK)
             n = SBX_PROTO_CHUNK;
-        size_t start = s->out.len;
-        proto_begin(&s->out, P_INPUT);
-        proto_u32(&s->out, (uint32_t)child_fd);
-        strbuf_add(&s->out, p, n);
-        proto_end(&s->out, start);
+        size_t start = s->out.q.len;
+        proto_begin(&s->out.q, P_INPUT);
+        proto_u32(&s->out.q, (uint32_t)child_fd);
+        strbuf_add(&s->out.q, p, n);
+        proto_end(&s->out.q, start);
         in->inflight += n;
         p += n;
         len -= n;

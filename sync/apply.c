@@ -83,6 +83,7 @@ struct apply_rx {
     char refusal[512];
 };
 
+/* A warning through the caller's callback: every refusal is one, and the rest applies. */
 static void warnf(apply_rx *rx, const char *fmt, ...) SBX_PRINTF(2, 3);
 static void warnf(apply_rx *rx, const char *fmt, ...)
 {
@@ -167,6 +168,8 @@ void apply_stats(const apply_rx *rx, uint64_t *entries, uint64_t *bytes)
     *bytes = rx->done_bytes;
 }
 
+/* The agent keeps the parent directory of the last entry open (deltas come sorted, so the
+ * next entry is usually beside it); this forgets it. */
 static void close_dir_cache(apply_rx *rx)
 {
     if (rx->dir_fd >= 0)
@@ -192,6 +195,8 @@ static void drop_entry(apply_rx *rx)
     rx->left = 0;
 }
 
+/* Removes every root's staging directory with what is still in it (all of it after an
+ * abort or a refusal, what a commit left otherwise) and forgets the staged ops. */
 static void clear_staging(apply_rx *rx)
 {
     size_t n = mf_nroots(rx->t);
@@ -230,6 +235,8 @@ void apply_abort(apply_rx *rx)
 
 /* ---- host: refusing a delta as a whole (quota, interruption) ------------------------------ */
 
+/* Refuses the delta as a whole (the first reason wins): the stage goes at once, the rest
+ * of the delta is read and checked but nothing is staged, and DELTA_END commits nothing. */
 static void refuse(apply_rx *rx, bool quota, const char *fmt, ...) SBX_PRINTF(3, 4);
 static void refuse(apply_rx *rx, bool quota, const char *fmt, ...)
 {
@@ -270,6 +277,7 @@ const char *apply_refusal(const apply_rx *rx, bool *quota)
     return rx->refused ? rx->refusal : NULL;
 }
 
+/* A size for a message: bytes under 1 MiB, else MiB with one decimal. */
 static void human_size(char *buf, size_t n, int64_t v)
 {
     if (v >= 0 && v < 1024 * 1024)
@@ -301,6 +309,7 @@ static void account(apply_rx *rx, int64_t bytes)
         *rx->lim.disk_used += bytes;
 }
 
+/* What a file costs the quota: its allocated bytes (holes are free); other types nothing. */
 static int64_t allocated(const struct stat *st)
 {
     return S_ISREG(st->st_mode) ? (int64_t)st->st_blocks * 512 : 0;
@@ -336,6 +345,10 @@ int apply_begin(apply_rx *rx, uint64_t seq, uint64_t acked, sbx_err *err)
 
 /* ---- agent: apply as it comes -------------------------------------------------------------- */
 
+/* The directory an entry goes in, opened beneath its root without following a symlink and
+ * made as needed (the agent trusts the host's delta but not its own tree's symlinks), with
+ * *name its last component; cached for the next entry. Returns the fd (owned by the cache)
+ * or -1 with err. */
 static int agent_parent(apply_rx *rx, uint16_t root, const char *path, size_t len,
                         const char **name, sbx_err *err)
 {
@@ -357,6 +370,8 @@ static int agent_parent(apply_rx *rx, uint16_t root, const char *path, size_t le
     return rx->dir_fd;
 }
 
+/* The manifest records what was just written (its stat, and its hash when known), so the
+ * next scan does not send it back. */
 static void record_at(apply_rx *rx, int dfd, const char *name, uint64_t hash, bool hashed)
 {
     struct stat st;
@@ -562,6 +577,11 @@ static int agent_entry(apply_rx *rx, const wire_entry *e, sbx_err *err)
 
 /* ---- host: check, stage, then commit ------------------------------------------------------ */
 
+/* Why the host refuses an entry from the sandbox (NULL: it may be staged). Every rule
+ * that needs only the entry: a known root that is pulled (not a task file), only the exec
+ * bit, a relative path without "." or "..", no name of sbxsh's own temporaries, the .git
+ * allowlists for a code directory, a sync path's pattern, and the excludes. Contents are
+ * checked later, on the staged file. */
 static const char *host_refusal(apply_rx *rx, const wire_entry *e, sbx_err *err)
 {
     const mf_root *r;
@@ -607,6 +627,9 @@ static const char *host_refusal(apply_rx *rx, const wire_entry *e, sbx_err *err)
     return NULL;
 }
 
+/* The root's staging directory for this delta, made on first use: a fresh hidden directory
+ * (SF_STAGE_PREFIX, mode 0700) at the root, so that committing is a rename on the same file
+ * system; a holder killed mid-delta leaves it for sync_host_new() to remove. */
 static int stage_dir(apply_rx *rx, uint16_t root, sbx_err *err)
 {
     int rfd;
@@ -637,6 +660,7 @@ static int stage_dir(apply_rx *rx, uint16_t root, sbx_err *err)
                     mf_root_at(rx->t, root)->base);
 }
 
+/* The current entry becomes a staged op (its path moves to it), committed at DELTA_END. */
 static staged *add_staged(apply_rx *rx)
 {
     staged *s;
@@ -655,6 +679,9 @@ static staged *add_staged(apply_rx *rx)
     return s;
 }
 
+/* An ENTRY on the host: checked (a refusal is a warning; its content is read and dropped),
+ * then staged: a deletion or directory as an op, a symlink made in the stage, a file opened
+ * there for the content to come. Nothing touches the host tree before the commit. */
 static int host_entry(apply_rx *rx, const wire_entry *e, sbx_err *err)
 {
     sbx_err why_err;
@@ -718,6 +745,8 @@ static int host_entry(apply_rx *rx, const wire_entry *e, sbx_err *err)
     return 0;
 }
 
+/* A staged file is complete: its mtime set, its hash and allocated size kept for the
+ * commit (and the quota). */
 static int host_finish_file(apply_rx *rx, sbx_err *err)
 {
     staged *s;
@@ -756,6 +785,8 @@ static bool map_path(apply_rx *rx, const staged *s, strbuf *out)
     return false;
 }
 
+/* Whether the host's file at dfd/name already is what was staged (the same content, or
+ * the same link target): a change on both sides to the same result is no conflict. */
 static bool same_version(apply_rx *rx, const staged *s, int dfd, const char *name,
                          const struct stat *cur)
 {
@@ -812,6 +843,7 @@ static int install(apply_rx *rx, const staged *s, int dfd, const char *name,
     return -1;
 }
 
+/* The manifest records what a commit installed, so the next push does not send it back. */
 static void host_record(apply_rx *rx, const staged *s, int dfd, const char *name)
 {
     struct stat st;
@@ -861,22 +893,6 @@ static bool path_under(const staged *s, const char *prefix)
     return s->path_len > n && !memcmp(s->path, prefix, n);
 }
 
-/* Reads at most max bytes of an open file into out (appending); -1 when longer or unreadable. */
-static int read_fd_max(int fd, size_t max, strbuf *out)
-{
-    char buf[65536];
-    for (;;) {
-        ssize_t n = read(fd, buf, sizeof(buf));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 || out->len + (size_t)(n > 0 ? n : 0) > max)
-            return -1;
-        if (n == 0)
-            return 0;
-        strbuf_add(out, buf, (size_t)n);
-    }
-}
-
 /* The host's file at rel (beneath the root, no symlink followed) into out. */
 static int read_host_file(apply_rx *rx, uint16_t root, const char *rel, size_t len, size_t max,
                           strbuf *out)
@@ -895,13 +911,14 @@ static int read_host_file(apply_rx *rx, uint16_t root, const char *rel, size_t l
     close(dfd);
     if (fd < 0)
         return -1;
-    r = read_fd_max(fd, max, out);
+    r = strbuf_read_fd(out, fd, max);
     close(fd);
     if (r < 0)
         strbuf_reset(out);
     return r;
 }
 
+/* The staged file of s, for reading. */
 static int open_staged(apply_rx *rx, const staged *s)
 {
     char sname[32];
@@ -915,7 +932,7 @@ static bool read_staged_ok(apply_rx *rx, const staged *s, size_t max, strbuf *ou
 {
     int fd = open_staged(rx, s);
     bool good = fd >= 0 && !git_pull_content_refusal(s->path, s->path_len, fd) &&
-                read_fd_max(fd, max, out) == 0;
+                strbuf_read_fd(out, fd, max) == 0;
     if (fd >= 0)
         close(fd);
     if (!good)
@@ -923,6 +940,9 @@ static bool read_staged_ok(apply_rx *rx, const staged *s, size_t max, strbuf *ou
     return good;
 }
 
+/* Decides a root's git_plan from the whole delta: whether it removes the repository (a
+ * deletion of .git, HEAD, objects or refs), which branch HEAD names after it (the staged
+ * HEAD when it passes the content rules, else the host's), and the host's packed-refs. */
 static void git_plan_make(apply_rx *rx, uint16_t root, git_plan *g)
 {
     const staged *head = NULL;
@@ -963,6 +983,7 @@ static void git_plan_release(git_plan *g)
     strbuf_release(&g->packed);
 }
 
+/* The repository is to be pushed back to the sandbox after this delta; s says why. */
 static void git_restore_because(git_plan *g, const staged *s)
 {
     g->restore = true;
@@ -1058,7 +1079,7 @@ static int git_deletion(apply_rx *rx, const staged *s, git_plan *g, int dfd, con
         size_t ref_len = s->path_len - 5;
         bool head_branch = g->protect && strlen(g->protect) == ref_len &&
                            !memcmp(g->protect, ref, ref_len);
-        bool parsed = fd >= 0 && read_fd_max(fd, GIT_REF_MAX, old) == 0 &&
+        bool parsed = fd >= 0 && strbuf_read_fd(old, fd, GIT_REF_MAX) == 0 &&
                       git_ref_parse(old->buf, old->len, &v, &vl, &sym);
         bool packed_same = parsed && !sym &&
                            git_packed_find(g->packed.buf, g->packed.len, ref, ref_len, &oid, &ol) &&
@@ -1074,7 +1095,7 @@ static int git_deletion(apply_rx *rx, const staged *s, git_plan *g, int dfd, con
         return parsed ? GIT_DEL_REF : GIT_DEL_PLAIN;
     }
     if (path_is(s, ".git/packed-refs")) {
-        bool read_ok = fd >= 0 && read_fd_max(fd, GIT_PACKED_REFS_MAX, old) == 0;
+        bool read_ok = fd >= 0 && strbuf_read_fd(old, fd, GIT_PACKED_REFS_MAX) == 0;
         if (fd >= 0)
             close(fd);
         if (read_ok && g->protect &&
@@ -1128,6 +1149,14 @@ static git_plan *git_plan_for(apply_rx *rx, const staged *s, git_plan *plans, bo
     return g;
 }
 
+/*
+ * Commits one staged op into the host tree, in the order the delta had them. The checks
+ * that hold at the moment of use are made here: the content rules on the staged file,
+ * the parent opened beneath the root without symlinks, and the host's current version
+ * against the manifest. A deletion never removes what the host changed (or what a push in
+ * flight changed), nor git history (git_deletion()); a put over a host change keeps the
+ * host's version and installs the sandbox's beside it as a conflict copy.
+ */
 static void commit_one(apply_rx *rx, const staged *s, strbuf *path, git_plan *plans)
 {
     const mf_root *r = mf_root_at(rx->t, s->root);
@@ -1278,6 +1307,9 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path, git_plan *pl
     close(dfd);
 }
 
+/* DELTA_END on the host: commits every staged op, then says so for each root whose
+ * repository was kept against the sandbox's deletion (it is pushed back), then removes the
+ * stage. */
 static void host_commit(apply_rx *rx)
 {
     strbuf path = STRBUF_INIT;
@@ -1341,6 +1373,9 @@ static void agent_write_failed(apply_rx *rx)
     rx->skip = true;
 }
 
+/* Bytes of the current entry's content (inline or a CHUNK): never more than the entry
+ * announced; on the host, a file over max_file_size of data is dropped with a warning and
+ * staging counts against the quota. */
 static int content(apply_rx *rx, const void *data, size_t len, sbx_err *err)
 {
     if (len > rx->left)

@@ -1,338 +1,28 @@
-/* The host's end of the agent protocol; see conn.h and PROTOCOL.md. */
-#include "sync/conn.h"
-#include "sync/delta.h"
-#include "sync/gitpolicy.h"
-#include "sync/manifest.h"
-#include "sync/safefs.h"
-#include "sync/wire.h"
-#include "common/strvec.h"
-
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <string.h>
-#include <sys/random.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-_Static_assert(SYNC_MAX_FDS == WIRE_MAX_FDS, "fd map sizes agree");
-
-#define OUT_LOW (64u * 1024)      /* refill the output below this */
-#define OUT_HIGH (256u * 1024)    /* ... up to this: small steps keep the agent busy */
-#define CREDIT_BATCH (SYNC_OUTPUT_WINDOW / 4)
-/* File content (data written, holes hashed) applied per sync_conn_handle_events() call: a
- * large pull goes in bounded pieces, so the holder's other clients are served between them
- * (and a Ctrl-C reaches it). Frames left over wait in the input buffer: sync_conn_timeout()
- * is then 0. */
-#define APPLY_BUDGET (64u << 20)
-
-/* ---- sync_host --------------------------------------------------------------------------- */
-
-struct sync_host {
-    mf_tree *tree;
-    wire_root *roots;
-    size_t nroots;
-    strvec strings;            /* owns the roots' bases and patterns */
-    strvec excludes;
-    size_t *exclude_lens;
-    char *state_file;
-    char *user_gitconfig, *sandbox_gitconfig;
-    struct stat gitconfig_seen;   /* the user's git config as last put into the sandbox */
-    bool gitconfig_put;
-    apply_limits limits;
-    /* What this session's pulls added to the host tree, in allocated bytes (the quota's
-     * running total, see apply_limits): kept across connections, from sync_host_new(). */
-    int64_t disk_used;
-    bool no_watch;
-    uint64_t pair_id, push_seq, pull_seq;
-    bool dirty;
-    sync_conn *conn;
-};
-
-/* An absolute path, normalized: no empty, "." or ".." component, no trailing '/'. */
-static int normalize(const char *in, const char *what, strbuf *out, sbx_err *err)
-{
-    const char *p = in;
-    strbuf_reset(out);
-    if (!in || in[0] != '/')
-        return sbx_errf(err, "%s '%s' is not an absolute path", what, in ? in : "");
-    while (*p) {
-        const char *e;
-        size_t n;
-        while (*p == '/')
-            p++;
-        e = strchr(p, '/');
-        n = e ? (size_t)(e - p) : strlen(p);
-        if (!n)
-            break;
-        if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
-            return sbx_errf(err, "%s '%s' has a '.' or '..' component: give it resolved", what,
-                            in);
-        strbuf_addch(out, '/');
-        strbuf_add(out, p, n);
-        p += n;
-    }
-    if (!out->len)
-        strbuf_addch(out, '/');
-    if (out->len > SYNC_MAX_PATH)
-        return sbx_errf(err, "%s '%s' is too long", what, in);
-    return 0;
-}
-
-static bool inside(const char *path, const char *dir)
-{
-    size_t n = strlen(dir);
-    if (n == 1)
-        return true;   /* "/" holds everything */
-    return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == '\0');
-}
-
-static void add_root(sync_host *h, uint8_t kind, const char *base, size_t base_len,
-                     const char *pattern, size_t pattern_len)
-{
-    wire_root *r;
-    h->roots = xrealloc(h->roots, (h->nroots + 1) * sizeof(*h->roots));
-    r = &h->roots[h->nroots++];
-    strvec_pushn(&h->strings, base, base_len);
-    r->base = h->strings.v[h->strings.n - 1];
-    r->base_len = base_len;
-    strvec_pushn(&h->strings, pattern, pattern_len);
-    r->pattern = h->strings.v[h->strings.n - 1];
-    r->pattern_len = pattern_len;
-    r->kind = kind;
-}
-
-/* Removes staging directories that a holder which died mid-sync left at a root. */
-static void remove_stale_stages(const char *base)
-{
-    DIR *d = opendir(base);
-    struct dirent *de;
-    if (!d)
-        return;
-    while ((de = readdir(d))) {
-        long pid;
-        if (strncmp(de->d_name, SF_STAGE_PREFIX, sizeof(SF_STAGE_PREFIX) - 1))
-            continue;
-        pid = strtol(de->d_name + sizeof(SF_STAGE_PREFIX) - 1, NULL, 10);
-        if (pid > 0 && (pid == getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH))
-            continue;
-        sf_remove_tree(dirfd(d), de->d_name);
-    }
-    closedir(d);
-}
-
-int sync_host_new(const sync_config *cfg, sync_host **out, sbx_err *err)
-{
-    sync_host *h = xcalloc(1, sizeof(*h));
-    strbuf p = STRBUF_INIT;
-    strvec codes = STRVEC_INIT;
-    bool loaded = false;
-
-    strvec_init(&h->strings);
-    strvec_init(&h->excludes);
-    for (size_t i = 0; cfg->code_dirs && cfg->code_dirs[i]; i++) {
-        struct stat st;
-        bool dup = false;
-        if (normalize(cfg->code_dirs[i], "code directory", &p, err) < 0)
-            goto fail;
-        if (stat(p.buf, &st) < 0 || !S_ISDIR(st.st_mode)) {
-            sbx_errf(err, "code directory %s does not exist or is not a directory", p.buf);
-            goto fail;
-        }
-        for (size_t k = 0; k < codes.n; k++)
-            if (inside(p.buf, codes.v[k]) || inside(codes.v[k], p.buf))
-                dup = true;
-        if (dup) {
-            sbx_errf(err, "code directories %s and another one overlap: give only the outer "
-                     "one", p.buf);
-            goto fail;
-        }
-        strvec_push(&codes, p.buf);
-        add_root(h, WIRE_ROOT_CODE, p.buf, p.len, "", 0);
-    }
-    /* No code directory is a session of its own kind (a login shell in ~): only the sync
-     * paths and task files, if any, move. */
-    for (size_t i = 0; cfg->sync_paths && cfg->sync_paths[i]; i++) {
-        size_t cut = 0, last = 0;
-        bool covered = false;
-        if (normalize(cfg->sync_paths[i], "sync path", &p, err) < 0)
-            goto fail;
-        for (size_t k = 0; k < codes.n; k++)
-            covered |= inside(p.buf, codes.v[k]);
-        if (covered || p.len == 1)
-            continue;   /* already synced as part of a code directory */
-        /* The base is everything before the first component with a glob character. */
-        for (size_t j = 1; j <= p.len; j++) {
-            if (j < p.len && p.buf[j] != '/')
-                continue;
-            if (has_glob(p.buf + last + 1, j - last - 1))
-                break;
-            cut = last;
-            last = j;
-        }
-        if (last == p.len)
-            cut = (size_t)(strrchr(p.buf, '/') - p.buf);
-        else
-            cut = last;
-        add_root(h, WIRE_ROOT_PATH, p.buf, cut ? cut : 1, p.buf + cut + 1, p.len - cut - 1);
-    }
-    for (size_t i = 0; cfg->task_files && cfg->task_files[i]; i++) {
-        size_t cut;
-        if (normalize(cfg->task_files[i], "task file", &p, err) < 0)
-            goto fail;
-        if (p.len == 1)
-            continue;
-        cut = (size_t)(strrchr(p.buf, '/') - p.buf);
-        add_root(h, WIRE_ROOT_TASK, p.buf, cut ? cut : 1, p.buf + cut + 1, p.len - cut - 1);
-    }
-    if (h->nroots > SYNC_MAX_ROOTS) {
-        sbx_errf(err, "too many sync roots (%zu, at most %d)", h->nroots, SYNC_MAX_ROOTS);
-        goto fail;
-    }
-    for (size_t i = 0; cfg->excludes && cfg->excludes[i]; i++)
-        strvec_push(&h->excludes, cfg->excludes[i]);
-    if (h->excludes.n > SYNC_MAX_EXCLUDES) {
-        sbx_errf(err, "too many exclude patterns (%zu, at most %d)", h->excludes.n,
-                 SYNC_MAX_EXCLUDES);
-        goto fail;
-    }
-    h->exclude_lens = xcalloc(h->excludes.n + 1, sizeof(size_t));
-    for (size_t i = 0; i < h->excludes.n; i++)
-        h->exclude_lens[i] = strlen(h->excludes.v[i]);
-
-    h->tree = mf_new(h->roots, h->nroots, (const char *const *)h->excludes.v, h->exclude_lens,
-                     h->excludes.n, NULL);
-    h->limits.max_file_size = cfg->max_file_size ? cfg->max_file_size
-                                                 : SYNC_DEFAULT_MAX_FILE_SIZE;
-    h->limits.max_bytes = cfg->max_pull_bytes ? cfg->max_pull_bytes
-                                              : SYNC_DEFAULT_MAX_PULL_BYTES;
-    h->limits.max_entries = cfg->max_pull_entries ? cfg->max_pull_entries
-                                                  : SYNC_DEFAULT_MAX_PULL_ENTRIES;
-    h->limits.max_disk = cfg->disk_max;
-    h->limits.disk_used = &h->disk_used;
-    h->no_watch = cfg->no_watch;
-    if (cfg->state_file) {
-        h->state_file = xstrdup(cfg->state_file);
-        if (mf_load(h->tree, h->state_file, &h->pair_id, &h->push_seq, &h->pull_seq, &loaded,
-                    err) < 0)
-            goto fail;
-        if (!loaded)
-            h->pair_id = h->push_seq = h->pull_seq = 0;
-    }
-    if (cfg->user_gitconfig && cfg->sandbox_gitconfig) {
-        h->user_gitconfig = xstrdup(cfg->user_gitconfig);
-        h->sandbox_gitconfig = xstrdup(cfg->sandbox_gitconfig);
-    }
-    for (size_t i = 0; i < h->nroots; i++)
-        remove_stale_stages(h->roots[i].base);
-    if (!h->no_watch)
-        mf_watch(h->tree, true);
-    strbuf_release(&p);
-    strvec_clear(&codes);
-    *out = h;
-    return 0;
-fail:
-    strbuf_release(&p);
-    strvec_clear(&codes);
-    sync_host_free(h);
-    *out = NULL;
-    return -1;
-}
-
-void sync_host_free(sync_host *h)
-{
-    if (!h)
-        return;
-    mf_free(h->tree);
-    free(h->roots);
-    strvec_clear(&h->strings);
-    strvec_clear(&h->excludes);
-    free(h->exclude_lens);
-    free(h->state_file);
-    free(h->user_gitconfig);
-    free(h->sandbox_gitconfig);
-    free(h);
-}
-
-int sync_host_save(sync_host *h, sbx_err *err)
-{
-    if (!h->state_file || !h->dirty)
-        return 0;
-    if (mf_save(h->tree, h->state_file, h->pair_id, h->push_seq, h->pull_seq, err) < 0)
-        return -1;
-    h->dirty = false;
-    return 0;
-}
+/* The host's end of the agent protocol: one sync_conn's stream, its push and pull rounds,
+ * the frames from the agent, the handshake and poll integration; see conn.h (the API),
+ * conn_int.h (how the files share it) and PROTOCOL.md. */
+#include "sync/conn_int.h"
 
 /* ---- sync_conn --------------------------------------------------------------------------- */
 
-typedef struct conn_fd {
-    uint16_t fd;
-    bool out;
-    bool closed;          /* out: close_output sent; in: eof sent */
-    bool eof_seen;
-    bool want_writable;
-    uint32_t window;      /* out: what the agent may still send; in: what we may send */
-    uint32_t unacked;     /* out: consumed, not yet credited back */
-} conn_fd;
-
-typedef struct conn_chan {
-    uint32_t id;
-    bool run_sent;
-    bool auto_credit;
-    size_t nfds;
-    conn_fd fds[SYNC_MAX_FDS];
-    strbuf pending;       /* frames queued before its RUN went out */
-} conn_chan;
-
-enum item_kind { ITEM_RUN, ITEM_SYNC, ITEM_PUT_FILE };
-
-typedef struct conn_item {
-    enum item_kind kind;
-    bool push;
-    uint32_t chan;
-    strbuf frame;         /* the RUN / SYNC / PUT_FILE frame sent after the push */
-    struct conn_item *next;
-} conn_item;
-
-struct sync_conn {
-    sync_host *h;
-    int rfd, wfd;
-    const sync_conn_ops *ops;
-    void *ctx;
-    bool dead;
-    bool in_dispatch;
-    sync_agent_info info;
-    strbuf in;
-    size_t in_off;
-    strbuf out;
-    size_t out_off;
-    conn_item *head, *tail;
-    delta_tx tx;
-    bool tx_active;
-    apply_rx *rx;
-    uint64_t rx_seq;
-    int64_t rx_start;
-    mf_pathmap *inflight;
-    conn_chan **chans;
-    size_t nchans, achans;
-    sync_conn_stats stats;
-    char exit_msg[SYNC_MAX_TEXT + 1];
-    uint64_t sync_waiting;   /* the id sync_conn_sync_wait() waits for */
-    bool sync_done_seen;
-    /* Why the last delta was refused (over the quota, interrupted), for the EXIT or
-     * SYNC_DONE that follows it: the agent sends a pull right before the EXIT (or
-     * SYNC_DONE) of the round that asked for it. Empty: it was applied. */
-    char pull_error[600];
-    bool pull_error_quota;
-    bool in_pending;         /* complete frames wait in c->in (the apply budget ran out) */
-};
-
-static void die(sync_conn *c, const char *fmt, ...) SBX_PRINTF(2, 3);
-static void die(sync_conn *c, const char *fmt, ...)
+/*
+ * The failure path. Anything that ends the stream (a read or write error, EOF, a malformed
+ * or unexpected frame, a window overrun: the agent is not trusted) calls mark_failed(),
+ * once; later calls are ignored, so the first cause is the one reported. It
+ *   - sets c->dead: from then on nothing is read, written or dispatched; every request
+ *     fails (-1; with an sbx_err, "the connection to sbx-agent is closed": conn_dead_err()),
+ *     and sync_conn_handle_events() returns -1;
+ *   - aborts a pull being applied (its stage is removed: the host tree stays as it was
+ *     before that delta) and drops the push being sent; a push whose scan is still running
+ *     (mark_failed() called from its progress callback) is cleaned up by start_push() once
+ *     the scan returns, since the manifest and the delta are in use until then;
+ *   - reports the message through ops->error.
+ * It exits nothing and frees nothing: the caller sees the -1, frees the sync_conn and may
+ * open a new one on the same sync_host, whose manifest resumes the pairing (deltas lost in
+ * flight are sent again, see PROTOCOL.md).
+ */
+static void mark_failed(sync_conn *c, const char *fmt, ...) SBX_PRINTF(2, 3);
+static void mark_failed(sync_conn *c, const char *fmt, ...)
 {
     va_list ap;
     strbuf msg = STRBUF_INIT;
@@ -357,6 +47,7 @@ static void die(sync_conn *c, const char *fmt, ...)
     strbuf_release(&msg);
 }
 
+/* The manifest's and the appliers' warnings, to the caller's warning callback. */
 static void warn_cb(void *ctx, const char *msg)
 {
     sync_conn *c = ctx;
@@ -364,7 +55,8 @@ static void warn_cb(void *ctx, const char *msg)
         c->ops->warning(c->ctx, msg);
 }
 
-static conn_chan *find_chan(sync_conn *c, uint32_t id, size_t *idx)
+/* The channel with this id, and its index in c->chans when idx is given; NULL when none. */
+conn_chan *conn_find_chan(sync_conn *c, uint32_t id, size_t *idx)
 {
     for (size_t i = 0; i < c->nchans; i++) {
         if (c->chans[i]->id == id) {
@@ -376,7 +68,8 @@ static conn_chan *find_chan(sync_conn *c, uint32_t id, size_t *idx)
     return NULL;
 }
 
-static conn_fd *find_fd(conn_chan *ch, unsigned fd)
+/* ch's entry for the child's fd (ch may be NULL), or NULL. */
+conn_fd *conn_find_fd(conn_chan *ch, unsigned fd)
 {
     for (size_t i = 0; ch && i < ch->nfds; i++)
         if (ch->fds[i].fd == fd)
@@ -384,6 +77,7 @@ static conn_fd *find_fd(conn_chan *ch, unsigned fd)
     return NULL;
 }
 
+/* Forgets a channel (its EXIT came); the last one takes its place. */
 static void free_chan(sync_conn *c, size_t idx)
 {
     conn_chan *ch = c->chans[idx];
@@ -393,12 +87,18 @@ static void free_chan(sync_conn *c, size_t idx)
 }
 
 /* A frame for an existing channel: straight out once its RUN went, else after the RUN. */
-static strbuf *chan_out(sync_conn *c, conn_chan *ch)
+strbuf *conn_chan_out(sync_conn *c, conn_chan *ch)
 {
-    return ch->run_sent ? &c->out : &ch->pending;
+    return ch->run_sent ? &c->out.q : &ch->pending;
 }
 
-static void queue_item(sync_conn *c, conn_item *it)
+/*
+ * The queue: RUN, SYNC and PUT_FILE requests become items that go out in order, each after
+ * the push it asked for (it->push: scan the host tree and send its delta first, so the
+ * sandbox sees the host's changes before the command starts). A channel's other frames
+ * (input, signals) wait in ch->pending until its RUN is out (conn_chan_out()).
+ */
+void conn_queue_item(sync_conn *c, conn_item *it)
 {
     it->next = NULL;
     if (c->tail)
@@ -408,7 +108,8 @@ static void queue_item(sync_conn *c, conn_item *it)
     c->tail = it;
 }
 
-static void free_item(conn_item *it)
+/* Frees an item (sent, or never to be). */
+void conn_free_item(conn_item *it)
 {
     strbuf_release(&it->frame);
     free(it);
@@ -422,8 +123,8 @@ static void push_progress(void *ctx)
     sync_conn *c = ctx;
     if (c->dead)
         return;
-    if (c->out.len - c->out_off < OUT_HIGH)
-        delta_tx_fill(&c->tx, &c->out, c->out_off + OUT_HIGH);
+    if (framebuf_pending(&c->out) < OUT_HIGH)
+        delta_tx_fill(&c->tx, &c->out.q, c->out.off + OUT_HIGH);
     flush_out(c);
 }
 
@@ -451,9 +152,9 @@ static int start_push(sync_conn *c)
     c->tx.open = false;
     c->tx.d.progress = NULL;
     if (ret < 0)
-        die(c, "sbxsh: cannot scan the host tree: %s", err.msg);
+        mark_failed(c, "sbxsh: cannot scan the host tree: %s", err.msg);
     if (c->dead) {
-        /* What die() left for after the scan. */
+        /* What mark_failed() left for after the scan. */
         if (c->rx && apply_active(c->rx))
             apply_abort(c->rx);
         delta_tx_release(&c->tx);
@@ -476,11 +177,11 @@ static int start_push(sync_conn *c)
 /* Fills the output buffer: pushes in progress, then the queued items. */
 static void pump(sync_conn *c)
 {
-    while (!c->dead && c->out.len - c->out_off < OUT_LOW) {
+    while (!c->dead && framebuf_pending(&c->out) < OUT_LOW) {
         conn_item *it = c->head;
         if (c->tx_active) {
             int64_t t0 = (int64_t)now_ns();
-            bool done = delta_tx_fill(&c->tx, &c->out, c->out_off + OUT_HIGH);
+            bool done = delta_tx_fill(&c->tx, &c->out.q, c->out.off + OUT_HIGH);
             c->stats.last_push_ns += (uint64_t)((int64_t)now_ns() - t0);
             if (!done)
                 continue;
@@ -497,50 +198,36 @@ static void pump(sync_conn *c)
         c->head = it->next;
         if (!c->head)
             c->tail = NULL;
-        strbuf_add(&c->out, it->frame.buf, it->frame.len);
+        strbuf_add(&c->out.q, it->frame.buf, it->frame.len);
         if (it->kind == ITEM_RUN) {
-            conn_chan *ch = find_chan(c, it->chan, NULL);
+            conn_chan *ch = conn_find_chan(c, it->chan, NULL);
             if (ch) {
                 ch->run_sent = true;
-                strbuf_add(&c->out, ch->pending.buf, ch->pending.len);
+                strbuf_add(&c->out.q, ch->pending.buf, ch->pending.len);
                 strbuf_release(&ch->pending);
             }
         }
-        free_item(it);
+        conn_free_item(it);
     }
 }
 
 static void read_input(sync_conn *c);
 
+/* Writes buffered frames until the stream would block; any other error fails the
+ * connection. */
 static void flush_out(sync_conn *c)
 {
-    while (!c->dead && c->out_off < c->out.len) {
-        ssize_t n = write(c->wfd, c->out.buf + c->out_off, c->out.len - c->out_off);
-        if (n < 0) {
-            int e = errno;
-            if (e == EINTR)
-                continue;
-            if (e != EAGAIN && e != EWOULDBLOCK) {
-                /* What the agent said before it went away explains it better. */
-                if (!c->in_dispatch)
-                    read_input(c);
-                die(c, "sbxsh: lost the connection to sbx-agent (write: %s)", strerror(e));
-            }
-            break;
-        }
-        c->out_off += (size_t)n;
-    }
-    if (c->out_off == c->out.len) {
-        strbuf_reset(&c->out);
-        c->out_off = 0;
-    } else if (c->out_off > OUT_HIGH) {
-        strbuf_remove(&c->out, 0, c->out_off);
-        c->out_off = 0;
+    if (!c->dead && framebuf_write(&c->out, c->wfd) < 0) {
+        int e = errno;
+        /* What the agent said before it went away explains it better. */
+        if (!c->in_dispatch)
+            read_input(c);
+        mark_failed(c, "sbxsh: lost the connection to sbx-agent (write: %s)", strerror(e));
     }
 }
 
 /* Outside callbacks, push what is queued as far as the pipe takes it now. */
-static void kick(sync_conn *c)
+void conn_kick(sync_conn *c)
 {
     if (c->in_dispatch || c->dead)
         return;
@@ -548,7 +235,8 @@ static void kick(sync_conn *c)
     flush_out(c);
 }
 
-static int dead_err(sync_conn *c, sbx_err *err)
+/* The error of a request made after the connection failed (see mark_failed()). */
+int conn_dead_err(sync_conn *c, sbx_err *err)
 {
     return sbx_errf(err, "sbxsh: the connection to sbx-agent is closed");
     (void)c;
@@ -556,56 +244,65 @@ static int dead_err(sync_conn *c, sbx_err *err)
 
 /* ---- frames from the agent ----------------------------------------------------------------- */
 
-static void send_credit(sync_conn *c, conn_chan *ch, conn_fd *f, bool force)
+/* Returns output credit for what the caller consumed on f: in batches of CREDIT_BATCH, or
+ * all of it when forced, so that the agent's window reopens without a frame per read. */
+void conn_send_credit(sync_conn *c, conn_chan *ch, conn_fd *f, bool force)
 {
     if (!f->unacked || (!force && f->unacked < CREDIT_BATCH))
         return;
     {
-        size_t at = wire_begin(chan_out(c, ch), WIRE_CREDIT, f->fd, ch->id);
-        wire_u32(chan_out(c, ch), f->unacked);
-        wire_end(chan_out(c, ch), at);
+        size_t at = wire_begin(conn_chan_out(c, ch), WIRE_CREDIT, f->fd, ch->id);
+        wire_u32(conn_chan_out(c, ch), f->unacked);
+        wire_end(conn_chan_out(c, ch), at);
     }
     f->window += f->unacked;
     f->unacked = 0;
 }
 
+/* DATA: a command's output, within the window we gave the agent (more is a protocol error:
+ * our memory is bounded by the windows). Passed to the output callback unless the caller
+ * closed that output; credited back at once in auto_credit mode, else by the caller. */
 static void on_data(sync_conn *c, const wire_frame *f)
 {
-    conn_chan *ch = find_chan(c, f->chan, NULL);
-    conn_fd *cf = find_fd(ch, f->fd);
+    conn_chan *ch = conn_find_chan(c, f->chan, NULL);
+    conn_fd *cf = conn_find_fd(ch, f->fd);
     if (!cf || !cf->out)
-        return die(c, "sbx-agent sent output for an unknown channel %u fd %u", f->chan, f->fd);
+        return mark_failed(c, "sbx-agent sent output for an unknown channel %u fd %u", f->chan,
+                           f->fd);
     if (f->len > cf->window)
-        return die(c, "sbx-agent sent %u bytes of output on channel %u fd %u beyond its "
-                   "%u-byte window", f->len, f->chan, f->fd, cf->window);
+        return mark_failed(c, "sbx-agent sent %u bytes of output on channel %u fd %u beyond its "
+                           "%u-byte window", f->len, f->chan, f->fd, cf->window);
     cf->window -= f->len;
     if (cf->closed || cf->eof_seen)
         return;
     if (c->ops && c->ops->output && f->len)
         c->ops->output(c->ctx, ch->id, cf->fd, f->payload, f->len);
     /* The callback may have closed the fd or freed nothing (it cannot free the conn). */
-    ch = find_chan(c, f->chan, NULL);
-    cf = find_fd(ch, f->fd);
+    ch = conn_find_chan(c, f->chan, NULL);
+    cf = conn_find_fd(ch, f->fd);
     if (ch && cf && ch->auto_credit) {
         cf->unacked += f->len;
-        send_credit(c, ch, cf, false);
+        conn_send_credit(c, ch, cf, false);
     }
 }
 
+/* EXIT: a command ended. It comes after its round's pull, which is applied by now (an EXIT
+ * inside a delta is a protocol error); the status carries that pull's refusal, if any. The
+ * channel is forgotten before the exit callback, which may start a new one on the id. */
 static void on_exit_frame(sync_conn *c, const wire_frame *f)
 {
     size_t idx;
-    conn_chan *ch = find_chan(c, f->chan, &idx);
+    conn_chan *ch = conn_find_chan(c, f->chan, &idx);
     wire_exit x;
     sbx_err err;
     sync_exit_status st;
 
     if (!ch || !ch->run_sent)
-        return die(c, "sbx-agent sent EXIT for an unknown channel %u", f->chan);
+        return mark_failed(c, "sbx-agent sent EXIT for an unknown channel %u", f->chan);
     if (c->rx && apply_active(c->rx))
-        return die(c, "sbx-agent sent EXIT in the middle of a delta");
+        return mark_failed(c, "sbx-agent sent EXIT in the middle of a delta");
     if (wire_get_exit(f, &x, &err) < 0)
-        return die(c, "sbx-agent sent a malformed message: %s", err.msg);
+        return mark_failed(c, "sbx-agent sent a malformed message: %s", err.msg);
     memset(&st, 0, sizeof(st));
     st.kind = (sync_exit_kind)x.kind;
     st.code = x.code;
@@ -627,6 +324,9 @@ static void on_exit_frame(sync_conn *c, const wire_frame *f)
     c->pull_error[0] = '\0';
 }
 
+/* A frame of a pull: DELTA_BEGIN (its sequence number must grow; it acknowledges our pushes,
+ * whose paths stop being in flight), then entries through the checked, staged host applier,
+ * which commits at DELTA_END. A bad delta fails the connection with nothing committed. */
 static void on_delta_frame(sync_conn *c, const wire_frame *f)
 {
     sbx_err err;
@@ -634,25 +334,25 @@ static void on_delta_frame(sync_conn *c, const wire_frame *f)
     if (f->type == WIRE_DELTA_BEGIN) {
         uint64_t seq, acked;
         if (wire_get_u64_pair(f, &seq, &acked, &err) < 0)
-            return die(c, "sbx-agent sent a malformed message: %s", err.msg);
+            return mark_failed(c, "sbx-agent sent a malformed message: %s", err.msg);
         if (seq <= c->h->pull_seq)
-            return die(c, "sbx-agent sent delta %llu after delta %llu", (unsigned long long)seq,
-                       (unsigned long long)c->h->pull_seq);
+            return mark_failed(c, "sbx-agent sent delta %llu after delta %llu",
+                               (unsigned long long)seq, (unsigned long long)c->h->pull_seq);
         if (acked > c->h->push_seq)
-            return die(c, "sbx-agent acknowledged push %llu, which was never sent",
-                       (unsigned long long)acked);
+            return mark_failed(c, "sbx-agent acknowledged push %llu, which was never sent",
+                               (unsigned long long)acked);
         mf_pathmap_prune(c->inflight, acked);
         c->rx_seq = seq;
         c->rx_start = (int64_t)now_ns();
         if (apply_begin(c->rx, seq, acked, &err) < 0)
-            return die(c, "sbx-agent sent a malformed message: %s", err.msg);
+            return mark_failed(c, "sbx-agent sent a malformed message: %s", err.msg);
         return;
     }
     r = apply_frame(c->rx, f, &err);
     if (r < 0) {
         apply_abort(c->rx);
-        return die(c, "sbx-agent sent a bad delta (%s); the host tree was left as it was "
-                   "before that delta", err.msg);
+        return mark_failed(c, "sbx-agent sent a bad delta (%s); the host tree was left as it was "
+                           "before that delta", err.msg);
     }
     if (r == 1) {
         uint64_t entries, bytes;
@@ -678,6 +378,8 @@ static void on_delta_frame(sync_conn *c, const wire_frame *f)
     }
 }
 
+/* One frame from the agent, checked against the state it may come in (a delta's frames
+ * only inside one, SYNC_DONE and EXIT only outside); anything else fails the connection. */
 static void dispatch(sync_conn *c, const wire_frame *f)
 {
     sbx_err err;
@@ -688,12 +390,13 @@ static void dispatch(sync_conn *c, const wire_frame *f)
         on_data(c, f);
         return;
     case WIRE_EOF: {
-        conn_chan *ch = find_chan(c, f->chan, NULL);
-        conn_fd *cf = find_fd(ch, f->fd);
+        conn_chan *ch = conn_find_chan(c, f->chan, NULL);
+        conn_fd *cf = conn_find_fd(ch, f->fd);
         if (!cf || !cf->out)
-            return die(c, "sbx-agent sent EOF for an unknown channel %u fd %u", f->chan, f->fd);
+            return mark_failed(c, "sbx-agent sent EOF for an unknown channel %u fd %u", f->chan,
+                               f->fd);
         if (f->len)
-            return die(c, "sbx-agent sent a malformed EOF frame");
+            return mark_failed(c, "sbx-agent sent a malformed EOF frame");
         if (!cf->eof_seen && !cf->closed) {
             cf->eof_seen = true;
             if (c->ops && c->ops->eof)
@@ -703,16 +406,16 @@ static void dispatch(sync_conn *c, const wire_frame *f)
         return;
     }
     case WIRE_CREDIT: {
-        conn_chan *ch = find_chan(c, f->chan, NULL);
-        conn_fd *cf = find_fd(ch, f->fd);
+        conn_chan *ch = conn_find_chan(c, f->chan, NULL);
+        conn_fd *cf = conn_find_fd(ch, f->fd);
         uint32_t n;
         if (!cf || cf->out)
-            return die(c, "sbx-agent sent CREDIT for an unknown channel %u fd %u", f->chan,
-                       f->fd);
+            return mark_failed(c, "sbx-agent sent CREDIT for an unknown channel %u fd %u", f->chan,
+                               f->fd);
         if (wire_get_u32_one(f, &n, &err) < 0)
-            return die(c, "sbx-agent sent a malformed message: %s", err.msg);
+            return mark_failed(c, "sbx-agent sent a malformed message: %s", err.msg);
         if ((uint64_t)cf->window + n > SYNC_INPUT_WINDOW)
-            return die(c, "sbx-agent granted more input credit than its window");
+            return mark_failed(c, "sbx-agent granted more input credit than its window");
         cf->window += n;
         if (cf->want_writable && cf->window && !cf->closed) {
             cf->want_writable = false;
@@ -723,7 +426,7 @@ static void dispatch(sync_conn *c, const wire_frame *f)
     }
     case WIRE_DELTA_BEGIN:
         if (in_delta)
-            return die(c, "sbx-agent started a delta inside a delta");
+            return mark_failed(c, "sbx-agent started a delta inside a delta");
         on_delta_frame(c, f);
         return;
     case WIRE_ENTRY:
@@ -732,7 +435,7 @@ static void dispatch(sync_conn *c, const wire_frame *f)
     case WIRE_ENTRY_CANCEL:
     case WIRE_DELTA_END:
         if (!in_delta)
-            return die(c, "sbx-agent sent %s outside a delta", wire_type_name(f->type));
+            return mark_failed(c, "sbx-agent sent %s outside a delta", wire_type_name(f->type));
         on_delta_frame(c, f);
         return;
     case WIRE_EXIT:
@@ -741,9 +444,9 @@ static void dispatch(sync_conn *c, const wire_frame *f)
     case WIRE_SYNC_DONE: {
         uint64_t id;
         if (in_delta)
-            return die(c, "sbx-agent sent SYNC_DONE in the middle of a delta");
+            return mark_failed(c, "sbx-agent sent SYNC_DONE in the middle of a delta");
         if (wire_get_u64_one(f, &id, &err) < 0)
-            return die(c, "sbx-agent sent a malformed message: %s", err.msg);
+            return mark_failed(c, "sbx-agent sent a malformed message: %s", err.msg);
         if (c->sync_waiting && id == c->sync_waiting)
             c->sync_done_seen = true;
         if (c->ops && c->ops->sync_done)
@@ -761,10 +464,11 @@ static void dispatch(sync_conn *c, const wire_frame *f)
         return;
     }
     }
-    die(c, "sbx-agent sent an unexpected %s frame", wire_type_name(f->type));
+    mark_failed(c, "sbx-agent sent an unexpected %s frame", wire_type_name(f->type));
 }
 
-/* Parses and dispatches every complete frame in the input buffer. */
+/* Parses and dispatches every complete frame in the input buffer, up to APPLY_BUDGET of
+ * pull content per call: the rest waits (in_pending, and sync_conn_timeout() is 0). */
 static void process_input(sync_conn *c)
 {
     uint64_t work = 0;
@@ -773,10 +477,10 @@ static void process_input(sync_conn *c)
     while (!c->dead) {
         wire_frame f;
         sbx_err err;
-        int r = wire_parse((const uint8_t *)c->in.buf + c->in_off, c->in.len - c->in_off, &f,
+        int r = wire_parse((const uint8_t *)framebuf_data(&c->in), framebuf_len(&c->in), &f,
                            &err);
         if (r < 0) {
-            die(c, "sbx-agent sent a malformed message: %s", err.msg);
+            mark_failed(c, "sbx-agent sent a malformed message: %s", err.msg);
             break;
         }
         if (r == 0)
@@ -785,7 +489,7 @@ static void process_input(sync_conn *c)
             c->in_pending = true;
             break;
         }
-        c->in_off += WIRE_HEADER + f.len;
+        framebuf_consume(&c->in, WIRE_HEADER + f.len);
         if (f.type == WIRE_CHUNK || f.type == WIRE_ENTRY) {
             work += f.len;
         } else if (f.type == WIRE_HOLE) {
@@ -796,43 +500,41 @@ static void process_input(sync_conn *c)
         dispatch(c, &f);
     }
     c->in_dispatch = false;
-    if (c->in_off == c->in.len) {
-        strbuf_reset(&c->in);
-        c->in_off = 0;
-    } else if (c->in_off > (1u << 20)) {
-        strbuf_remove(&c->in, 0, c->in_off);
-        c->in_off = 0;
-    }
+    framebuf_in_compact(&c->in);
 }
 
+/* Reads what the agent sent and processes it; at most 16 reads a call, and none while the
+ * apply budget left frames waiting. EOF fails the connection, naming a half-sent delta. */
 static void read_input(sync_conn *c)
 {
     for (int rounds = 0; rounds < 16 && !c->dead && !c->in_pending; rounds++) {
-        ssize_t n;
-        strbuf_grow(&c->in, 256 * 1024);
-        n = read(c->rfd, c->in.buf + c->in.len, c->in.alloc - c->in.len - 1);
+        ssize_t n = framebuf_fill(&c->in, c->rfd, 256 * 1024);
         if (n < 0) {
-            if (errno == EINTR)
-                continue;
             if (errno != EAGAIN && errno != EWOULDBLOCK)
-                die(c, "sbxsh: lost the connection to sbx-agent (read: %s)", strerror(errno));
+                mark_failed(c, "sbxsh: lost the connection to sbx-agent (read: %s)",
+                            strerror(errno));
             return;
         }
         if (n == 0) {
             if (c->rx && apply_active(c->rx))
-                die(c, "sbx-agent closed the connection in the middle of a delta; the host "
-                    "tree was left as it was before that delta");
+                mark_failed(c, "sbx-agent closed the connection in the middle of a delta; the host "
+                            "tree was left as it was before that delta");
             else
-                die(c, "sbx-agent closed the connection (the sandbox may have stopped)");
+                mark_failed(c, "sbx-agent closed the connection (the sandbox may have stopped)");
             return;
         }
-        strbuf_setlen(&c->in, c->in.len + (size_t)n);
         process_input(c);
     }
 }
 
 /* ---- opening -------------------------------------------------------------------------------- */
 
+/*
+ * The handshake: writes our HELLO and waits, at most timeout_ms, for the agent's. Whatever
+ * comes instead is quoted in the error (sanitized, at most 160 bytes): a sandbox without
+ * sbx-agent answers with a shell's error, and that says what is wrong. A different protocol
+ * version is refused. Bytes after the HELLO stay in the buffer for process_input().
+ */
 static int wait_hello(sync_conn *c, int timeout_ms, wire_hello *hello, sbx_err *err)
 {
     uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000;
@@ -844,10 +546,11 @@ static int wait_hello(sync_conn *c, int timeout_ms, wire_hello *hello, sbx_err *
         int64_t left;
 
         flush_out(c);
-        r = wire_parse((const uint8_t *)c->in.buf, c->in.len, &f, err);
+        r = wire_parse((const uint8_t *)c->in.buf.buf, c->in.buf.len, &f, err);
         if (r < 0 || (r == 1 && f.type != WIRE_HELLO)) {
             char shown[200];
-            wire_sanitize(shown, sizeof(shown), c->in.buf, c->in.len > 160 ? 160 : c->in.len);
+            wire_sanitize(shown, sizeof(shown), c->in.buf.buf,
+                          c->in.buf.len > 160 ? 160 : c->in.buf.len);
             return sbx_errf(err, "sbxsh: the sandbox did not answer with the sbx-agent protocol "
                             "(it said: \"%s\"); is sbx-agent installed there?", shown);
         }
@@ -858,7 +561,7 @@ static int wait_hello(sync_conn *c, int timeout_ms, wire_hello *hello, sbx_err *
                 return sbx_errf(err, "sbxsh: sbx-agent speaks protocol version %u, this sbxsh "
                                 "speaks %u: install the sbx-agent built with this sbxsh",
                                 hello->version, SYNC_PROTOCOL_VERSION);
-            c->in_off = WIRE_HEADER + f.len;
+            framebuf_consume(&c->in, WIRE_HEADER + f.len);
             return 0;
         }
         left = (int64_t)deadline - (int64_t)now_ns();
@@ -866,7 +569,7 @@ static int wait_hello(sync_conn *c, int timeout_ms, wire_hello *hello, sbx_err *
             return sbx_errf(err, "sbxsh: sbx-agent did not answer within %d ms", timeout_ms);
         pfd[0].fd = c->rfd;
         pfd[0].events = POLLIN;
-        if (c->out_off < c->out.len) {
+        if (framebuf_pending(&c->out)) {
             if (c->wfd == c->rfd) {
                 pfd[0].events |= POLLOUT;
             } else {
@@ -878,29 +581,25 @@ static int wait_hello(sync_conn *c, int timeout_ms, wire_hello *hello, sbx_err *
         if (poll(pfd, (nfds_t)np, (int)(left / 1000000) + 1) < 0 && errno != EINTR)
             return sbx_errno(err, "sbxsh: poll");
         if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-            ssize_t n;
-            strbuf_grow(&c->in, 65536);
-            n = read(c->rfd, c->in.buf + c->in.len, 65536);
+            ssize_t n = framebuf_fill(&c->in, c->rfd, 65536);
             if (n == 0) {
                 char shown[200];
-                wire_sanitize(shown, sizeof(shown), c->in.buf,
-                              c->in.len > 160 ? 160 : c->in.len);
+                wire_sanitize(shown, sizeof(shown), c->in.buf.buf,
+                              c->in.buf.len > 160 ? 160 : c->in.buf.len);
                 return sbx_errf(err, "sbxsh: sbx-agent exited before answering%s%s%s",
-                                c->in.len ? " (it said: \"" : "", shown,
-                                c->in.len ? "\")" : "");
+                                c->in.buf.len ? " (it said: \"" : "", shown,
+                                c->in.buf.len ? "\")" : "");
             }
-            if (n < 0 && errno != EAGAIN && errno != EINTR)
+            if (n < 0 && errno != EAGAIN)
                 return sbx_errno(err, "sbxsh: reading from sbx-agent");
-            if (n > 0)
-                strbuf_setlen(&c->in, c->in.len + (size_t)n);
         }
         if (c->dead)
             return sbx_errf(err, "sbxsh: cannot write to sbx-agent");
     }
 }
 
-static void put_file_frame(strbuf *out, const char *path, unsigned mode, const void *data,
-                           size_t len)
+void conn_put_file_frame(strbuf *out, const char *path, unsigned mode, const void *data,
+                         size_t len)
 {
     size_t at = wire_begin(out, WIRE_PUT_FILE, 0, 0);
     wire_u32(out, mode & 0777);
@@ -911,7 +610,7 @@ static void put_file_frame(strbuf *out, const char *path, unsigned mode, const v
 
 /* Puts the filtered user git config into the sandbox when it is new to this connection or
  * changed on the host since (someone set their identity after the session started). */
-static void refresh_user_gitconfig(sync_conn *c)
+void conn_refresh_user_gitconfig(sync_conn *c)
 {
     sync_host *h = c->h;
     struct stat st;
@@ -956,14 +655,14 @@ int sync_conn_open(sync_host *h, int rfd, int wfd, const sync_conn_ops *ops, voi
     c->wfd = wfd;
     c->ops = ops;
     c->ctx = ctx;
-    strbuf_init(&c->in, 0);
-    strbuf_init(&c->out, 0);
+    framebuf_in_init(&c->in);
+    framebuf_out_init(&c->out);
     set_nonblock(rfd, true);
     set_nonblock(wfd, true);
     /* Bigger pipe buffers: fewer wakeups when a whole tree goes through (not a socket). */
     fcntl(rfd, F_SETPIPE_SZ, 1 << 20);
     fcntl(wfd, F_SETPIPE_SZ, 1 << 20);
-    wire_put_hello(&c->out, &mine);
+    wire_put_hello(&c->out.q, &mine);
     if (wait_hello(c, timeout_ms, &theirs, err) < 0) {
         c->ops = NULL;
         sync_conn_free(c);
@@ -996,8 +695,8 @@ int sync_conn_open(sync_host *h, int rfd, int wfd, const sync_conn_ops *ops, voi
     cfg.nexcludes = (uint32_t)h->excludes.n;
     cfg.excludes = (const char **)h->excludes.v;
     cfg.exclude_lens = h->exclude_lens;
-    wire_put_config(&c->out, &cfg);
-    if (c->out.len - c->out_off > SYNC_MAX_FRAME) {
+    wire_put_config(&c->out.q, &cfg);
+    if (framebuf_pending(&c->out) > SYNC_MAX_FRAME) {
         sbx_errf(err, "sbxsh: the sync configuration is too large for one message");
         c->ops = NULL;
         sync_conn_free(c);
@@ -1008,7 +707,7 @@ int sync_conn_open(sync_host *h, int rfd, int wfd, const sync_conn_ops *ops, voi
     apply_set_inflight(c->rx, c->inflight);
     h->gitconfig_put = false;
     h->conn = c;
-    refresh_user_gitconfig(c);
+    conn_refresh_user_gitconfig(c);
     /* Whatever followed the hello (nothing, normally) is handled by the first event. */
     flush_out(c);
     if (c->dead) {
@@ -1035,14 +734,14 @@ void sync_conn_free(sync_conn *c)
     while (c->head) {
         conn_item *it = c->head;
         c->head = it->next;
-        free_item(it);
+        conn_free_item(it);
     }
     while (c->nchans)
         free_chan(c, 0);
     free(c->chans);
     mf_pathmap_free(c->inflight);
-    strbuf_release(&c->in);
-    strbuf_release(&c->out);
+    framebuf_in_release(&c->in);
+    framebuf_out_release(&c->out);
     free(c);
 }
 
@@ -1056,9 +755,10 @@ void sync_conn_stats_get(const sync_conn *c, sync_conn_stats *out)
     *out = c->stats;
 }
 
+/* Work for the writer: bytes buffered, a push being encoded, or queued items. */
 static bool wants_write(const sync_conn *c)
 {
-    return c->out_off < c->out.len || c->tx_active || c->head;
+    return framebuf_pending(&c->out) || c->tx_active || c->head;
 }
 
 size_t sync_conn_pollfds(sync_conn *c, struct pollfd *pfds, size_t max)
@@ -1124,446 +824,3 @@ int sync_conn_timeout(const sync_conn *c)
     return c->in_pending && !c->dead ? 0 : -1;
 }
 
-/* ---- requests ----------------------------------------------------------------------------- */
-
-int sync_conn_run(sync_conn *c, uint32_t chan, const sync_run_req *req, sbx_err *err)
-{
-    uint16_t fds[SYNC_MAX_FDS];
-    uint8_t outs[SYNC_MAX_FDS];
-    conn_chan *ch;
-    conn_item *it;
-    uint32_t flags = 0;
-
-    if (c->dead)
-        return dead_err(c, err);
-    refresh_user_gitconfig(c);
-    if (!chan || find_chan(c, chan, NULL))
-        return sbx_errf(err, "sbxsh: channel %u is %s", chan, chan ? "in use" : "invalid");
-    if (!req->exe || !*req->exe || !req->argv || !req->argv[0] || !req->cwd ||
-        req->cwd[0] != '/')
-        return sbx_errf(err, "sbxsh: a command needs a program, argv[0] and an absolute cwd");
-    if (req->nfds > SYNC_MAX_FDS)
-        return sbx_errf(err, "sbxsh: at most %d fds in a command's fd map", SYNC_MAX_FDS);
-    for (size_t i = 0; i < req->nfds; i++) {
-        if (req->fds[i].fd < 0 || req->fds[i].fd > SYNC_MAX_CHILD_FD)
-            return sbx_errf(err, "sbxsh: fd %d out of range (0..%d)", req->fds[i].fd,
-                            SYNC_MAX_CHILD_FD);
-        bool out_before = false;
-        for (size_t j = 0; j < i; j++) {
-            if (req->fds[j].fd == req->fds[i].fd)
-                return sbx_errf(err, "sbxsh: fd %d twice in a fd map", req->fds[i].fd);
-            out_before |= req->fds[j].dir == SYNC_FD_OUT;
-        }
-        fds[i] = (uint16_t)req->fds[i].fd;
-        switch (req->fds[i].dir) {
-        case SYNC_FD_IN: outs[i] = WIRE_FD_IN; break;
-        case SYNC_FD_OUT: outs[i] = WIRE_FD_OUT; break;
-        case SYNC_FD_OUT_SHARED:
-            if (!out_before)
-                return sbx_errf(err, "sbxsh: fd %d shares the pipe of no output fd",
-                                req->fds[i].fd);
-            outs[i] = WIRE_FD_OUT_SHARED;
-            break;
-        default:
-            return sbx_errf(err, "sbxsh: fd %d: unknown direction", req->fds[i].fd);
-        }
-    }
-    if (req->tty)
-        flags |= WIRE_RUN_TTY;
-    if (!req->no_pull)
-        flags |= WIRE_RUN_PULL;
-
-    it = xcalloc(1, sizeof(*it));
-    strbuf_init(&it->frame, 0);
-    wire_put_run(&it->frame, chan, flags, req->rows ? req->rows : 24, req->cols ? req->cols : 80,
-                 req->exe, req->cwd, req->argv, req->env, fds, outs, req->nfds);
-    if (it->frame.len - WIRE_HEADER > SYNC_MAX_FRAME) {
-        free_item(it);
-        return sbx_errf(err, "sbxsh: the command line and environment are too large (over "
-                        "%u bytes)", SYNC_MAX_FRAME);
-    }
-    it->kind = ITEM_RUN;
-    it->chan = chan;
-    it->push = !req->no_push;
-
-    ch = xcalloc(1, sizeof(*ch));
-    ch->id = chan;
-    ch->auto_credit = req->auto_credit;
-    strbuf_init(&ch->pending, 0);
-    for (size_t i = 0; i < req->nfds; i++) {
-        if (outs[i] == WIRE_FD_OUT_SHARED)
-            continue; /* its bytes come as its partner's */
-        conn_fd *f = &ch->fds[ch->nfds++];
-        f->fd = fds[i];
-        f->out = outs[i];
-        f->window = f->out ? SYNC_OUTPUT_WINDOW : SYNC_INPUT_WINDOW;
-    }
-    if (req->tty) {
-        /* The terminal: fd 0 in, fd 1 out, whatever the map said about 0-2. */
-        size_t k = 0;
-        for (size_t i = 0; i < ch->nfds; i++)
-            if (ch->fds[i].fd > 2)
-                ch->fds[k++] = ch->fds[i];
-        ch->nfds = k;
-        ch->fds[ch->nfds++] = (conn_fd){ .fd = 0, .out = false, .window = SYNC_INPUT_WINDOW };
-        ch->fds[ch->nfds++] = (conn_fd){ .fd = 1, .out = true, .window = SYNC_OUTPUT_WINDOW };
-    }
-    XGROW(c->chans, c->achans, c->nchans + 1);
-    c->chans[c->nchans++] = ch;
-    queue_item(c, it);
-    kick(c);
-    return 0;
-}
-
-static conn_fd *lookup_fd(sync_conn *c, uint32_t chan, int fd, conn_chan **chp)
-{
-    conn_chan *ch = find_chan(c, chan, NULL);
-    *chp = ch;
-    return fd >= 0 ? find_fd(ch, (unsigned)fd) : NULL;
-}
-
-ssize_t sync_conn_write(sync_conn *c, uint32_t chan, int fd, const void *buf, size_t len)
-{
-    conn_chan *ch;
-    conn_fd *f = lookup_fd(c, chan, fd, &ch);
-    size_t n, done = 0;
-    if (c->dead || !f || f->out || f->closed)
-        return -1;
-    n = len < f->window ? len : f->window;
-    while (done < n) {
-        size_t k = n - done < SYNC_CHUNK ? n - done : SYNC_CHUNK;
-        wire_frame_raw(chan_out(c, ch), WIRE_DATA, f->fd, chan, (const char *)buf + done, k);
-        done += k;
-    }
-    f->window -= (uint32_t)n;
-    if (n < len)
-        f->want_writable = true;
-    kick(c);
-    return (ssize_t)n;
-}
-
-int sync_conn_eof(sync_conn *c, uint32_t chan, int fd)
-{
-    conn_chan *ch;
-    conn_fd *f = lookup_fd(c, chan, fd, &ch);
-    if (c->dead || !f || f->out)
-        return -1;
-    if (!f->closed) {
-        f->closed = true;
-        wire_frame_raw(chan_out(c, ch), WIRE_EOF, f->fd, chan, NULL, 0);
-        kick(c);
-    }
-    return 0;
-}
-
-int sync_conn_signal(sync_conn *c, uint32_t chan, int signo)
-{
-    conn_chan *ch = find_chan(c, chan, NULL);
-    size_t at;
-    strbuf *out;
-    if (c->dead || !ch || signo <= 0 || signo >= 65)
-        return -1;
-    out = chan_out(c, ch);
-    at = wire_begin(out, WIRE_SIGNAL, 0, chan);
-    wire_u32(out, (uint32_t)signo);
-    wire_end(out, at);
-    kick(c);
-    return 0;
-}
-
-int sync_conn_abort_pull(sync_conn *c, const char *why)
-{
-    if (c->dead)
-        return -1;
-    if (!c->rx || !apply_active(c->rx))
-        return 0;
-    return apply_refuse(c->rx, why) ? 1 : 0;
-}
-
-const char *sync_conn_pull_error(const sync_conn *c, bool *quota)
-{
-    if (quota)
-        *quota = c->pull_error_quota;
-    return c->pull_error[0] ? c->pull_error : NULL;
-}
-
-int sync_conn_winsize(sync_conn *c, uint32_t chan, uint16_t rows, uint16_t cols)
-{
-    conn_chan *ch = find_chan(c, chan, NULL);
-    size_t at;
-    strbuf *out;
-    if (c->dead || !ch)
-        return -1;
-    out = chan_out(c, ch);
-    at = wire_begin(out, WIRE_WINSIZE, 0, chan);
-    wire_u16(out, rows);
-    wire_u16(out, cols);
-    wire_end(out, at);
-    kick(c);
-    return 0;
-}
-
-int sync_conn_close_output(sync_conn *c, uint32_t chan, int fd)
-{
-    conn_chan *ch;
-    conn_fd *f = lookup_fd(c, chan, fd, &ch);
-    if (c->dead || !f || !f->out)
-        return -1;
-    if (!f->closed) {
-        f->closed = true;
-        wire_frame_raw(chan_out(c, ch), WIRE_CLOSE_OUTPUT, f->fd, chan, NULL, 0);
-        kick(c);
-    }
-    return 0;
-}
-
-int sync_conn_credit(sync_conn *c, uint32_t chan, int fd, size_t n)
-{
-    conn_chan *ch;
-    conn_fd *f = lookup_fd(c, chan, fd, &ch);
-    if (c->dead)
-        return -1;
-    if (!f || !f->out || f->closed)
-        return 0;   /* the channel ended meanwhile: nothing to credit */
-    if (n > SYNC_OUTPUT_WINDOW - f->window - f->unacked)
-        n = SYNC_OUTPUT_WINDOW - f->window - f->unacked;
-    f->unacked += (uint32_t)n;
-    send_credit(c, ch, f, f->window < CREDIT_BATCH);
-    kick(c);
-    return 0;
-}
-
-int sync_conn_sync(sync_conn *c, uint64_t id)
-{
-    conn_item *it;
-    size_t at;
-    if (c->dead)
-        return -1;
-    refresh_user_gitconfig(c);
-    it = xcalloc(1, sizeof(*it));
-    strbuf_init(&it->frame, 0);
-    at = wire_begin(&it->frame, WIRE_SYNC, 0, 0);
-    wire_u64(&it->frame, id);
-    wire_end(&it->frame, at);
-    it->kind = ITEM_SYNC;
-    it->push = true;
-    queue_item(c, it);
-    kick(c);
-    return 0;
-}
-
-int sync_conn_put_file(sync_conn *c, const char *path, unsigned mode, const void *data,
-                       size_t len, sbx_err *err)
-{
-    conn_item *it;
-    strbuf p = STRBUF_INIT;
-    if (c->dead)
-        return dead_err(c, err);
-    if (len > SYNC_PUT_FILE_MAX)
-        return sbx_errf(err, "sbxsh: %s is too large to put into the sandbox (%zu bytes, at "
-                        "most %u)", path, len, SYNC_PUT_FILE_MAX);
-    if (normalize(path, "file", &p, err) < 0 || p.len == 1) {
-        strbuf_release(&p);
-        return -1;
-    }
-    it = xcalloc(1, sizeof(*it));
-    strbuf_init(&it->frame, 0);
-    put_file_frame(&it->frame, p.buf, mode, data, len);
-    strbuf_release(&p);
-    it->kind = ITEM_PUT_FILE;
-    queue_item(c, it);
-    kick(c);
-    return 0;
-}
-
-/* ---- blocking helpers --------------------------------------------------------------------- */
-
-typedef struct waiter {
-    sync_conn *c;
-    const sync_conn_ops *user_ops;
-    void *user_ctx;
-    uint32_t chan;
-    const sync_run_req *req;
-    const int *host_fds;
-    bool in_open[SYNC_MAX_FDS];
-    strbuf pend[SYNC_MAX_FDS];   /* input read from the host fd, not yet accepted */
-    bool done;
-    sync_exit_status *st;
-    char error[SYNC_MAX_TEXT + 256];
-} waiter;
-
-static int host_fd_for(waiter *w, int fd)
-{
-    for (size_t i = 0; i < w->req->nfds; i++)
-        if (w->req->fds[i].fd == fd)
-            return w->host_fds ? w->host_fds[i] : -1;
-    return -1;
-}
-
-static void w_output(void *ctx, uint32_t chan, int fd, const void *buf, size_t len)
-{
-    waiter *w = ctx;
-    int hfd = host_fd_for(w, fd);
-    if (chan != w->chan)
-        return;
-    if (hfd >= 0 && write_full(hfd, buf, len) < 0 && errno == EPIPE) {
-        sync_conn_close_output(w->c, chan, fd);
-        return;
-    }
-    sync_conn_credit(w->c, chan, fd, len);
-}
-
-static void w_exit(void *ctx, uint32_t chan, const sync_exit_status *st)
-{
-    waiter *w = ctx;
-    if (chan != w->chan)
-        return;
-    *w->st = *st;   /* its message lives in the connection until the next call */
-    w->done = true;
-}
-
-static void w_warning(void *ctx, const char *msg)
-{
-    waiter *w = ctx;
-    if (w->user_ops && w->user_ops->warning)
-        w->user_ops->warning(w->user_ctx, msg);
-}
-
-static void w_error(void *ctx, const char *msg)
-{
-    waiter *w = ctx;
-    snprintf(w->error, sizeof(w->error), "%s", msg);
-    if (w->user_ops && w->user_ops->error)
-        w->user_ops->error(w->user_ctx, msg);
-}
-
-static const sync_conn_ops waiter_ops = {
-    .output = w_output, .exit = w_exit, .warning = w_warning, .error = w_error,
-};
-
-/* Feeds input the host fds gave us to the channel, as far as its window allows. */
-static void w_feed(waiter *w)
-{
-    for (size_t i = 0; w->req && i < w->req->nfds; i++) {
-        strbuf *p = &w->pend[i];
-        ssize_t took;
-        if (!p->len)
-            continue;
-        took = sync_conn_write(w->c, w->chan, w->req->fds[i].fd, p->buf, p->len);
-        if (took > 0)
-            strbuf_remove(p, 0, (size_t)took);
-        if (took < 0)
-            strbuf_reset(p);
-        if (!p->len && !w->in_open[i])
-            sync_conn_eof(w->c, w->chan, w->req->fds[i].fd);
-    }
-}
-
-/* Runs the poll loop until done() says so, reading the waiter's host input fds. */
-static int wait_loop(waiter *w, bool (*done)(waiter *), sbx_err *err)
-{
-    sync_conn *c = w->c;
-    while (!done(w) && !c->dead) {
-        struct pollfd pfd[SYNC_CONN_MAX_POLLFDS + SYNC_MAX_FDS];
-        size_t map[SYNC_MAX_FDS];
-        size_t n = sync_conn_pollfds(c, pfd, SYNC_CONN_MAX_POLLFDS), base = n;
-        for (size_t i = 0; w->req && i < w->req->nfds; i++) {
-            if (!w->in_open[i] || w->pend[i].len)
-                continue;
-            pfd[n].fd = w->host_fds[i];
-            pfd[n].events = POLLIN;
-            pfd[n].revents = 0;
-            map[n - base] = i;
-            n++;
-        }
-        if (poll(pfd, (nfds_t)n, sync_conn_timeout(c)) < 0) {
-            if (errno == EINTR)
-                continue;
-            return sbx_errno(err, "sbxsh: poll");
-        }
-        for (size_t k = base; k < n; k++) {
-            size_t i = map[k - base];
-            ssize_t got;
-            if (!pfd[k].revents)
-                continue;
-            strbuf_grow(&w->pend[i], 65536);
-            got = read(pfd[k].fd, w->pend[i].buf, 65536);
-            if (got < 0 && (errno == EINTR || errno == EAGAIN))
-                continue;
-            if (got <= 0)
-                w->in_open[i] = false;
-            else
-                strbuf_setlen(&w->pend[i], (size_t)got);
-            if (got <= 0 && !w->pend[i].len)
-                sync_conn_eof(c, w->chan, w->req->fds[i].fd);
-        }
-        sync_conn_handle_events(c, pfd, base);
-        w_feed(w);
-    }
-    if (c->dead)
-        return sbx_errf(err, "%s", w->error[0] ? w->error : "sbxsh: sbx-agent connection lost");
-    return 0;
-}
-
-static bool run_done(waiter *w)
-{
-    return w->done;
-}
-
-int sync_conn_run_wait(sync_conn *c, uint32_t chan, const sync_run_req *req,
-                       const int *host_fds, sync_exit_status *st, sbx_err *err)
-{
-    waiter w = { .c = c, .user_ops = c->ops, .user_ctx = c->ctx, .chan = chan, .req = req,
-                 .host_fds = host_fds, .st = st };
-    sync_run_req r = *req;
-    int ret;
-
-    memset(st, 0, sizeof(*st));
-    for (size_t i = 0; i < req->nfds; i++) {
-        strbuf_init(&w.pend[i], 0);
-        w.in_open[i] = req->fds[i].dir == SYNC_FD_IN && host_fds && host_fds[i] >= 0 &&
-                       (!req->tty || req->fds[i].fd == 0 || req->fds[i].fd > 2);
-    }
-    c->ops = &waiter_ops;
-    c->ctx = &w;
-    r.auto_credit = false;
-    ret = sync_conn_run(c, chan, &r, err);
-    if (ret == 0) {
-        /* Inputs with no host fd are at their end from the start. */
-        for (size_t i = 0; i < req->nfds; i++)
-            if (req->fds[i].dir == SYNC_FD_IN && !w.in_open[i] &&
-                (!req->tty || req->fds[i].fd == 0 || req->fds[i].fd > 2))
-                sync_conn_eof(c, chan, req->fds[i].fd);
-        ret = wait_loop(&w, run_done, err);
-    }
-    for (size_t i = 0; i < req->nfds; i++)
-        strbuf_release(&w.pend[i]);
-    c->ops = w.user_ops;
-    c->ctx = w.user_ctx;
-    return ret;
-}
-
-static bool sync_is_done(waiter *w)
-{
-    return w->c->sync_done_seen;
-}
-
-int sync_conn_sync_wait(sync_conn *c, sbx_err *err)
-{
-    static uint64_t next_id = 1ULL << 62;
-    waiter w = { .c = c, .user_ops = c->ops, .user_ctx = c->ctx };
-    int ret;
-    c->ops = &waiter_ops;
-    c->ctx = &w;
-    c->sync_waiting = ++next_id;
-    c->sync_done_seen = false;
-    ret = sync_conn_sync(c, c->sync_waiting);
-    if (ret < 0)
-        ret = dead_err(c, err);
-    else
-        ret = wait_loop(&w, sync_is_done, err);
-    c->sync_waiting = 0;
-    c->ops = w.user_ops;
-    c->ctx = w.user_ctx;
-    return ret;
-}

@@ -156,6 +156,7 @@ static size_t data_piece(const delta_tx *tx)
     return left < SYNC_CHUNK ? (size_t)left : SYNC_CHUNK;
 }
 
+/* Done with the current file's content (sent, or cancelled): closes it. */
 static void end_file(delta_tx *tx)
 {
     if (tx->fd >= 0)

@@ -218,11 +218,12 @@ static int bind_lo(int type, int port)
     return fd;
 }
 
-/* No capability survives into anything the agent runs (the backend granted
- * CAP_NET_BIND_SERVICE for port 53 only): permitted, effective, inheritable and ambient. */
+/* No capability survives into anything the agent runs, should a runtime have given the
+ * agent one (for port 53, say): permitted, effective, inheritable and ambient. */
 static void drop_caps(void)
 {
-    struct { uint32_t version; int pid; } hdr = { 0x20080522, 0 };   /* _LINUX_CAPABILITY_VERSION_3 */
+    /* _LINUX_CAPABILITY_VERSION_3 (no libcap: the agent is libc only) */
+    struct { uint32_t version; int pid; } hdr = { 0x20080522, 0 };
     struct { uint32_t effective, permitted, inheritable; } data[2];
     memset(data, 0, sizeof(data));
     prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);

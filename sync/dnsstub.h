@@ -11,9 +11,10 @@
  *     connection to the host-side proxy's Unix socket bound into the sandbox. The sandbox's
  *     commands get http_proxy/https_proxy pointing at it.
  *
- * The sockets are bound by the agent process (binding port 53 needs CAP_NET_BIND_SERVICE
- * under bubblewrap, which the backend grants for this alone); the agent then drops every
- * capability before it runs anything, and a forked helper process serves them.
+ * The sockets are bound by the agent process (gVisor lets it bind port 53 without a
+ * capability) or passed to it bound already (bubblewrap: see local/README.md, Network); the
+ * agent then drops any capability it has before it runs anything, and a forked helper
+ * process serves them.
  */
 #ifndef SBX_SYNC_DNSSTUB_H
 #define SBX_SYNC_DNSSTUB_H

@@ -12,6 +12,7 @@
 
 /* ---- paths ------------------------------------------------------------------------------- */
 
+/* Whether a path component names a .git directory. */
 static bool comp_is_dotgit(const char *s, size_t n)
 {
     /* Case-insensitively: a host on a case-insensitive file system would read ".GIT". */
@@ -30,6 +31,7 @@ static const char *const git_files[] = {
     "BISECT_HEAD", "shallow",
 };
 
+/* Exact membership of (s, len) in a list of names. */
 static bool in_list(const char *const *list, size_t n, const char *s, size_t len)
 {
     for (size_t i = 0; i < n; i++)
@@ -38,6 +40,7 @@ static bool in_list(const char *const *list, size_t n, const char *s, size_t len
     return false;
 }
 
+/* Lower-case hex only, as git names objects and packs (upper case is another file). */
 static bool is_hex(const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -78,6 +81,9 @@ typedef struct comp {
     size_t n;
 } comp;
 
+/* .git/objects/...: NULL when the path has one of the shapes git writes there (loose
+ * objects, packs and their indexes, commit-graphs, the multi-pack-index, info/packs), else
+ * why not. Only shapes, by exact name and type: contents are checked on the staged file. */
 static const char *objects_refusal(const comp *c, size_t nc, int ftype)
 {
     static const char *const pack_ext[] = { "pack", "idx", "rev", "bitmap", "keep", "mtimes" };
@@ -134,6 +140,10 @@ static const char *objects_refusal(const comp *c, size_t nc, int ftype)
     return why;
 }
 
+/* A path below one of git_dirs: NULL when allowed, else why not. Refuses replace refs,
+ * anything in logs/ but HEAD's and refs' reflogs, and below the top of .git any name that
+ * would make a repository (HEAD, config, hooks, ...: case-insensitively) or, under refs/
+ * and logs/, objects, info or a hidden name; a clone's refs/remotes/NAME/HEAD is git's own. */
 static const char *below_git_refusal(const comp *c, size_t nc, int ftype)
 {
     bool refs = name_is(c[1].s, c[1].n, "refs"), logs = name_is(c[1].s, c[1].n, "logs");
@@ -348,6 +358,7 @@ static bool packed_ok(const char *t, size_t len)
     return true;
 }
 
+/* Text files of .git (MERGE_MSG, the rebase state, ...) carry no NUL. */
 static bool text_ok(const char *t, size_t len)
 {
     return !memchr(t, '\0', len);
@@ -369,6 +380,7 @@ static bool oid_lines_ok(const char *t, size_t len)
     return true;
 }
 
+/* Whether the file starts with git's signature for its kind (PACK, DIRC, ...). */
 static bool has_magic(int fd, const char *magic, size_t n)
 {
     char buf[8];
@@ -600,6 +612,7 @@ typedef struct cfg_parser {
     bool has_sub;
 } cfg_parser;
 
+/* The config parser's cursor: at the end, past blanks, past the rest of the line. */
 static bool at_end(cfg_parser *ps)
 {
     return ps->p >= ps->end;
@@ -857,6 +870,7 @@ bad:
     return -1;
 }
 
+/* Exact membership of a "section.key" in an allowlist. */
 static bool key_in(const char *key, const char *const *list, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -894,6 +908,7 @@ static const char *const color_subs[] = {
     "blame", "transport", "push",
 };
 
+/* The user's config allowlist: the everyday keys above, color.<sub>.*, and advice.*. */
 static bool allow_everyday(const cfg_setting *s)
 {
     char key[140];
@@ -914,6 +929,10 @@ static const char *const repo_core[] = {
     "core.protecthfs", "core.protectntfs", "core.compression", "core.bigfilethreshold",
 };
 
+/* A repository's config allowlist: the everyday keys, the core settings that describe
+ * the repository (repo_core), extensions and format, and of branch, remote and submodule
+ * sections only the keys that name where things are (url, fetch, merge, ...), never a
+ * command, a helper or a file to read. */
 static bool allow_repo(const cfg_setting *s)
 {
     char key[140];

@@ -6,6 +6,7 @@
 
 enum { WM_NOMATCH = 0, WM_MATCH = 1, WM_ABORT_ALL = -1, WM_ABORT_TO_STARSTAR = -2 };
 
+/* Whether c makes a pattern a glob (a pattern without one is matched as a literal). */
 static bool glob_special(unsigned char c)
 {
     return c == '*' || c == '?' || c == '[' || c == '\\';
@@ -55,6 +56,12 @@ static const unsigned char *match_class(const unsigned char *p, unsigned char t,
     return p;
 }
 
+/*
+ * git's wildmatch (wildmatch.c), so that .sbxignore means what .gitignore would: '*' and '?'
+ * stop at '/' when pathname, "**" between slashes crosses directories, brackets as in
+ * match_class(). Returns WM_MATCH, WM_NOMATCH, or an abort code that ends the backtracking
+ * early (no later start can match), which keeps a hostile pattern from going exponential.
+ */
 static int dowild(const unsigned char *p, const unsigned char *text, bool pathname)
 {
     const unsigned char *pattern = p;
@@ -175,6 +182,10 @@ struct ign_list {
     size_t n, alloc;
 };
 
+/* One line of an ignore file, as gitignore reads it: comments and blank lines skipped,
+ * unescaped trailing spaces dropped, '!' negates, a trailing '/' matches directories only,
+ * a '/' elsewhere anchors the rule to the file's directory. Lines over the limits are
+ * dropped (IGN_MAX_PATTERN bytes, IGN_MAX_RULES rules). */
 static void add_rule(ign_list *l, const char *s, size_t len)
 {
     unsigned flags = 0;
@@ -210,6 +221,7 @@ static void add_rule(ign_list *l, const char *s, size_t len)
     r->flags = flags;
 }
 
+/* An empty rule list for the ignore file in directory base ("" for the root). */
 static ign_list *new_list(const char *base, size_t base_len)
 {
     ign_list *l = xcalloc(1, sizeof(*l));

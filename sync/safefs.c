@@ -86,6 +86,9 @@ static int open_beneath2(int rootfd, const char *path)
     return (int)syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
 }
 
+/* Without openat2: the same guarantee one component at a time, each opened O_NOFOLLOW
+ * beneath the one before (made when create), so no symlink is followed and nothing leaves
+ * rootfd (the caller checked that rel has no "..", sf_check_relpath()). */
 static int open_walk(int rootfd, const char *rel, size_t len, bool create)
 {
     char comp[SYNC_MAX_NAME + 1];

@@ -1,9 +1,11 @@
 # sync/: the manifest, deltas, safe apply, git allowlists, the wire protocol, the host-side
 # connection (libsbx) and sbx-agent (libc only; also built static with musl).
 SYNC_COMMON := sync/wire.c sync/safefs.c sync/ignore.c sync/gitpolicy.c sync/manifest.c \
+               sync/manifest_watch.c sync/manifest_scan.c sync/manifest_save.c sync/manifest_pathmap.c \
                sync/delta.c sync/apply.c
-LIB_SRCS += $(SYNC_COMMON) sync/conn.c
-AGENT_SRCS += $(SYNC_COMMON) sync/agent.c sync/dnsstub.c
+SYNC_CONN := sync/conn.c sync/conn_host.c sync/conn_request.c sync/conn_wait.c
+LIB_SRCS += $(SYNC_COMMON) $(SYNC_CONN)
+AGENT_SRCS += $(SYNC_COMMON) sync/agent.c sync/agent_chan.c sync/agent_spawn.c sync/agent_sync.c sync/dnsstub.c
 AGENT_MAIN := sync/agent_main.c
 TEST_C += tests/sync/t-wire.c tests/sync/t-ignore.c tests/sync/t-gitpolicy.c tests/sync/t-manifest.c \
           tests/sync/t-delta.c tests/sync/t-sparse.c \
@@ -24,7 +26,7 @@ fuzz: fuzz-wire
 # The host's flow control (windows, credits, writable) against a simulated agent whose
 # steps the fuzz input chooses; checks that nothing stalls once everything is consumed.
 FUZZ_C += tests/fuzz/fuzz-flow.c
-build-fuzz/fuzz-flow: tests/fuzz/fuzz-flow.c sync/conn.c $(SYNC_COMMON) $(COMMON_SRCS) $(wildcard sync/*.h common/*.h)
+build-fuzz/fuzz-flow: tests/fuzz/fuzz-flow.c $(SYNC_CONN) $(SYNC_COMMON) $(COMMON_SRCS) $(wildcard sync/*.h common/*.h)
 	$(call fuzz_link,)
 fuzz-flow: build-fuzz/fuzz-flow
 	$(call fuzz_run,flow,4096)

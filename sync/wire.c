@@ -132,6 +132,8 @@ void wire_rd_init(wire_rd *r, const void *p, size_t len)
     r->bad = false;
 }
 
+/* The next n bytes of the payload, or NULL once the reader is past its end: then it stays
+ * bad and gives nothing more, so a decoder reads every field and checks r->bad once. */
 static const uint8_t *take(wire_rd *r, size_t n)
 {
     const uint8_t *p;
@@ -190,12 +192,15 @@ bool wire_get_str(wire_rd *r, size_t max, const char **s, size_t *len)
     return true;
 }
 
+/* The error of a payload too short for its fields (or a field over its limit). */
 static int short_payload(const wire_frame *f, sbx_err *err)
 {
     return sbx_errf(err, "malformed %s frame: a field is longer than its %u-byte payload or "
                     "over its limit", wire_type_name(f->type), f->len);
 }
 
+/* A decoder's last check: every field was there and nothing follows them (a frame with
+ * extra bytes is malformed, not extensible). */
 static int trailing(const wire_frame *f, const wire_rd *r, sbx_err *err)
 {
     if (r->bad)
@@ -312,6 +317,7 @@ void wire_config_release(wire_config *c)
     c->nroots = c->nexcludes = 0;
 }
 
+/* A NULL-terminated string vector as a u32 count and its strings (argv, env). */
 static void put_strv(strbuf *out, const char *const *v)
 {
     uint32_t n = 0;

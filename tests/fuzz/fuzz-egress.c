@@ -56,10 +56,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(&a6.sin6_addr, data + (size > 16 ? size - 16 : 0), size > 16 ? 16 : 0);
         (void)sbx_egress_addr_allowed(&p, (struct sockaddr *)&a4, &why);
         (void)sbx_egress_addr_allowed(&p, (struct sockaddr *)&a6, &why);
+        /* a listed name is admitted on 443 */
         for (size_t i = 0; i < p.nhosts; i++)
-            if (!sbx_egress_host_allowed(&p, p.hosts[i].wildcard ? "x.example.com" : p.hosts[i].name, 443) &&
-                !p.hosts[i].wildcard)
-                abort();    /* a listed name is admitted on 443 */
+            if (!p.hosts[i].wildcard && !sbx_egress_host_allowed(&p, p.hosts[i].name, 443))
+                abort();
         sbx_egress_policy_free(&p);
     }
     free(list);

@@ -1,5 +1,5 @@
 /*
- * libFuzzer driver for the host side of flow control (sync/conn.c): a well-behaved agent,
+ * libFuzzer driver for the host side of flow control (sync/conn*.c): a well-behaved agent,
  * simulated here over a socketpair, runs one command whose output (fds 1 and 2) and input
  * (fd 0) move in steps the fuzz input chooses: how much the agent sends, when the host reads,
  * how the host's consumer credits (in the callback, by auto_credit, or later from the loop),

@@ -400,14 +400,8 @@ int main(int argc, char **argv)
         g_wprefix = prefix.buf;
     } else {
         strbuf sb = STRBUF_INIT;
-        for (;;) {
-            ssize_t r;
-            strbuf_grow(&sb, 65536);
-            r = read(0, sb.buf + sb.len, sb.alloc - sb.len - 1);
-            if (r <= 0)
-                break;
-            strbuf_setlen(&sb, sb.len + (size_t)r);
-        }
+        /* A read error ends the input as end of file does: what was read is checked. */
+        (void)strbuf_read_fd(&sb, 0, SIZE_MAX);
         buf = strbuf_detach(&sb, &len);
         strbuf_addstr(&prefix, "sbxsh: ");
     }

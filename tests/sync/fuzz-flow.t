@@ -1,6 +1,6 @@
 #!/bin/bash
 # A short seeded run of the flow-control fuzzer (tests/fuzz/fuzz-flow.c): windows, credits and
-# the writable callback of sync/conn.c against a simulated agent. `make fuzz` runs it longer.
+# the writable callback of sync/conn*.c against a simulated agent. `make fuzz` runs it longer.
 . "$(dirname "$0")/../lib/tap.sh"
 top=$(cd "$(dirname "$0")/../.." && pwd)
 command -v clang >/dev/null || skip_all "clang is not installed (make deps installs it)"

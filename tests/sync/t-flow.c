@@ -1,5 +1,5 @@
 /*
- * Flow control and wake-ups of sync/conn.c and sbx-agent, with the real agent as a plain
+ * Flow control and wake-ups of sync/conn*.c and sbx-agent, with the real agent as a plain
  * process (--root-prefix) on a socketpair or pipes. Every round has a bound: a lost wake-up
  * fails the test instead of hanging it.
  *

@@ -1,5 +1,5 @@
 /*
- * Unit tests of sync/manifest.c: scans and their deltas (order, types, excludes, special
+ * Unit tests of sync/manifest*.c: scans and their deltas (order, types, excludes, special
  * files, patterns), incremental scans with inotify checked against full walks, racy files,
  * persistence, and the path map.
  */

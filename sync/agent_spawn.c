@@ -1,0 +1,327 @@
+/* sbx-agent's spawning: a command's pipes (or pty) per the RUN's fd map, fork, the child's
+ * fds put in place, and exec with a PATH search; a failure becomes the channel's EXIT. */
+#include "sync/agent_int.h"
+
+/* ---- spawning ------------------------------------------------------------------------------ */
+
+/* In the child: reports err (and what failed) to the parent through errpipe as
+ * "ERRNO message", then exits 127. The parent reads it to make the channel's EXIT (kind 2),
+ * so a command that could not start says why, as bash does. */
+static void child_fail(int errpipe, int err, const char *what, const char *arg)
+{
+    char buf[300];
+    int n = snprintf(buf, sizeof(buf), "%d %s%s%s: %s", err, what, arg ? " " : "",
+                     arg ? arg : "", strerror(err));
+    ssize_t r = write(errpipe, buf, (size_t)(n > 0 ? n : 0));
+    (void)r;
+    _exit(127);
+}
+
+/* The PATH the child's own environment gives (bash's default when it has none). */
+static const char *env_path(char **env)
+{
+    for (size_t i = 0; env && env[i]; i++)
+        if (!strncmp(env[i], "PATH=", 5))
+            return env[i] + 5;
+    return "/usr/local/bin:/usr/bin:/bin";
+}
+
+/* In the child: execve with a PATH search in the child's own environment. */
+static void exec_in_path(const char *exe, char **argv, char **env, int errpipe)
+{
+    const char *p;
+    int first_err = ENOENT;
+    if (strchr(exe, '/')) {
+        execve(exe, argv, env);
+        child_fail(errpipe, errno, "cannot run", exe);
+    }
+    p = env_path(env);
+    for (;;) {
+        const char *e = strchr(p, ':');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        char full[SYNC_MAX_PATH * 2 + 2];
+        if (n + strlen(exe) + 2 < sizeof(full)) {
+            snprintf(full, sizeof(full), "%.*s%s%s", (int)n, n ? p : ".", "/", exe);
+            execve(full, argv, env);
+            /* Keep looking past missing and unexecutable entries, as execvp does. */
+            if (errno != ENOENT && errno != ENOTDIR)
+                first_err = errno;
+            if (errno != EACCES && errno != ENOENT && errno != ENOTDIR)
+                break;
+        }
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    child_fail(errpipe, first_err, "cannot run", exe);
+}
+
+/* A path from the host as this agent sees it: --root-prefix (tests run the agent as a plain
+ * process on a second tree) goes in front. */
+static void prefixed(agent *a, const char *path, char *out, size_t outsz)
+{
+    snprintf(out, outsz, "%s%s", a->o->root_prefix ? a->o->root_prefix : "", path);
+}
+
+/*
+ * What agent_spawn() prepares before the fork, for the child to put in place. ch->fds[i]
+ * (i < npipes) is our end of a pipe whose other end is child_end[i], to become the child's
+ * ch->fds[i].child_fd; a shared fd (2 written on 1's pipe: SBX_FD_RELAY_OUT) becomes a dup
+ * of the pipe of ch->fds[shared_of[k]]. With a tty, the pty's two entries (our master for
+ * fds 0 and 1) come last in ch->fds and the slave becomes the child's 0, 1 and 2.
+ */
+typedef struct spawn_plan {
+    int child_end[WIRE_MAX_FDS + 2];
+    int shared_fd[WIRE_MAX_FDS], shared_of[WIRE_MAX_FDS];
+    size_t nshared;
+    bool tty_fds_added;   /* the pty's two entries are at the end of ch->fds */
+    int errpipe[2];       /* the child's exec failure, as child_fail() writes it */
+    int master, slave;    /* the pty, or -1 */
+    int maxfd;            /* the highest child fd: the child moves its ends above it first */
+    char cwd[SYNC_MAX_PATH * 2 + 2];
+} spawn_plan;
+
+/* Records why the command cannot start; its EXIT (kind 2) carries it. */
+static void spawn_error(achan *ch, int err, const char *fmt, const char *what)
+{
+    ch->spawn_errno = err;
+    snprintf(ch->spawn_msg, sizeof(ch->spawn_msg), fmt, what, strerror(err));
+}
+
+/* A tty command: a pty whose master is ours, sized as the host's terminal. */
+static int open_pty(achan *ch, const wire_run *run, spawn_plan *sp)
+{
+    char name[128];
+    sp->master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (sp->master < 0 || grantpt(sp->master) < 0 || unlockpt(sp->master) < 0 ||
+        ptsname_r(sp->master, name, sizeof(name)) != 0 ||
+        (sp->slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
+        spawn_error(ch, errno ? errno : EIO, "cannot allocate a %s: %s", "pty");
+        if (sp->master >= 0)
+            close(sp->master);
+        sp->master = -1;
+        return -1;
+    }
+    {
+        struct winsize ws = { .ws_row = run->rows, .ws_col = run->cols };
+        ioctl(sp->master, TIOCSWINSZ, &ws);
+    }
+    return 0;
+}
+
+/* One pipe per fd of the RUN's map (a tty's 0-2 are the pty's), or a note that the fd
+ * shares the pipe of the nearest output fd before it. */
+static int make_pipes(achan *ch, const wire_run *run, spawn_plan *sp)
+{
+    for (size_t i = 0; i < run->nfds; i++) {
+        achan_fd *f;
+        int p[2];
+        if (ch->tty && run->fd[i] <= 2)
+            continue;
+        if (run->fd_out[i] == WIRE_FD_OUT_SHARED) {
+            /* its partner: the nearest output fd before it in the map (the
+             * decoder checked there is one), whose pipe is made by now */
+            size_t j = i, k = 0;
+            while (run->fd_out[--j] != WIRE_FD_OUT)
+                ;
+            if (ch->tty && run->fd[j] <= 2) {
+                ch->spawn_errno = EINVAL;
+                snprintf(ch->spawn_msg, sizeof(ch->spawn_msg),
+                         "fd %u shares the pipe of a terminal fd", run->fd[i]);
+                return -1;
+            }
+            while (ch->fds[k].child_fd != run->fd[j])
+                k++;
+            sp->shared_fd[sp->nshared] = run->fd[i];
+            sp->shared_of[sp->nshared++] = (int)k;
+            if (run->fd[i] == 2)
+                ch->stderr_at = k + 1;
+            if (run->fd[i] > sp->maxfd)
+                sp->maxfd = run->fd[i];
+            continue;
+        }
+        if (pipe2(p, O_CLOEXEC) < 0) {
+            spawn_error(ch, errno, "%s: %s", "pipe");
+            return -1;
+        }
+        f = &ch->fds[ch->nfds];
+        f->child_fd = run->fd[i];
+        f->out = run->fd_out[i];
+        f->fd = f->out ? p[0] : p[1];
+        sp->child_end[ch->nfds] = f->out ? p[1] : p[0];
+        f->credit = SYNC_OUTPUT_WINDOW;
+        strbuf_init(&f->in, 0);
+        set_nonblock(f->fd, true);
+        if (run->fd[i] > sp->maxfd)
+            sp->maxfd = run->fd[i];
+        ch->nfds++;
+        if (run->fd[i] == 2 && f->out)
+            ch->stderr_at = ch->nfds;
+    }
+    return 0;
+}
+
+/* The pty's master as the channel's fd 0 (input, a dup) and fd 1 (output). */
+static void add_pty_fds(achan *ch, spawn_plan *sp)
+{
+    achan_fd *in = &ch->fds[ch->nfds++], *out = &ch->fds[ch->nfds++];
+    *in = (achan_fd){ .child_fd = 0, .out = false, .fd = fcntl(sp->master, F_DUPFD_CLOEXEC, 3) };
+    *out = (achan_fd){ .child_fd = 1, .out = true, .fd = sp->master, .pty = true,
+                       .credit = SYNC_OUTPUT_WINDOW };
+    strbuf_init(&in->in, 0);
+    strbuf_init(&out->in, 0);
+    set_nonblock(in->fd, true);
+    set_nonblock(out->fd, true);
+    sp->tty_fds_added = true;
+    ch->stderr_at = ch->nfds;
+}
+
+/* In the child, never returns: a new session (the pty as its controlling terminal), default
+ * signals, the fd map in place (every unmapped fd of 0-2 is /dev/null), the cwd, exec. Any
+ * failure goes to the parent through the error pipe. */
+static void run_child(achan *ch, const wire_run *run, spawn_plan *sp)
+{
+    sigset_t all;
+    int high[WIRE_MAX_FDS + 2];
+    size_t npipes = ch->nfds - (ch->tty ? 2 : 0);
+    int errfd = sp->errpipe[1];
+    close(sp->errpipe[0]);
+    setsid();
+    if (ch->tty && ioctl(sp->slave, TIOCSCTTY, 0) < 0)
+        child_fail(errfd, errno, "cannot set the controlling terminal", NULL);
+    for (int s = 1; s < 65; s++)
+        signal(s, SIG_DFL);
+    sigemptyset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
+    /* Move our ends out of the way first, then into place. */
+    for (size_t i = 0; i < npipes; i++) {
+        high[i] = fcntl(sp->child_end[i], F_DUPFD_CLOEXEC, sp->maxfd + 1);
+        if (high[i] < 0)
+            child_fail(errfd, errno, "fcntl", NULL);
+    }
+    if (ch->tty)
+        for (int fd = 0; fd <= 2; fd++)
+            if (dup2(sp->slave, fd) < 0)
+                child_fail(errfd, errno, "dup2", NULL);
+    for (size_t i = 0; i < npipes; i++)
+        if (dup2(high[i], ch->fds[i].child_fd) < 0)
+            child_fail(errfd, errno, "dup2", NULL);
+    for (size_t i = 0; i < sp->nshared; i++)
+        if (dup2(high[sp->shared_of[i]], sp->shared_fd[i]) < 0)
+            child_fail(errfd, errno, "dup2", NULL);
+    for (int fd = 0; fd <= 2 && !ch->tty; fd++) {
+        bool mapped = false;
+        for (size_t i = 0; i < npipes; i++)
+            mapped |= ch->fds[i].child_fd == fd;
+        for (size_t i = 0; i < sp->nshared; i++)
+            mapped |= sp->shared_fd[i] == fd;
+        if (!mapped) {
+            int nul = open("/dev/null", O_RDWR);
+            if (nul < 0 || (nul != fd && dup2(nul, fd) < 0))
+                child_fail(errfd, errno, "open /dev/null", NULL);
+            if (nul != fd)
+                close(nul);
+        }
+    }
+    if (chdir(sp->cwd) < 0)
+        child_fail(errfd, errno, "cd", run->cwd);
+    exec_in_path(run->exe, run->argv, run->env, errfd);
+}
+
+/* After the fork: the error pipe says whether the exec happened (it closes on exec, empty)
+ * or why not. Returns true when the command did not start (the child is reaped, the
+ * channel's fds closed: its EXIT carries the reason). */
+static bool exec_failed(achan *ch, int errfd, pid_t pid)
+{
+    char buf[300];
+    ssize_t n = read_full(errfd, buf, sizeof(buf) - 1);
+    close(errfd);
+    if (n <= 0)
+        return false;
+    char *sp;
+    int status;
+    buf[n] = '\0';
+    ch->spawn_errno = (int)strtol(buf, &sp, 10);
+    if (ch->spawn_errno <= 0 || ch->spawn_errno > 4095)
+        ch->spawn_errno = EIO;
+    snprintf(ch->spawn_msg, sizeof(ch->spawn_msg), "%s", *sp ? sp + 1 : "");
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    for (size_t i = 0; i < ch->nfds; i++)
+        agent_close_fd(&ch->fds[i]);
+    return true;
+}
+
+/* Undoes what was set up before a failure ahead of the fork. */
+static void unwind_plan(achan *ch, spawn_plan *sp)
+{
+    for (size_t i = 0; i < ch->nfds; i++) {
+        agent_close_fd(&ch->fds[i]);
+        if (!(sp->tty_fds_added && i >= ch->nfds - 2))
+            close(sp->child_end[i]);
+    }
+    if (sp->master >= 0 && !sp->tty_fds_added)
+        close(sp->master);
+    if (sp->slave >= 0)
+        close(sp->slave);
+    ch->nfds = 0;
+}
+
+/*
+ * Starts the command of a RUN on channel id. It never fails as a call: a command that cannot
+ * start (no pty, no pipe, fork or exec failed) gets a channel in CH_DRAINING with nothing to
+ * drain and spawn_errno set, so its EXIT (kind 2, with the message) goes out like any other.
+ */
+void agent_spawn(agent *a, uint32_t id, wire_run *run)
+{
+    achan *ch = xcalloc(1, sizeof(*ch));
+    spawn_plan sp = { .master = -1, .slave = -1, .maxfd = 2 };
+    pid_t pid;
+
+    ch->id = id;
+    ch->pull = (run->flags & WIRE_RUN_PULL) != 0;
+    ch->tty = (run->flags & WIRE_RUN_TTY) != 0;
+    ch->state = CH_RUNNING;
+    XGROW(a->chans, a->achans, a->nchans + 1);
+    a->chans[a->nchans++] = ch;
+
+    if (ch->tty && open_pty(ch, run, &sp) < 0) {
+        ch->state = CH_DRAINING;
+        return;
+    }
+    if (make_pipes(ch, run, &sp) < 0)
+        goto fail;
+    if (ch->tty)
+        add_pty_fds(ch, &sp);
+    if (pipe2(sp.errpipe, O_CLOEXEC) < 0) {
+        spawn_error(ch, errno, "%s: %s", "pipe");
+        goto fail;
+    }
+    prefixed(a, run->cwd, sp.cwd, sizeof(sp.cwd));
+
+    pid = fork();
+    if (pid == 0)
+        run_child(ch, run, &sp);
+    close(sp.errpipe[1]);
+    for (size_t i = 0; i < ch->nfds - (ch->tty ? 2 : 0); i++)
+        close(sp.child_end[i]);
+    if (sp.slave >= 0)
+        close(sp.slave);
+    if (pid < 0) {
+        spawn_error(ch, errno, "%s: %s", "fork");
+        close(sp.errpipe[0]);
+        for (size_t i = 0; i < ch->nfds; i++)
+            agent_close_fd(&ch->fds[i]);
+        ch->state = CH_DRAINING;
+        return;
+    }
+    if (exec_failed(ch, sp.errpipe[0], pid)) {
+        ch->state = CH_DRAINING;
+        return;
+    }
+    ch->pid = pid;
+    return;
+fail:
+    unwind_plan(ch, &sp);
+    ch->state = CH_DRAINING;
+}
