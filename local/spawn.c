@@ -10,11 +10,85 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+/*
+ * The log pump. Whatever a runtime writes to its stdout and stderr reaches the
+ * host's file system, and the sandbox can write there too: under runsc the
+ * agent's own fd 2 is that stream, and any process inside can open
+ * /proc/1/fd/2. So the stream never is the file itself: it is a pipe, and a
+ * small process of ours appends what arrives to the log while the log is under
+ * SBX_LOG_MAX, then keeps reading and drops the rest (a writer never blocks on
+ * a full pipe, and never sees EPIPE while the sandbox lives). The pump is forked
+ * after the cgroup join, so the CPU it spends reading a flood counts against the
+ * sandbox; it ends at end of file, when the last writer (the last process of the
+ * sandbox) is gone, and it is nobody's child (double fork), so no zombie waits on
+ * us. The limit is checked against the file's size, so that every pump of one
+ * sandbox (runsc's commands each get one) shares it.
+ */
+#define SBX_LOG_MAX (8 << 20)
+
+static void pump_log(int in, int out)
+{
+    static const char note[] = "sbxsh: sandbox.log reached its limit; the sandbox's further "
+                               "output to it is dropped\n";
+    char buf[65536];
+    bool noted = false;
+
+    for (;;) {
+        ssize_t n = read(in, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return;
+        struct stat st;
+        if (out < 0 || fstat(out, &st) < 0)
+            continue;
+        if (st.st_size + n <= SBX_LOG_MAX) {
+            write_full(out, buf, (size_t)n);
+        } else if (!noted) {
+            noted = true;
+            write_full(out, note, sizeof(note) - 1);
+        }
+    }
+}
+
+/* A pipe whose read end a detached pump drains into log (above); gives the
+ * write end, or -1 (errno set). */
+static int start_log_pump(const char *log)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(p[0]);
+        close(p[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        if (fork() != 0)
+            _exit(0);
+        int out = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+        for (int fd = 0; fd < 1024; fd++)
+            if (fd != p[0] && fd != out)
+                close(fd);
+        signal(SIGHUP, SIG_IGN);
+        signal(SIGINT, SIG_IGN);
+        signal(SIGTERM, SIG_IGN);
+        pump_log(p[0], out);
+        _exit(0);
+    }
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    close(p[0]);
+    return p[1];
+}
+
 /* Runs argv as a new session with stdin /dev/null, stdout and stderr
- * appended to log, and none of our fds but o->pass_fds. With wait: waits
+ * going to log through a log pump (above, at most SBX_LOG_MAX of it), and none of our fds but o->pass_fds. With wait: waits
  * for it and gives its status in *status. Without: double-forks, so that
  * the child is nobody's zombie, and returns once the intermediate process
  * is gone. A child that cannot join its cgroup does not run (fails closed). */
@@ -47,6 +121,15 @@ int local_spawn(char *const argv[], char *const envp[], const char *log, const s
         }
         if (o->rlimits)
             local_apply_rlimits(o->rlimits);
+        /* From here on the runtime's output goes through the pump; until here (a
+         * failed join) it went to the file, a few bytes of ours. Without a pump
+         * the runtime does not run: its output would be unbounded. */
+        int piped = start_log_pump(log);
+        if (piped < 0 || dup2(piped, 1) < 0 || dup2(piped, 2) < 0) {
+            dprintf(2, "sbxsh: cannot start the sandbox's log pump: %s\n", strerror(errno));
+            _exit(127);
+        }
+        close(piped);
         /* Move the passed fds out of the way before placing them at 3, 4, 5. */
         int tmp[3] = { -1, -1, -1 };
         for (int i = 0; i < 3; i++)
