@@ -3,7 +3,7 @@
  *
  *   1. Typical agent command lines (multi-line git commits, python
  *      here-documents, find -exec, loops, jq and sed programs): the median
- *      time of sh_parse_all() per line over many rounds. DESIGN.md's target
+ *      time of sh_parse_all() per line over many rounds. The target
  *      for parse + route is well under 100 microseconds.
  *   2. Throughput on real shell scripts: every file under the given
  *      directories whose first line names sh or bash (or that ends in .sh),

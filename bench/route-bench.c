@@ -1,6 +1,6 @@
 /*
  * route-bench: the time to parse and route typical agent command lines
- * (DESIGN.md 6: "well under 100 microseconds"). For each line: the parse
+ * (the target: well under 100 microseconds). For each line: the parse
  * alone (the baseline), then parse + route, each the median of many runs
  * against a real code directory (a temporary git repository), so that the
  * filesystem checks (cwd, cd targets, PATH lookups) are counted.

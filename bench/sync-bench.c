@@ -356,7 +356,7 @@ int main(int argc, char **argv)
     fflush(stdout);
     for (const char *p = sizes; *p;) {
         int n = atoi(p);
-        /* 10 KiB files up to 10,000 (10,000 files = 100 MB, DESIGN.md's target); 2 KiB above,
+        /* 10 KiB files up to 10,000 (10,000 files = 100 MB, the target's tree); 2 KiB above,
          * to keep the 100,000-file tree at 200 MB. */
         if (n > 0)
             bench_size(base, n, n <= 10000 ? 10240 : 2048);

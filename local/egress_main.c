@@ -39,7 +39,7 @@
 #include <unistd.h>
 
 #include "common/strbuf.h"
-#include "local/fsutil.h"
+#include "common/fsutil.h"
 
 #define SBX_EGRESS_CONNS 64
 #define HEAD_TIMEOUT_MS 15000

@@ -1,20 +1,10 @@
-# local/: the backend interface, the local runsc/bubblewrap backend, the
-# session holder and its client library, and the `sbx` command.
-LOCAL_SRCS := local/config.c local/fsutil.c local/local_backend.c local/proto.c \
-              local/termfilter.c local/holder.c local/session.c local/egress.c
+# local/: the local backend (runsc or bubblewrap on this machine), which implements
+# session/backend.h.
+LOCAL_SRCS := local/local_backend.c local/settings.c local/runtime.c local/mounts.c local/limits.c \
+              local/spawn.c local/bwrap.c local/runsc.c local/state.c local/status.c \
+              local/doctor.c local/egress_run.c local/egress.c
 LIB_SRCS += $(LOCAL_SRCS)
-SBX_MAIN := local/sbx_main.c
-
-# Where `make install` puts sbx-agent; the code looks there after its own directory.
-$(BUILD)/local/config.o: ALL_CFLAGS += -DSBX_LIBEXECDIR='"$(LIBEXECDIR)"'
-# A stamp named after LIBEXECDIR: `make install PREFIX=/usr` after a plain `make`
-# rebuilds config.o, so the installed programs look where the agent was installed.
-LIBEXEC_STAMP := $(BUILD)/local/libexecdir$(subst /,_,$(LIBEXECDIR)).stamp
-$(BUILD)/local/config.o: $(LIBEXEC_STAMP)
-$(LIBEXEC_STAMP):
-	@mkdir -p $(dir $@)
-	@rm -f $(BUILD)/local/libexecdir*.stamp
-	@touch $@
+BACKENDS += local
 
 # The statx shim for Debian 12's runsc (see local/runsc_compat.c): a shared
 # object beside sbx-agent, never built with the sanitizers (it runs inside
@@ -47,7 +37,7 @@ fuzz-egress: build-fuzz/fuzz-egress
 fuzz: fuzz-egress
 .PHONY: fuzz-egress
 
-TEST_C += tests/local/t-config.c tests/local/t-termfilter.c tests/local/t-proto.c tests/local/t-egress.c
+TEST_C += tests/local/t-bwrap.c tests/local/t-egress.c
 TEST_HELPERS += tests/local/backend-probe.c tests/local/session-drive.c
 
 # The stand-in agent runs inside sandboxes: static and without the

@@ -759,6 +759,77 @@ static bool may_redefine(const sh_pipeline *pl)
     return false;
 }
 
+/* Where a SANDBOX part leaves the shell's cwd, for the parts after it: the
+ * sandbox's bash reports its $PWD after each chunk, and the line executor checks
+ * later host parts again from there (route_run_host), so a plan that kept the
+ * old cwd would show `host` for a part that then runs in the sandbox. A `cd`
+ * (or pushd) with one literal directory lands where bash's logical cd puts it:
+ * *cwd becomes that path (normalized by name; bash's cd -L does no more). Any
+ * other cd, pushd or popd (a variable, `cd -`, no argument with HOME unknown,
+ * CDPATH, options) leaves the cwd unknown (*known = false). Other parts do not
+ * move it: a cd in a pipeline, a subshell or the background runs in a child,
+ * and whatever can hide one (functions, source, eval, compound commands)
+ * already sends every later part to the sandbox (may_redefine). */
+static void follow_sandbox_cd(const sh_pipeline *pl, const route_ctx *ctx, strbuf *cwd,
+                              bool *known)
+{
+    const sh_cmd *c = pl->cmds;
+    strbuf name = STRBUF_INIT, dir = STRBUF_INIT, out = STRBUF_INIT;
+    const sh_word *arg;
+    bool literal = true;
+    size_t nargs = 0;
+
+    if (!c || c->next || c->kind != SH_SIMPLE || !c->words ||
+        !sh_word_static_value(c->words, &name) ||
+        (strcmp(name.buf, "cd") && strcmp(name.buf, "pushd") && strcmp(name.buf, "popd")))
+        goto out;
+    for (arg = c->words->next; arg; arg = arg->next)
+        nargs++;
+    arg = c->words->next;
+    if (!strcmp(name.buf, "popd") || nargs > 1)
+        literal = false;
+    else if (nargs == 0)
+        /* bare cd goes to $HOME; bare pushd swaps the top two directories */
+        literal = !strcmp(name.buf, "cd") && ctx->home && ctx->home[0] == '/';
+    else if (!sh_word_static_value(arg, &dir) || !dir.len || dir.buf[0] == '-')
+        literal = false;
+    else if (ctx->cdpath && *ctx->cdpath && dir.buf[0] != '/')
+        literal = false;    /* bash may search CDPATH */
+    if (!literal || (nargs && dir.buf[0] != '/' && !*known)) {
+        *known = false;
+        goto out;
+    }
+    if (!nargs)
+        strbuf_addstr(&dir, ctx->home);
+    if (dir.buf[0] != '/')
+        strbuf_addf(&out, "%s/", cwd->buf);
+    strbuf_add(&out, dir.buf, dir.len);
+    /* by name: "." and ".." components and repeated slashes */
+    strbuf_reset(cwd);
+    for (char *s = out.buf, *e; *s; s = e) {
+        while (*s == '/')
+            s++;
+        e = s + strcspn(s, "/");
+        if (e == s)
+            break;
+        if (e - s == 1 && s[0] == '.')
+            continue;
+        if (e - s == 2 && s[0] == '.' && s[1] == '.') {
+            char *slash = strrchr(cwd->buf, '/');
+            strbuf_setlen(cwd, slash ? (size_t)(slash - cwd->buf) : 0);
+            continue;
+        }
+        strbuf_addch(cwd, '/');
+        strbuf_add(cwd, s, (size_t)(e - s));
+    }
+    if (!cwd->len)
+        strbuf_addch(cwd, '/');
+out:
+    strbuf_release(&name);
+    strbuf_release(&dir);
+    strbuf_release(&out);
+}
+
 void route_plan_build(route_plan *plan, const sh_parse *p, const route_ctx *ctx)
 {
     const char *redefined = NULL;
@@ -768,6 +839,7 @@ void route_plan_build(route_plan *plan, const sh_parse *p, const route_ctx *ctx)
     size_t n = 0, k = 0;
     unsigned andor = 0;
     sh_sep prev_sep = SH_SEP_NONE;
+    bool cwd_known = true;   /* false after a sandbox cd the plan cannot follow */
 
     memset(plan, 0, sizeof(*plan));
     arena_init(&plan->mem);
@@ -815,6 +887,25 @@ void route_plan_build(route_plan *plan, const sh_parse *p, const route_ctx *ctx)
                     strbuf_reset(&cwd);
                     strbuf_add(&cwd, newcwd.buf, newcwd.len);
                 }
+                if (part->where == ROUTE_HOST && !cwd_known) {
+                    /* Host from the last cwd the plan knows. Whether it is host
+                     * from anywhere: checked from "/", outside every code
+                     * directory (the sandbox cannot run there, so that is where
+                     * an unknown cd that matters goes). */
+                    strbuf probe = STRBUF_INIT, both = STRBUF_INIT;
+                    route_ctx pctx = lctx;
+                    pctx.cwd = "/";
+                    if (route_classify(p, pl, &pctx, &probe, NULL) != ROUTE_HOST) {
+                        part->cwd_unknown = true;
+                        strbuf_addf(&both, "%s (%s)", ROUTE_CWD_UNKNOWN, reason.buf);
+                        strbuf_reset(&reason);
+                        strbuf_add(&reason, both.buf, both.len);
+                    }
+                    strbuf_release(&probe);
+                    strbuf_release(&both);
+                }
+                if (part->where == ROUTE_SANDBOX)
+                    follow_sandbox_cd(pl, &lctx, &cwd, &cwd_known);
             }
             part->reason = arena_strndup(&plan->mem, reason.buf, reason.len);
             if (!redefined && part->where == ROUTE_SANDBOX && may_redefine(pl))

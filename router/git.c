@@ -730,35 +730,47 @@ static int option_value(const gopt *o, const char *sub, const char *v, strbuf *w
     return -1;
 }
 
-int route_check_git(const route_ctx *ctx, rcmd *c, strbuf *why)
-{
-    char **argv = c->argv.v;
-    size_t argc = c->argv.n, i = 1, nops = 0;
-    strbuf cwd = STRBUF_INIT, tmp = STRBUF_INIT, w = STRBUF_INIT, rw = STRBUF_INIT;
-    const char *ops[ROUTE_MAX_WORDS], *sub, *werr;
-    size_t op_at[ROUTE_MAX_WORDS];
-    char *rewritten[ROUTE_MAX_WORDS] = { NULL };
-    bool skip[ROUTE_MAX_WORDS] = { false };
-    const gopt *opts;
-    bool exists, multiple = false, all = false, dashdash = false, nick;
-    int s, ret = -1, which;
+/* One git command line as route_check_git takes it apart, word by word. */
+typedef struct git_words {
+    char **argv;
+    size_t argc;
+    size_t i;                           /* the next word to look at */
+    bool skip[ROUTE_MAX_WORDS];         /* -C and its directory: not passed on to git */
+    const char *ops[ROUTE_MAX_WORDS];   /* the operands ... */
+    size_t op_at[ROUTE_MAX_WORDS];      /* ... and where each stands in argv */
+    size_t nops;
+    char *rewritten[ROUTE_MAX_WORDS];   /* an operand as checked (a local repository's
+                                           real path), or NULL: as given */
+    bool multiple, all;                 /* fetch -m/--multiple: every operand names a
+                                           repository; --all: none does */
+} git_words;
 
-    strbuf_addstr(&cwd, ctx->cwd);
-    /* git's own options, before the subcommand: exact matches only */
+/* git's own options, before the subcommand: exact matches only, since each
+ * other one can make git run something or work on another repository. -C
+ * moves *cwd (inside the code directories only) and is not passed on: git
+ * starts in the directory held for it (git_cwd_fd). */
+static int git_global_options(const route_ctx *ctx, git_words *g, strbuf *cwd, strbuf *why)
+{
+    char **argv = g->argv;
+    size_t argc = g->argc, i = g->i;
+    strbuf tmp = STRBUF_INIT;
+    const char *werr;
+    bool exists;
+    int ret = -1;
+
     for (; i < argc && argv[i][0] == '-'; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--no-pager") || !strcmp(a, "-P") || !strcmp(a, "--no-replace-objects"))
             continue;
         if (!strcmp(a, "-C")) {
-            /* not passed on: git starts in the directory held for it (git_cwd_fd) */
-            skip[i] = skip[i + 1 < argc ? i + 1 : i] = true;
+            g->skip[i] = g->skip[i + 1 < argc ? i + 1 : i] = true;
             if (++i >= argc) {
                 strbuf_addstr(why, "git -C without a directory");
                 goto out;
             }
             if (!*argv[i])
                 continue;       /* git ignores -C "" */
-            if (argv[i][0] == '~' || route_walk(cwd.buf, argv[i], WALK_DIR, &tmp, &exists,
+            if (argv[i][0] == '~' || route_walk(cwd->buf, argv[i], WALK_DIR, &tmp, &exists,
                                                 &werr) < 0) {
                 strbuf_addf(why, "git -C: %s",
                             argv[i][0] == '~' ? "~ (outside the code directories)" : werr);
@@ -768,8 +780,8 @@ int route_check_git(const route_ctx *ctx, rcmd *c, strbuf *why)
                 strbuf_addstr(why, "git -C: outside the code directories");
                 goto out;
             }
-            strbuf_reset(&cwd);
-            strbuf_add(&cwd, tmp.buf, tmp.len);
+            strbuf_reset(cwd);
+            strbuf_add(cwd, tmp.buf, tmp.len);
             continue;
         }
         strbuf_addstr(why, "git ");
@@ -787,43 +799,30 @@ int route_check_git(const route_ctx *ctx, rcmd *c, strbuf *why)
             strbuf_addstr(why, ": not an allowed git option");
         goto out;
     }
-    if (i >= argc) {
-        strbuf_addstr(why, "git without a network subcommand");
-        goto out;
-    }
-    sub = argv[i++];
-    for (s = 0; s < (int)ARRAY_SIZE(git_sub_names); s++)
-        if (!strcmp(sub, git_sub_names[s]))
-            break;
-    if (s == (int)ARRAY_SIZE(git_sub_names)) {
-        strbuf_addstr(why, "git ");
-        reason_add(why, sub, strlen(sub));
-        strbuf_addstr(why, ": only clone, fetch, pull, push and ls-remote run on the host");
-        goto out;
-    }
-    if (!route_in_code_dirs(ctx, cwd.buf)) {
-        strbuf_addf(why, "git %s: the directory is outside the code directories", sub);
-        goto out;
-    }
-    /* Resolved once, held for the whole host part: git works here whatever
-     * happens to the names afterwards. */
-    c->git_sub = s;
-    if ((c->git_cwd_fd = route_open_dir(ctx, cwd.buf, &which, &werr)) < 0) {
-        strbuf_addf(why, "git %s: the directory %s", sub, werr);
-        goto out;
-    }
-    strbuf_reset(&w);
-    if (pin_repository(ctx, c, which, s == GIT_CLONE, &w) < 0)
-        goto bad_operand;
-    opts = sub_opts[s];
+    ret = 0;
+out:
+    g->i = i;
+    strbuf_release(&tmp);
+    return ret;
+}
+
+/* The subcommand's options, each against its allowlist (opts), with its value
+ * checked; the other words are operands (all of them after `--`, and for
+ * ls-remote after its first). */
+static int git_sub_options(const gopt *opts, const char *sub, int s, git_words *g, strbuf *why)
+{
+    char **argv = g->argv;
+    size_t argc = g->argc, i = g->i;
+    bool dashdash = false;
+    int ret = -1;
 
     for (; i < argc; i++) {
         const char *a = argv[i];
         const gopt *o;
 
         if (dashdash || a[0] != '-' || !a[1]) {
-            op_at[nops] = i;
-            ops[nops++] = a;
+            g->op_at[g->nops] = i;
+            g->ops[g->nops++] = a;
             /* ls-remote stops at its first operand: the rest are patterns */
             if (s == GIT_LS_REMOTE)
                 dashdash = true;
@@ -854,15 +853,15 @@ int route_check_git(const route_ctx *ctx, rcmd *c, strbuf *why)
             /* --recurse-submodules alone means yes */
             if (!eq && o->val == V_NO && option_value(o, sub, "", why) < 0)
                 goto out;
-            multiple |= o->sh == 'm' && s == GIT_FETCH;
-            all |= !strcmp(o->lng, "all");
+            g->multiple |= o->sh == 'm' && s == GIT_FETCH;
+            g->all |= !strcmp(o->lng, "all");
             continue;
         }
         for (const char *p = a + 1; *p; p++) {
             if (!(o = find_short(opts, sub, *p, why)))
                 goto out;
             if (o->arg == A_NONE) {
-                multiple |= *p == 'm' && s == GIT_FETCH;
+                g->multiple |= *p == 'm' && s == GIT_FETCH;
                 continue;
             }
             /* the rest of the word is the value; a required one may be the next word */
@@ -880,51 +879,131 @@ int route_check_git(const route_ctx *ctx, rcmd *c, strbuf *why)
             break;
         }
     }
+    ret = 0;
+out:
+    g->i = i;
+    return ret;
+}
 
-    /* operands */
-    for (size_t k = 0; k < nops; k++) {
-        bool repo_pos = k == 0 || (multiple && s == GIT_FETCH);
-        strbuf_reset(&w);
+/* The operands: repositories (a URL, a configured remote, or a local path that
+ * must be a repository of ours), refspecs and patterns, a clone's source and
+ * target. -1 with w saying what is wrong with one. */
+static int git_operands(const route_ctx *ctx, rcmd *c, int s, const char *cwd, git_words *g,
+                        strbuf *w)
+{
+    strbuf rw = STRBUF_INIT;
+    bool nick;
+    int ret = -1;
+
+    for (size_t k = 0; k < g->nops; k++) {
+        bool repo_pos = k == 0 || (g->multiple && s == GIT_FETCH);
+        strbuf_reset(w);
         strbuf_reset(&rw);
         if (s == GIT_CLONE) {
             if (k == 0) {
-                if (check_repo(ctx, c, cwd.buf, ops[0], false, &rw, &nick, &w) < 0)
-                    goto bad_operand;
+                if (check_repo(ctx, c, cwd, g->ops[0], false, &rw, &nick, w) < 0)
+                    goto out;
                 if (nick) {
-                    strbuf_addstr(&w, "no such local repository");
-                    goto bad_operand;
+                    strbuf_addstr(w, "no such local repository");
+                    goto out;
                 }
             } else if (k == 1) {
-                if (check_clone_target(ctx, c, cwd.buf, ops[1], &w) < 0)
-                    goto bad_operand;
+                if (check_clone_target(ctx, c, cwd, g->ops[1], w) < 0)
+                    goto out;
             } else {
-                strbuf_addstr(&w, "too many operands");
-                goto bad_operand;
+                strbuf_addstr(w, "too many operands");
+                goto out;
             }
             if (rw.len)
-                rewritten[k] = strbuf_detach(&rw, NULL);
+                g->rewritten[k] = strbuf_detach(&rw, NULL);
             continue;
         }
-        if (repo_pos && !all) {
-            if (check_repo(ctx, c, c->git_top, ops[k], s == GIT_PUSH, &rw, &nick, &w) < 0)
-                goto bad_operand;
+        if (repo_pos && !g->all) {
+            if (check_repo(ctx, c, c->git_top, g->ops[k], s == GIT_PUSH, &rw, &nick, w) < 0)
+                goto out;
             if (nick)
-                strvec_push(&c->git_nicks, ops[k]);
+                strvec_push(&c->git_nicks, g->ops[k]);
             if (rw.len)
-                rewritten[k] = strbuf_detach(&rw, NULL);
+                g->rewritten[k] = strbuf_detach(&rw, NULL);
             if (k == 0)
-                c->git_remote = ops[k];
-        } else if (check_ref(ops[k], s == GIT_LS_REMOTE ? "pattern" : "refspec", &w) < 0) {
-            goto bad_operand;
+                c->git_remote = g->ops[k];
+        } else if (check_ref(g->ops[k], s == GIT_LS_REMOTE ? "pattern" : "refspec", w) < 0) {
+            goto out;
         }
     }
+    ret = 0;
+out:
+    strbuf_release(&rw);
+    return ret;
+}
+
+/* What git is given: the words without -C, local repositories as checked. */
+static void git_final_args(rcmd *c, int s, const git_words *g)
+{
+    for (size_t k = 1, o = 0; k < g->argc; k++) {
+        while (o < g->nops && g->op_at[o] < k)
+            o++;
+        if (g->skip[k])
+            continue;
+        if (s == GIT_CLONE && o == 1 && o < g->nops && g->op_at[o] == k)
+            c->clone_arg = (int)c->git_args.n;
+        strvec_push(&c->git_args, o < g->nops && g->op_at[o] == k && g->rewritten[o]
+                                      ? g->rewritten[o] : g->argv[k]);
+    }
+}
+
+int route_check_git(const route_ctx *ctx, rcmd *c, strbuf *why)
+{
+    git_words *g = xcalloc(1, sizeof(*g));
+    strbuf cwd = STRBUF_INIT, tmp = STRBUF_INIT, w = STRBUF_INIT;
+    const char *sub, *werr;
+    int s, ret = -1, which;
+
+    g->argv = c->argv.v;
+    g->argc = c->argv.n;
+    g->i = 1;
+    strbuf_addstr(&cwd, ctx->cwd);
+    if (git_global_options(ctx, g, &cwd, why) < 0)
+        goto out;
+    if (g->i >= g->argc) {
+        strbuf_addstr(why, "git without a network subcommand");
+        goto out;
+    }
+    sub = g->argv[g->i++];
+    for (s = 0; s < (int)ARRAY_SIZE(git_sub_names); s++)
+        if (!strcmp(sub, git_sub_names[s]))
+            break;
+    if (s == (int)ARRAY_SIZE(git_sub_names)) {
+        strbuf_addstr(why, "git ");
+        reason_add(why, sub, strlen(sub));
+        strbuf_addstr(why, ": only clone, fetch, pull, push and ls-remote run on the host");
+        goto out;
+    }
+    if (!route_in_code_dirs(ctx, cwd.buf)) {
+        strbuf_addf(why, "git %s: the directory is outside the code directories", sub);
+        goto out;
+    }
+    /* Resolved once, held for the whole host part: git works here whatever
+     * happens to the names afterwards. */
+    c->git_sub = s;
+    if ((c->git_cwd_fd = route_open_dir(ctx, cwd.buf, &which, &werr)) < 0) {
+        strbuf_addf(why, "git %s: the directory %s", sub, werr);
+        goto out;
+    }
+    strbuf_reset(&w);
+    if (pin_repository(ctx, c, which, s == GIT_CLONE, &w) < 0)
+        goto bad_operand;
+    if (git_sub_options(sub_opts[s], sub, s, g, why) < 0)
+        goto out;
+    if (git_operands(ctx, c, s, cwd.buf, g, &w) < 0)
+        goto bad_operand;
     if (s == GIT_CLONE) {
-        if (nops == 0) {
+        if (g->nops == 0) {
             strbuf_addstr(why, "git clone without a repository");
             goto out;
         }
-        if (nops == 1) {
-            if (clone_default_dir(ops[0], &tmp) < 0) {
+        if (g->nops == 1) {
+            if (clone_default_dir(g->ops[0], &tmp) < 0) {
                 strbuf_addstr(why, "git clone: name the directory to clone into");
                 goto out;
             }
@@ -933,17 +1012,7 @@ int route_check_git(const route_ctx *ctx, rcmd *c, strbuf *why)
                 goto bad_operand;
         }
     }
-    /* What git is given: the words without -C, local repositories as checked */
-    for (size_t k = 1, o = 0; k < argc; k++) {
-        while (o < nops && op_at[o] < k)
-            o++;
-        if (skip[k])
-            continue;
-        if (s == GIT_CLONE && o == 1 && o < nops && op_at[o] == k)
-            c->clone_arg = (int)c->git_args.n;
-        strvec_push(&c->git_args, o < nops && op_at[o] == k && rewritten[o] ? rewritten[o]
-                                                                           : argv[k]);
-    }
+    git_final_args(c, s, g);
     c->git_cwd = strbuf_detach(&cwd, NULL);
     ret = 0;
     goto out;
@@ -951,12 +1020,12 @@ int route_check_git(const route_ctx *ctx, rcmd *c, strbuf *why)
 bad_operand:
     strbuf_addf(why, "git %s: %s", sub, w.buf);
 out:
-    for (size_t k = 0; k < nops; k++)
-        free(rewritten[k]);
+    for (size_t k = 0; k < g->nops; k++)
+        free(g->rewritten[k]);
+    free(g);
     strbuf_release(&cwd);
     strbuf_release(&tmp);
     strbuf_release(&w);
-    strbuf_release(&rw);
     return ret;
 }
 

@@ -20,7 +20,9 @@
 
 extern char **environ;
 
-/* What every host git gets before the user's arguments (DESIGN.md 5). */
+/* What every host git gets before the user's arguments: bare repositories only when named
+ * explicitly (a planted one is never discovered), and no ext:: transport (it runs a
+ * command). */
 static char *const git_safety[] = {
     "-c", "safe.bareRepository=explicit", "-c", "protocol.ext.allow=never", NULL,
 };

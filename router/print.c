@@ -65,8 +65,9 @@ void route_print(const route_plan *plan, const sh_parse *p, const route_ctx *ctx
             add_json_string(out, part->reason, strlen(part->reason));
             strbuf_addstr(out, ",\"join\":");
             add_json_string(out, j, strlen(j));
-            strbuf_addf(out, ",\"background\":%s,\"start\":%u,\"end\":%u,\"text\":",
-                        part->background ? "true" : "false", part->span.start, part->span.end);
+            strbuf_addf(out, ",\"background\":%s,\"cwd_known\":%s,\"start\":%u,\"end\":%u,"
+                        "\"text\":", part->background ? "true" : "false",
+                        part->cwd_unknown ? "false" : "true", part->span.start, part->span.end);
             add_json_string(out, text.buf, text.len);
             strbuf_addch(out, '}');
         } else {

@@ -63,7 +63,7 @@ const char *route_join_text(route_join j);
 
 /* What the rules need to know about the host. Everything is borrowed. */
 typedef struct route_ctx {
-    const char *const *code_dirs;   /* real absolute paths (see local/config.h) */
+    const char *const *code_dirs;   /* real absolute paths (see session/config.h) */
     size_t n_code_dirs;
     const char *const *sync_paths;  /* AGENT_SANDBOX_SYNC_PATHS entries; globs allowed */
     size_t n_sync_paths;
@@ -81,7 +81,14 @@ typedef struct route_part {
     bool background;           /* its and-or list ends with `&` */
     unsigned andor;            /* index of its and-or list in the line */
     sh_span span;              /* the pipeline's source */
+    /* HOST from the cwd the plan last knew, after a sandbox `cd` whose target it
+     * cannot know (a variable, `cd -`): HOST only while the cwd is still inside the
+     * code directories, else the runner sends it to the sandbox. Its reason starts
+     * with ROUTE_CWD_UNKNOWN. */
+    bool cwd_unknown;
 } route_part;
+
+#define ROUTE_CWD_UNKNOWN "host if the cwd is still inside the code directories, else sandbox"
 
 typedef struct route_plan {
     route_part *parts;
@@ -90,8 +97,11 @@ typedef struct route_plan {
 } route_plan;
 
 /* Splits p's top-level list (p->status must be SH_OK) into parts and routes
- * each. Never fails: whatever cannot be decided is SANDBOX. A host `cd`
- * changes the cwd that later parts of the line are checked against. */
+ * each. Never fails: whatever cannot be decided is SANDBOX. A `cd` changes
+ * the cwd that later parts of the line are checked against: a host one, and a
+ * sandbox one with a literal target (where bash's logical cd lands); after a
+ * sandbox cd it cannot follow, a part that is HOST only from inside the code
+ * directories gets cwd_unknown. */
 void route_plan_build(route_plan *plan, const sh_parse *p, const route_ctx *ctx);
 void route_plan_release(route_plan *plan);
 
@@ -137,11 +147,5 @@ unsigned route_line_of(const sh_parse *p, uint32_t off);
  * "join":..., "background":..., "start":..., "end":..., "text":...}]}. */
 void route_print(const route_plan *plan, const sh_parse *p, const route_ctx *ctx, bool json,
                  strbuf *out);
-
-/* The whole of --route for sbxsh's main(): builds the context from the
- * environment (AGENT_SANDBOX_CODE_DIRS or the cwd's git top level,
- * AGENT_SANDBOX_SYNC_PATHS, PATH, HOME, CDPATH), routes p and prints to
- * stdout. Returns 0, or -1 with err set (exit 125). */
-int route_print_main(const sh_parse *p, bool json, sbx_err *err);
 
 #endif

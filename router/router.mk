@@ -1,19 +1,17 @@
 # router/: host-or-sandbox decisions for every part of a line, and the host
 # runner (argv, pipes, echo/printf in-process; never a host shell).
 ROUTER_SRCS := router/builtins.c router/classify.c router/filters.c router/git.c \
-               router/hostrun.c router/paths.c router/print.c router/route_main.c
+               router/hostrun.c router/paths.c router/print.c
 LIB_SRCS += $(ROUTER_SRCS)
 
 TEST_C += tests/router/t-builtins.c tests/router/t-route-table.c
 
-# The line executor (the lead engineer's): runs parsed lines part by part.
-LIB_SRCS += router/line.c
 TEST_HELPERS += tests/router/route-run.c tests/router/route-fuzz.c
 
 # The route fuzzer in full under `make fuzz`: a fresh seed (SBX_FUZZ_SEED to
 # choose one) and SBX_FUZZ_COUNT lines; and the router's libFuzzer driver,
 # built with clang like the parser's (FUZZ_CC, FUZZ_SECONDS, fuzz_link: Makefile).
-ROUTE_FUZZ_SRCS = $(filter-out router/route_main.c,$(ROUTER_SRCS)) $(PARSER_SRCS) $(COMMON_SRCS)
+ROUTE_FUZZ_SRCS = $(ROUTER_SRCS) $(PARSER_SRCS) $(COMMON_SRCS)
 FUZZ_C += tests/fuzz/fuzz-route.c
 build-fuzz/fuzz-route: tests/fuzz/fuzz-route.c $(ROUTE_FUZZ_SRCS) $(wildcard router/*.h shell/*.h common/*.h)
 	$(call fuzz_link,-lcjson)

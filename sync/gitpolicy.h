@@ -1,5 +1,6 @@
 /*
- * What git data may cross, in which direction (DESIGN.md section 5).
+ * What git data may cross, in which direction (README.md, "What the sandbox cannot do to
+ * the host").
  *
  * sandbox -> host: inside a code directory, the top-level `.git` directory is written only
  * through an allowlist (objects, refs, logs, HEAD, index, packed-refs, and the state files of

@@ -124,7 +124,7 @@ rc=0" "$rt: a background process holding stdout does not hold the command's retu
         git init -q --bare "$GITROOT/remote-$rt.git"
         GITURL=$GITBASE/remote-$rt.git
         # The repository is the code directory itself: a nested repository's .git
-        # never comes back from the sandbox (DESIGN.md section 5).
+        # never comes back from the sandbox (the pull keeps every nested .git as the host has it).
         rm -rf .git && git init -q .
         printf '[user]\n\tname = T\n\temail = t@example.com\n' > "$HOME/.gitconfig"
         git remote add origin "$GITURL"

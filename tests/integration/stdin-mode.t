@@ -2,7 +2,7 @@
 # stdin mode (an agent keeps one sbxsh and writes commands to it) against bash
 # reading the same script on its stdin: each case's stdout, stderr and status
 # must be bash's. These are the places where the persistent shell's wrapper
-# (router/line.c) showed through, or where sbxsh hung or gave up: set -n,
+# (cli/line.c) showed through, or where sbxsh hung or gave up: set -n,
 # aliases that open a quote or a here-document, PWD unset or assigned, the
 # wrapper's helpers in `declare -F` and `set`, PIPESTATUS, `cd -` with no
 # OLDPWD, line numbers (the wrapper's lines counted as bash's), a DEBUG trap

@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "common/strbuf.h"
-#include "local/backend.h"
-#include "local/config.h"
+#include "session/backend.h"
+#include "session/config.h"
 
 int main(int argc, char **argv)
 {

@@ -1,5 +1,5 @@
 /*
- * Drives the client library (local/session.h) the way the front end's
+ * Drives the client library (session/session.h) the way the front end's
  * stdin mode does, so that tests/local/session.t can check it without the
  * front end: a persistent bash in the sandbox reads its script from fd 0
  * (an API input), reports on fd 199 (an API output), and relays 1 and 2.
@@ -23,8 +23,8 @@
 #include <unistd.h>
 
 #include "common/strbuf.h"
-#include "local/config.h"
-#include "local/session.h"
+#include "session/config.h"
+#include "session/session.h"
 
 static int fail(const char *what, const sbx_err *err)
 {

@@ -52,6 +52,39 @@ git init -q own
 out=$(cd own && AGENT_SANDBOX_CODE_DIRS=$CODE/own "$SBXSH" --route -c 'git push')
 like "$out" "^host	" "a code directory that is a repository's top level is fine"
 
+# --route uses execution's configuration and context: what execution refuses, it refuses
+# (it used to read AGENT_SANDBOX_* raw, print "host" and exit 0).
+for bad in "AGENT_SANDBOX_SYNC_PATHS=rel/x" "AGENT_SANDBOX_SESSION=bad name!"; do
+    route_err=$(env "$bad" "$SBXSH" --route -c 'echo hi' 2>&1 >/dev/null); route_st=$?
+    exec_err=$(env "$bad" "$SBXSH" -c 'echo hi' 2>&1 >/dev/null); exec_st=$?
+    is "$route_st:$exec_st" "125:125" "$bad: --route exits 125 as execution does"
+    is "$route_err" "$exec_err" "$bad: ... with execution's message"
+    like "$route_err" "^sbxsh: " "$bad: ... an sbxsh: message"
+done
+out=$("$SBXSH" --session 'a/b' --route -c 'echo hi' 2>&1); st=$?
+is "$st" 125 "--route checks --session as execution does"
+
+# A sandbox cd with a literal target: the plan follows it (at run time the sandbox's
+# $PWD comes back and the host part is checked again from there).
+out=$("$SBXSH" --route -c 'cd / && git push origin HEAD')
+is "$(sed -n 2p <<<"$out")" "$(printf 'sandbox\tgit push: the directory is outside the code directories\tgit push origin HEAD')" \
+    "cd / && git push: the push goes to the sandbox, as it does at run time"
+out=$("$SBXSH" --route -c 'cd .. ; git push; cd '"$CODE"'/sub; git push')
+is "$(cut -f1 <<<"$out" | tr '\n' ' ')" "sandbox sandbox host host " \
+    "a sandbox cd out and a host cd back: the plan follows both"
+out=$(HOME=$CODE/sub AGENT_SANDBOX_CODE_DIRS=$CODE AGENT_SANDBOX_STATE_DIR=$SBX_TEST_TMP/state "$SBXSH" --route -c 'cd /tmp; cd; git push')
+like "$(sed -n 3p <<<"$out")" "^host	git push: network command" "a bare cd goes to HOME"
+# A cd the plan cannot follow: a part that needs the cwd says so; one that does not, not.
+out=$("$SBXSH" --route -c 'cd "$D" && git push; echo hi')
+is "$(sed -n 2p <<<"$out")" "$(printf 'host\thost if the cwd is still inside the code directories, else sandbox (git push: network command, options allowed)\tgit push')" \
+    "cd \"\$D\" && git push: host if the cwd is still inside the code directories, else sandbox"
+is "$(sed -n 3p <<<"$out")" "$(printf 'host\techo: builtin glue\techo hi')" \
+    "... while echo, host from anywhere, is plain host"
+json=$("$SBXSH" --route --json -c 'cd - && git fetch')
+is "$(jq -c '[.parts[].cwd_known]' <<<"$json")" "[true,false]" "--json: cwd_known is false for such a part"
+out=$("$SBXSH" --route -c 'popd; git push')
+like "$(sed -n 2p <<<"$out")" "^host	host if the cwd is still inside" "popd: the plan cannot follow it"
+
 printf 'git fetch\nrm -rf x\n' > script.sh
 out=$("$SBXSH" --route script.sh)
 is "$(cut -f1 <<<"$out" | tr '\n' ' ')" "host sandbox " "a script file is routed too"

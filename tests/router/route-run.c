@@ -9,7 +9,7 @@
  * host cd carried to later parts. A part that is not HOST is not run: it
  * prints "route-run: sandbox: REASON" and the line stops with status 125.
  */
-#include "local/config.h"
+#include "session/config.h"
 #include "router/route.h"
 #include "shell/parse.h"
 #include "tests/router/hostline.h"

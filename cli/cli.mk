@@ -1,0 +1,5 @@
+# cli/: sbxsh's front end: main(), the options, the input loops (run.c), the line
+# executor (line.c) and --route (route_main.c). The top layer: it may call every other.
+SBXSH_MAIN := cli/main.c
+CLI_SRCS := cli/options.c cli/run.c cli/line.c cli/route_main.c
+LIB_SRCS += $(CLI_SRCS)

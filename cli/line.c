@@ -1,0 +1,1221 @@
+#include "cli/line.h"
+#include "common/strbuf.h"
+#include "session/backend.h"
+#include "session/config.h"
+#include "session/session.h"
+#include "session/termfilter.h"
+#include "router/route.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pty.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+/*
+ * The persistent shell's two helpers, defined where they are used and gone
+ * once called (each unsets itself first; bash runs a copy of a function's
+ * body), so that `declare -F`, `set` and `typeset -f` in the user's
+ * commands never show them. A function definition is not a simple command:
+ * it does not fire a DEBUG trap or change $_. Only builtins are called, as
+ * `builtin NAME`, so that a user's function of that name is not run.
+ *
+ * SETRC_DEF sets up __sbx_setrc, which sets $? (and, through its last
+ * argument, $_) without a fork. REPORT_DEF sets up __sbx_report, which
+ * tells us how a chunk ended, as six NUL-terminated fields on fd 199: a
+ * kind ("done" after the chunk, "next" on the line after it), the status,
+ * the flags ($-), the set -o options, the cwd, PS4 and PIPESTATUS (its
+ * statuses, each followed by a space). The cwd is what the
+ * pwd builtin says (bash's own record of it, not $PWD, which the user may
+ * unset or assign), followed by its newline; empty when it cannot say (a
+ * deleted directory). Both are called as
+ * `{ DEF; f ... && { DEF; f 0 "$_"; }; } 2>/dev/null`: set -x does not
+ * trace them, $? and $_ come out as they went in, and a non-zero status
+ * does not trip set -e (a failure before && never does).
+ */
+#define SETRC_DEF "__sbx_setrc() { builtin unset -f __sbx_setrc; return \"$1\"; }; "
+/* ... which also turns set -v back on (verbose: the reports turn it off) */
+#define VSETRC_DEF                                                                              \
+    "__sbx_setrc() { builtin unset -f __sbx_setrc; builtin set -v; return \"$1\"; }; "
+#define REPORT_DEF                                                                              \
+    "__sbx_report() { builtin unset -f __sbx_report; "                                          \
+    "builtin printf '%s\\0' \"$1\" \"$2\" \"$-\" \"$SHELLOPTS\" >&199; builtin pwd >&199; "         \
+    "case $- in *v*) builtin set +v;; esac; "                                                   \
+    "builtin printf '\\0%s\\0' \"$PS4\" >&199; builtin printf '%s ' \"${__sbx_p[@]}\" >&199; "      \
+    "builtin printf '\\0' >&199; builtin unset -v __sbx_s __sbx_p __sbx_a; return \"$2\"; }; "
+/* A report of KIND. $?, PIPESTATUS and $_ are saved first, by one
+ * assignment (a definition sets $? to 0, an assignment sets $_ to ""), and
+ * come back through the call's arguments. */
+#define REPORT(kind)                                                                            \
+    "{ __sbx_s=$? __sbx_p=(\"${PIPESTATUS[@]}\") __sbx_a=$_; " REPORT_DEF "__sbx_report " kind  \
+    " \"$__sbx_s\" \"$__sbx_a\" && { " SETRC_DEF "__sbx_setrc 0 \"$_\"; }; } 2>/dev/null"
+
+/*
+ * The same report without a simple command in the shell itself, once the
+ * input may have set a DEBUG trap or defined a function the wrapper calls
+ * (see fork_reports): bash runs a DEBUG trap before every simple command
+ * (assignments and function calls included), but not before a group, a
+ * subshell, or the commands inside a subshell (without set -T). So the
+ * report is a subshell, which sees $?, PIPESTATUS, $- and the rest as the
+ * shell has them; its stdout goes to /dev/null so that a trap inherited
+ * through set -T prints nothing. It leaves $? 0 and PIPESTATUS (0): the
+ * next prefix restores both (status_lost). $_ is untouched (no simple
+ * command ran).
+ *
+ * A user's function named `builtin` (or `exit`) would run instead of the
+ * builtin, so the subshell first removes it, with `unset` found as the
+ * special builtin it is in POSIX mode (before any function of that name).
+ */
+#define FORK_OWN_BUILTIN                                                                        \
+    "POSIXLY_CORRECT=y; unset -f builtin exit; unset -v POSIXLY_CORRECT; "
+/* `exit N` in a subshell, as the builtin whatever functions exist */
+#define FORK_EXIT "POSIXLY_CORRECT=y; exit "
+#define REPORT_FORK(kind)                                                                          \
+    "{ ( __sbx_s=$? __sbx_p=(\"${PIPESTATUS[@]}\"); " FORK_OWN_BUILTIN                             \
+    "builtin printf '%s\\0' " kind " \"$__sbx_s\" \"$-\" \"$SHELLOPTS\" >&199; "                   \
+    "builtin pwd >&199; builtin printf '\\0%s\\0' \"$PS4\" >&199; "                                \
+    "builtin printf '%s ' \"${__sbx_p[@]}\" >&199; builtin printf '\\0' >&199 ) >/dev/null; } "    \
+    "2>/dev/null"
+
+/*
+ * bash's line counter. bash numbers each line as its parser reads it, and
+ * every command keeps the number it was parsed at: messages ("bash: line
+ * 3: ..."), $LINENO, BASH_LINENO and caller all come from it, also for a
+ * function called long after its definition was read. The wrapper's own
+ * lines are lines too, so after each chunk the counter is set back, to
+ * the line before the one the next text starts on (blank lines written
+ * before that text make up any difference: a skipped comment, a line
+ * already run). Assigning LINENO sets the counter, but every simple
+ * command (and for, case, ((, [[) restores the counter it found once it
+ * ends, so `LINENO=N` alone is undone at once. The assignment is made
+ * instead while bash expands the redirection of a group command: nothing
+ * restores the counter after that, and the group's own commands restore
+ * what it set. `${v[expr]-}` evaluates the subscript (an arithmetic
+ * assignment) and expands to nothing, also under set -u.
+ */
+#define SETLINE_FMT "${__sbx_z[LINENO=%u]-}"
+
+#define REPORT_FIELDS 7
+
+struct line_exec {
+    line_opts o;
+    sbx_config cfg;
+    sbx_session *sess;        /* opened on the first sandbox run */
+    bool shell_running;       /* the persistent bash is up */
+    bool shell_ended;         /* ... and has exited; final_status holds its status */
+    int final_status;         /* raw wait status */
+    int last_status;          /* bash's $? */
+    bool sandbox_stale;       /* the persistent shell has not seen last_status yet */
+    bool status_lost;         /* its $? and PIPESTATUS are a report's (REPORT_FORK) */
+    bool fork_reports;        /* reports run in subshells (REPORT_FORK) */
+    unsigned shell_line;      /* bash's line counter once it has run what was written */
+    char *last_arg;           /* $_ after the last host part, when it sets one */
+    char *cwd;                /* where the next part runs */
+    char *shell_cwd;          /* the persistent shell's $PWD as last reported */
+    bool errexit, pipefail;
+    bool xtrace;              /* set -x, as last reported */
+    bool verbose;             /* set -v, as last reported (the report turned it off) */
+    char *ps4;                /* PS4, as last reported */
+    int pipestatus[16];       /* the last pipeline's statuses, when it had 2 to 16 */
+    size_t npipestatus;       /* ... and how many; 0 when nothing is to be replayed */
+    strvec env;               /* the sandbox commands' environment */
+};
+
+/* Where sbxsh starts: the cwd, or "/" when it cannot be read (bash runs on). */
+static char *current_dir(void)
+{
+    char *d = getcwd(NULL, 0);
+    return d ? d : xstrdup("/");
+}
+
+int line_exec_new(const line_opts *o, line_exec **out, sbx_err *err)
+{
+    line_exec *x = xcalloc(1, sizeof(*x));
+    sbx_config_opts co = { .session = o->session };
+
+    x->o = *o;
+    x->errexit = o->errexit;
+    x->pipefail = o->pipefail;
+    x->cwd = current_dir();
+    strvec_init(&x->env);
+    if (sbx_config_load(&x->cfg, &co, err) < 0) {
+        free(x->cwd);
+        free(x);
+        return -1;
+    }
+    sbx_sandbox_env(&x->cfg, false, &x->env);
+    *out = x;
+    return 0;
+}
+
+int line_exec_last_status(const line_exec *x)
+{
+    return x->last_status;
+}
+
+bool line_exec_verbose(const line_exec *x)
+{
+    return x->verbose;
+}
+
+void line_exec_free(line_exec *x)
+{
+    if (!x)
+        return;
+    if (x->sess)
+        sbx_session_close(x->sess);
+    sbx_config_free(&x->cfg);
+    strvec_clear(&x->env);
+    free(x->last_arg);
+    free(x->cwd);
+    free(x->shell_cwd);
+    free(x->ps4);
+    free(x);
+}
+
+void line_exit(int wait_status)
+{
+    if (WIFSIGNALED(wait_status)) {
+        int sig = WTERMSIG(wait_status);
+        struct rlimit none = { 0, 0 };
+        /* Die the same way, so our parent sees what bash's parent would;
+         * without leaving a core file of sbxsh behind. */
+        fflush(NULL);
+        setrlimit(RLIMIT_CORE, &none);
+        signal(sig, SIG_DFL);
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, sig);
+        sigprocmask(SIG_UNBLOCK, &set, NULL);
+        raise(sig);
+        exit(128 + sig);
+    }
+    exit(WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : SBX_EXIT_INTERNAL);
+}
+
+/* bash's $? for a raw wait status. */
+static int bash_status(int wait_status)
+{
+    if (WIFSIGNALED(wait_status))
+        return 128 + WTERMSIG(wait_status);
+    return WEXITSTATUS(wait_status);
+}
+
+static bool inside_code_dirs(const line_exec *x, const char *path)
+{
+    for (size_t i = 0; i < x->cfg.code_dirs.n; i++) {
+        const char *d = x->cfg.code_dirs.v[i];
+        size_t n = strlen(d);
+        if (!strncmp(path, d, n) && (path[n] == '\0' || path[n] == '/'))
+            return true;
+    }
+    return false;
+}
+
+static int check_sandbox_cwd(const line_exec *x, sbx_err *err)
+{
+    /* No code directory (a login shell in ~, a command in /tmp): nothing is synced, and
+     * the command runs at the same path in the sandbox's own tree (its private HOME at ~,
+     * its private /tmp). */
+    if (!x->cfg.code_dirs.n || inside_code_dirs(x, x->cwd))
+        return 0;
+    strbuf dirs = STRBUF_INIT;
+    for (size_t i = 0; i < x->cfg.code_dirs.n; i++)
+        strbuf_addf(&dirs, "%s%s", i ? ":" : "", x->cfg.code_dirs.v[i]);
+    sbx_errf(err,
+             "the current directory %s is outside the code directories (%s), so the "
+             "sandbox cannot run there; cd into one, or set AGENT_SANDBOX_CODE_DIRS",
+             x->cwd, dirs.buf);
+    strbuf_release(&dirs);
+    return -1;
+}
+
+static int open_session(line_exec *x, sbx_err *err)
+{
+    if (x->sess)
+        return 0;
+    if (!sbx_backend_class_find(x->cfg.backend))
+        return sbx_errf(err, "AGENT_SANDBOX_BACKEND=%s: only the local backend is built so far",
+                        x->cfg.backend);
+    return sbx_session_open(&x->cfg, NULL, &x->sess, err);
+}
+
+void line_route_ctx(const sbx_config *cfg, const char *cwd, route_ctx *ctx)
+{
+    memset(ctx, 0, sizeof(*ctx));
+    ctx->code_dirs = (const char *const *)cfg->code_dirs.v;
+    ctx->n_code_dirs = cfg->code_dirs.n;
+    ctx->sync_paths = (const char *const *)cfg->sync_paths.v;
+    ctx->n_sync_paths = cfg->sync_paths.n;
+    ctx->cwd = cwd;
+    ctx->path = getenv("PATH");
+    ctx->home = getenv("HOME");
+    ctx->cdpath = getenv("CDPATH");
+}
+
+/* The context for the next part: from where it runs (x->cwd follows every cd). */
+static void route_ctx_fill(const line_exec *x, route_ctx *ctx)
+{
+    line_route_ctx(&x->cfg, x->cwd, ctx);
+}
+
+/* Starts bash in the sandbox: at the current directory, with the sandbox's
+ * environment, sbxsh's signals forwarded to it. */
+static int start_bash(line_exec *x, const strvec *argv, const sbx_fd_map *fds, size_t nfds,
+                      sbx_err *err)
+{
+    sbx_command cmd = {
+        .exe = "bash",
+        .argv = (const char *const *)argv->v,
+        .env = (const char *const *)x->env.v,
+        .cwd = x->cwd,
+        .fds = fds,
+        .nfds = nfds,
+        .forward_signals = true,
+    };
+    if (check_sandbox_cwd(x, err) < 0 || open_session(x, err) < 0)
+        return -1;
+    return sbx_session_start(x->sess, &cmd, err);
+}
+
+/* ---- one-shot --------------------------------------------------------------------------- */
+
+/*
+ * A script that lies outside the code directories is not in the sandbox's tree, but bash must
+ * still run it as a file: its syntax errors say "SCRIPT: line N" (not "SCRIPT: -c: line N"),
+ * and BASH_SOURCE and `caller` name it. So the sandbox's bash first puts the text at the same
+ * path in the sandbox's own tree (its private /tmp and HOME, where such scripts live; a
+ * system directory already shows the host's file), then runs it. Where that cannot be done
+ * (a read-only directory holding another file), it runs the text with -c as before.
+ * Arguments: $0 sbxsh's argv[0], then the number of bash options, the options, the script's
+ * name, its text, its arguments. The outer bash gets no option (-x would trace this).
+ */
+static const char outside_script_boot[] =
+    "n=$1; shift; o=(\"${@:1:n}\"); shift \"$n\"; f=$1 t=$2; shift 2\n"
+    "c=; [ -f \"$f\" ] && IFS= read -r -d '' c < \"$f\"\n"
+    "if [ \"$c\" != \"$t\" ]; then\n"
+    "  case $f in */*) mkdir -p -- \"${f%/*}\" 2>/dev/null;; esac\n"
+    "  { printf %s \"$t\" > \"$f\"; } 2>/dev/null || exec -a \"$0\" bash \"${o[@]}\" -c \"$t\" \"$f\" \"$@\"\n"
+    "fi\n"
+    "exec -a \"$0\" bash \"${o[@]}\" \"$f\" \"$@\"\n";
+
+static int run_oneshot(line_exec *x, const char *text, const char *script, const char *outside,
+                       int *wait_status, sbx_err *err)
+{
+    strvec argv = STRVEC_INIT;
+    static const sbx_fd_map fds[] = {
+        { 0, SBX_FD_RELAY_IN, 0 }, { 1, SBX_FD_RELAY_OUT, 1 }, { 2, SBX_FD_RELAY_OUT, 2 },
+    };
+    sbx_exit st;
+    int rc;
+
+    /* argv[0] is how sbxsh was called, so $0 and bash's messages name sbxsh as
+     * they would name bash. */
+    strvec_push(&argv, x->o.argv0);
+    if (outside) {
+        size_t nopts = 0;
+        char num[24];
+        while (x->o.bash_args && x->o.bash_args[nopts])
+            nopts++;
+        snprintf(num, sizeof(num), "%zu", nopts);
+        strvec_push(&argv, "-c");
+        strvec_push(&argv, outside_script_boot);
+        strvec_push(&argv, x->o.argv0);
+        strvec_push(&argv, num);
+        strvec_pushv(&argv, (char *const *)x->o.bash_args);
+        strvec_push(&argv, outside);
+        strvec_push(&argv, text);
+        strvec_pushv(&argv, (char *const *)x->o.positional);
+        goto start;
+    }
+    strvec_pushv(&argv, (char *const *)x->o.bash_args);
+    if (script) {
+        /* `bash [OPTIONS] SCRIPT ARGS`: $0 is the script as named */
+        strvec_push(&argv, script);
+    } else {
+        /* `bash [OPTIONS] -c TEXT [NAME ARGS]` */
+        strvec_push(&argv, "-c");
+        strvec_push(&argv, text);
+        if (x->o.dollar0 != x->o.argv0 || (x->o.positional && x->o.positional[0]))
+            strvec_push(&argv, x->o.dollar0);
+    }
+    strvec_pushv(&argv, (char *const *)x->o.positional);
+start:
+    rc = start_bash(x, &argv, fds, ARRAY_SIZE(fds), err);
+    strvec_clear(&argv);
+    if (rc < 0 || sbx_session_wait(x->sess, &st, err) < 0)
+        return -1;
+    *wait_status = st.wait_status;
+    if (st.spawn_failed)
+        return sbx_errf(err, "cannot start bash in the sandbox: %s", st.message);
+    return 0;
+}
+
+/* ---- the persistent shell ------------------------------------------------------------- */
+
+static int shell_start(line_exec *x, sbx_err *err)
+{
+    strvec argv = STRVEC_INIT;
+    sbx_fd_map fds[5];
+    size_t nfds = 0;
+    int rc;
+
+    fds[nfds++] = (sbx_fd_map){ 0, SBX_FD_API_IN, -1 };
+    fds[nfds++] = (sbx_fd_map){ 1, SBX_FD_RELAY_OUT, 1 };
+    fds[nfds++] = (sbx_fd_map){ 2, SBX_FD_RELAY_OUT, 2 };
+    if (!x->o.stdin_is_script)
+        fds[nfds++] = (sbx_fd_map){ 198, SBX_FD_RELAY_IN, 0 };
+    fds[nfds++] = (sbx_fd_map){ 199, SBX_FD_API_OUT, -1 };
+    /* `bash [OPTIONS] -s ARGS`, reading the script stream we write on fd 0 */
+    strvec_push(&argv, x->o.dollar0);
+    strvec_pushv(&argv, (char *const *)x->o.bash_args);
+    strvec_push(&argv, "-s");
+    strvec_pushv(&argv, (char *const *)x->o.positional);
+    rc = start_bash(x, &argv, fds, nfds, err);
+    strvec_clear(&argv);
+    if (rc < 0)
+        return -1;
+    x->shell_running = true;
+    free(x->shell_cwd);
+    x->shell_cwd = xstrdup(x->cwd);
+    /*
+     * The first line: fd 197 becomes the /dev/null that commands read as
+     * their stdin when the script stream is the shell's (each chunk is
+     * `{ ...; } 0<&197`). Not `0</dev/null` on the group: bash saves the fd
+     * it replaces on the lowest free fd from 10, and a user's `exec 10>f`
+     * inside the group then loses its fd when the group ends; for `0<&N`
+     * bash saves above N. $_ is kept as bash starts with it, and the line
+     * counter starts from 0 (SETLINE_FMT).
+     */
+    strbuf w = STRBUF_INIT;
+    strbuf_addstr(&w, "{ __sbx_a=$_; ");
+    if (x->o.stdin_is_script)
+        strbuf_addstr(&w, "exec 197</dev/null; ");
+    strbuf_addstr(&w, "__sbx_start() { builtin unset -f __sbx_start; builtin unset -v __sbx_a; }; "
+                      "__sbx_start \"$__sbx_a\"; } 2>/dev/null");
+    strbuf_addf(&w, SETLINE_FMT "\n", 0u);
+    x->shell_line = 0;
+    /* At a terminal, Ctrl-C stops the command, not the session's shell (as an
+     * interactive bash survives it): a trap makes the shell outlive SIGINT. */
+    if (x->o.interactive) {
+        strbuf_addstr(&w, "trap : INT\n");
+        x->shell_line++;
+    }
+    rc = sbx_session_write(x->sess, 0, w.buf, w.len, err);
+    strbuf_release(&w);
+    return rc;
+}
+
+/* The persistent shell has exited: collect its status. */
+static int shell_reap(line_exec *x, sbx_err *err)
+{
+    sbx_exit st;
+    if (sbx_session_wait(x->sess, &st, err) < 0)
+        return -1;
+    x->shell_running = false;
+    x->shell_ended = true;
+    x->final_status = st.wait_status;
+    x->last_status = bash_status(st.wait_status);
+    if (st.spawn_failed)
+        return sbx_errf(err, "cannot start bash in the sandbox: %s", st.message);
+    return 0;
+}
+
+/*
+ * PIPESTATUS is set by every pipeline, the wrapper's included, so the
+ * wrapper would leave one status where the user's last pipeline left
+ * several. The prefix of the next chunk then ends with a pipeline of the
+ * same statuses, `exit A | exit B | (exit C)` (a fork per status, only after
+ * such a pipeline), or `! exit A | (exit B)` after `! a | b`: it leaves
+ * PIPESTATUS as the user's was, and $? as it was too (which of the two gives
+ * that $? is checked first; when neither does, there is no replay). Each
+ * element but the last is a child's `exit`, which never returns, so no ERR
+ * trap runs there; the last is a subshell, as `shopt -s lastpipe` would run
+ * it in the shell itself. A failing one is followed by `&& :`, which does
+ * not run, so that neither an ERR trap nor set -e takes it for a failure
+ * (bash did not either: the user's pipeline did not end the shell).
+ */
+static int pipestatus_replay(const line_exec *x, int *st_out)
+{
+    int st = 0;
+    if (!x->npipestatus)
+        return 0;
+    if (x->pipefail) {
+        for (size_t i = 0; i < x->npipestatus; i++)
+            if (x->pipestatus[i])
+                st = x->pipestatus[i];
+    } else {
+        st = x->pipestatus[x->npipestatus - 1];
+    }
+    *st_out = st;
+    if (st == x->last_status)
+        return 1;
+    if (x->last_status == !st)
+        return 2;
+    return 0;
+}
+
+static void add_pipestatus_replay(const line_exec *x, int replay, strbuf *out)
+{
+    int st = 0;
+
+    if (!replay || pipestatus_replay(x, &st) != replay)
+        return;
+    if (replay == 2)
+        strbuf_addstr(out, "! ");
+    /* fork_reports: subshells only, which a DEBUG trap does not see */
+    for (size_t i = 0; i + 1 < x->npipestatus; i++)
+        strbuf_addf(out, x->fork_reports ? "( " FORK_EXIT "%d ) >/dev/null | " : "exit %d | ",
+                    x->pipestatus[i]);
+    strbuf_addf(out, x->fork_reports ? "( " FORK_EXIT "%d ) >/dev/null%s; " : "(exit %d)%s; ",
+                x->pipestatus[x->npipestatus - 1], replay == 1 && st ? " && :" : "");
+}
+
+/*
+ * Appends what brings the persistent shell up to date with the host parts
+ * that ran since its last report: their status as $?, the last argument as
+ * $_, and a `cd` a host part made; and, after a REPORT_FORK, $? and
+ * PIPESTATUS. join is how the next sandbox text joins the part before it
+ * (&&, || or a plain sequence). Inside a chunk it shares the text's first
+ * line (a line of its own would move the text's line numbers); standalone,
+ * it is a line of its own, which sets the line counter to setline.
+ */
+static void add_state_prefix(line_exec *x, route_join join, bool standalone, unsigned setline,
+                             strbuf *out)
+{
+    /* A shell not yet started starts at x->cwd: no cd (it would set OLDPWD,
+     * which a fresh bash does not have). */
+    bool cd = x->shell_running && strcmp(x->cwd, x->shell_cwd) != 0;
+    bool andor = join == ROUTE_JOIN_AND || join == ROUTE_JOIN_OR;
+    bool stale = x->sandbox_stale || x->status_lost;
+    int st, replay = x->sandbox_stale ? 0 : pipestatus_replay(x, &st);
+    strbuf arg = STRBUF_INIT;
+
+    if (!stale && !cd && !andor && !replay && !x->verbose)
+        return;
+    if (x->sandbox_stale && x->last_arg)
+        strbuf_add_shell_quoted(&arg, x->last_arg, strlen(x->last_arg));
+    else
+        strbuf_addstr(&arg, "\"$_\"");
+    strbuf_addstr(out, "{ ");
+    if (cd) {
+        strbuf_addstr(out, "CDPATH= builtin cd -- ");
+        strbuf_add_shell_quoted(out, x->cwd, strlen(x->cwd));
+        strbuf_addstr(out, "; ");
+    }
+    if (x->fork_reports) {
+        /* No simple command (REPORT_FORK): a subshell's status, and no $_
+         * from a host part. `&& :` keeps set -e off a failure, and never runs. */
+        if (x->verbose)
+            strbuf_addstr(out, "builtin set -v; ");
+        if (replay)
+            add_pipestatus_replay(x, replay, out);
+        else
+            strbuf_addf(out, "( " FORK_EXIT "%d ) >/dev/null%s; ", x->last_status,
+                        !andor && x->last_status ? " && :" : "");
+    } else if (andor) {
+        /* the host part's status is the left operand of the next && or || */
+        strbuf_addf(out, "%s__sbx_setrc %d %s; ", x->verbose ? VSETRC_DEF : SETRC_DEF,
+                    x->last_status, arg.buf);
+        add_pipestatus_replay(x, replay, out);
+    } else {
+        /* `f N && f 0`: $? becomes N without tripping set -e */
+        strbuf_addf(out, "%s__sbx_setrc %d %s && { " SETRC_DEF "__sbx_setrc 0 %s; }; ",
+                    x->verbose ? VSETRC_DEF : SETRC_DEF, x->last_status, arg.buf, arg.buf);
+        add_pipestatus_replay(x, replay, out);
+    }
+    strbuf_addstr(out, "} 2>/dev/null");
+    if (andor)
+        strbuf_addf(out, " %s ", join == ROUTE_JOIN_AND ? "&&" : "||");
+    else if (standalone)
+        strbuf_addf(out, SETLINE_FMT "\n", setline);
+    else
+        strbuf_addstr(out, "; ");
+    x->npipestatus = 0;
+    x->status_lost = false;
+    strbuf_release(&arg);
+}
+
+/* Reads one report: 1 with fields[] filled (pointers into rec), 0 when the
+ * shell exited instead, -1 on error. */
+static int shell_read_one_report(line_exec *x, strbuf *rec, char *fields[REPORT_FIELDS],
+                                 sbx_err *err)
+{
+    size_t starts[REPORT_FIELDS];
+    strbuf_reset(rec);
+    for (int i = 0; i < REPORT_FIELDS; i++) {
+        int r;
+        starts[i] = rec->len;
+        r = sbx_session_read_record(x->sess, 199, '\0', rec, err);
+        if (r <= 0)
+            return r;
+    }
+    for (int i = 0; i < REPORT_FIELDS; i++)
+        fields[i] = rec->buf + starts[i];
+    if (strcmp(fields[0], "done") && strcmp(fields[0], "next"))
+        return sbx_errf(err, "the sandbox's shell sent a malformed status report");
+    return 1;
+}
+
+/* Keeps a reported PIPESTATUS ("1 0 "), to be replayed before the next
+ * chunk when it had more than one status (one is what any command leaves). */
+static void set_pipestatus(line_exec *x, const char *text)
+{
+    size_t n = 0;
+    char *end;
+
+    x->npipestatus = 0;
+    for (const char *p = text; *p && n < ARRAY_SIZE(x->pipestatus); p = end) {
+        long v = strtol(p, &end, 10);
+        if (end == p || *end != ' ' || v < 0 || v > 255)
+            return;
+        x->pipestatus[n++] = (int)v;
+        end++;
+    }
+    if (n > 1)
+        x->npipestatus = n;
+}
+
+/* Reads what the shell says after a chunk. Returns 1 when the chunk ran to
+ * its end, 2 when an error made bash abandon the rest of its line (as bash
+ * does on an expansion error), 0 when the shell exited (exit, set -e), -1 on
+ * error. The sandbox's changes are on the host when it returns 1 or 2. */
+static int shell_read_report(line_exec *x, sbx_err *err)
+{
+    strbuf rec = STRBUF_INIT;
+    char *f[REPORT_FIELDS];
+    int r = shell_read_one_report(x, &rec, f, err), result;
+
+    char *pipestatus = NULL;
+    int done_status = -1;
+    bool done_verbose = false;
+
+    if (r > 0 && !strcmp(f[0], "done")) {
+        result = 1;
+        /* PIPESTATUS (and, after a REPORT_FORK, $?) is the chunk's as "done"
+         * saw it; by "next" it is the wrapper's */
+        pipestatus = xstrdup(f[6]);
+        done_status = atoi(f[1]) & 0xff;
+        done_verbose = strchr(f[2], 'v') != NULL;
+        r = shell_read_one_report(x, &rec, f, err);  /* its "next" */
+    } else {
+        result = 2;
+    }
+    if (r > 0)
+        set_pipestatus(x, pipestatus ? pipestatus : f[6]);
+    free(pipestatus);
+    if (r <= 0) {
+        strbuf_release(&rec);
+        if (r < 0)
+            return -1;
+        return shell_reap(x, err) < 0 ? -1 : 0;
+    }
+    /* pwd's line, or nothing when it cannot tell (the directory was removed):
+     * then the shell is where it last was, as far as we can know. */
+    size_t cwdlen = strlen(f[4]);
+    if (cwdlen && f[4][cwdlen - 1] == '\n')
+        f[4][--cwdlen] = '\0';
+    if (cwdlen && f[4][0] != '/') {
+        strbuf_release(&rec);
+        return sbx_errf(err, "the sandbox's shell sent a malformed status report");
+    }
+    x->last_status = done_status >= 0 ? done_status : atoi(f[1]) & 0xff;
+    x->status_lost = x->fork_reports;
+    x->errexit = strchr(f[2], 'e') != NULL;
+    x->xtrace = strchr(f[2], 'x') != NULL;
+    /* a REPORT_FORK cannot turn it off: bash echoes the wrapper then */
+    x->verbose = !x->fork_reports &&
+                 (done_status >= 0 ? done_verbose : strchr(f[2], 'v') != NULL);
+    x->pipefail = strstr(f[3], "pipefail") != NULL;
+    if (cwdlen) {
+        free(x->shell_cwd);
+        x->shell_cwd = xstrdup(f[4]);
+        free(x->cwd);
+        x->cwd = xstrdup(f[4]);
+    }
+    free(x->ps4);
+    x->ps4 = xstrdup(f[5]);
+    x->sandbox_stale = false;
+    strbuf_release(&rec);
+    /* The sandbox's changes come back before anything else runs here. */
+    if (sbx_session_sync(x->sess, err) < 0)
+        return -1;
+    return result;
+}
+
+/* Does the text name `word` followed by `(`, or after `function`: a
+ * function definition of that name, as far as a look at the text says. */
+static bool may_define(const char *text, size_t len, const char *word)
+{
+    size_t wl = strlen(word);
+    for (const char *q = text; (q = memmem(q, len - (size_t)(q - text), word, wl)); q += wl) {
+        const char *e = q + wl;
+        while (e < text + len && (*e == ' ' || *e == '\t'))
+            e++;
+        if (e < text + len && *e == '(')
+            return true;
+        const char *b = q;
+        while (b > text && (b[-1] == ' ' || b[-1] == '\t'))
+            b--;
+        if (b - text >= 8 && !memcmp(b - 8, "function", 8) && b < q)
+            return true;
+    }
+    return false;
+}
+
+/* Could this text set a DEBUG trap (`trap CMD DEBUG`, through eval or a
+ * function that runs later too), or define a function the cheap report
+ * would call instead of a builtin? From then on the wrapper runs no simple
+ * command (fork_reports), which costs two or three forks per chunk. */
+static bool needs_fork_reports(const char *text, size_t len)
+{
+    static const char *const words[] = { "builtin", "return", "exit" };
+    if (memmem(text, len, "DEBUG", 5) || memmem(text, len, "debug", 5) ||
+        memmem(text, len, "Debug", 5))
+        return true;
+    for (size_t i = 0; i < ARRAY_SIZE(words); i++)
+        if (may_define(text, len, words[i]))
+            return true;
+    return false;
+}
+
+/* Sends a chunk (build_chunk) to the persistent shell and waits for its
+ * reports. first and last are the lines of the input the chunk's text
+ * starts and ends on (0: no line numbers, as at a terminal). */
+static int shell_run_chunk(line_exec *x, const char *chunk, unsigned first, unsigned last,
+                           sbx_err *err)
+{
+    strbuf w = STRBUF_INIT;
+    int rc;
+
+    if (!x->shell_running && shell_start(x, err) < 0)
+        return -1;
+    /* bash reads the chunk's first line as line `first` (SETLINE_FMT) */
+    for (; first && x->shell_line + 1 < first; x->shell_line++)
+        strbuf_addch(&w, '\n');
+    strbuf_addstr(&w, chunk);
+    /* "next", on a line of its own, sets the line counter back: the next
+     * text would otherwise find this line counted. */
+    strbuf_addstr(&w, x->fork_reports ? REPORT_FORK("next") : REPORT("next"));
+    if (first && last) {
+        strbuf_addf(&w, SETLINE_FMT, last - 1);
+        x->shell_line = last - 1;
+    }
+    strbuf_addch(&w, '\n');
+    rc = sbx_session_write(x->sess, 0, w.buf, w.len, err);
+    strbuf_release(&w);
+    if (rc < 0)
+        return -1;
+    return shell_read_report(x, err);
+}
+
+/* Ends the persistent shell: its EXIT trap runs with $? as bash would have
+ * it, and its status is the final one. exit_now sends `exit N` (errexit in a
+ * host part); else end of input. */
+static int shell_end(line_exec *x, bool exit_now, sbx_err *err)
+{
+    strbuf w = STRBUF_INIT;
+    if (!x->shell_running)
+        return 0;
+    add_state_prefix(x, ROUTE_JOIN_SEMI, true, x->shell_line, &w);
+    if (exit_now)
+        strbuf_addf(&w, "exit %d\n", x->last_status);
+    if (w.len && sbx_session_write(x->sess, 0, w.buf, w.len, err) < 0) {
+        strbuf_release(&w);
+        return -1;
+    }
+    strbuf_release(&w);
+    if (sbx_session_close_fd(x->sess, 0, err) < 0)
+        return -1;
+    return shell_reap(x, err);
+}
+
+/* ---- host output at a terminal ------------------------------------------------------ */
+
+/*
+ * What a host part prints reaches a terminal only through the same filter
+ * as the sandbox's output (session/termfilter.h): git prints file names the
+ * sandbox chose, and echo/printf write whatever the line says, so an OSC 52
+ * (clipboard), a title or a cursor move would otherwise reach the terminal
+ * raw. While a host part runs, each of sbxsh's fds 1 and 2 that is a
+ * terminal is replaced by a pipe (one pipe for both when they are the same
+ * terminal, so their order is kept); a relay process reads it, filters it,
+ * and writes to the terminal, until every process of the part has closed it.
+ * Everything that runs the part (children, in-process builtins, sbxsh's own
+ * messages about it) writes to fds 1 and 2, so nothing bypasses it.
+ */
+typedef struct host_relay {
+    int saved[3];          /* sbxsh's own fd 1 and 2 while replaced; -1: not replaced */
+    pid_t pids[2];
+    int npids;
+} host_relay;
+
+static bool same_terminal(int a, int b)
+{
+    struct stat sa, sb;
+    return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && S_ISCHR(sa.st_mode) &&
+           S_ISCHR(sb.st_mode) && sa.st_rdev == sb.st_rdev;
+}
+
+/* The relay: reads in, writes what the filter keeps to out, until EOF.
+ * Ctrl-C and job control are for the part's processes: the relay drains
+ * what they wrote and ends when they have gone. */
+SBX_NORETURN static void relay_main(int in, int out)
+{
+    sbx_termfilter tf;
+    strbuf q = STRBUF_INIT;
+    char buf[16384];
+    bool dead = false;
+
+    signal(SIGINT, SIG_IGN);
+    signal(SIGQUIT, SIG_IGN);
+    signal(SIGTSTP, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
+    if ((in = fcntl(in, F_DUPFD, 100)) < 0 || (out = fcntl(out, F_DUPFD, 101)) < 0 ||
+        dup2(in, 0) < 0 || dup2(out, 1) < 0)
+        _exit(1);
+    close_range(2, ~0U, 0);
+    sbx_termfilter_init(&tf);
+    for (;;) {
+        ssize_t n = read(0, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)     /* EOF of a pipe, EIO of a pty whose last writer is gone */
+            break;
+        strbuf_reset(&q);
+        sbx_termfilter_feed(&tf, buf, (size_t)n, &q);
+        /* a terminal that went away: keep reading, so that the writers never block */
+        if (!dead && q.len && write_full(1, q.buf, q.len) < 0)
+            dead = true;
+    }
+    _exit(0);
+}
+
+/* pfd[0]: the master (the relay reads it), pfd[1]: the slave the part writes to, at
+ * the terminal's size, with output passed through as is. */
+static int open_relay_pty(int term_fd, int pfd[2])
+{
+    struct winsize ws;
+    struct termios tio;
+    int m, s;
+
+    if (openpty(&m, &s, NULL, NULL, ioctl(term_fd, TIOCGWINSZ, &ws) == 0 ? &ws : NULL) < 0)
+        return -1;
+    if (tcgetattr(s, &tio) == 0) {
+        tio.c_oflag &= (tcflag_t)~OPOST;
+        tio.c_lflag &= (tcflag_t)~(ECHO | ICANON | ISIG);
+        tcsetattr(s, TCSANOW, &tio);
+    }
+    if (fcntl(m, F_SETFD, FD_CLOEXEC) < 0 || fcntl(s, F_SETFD, FD_CLOEXEC) < 0) {
+        close(m);
+        close(s);
+        return -1;
+    }
+    pfd[0] = m;
+    pfd[1] = s;
+    return 0;
+}
+
+/* Puts the pipes and relays in place; r->saved[] says what to put back. */
+static int relay_start(host_relay *r, sbx_err *err)
+{
+    bool tty1 = isatty(1), tty2 = isatty(2);
+    bool one = tty1 && tty2 && same_terminal(1, 2);
+
+    r->saved[0] = r->saved[1] = r->saved[2] = -1;
+    r->npids = 0;
+    if (!tty1 && !tty2)
+        return 0;
+    fflush(stdout);
+    fflush(stderr);
+    for (int fd = 1; fd <= 2; fd++) {
+        int pfd[2];
+        pid_t pid;
+
+        if (!(fd == 1 ? tty1 : tty2) || (fd == 2 && one))
+            continue;
+        /* A pseudo-terminal where the kernel has one, so that git still sees a terminal
+         * (colours, progress meters) while every byte passes the filter; its output
+         * processing is off, the real terminal does its own. Else a pipe. */
+        if (open_relay_pty(fd, pfd) < 0 && pipe2(pfd, O_CLOEXEC) < 0)
+            return sbx_errno(err, "pipe");
+        pid = fork();
+        if (pid < 0) {
+            close(pfd[0]);
+            close(pfd[1]);
+            return sbx_errno(err, "fork");
+        }
+        if (pid == 0) {
+            close(pfd[1]);
+            relay_main(pfd[0], fd);
+        }
+        r->pids[r->npids++] = pid;
+        close(pfd[0]);
+        /* the terminal itself stays out of reach of the part's processes (CLOEXEC) */
+        r->saved[fd] = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (one)
+            r->saved[2] = fcntl(2, F_DUPFD_CLOEXEC, 3);
+        if (r->saved[fd] < 0 || (one && r->saved[2] < 0) || dup2(pfd[1], fd) < 0 ||
+            (one && dup2(pfd[1], 2) < 0)) {
+            close(pfd[1]);
+            return sbx_errno(err, "dup2");
+        }
+        close(pfd[1]);
+    }
+    return 0;
+}
+
+/* Puts sbxsh's own fds back and waits for the relays to have written
+ * everything (so that what comes next is in order after it). */
+static int relay_finish(host_relay *r, sbx_err *err)
+{
+    int ret = 0;
+
+    fflush(stdout);
+    fflush(stderr);
+    for (int fd = 1; fd <= 2; fd++) {
+        if (r->saved[fd] < 0)
+            continue;
+        if (dup2(r->saved[fd], fd) < 0 && ret == 0)
+            ret = sbx_errno(err, "dup2");
+        close(r->saved[fd]);
+        r->saved[fd] = -1;
+    }
+    for (int i = 0; i < r->npids; i++)
+        while (waitpid(r->pids[i], NULL, 0) < 0 && errno == EINTR)
+            ;
+    r->npids = 0;
+    return ret;
+}
+
+/* A lone `cd` prints nothing: no relay for it. */
+static bool part_is_cd(const sh_pipeline *pl)
+{
+    strbuf name = STRBUF_INIT;
+    bool cd = pl->cmds && !pl->cmds->next && pl->cmds->kind == SH_SIMPLE && pl->cmds->words &&
+              sh_word_static_value(pl->cmds->words, &name) && !strcmp(name.buf, "cd");
+    strbuf_release(&name);
+    return cd;
+}
+
+/* ---- running a routed list ---------------------------------------------------------- */
+
+/* The last argument of a single host command, which becomes bash's $_
+ * (a pipeline leaves $_ alone). */
+static char *host_last_arg(const sh_pipeline *pl)
+{
+    const sh_word *w, *last = NULL;
+    strbuf sb = STRBUF_INIT;
+    if (!pl->cmds || pl->cmds->next || pl->cmds->kind != SH_SIMPLE)
+        return NULL;
+    for (w = pl->cmds->words; w; w = w->next)
+        last = w;
+    if (!last || !sh_word_static_value(last, &sb)) {
+        strbuf_release(&sb);
+        return NULL;
+    }
+    return strbuf_detach(&sb, NULL);
+}
+
+/* Is this host part one that must run on the host (a git network command,
+ * where the credentials are), rather than glue that could run anywhere? */
+static bool part_needs_host(const route_part *part)
+{
+    if (part->where != ROUTE_HOST || part->background)
+        return false;
+    for (const sh_cmd *c = part->pipe->cmds; c; c = c->next) {
+        strbuf name = STRBUF_INIT;
+        bool git = c->kind == SH_SIMPLE && c->words && sh_word_static_value(c->words, &name) &&
+                   !strcmp(name.buf, "git");
+        strbuf_release(&name);
+        if (git)
+            return true;
+    }
+    return false;
+}
+
+/* A line is split between host and sandbox only when it must be: some part
+ * needs the host. Otherwise glue runs wherever the rest runs, so that a
+ * line with any sandbox part is one exact `bash -c` there. */
+static bool plan_needs_split(const route_plan *plan)
+{
+    for (size_t i = 0; i < plan->n; i++)
+        if (part_needs_host(&plan->parts[i]))
+            return true;
+    return false;
+}
+
+static bool joins_andor(const route_part *parts, size_t n, size_t i)
+{
+    return i + 1 < n && (parts[i + 1].join == ROUTE_JOIN_AND || parts[i + 1].join == ROUTE_JOIN_OR);
+}
+
+/*
+ * Builds the text of sandbox parts [i, j) as the persistent shell runs it:
+ * the prefix that brings the shell up to date, the parts' own source, what
+ * keeps set -e from firing on a last and-or list that a host part
+ * continues, then the end of the group that gives the parts their stdin
+ * and the "done" report, on the line the parts end on, and here-document
+ * bodies. The group closes on that same line, not on a line of its own:
+ * bash takes a redirection's error, a function definition's error and the
+ * like at the line it has read last, which must be the user's.
+ */
+static void build_chunk(line_exec *x, const sh_parse *p, const route_part *parts, size_t n,
+                        size_t i, size_t j, strbuf *out)
+{
+    sh_span span = { parts[i].span.start, parts[j - 1].span.end };
+    strbuf text = STRBUF_INIT;
+    size_t span_len = sh_span_len(span);
+
+    if (!x->fork_reports && needs_fork_reports(p->src + span.start, span_len))
+        x->fork_reports = true;
+    strbuf_addstr(out, "{ ");
+    add_state_prefix(x, parts[i].join, false, 0, out);
+    sh_span_text_with_heredocs(p, span, &text);
+    strbuf_add(out, text.buf, span_len);
+    if (parts[j - 1].background)
+        strbuf_addstr(out, " & }");
+    else if (joins_andor(parts, n, j - 1))
+        strbuf_addstr(out, x->fork_reports
+                               ? " && { ( " FORK_EXIT "0 ) >/dev/null; } 2>/dev/null; }"
+                               : " && { " SETRC_DEF "__sbx_setrc 0 \"$_\"; } 2>/dev/null; }");
+    else
+        strbuf_addstr(out, "; }");
+    /* An error that makes bash abandon the rest of the line skips "done",
+     * and only "next" comes. */
+    strbuf_addstr(out, x->o.stdin_is_script ? " 0<&197; " : " 0<&198; ");
+    strbuf_addstr(out, x->fork_reports ? REPORT_FORK("done") : REPORT("done"));
+    if (text.len > span_len)
+        strbuf_add(out, text.buf + span_len, text.len - span_len);
+    else
+        strbuf_addch(out, '\n');
+    strbuf_release(&text);
+}
+
+/* Runs a routed list. line_base is added to line numbers (0: none, as in
+ * stdin mode). Sets *exited when the shell ended. */
+static int run_parts(line_exec *x, const sh_parse *p, route_plan *plan, unsigned line_base,
+                     bool *exited, sbx_err *err)
+{
+    route_part *parts = plan->parts;
+    size_t n = plan->n;
+
+    *exited = false;
+    for (size_t i = 0; i < n;) {
+        if (parts[i].where == ROUTE_HOST && !parts[i].background) {
+            route_join j = parts[i].join;
+            route_ctx ctx;
+            route_run_opts ro = { .errname = x->o.dollar0, .pipefail = x->pipefail };
+            strbuf newcwd = STRBUF_INIT;
+            int status, rc;
+
+            if ((j == ROUTE_JOIN_AND && x->last_status != 0) ||
+                (j == ROUTE_JOIN_OR && x->last_status == 0)) {
+                i++;
+                continue;
+            }
+            route_ctx_fill(x, &ctx);
+            /* bash expands PS4 before each trace; one with expansions is shown as
+             * bash's default rather than expanded here */
+            if (x->xtrace)
+                ro.xtrace = x->ps4 && !strpbrk(x->ps4, "$`\\") ? x->ps4 : "+ ";
+            if (line_base)
+                ro.line = line_base - 1 + route_line_of(p, parts[i].span.start);
+            if (part_is_cd(parts[i].pipe)) {
+                rc = route_run_host(p, parts[i].pipe, &ctx, &ro, &status, &newcwd, err);
+            } else {
+                host_relay relay;
+                sbx_err rerr;
+                rc = relay_start(&relay, err);
+                if (rc == 0)
+                    rc = route_run_host(p, parts[i].pipe, &ctx, &ro, &status, &newcwd, err);
+                if (relay_finish(&relay, &rerr) < 0 && rc >= 0) {
+                    *err = rerr;
+                    rc = -1;
+                }
+            }
+            if (rc < 0) {
+                strbuf_release(&newcwd);
+                return -1;
+            }
+            if (rc == ROUTE_NOT_HOST) {
+                /* The cwd moved since the plan was made: it runs in the sandbox. */
+                parts[i].where = ROUTE_SANDBOX;
+                strbuf_release(&newcwd);
+                continue;
+            }
+            fflush(stdout);
+            x->last_status = status;
+            x->sandbox_stale = true;
+            free(x->last_arg);
+            x->last_arg = host_last_arg(parts[i].pipe);
+            if (newcwd.len) {
+                free(x->cwd);
+                x->cwd = strbuf_detach(&newcwd, NULL);
+            }
+            strbuf_release(&newcwd);
+            if (x->errexit && status != 0 && !parts[i].pipe->bang && !joins_andor(parts, n, i)) {
+                *exited = true;
+                if (x->shell_running) {
+                    if (shell_end(x, true, err) < 0)
+                        return -1;
+                } else {
+                    x->final_status = W_EXITCODE(status, 0);
+                }
+                return 0;
+            }
+            i++;
+            continue;
+        }
+
+        size_t j = i + 1;
+        strbuf chunk = STRBUF_INIT;
+        unsigned first = 0, lastl = 0;
+        int r;
+        while (j < n && (parts[j].where == ROUTE_SANDBOX || parts[j].background))
+            j++;
+        build_chunk(x, p, parts, n, i, j, &chunk);
+        if (line_base) {
+            sh_span last = parts[j - 1].span;
+            first = line_base - 1 + route_line_of(p, parts[i].span.start);
+            lastl = line_base - 1 +
+                    route_line_of(p, last.end > last.start ? last.end - 1 : last.end);
+        }
+        r = shell_run_chunk(x, chunk.buf, first, lastl, err);
+        strbuf_release(&chunk);
+        if (r < 0)
+            return -1;
+        if (r == 0) {
+            *exited = true;
+            return 0;
+        }
+        i = j;
+        if (r == 2) {
+            /* bash abandoned the rest of the line (an expansion error): so do we */
+            while (i < n && parts[i].join != ROUTE_JOIN_NEWLINE)
+                i++;
+        }
+    }
+    return 0;
+}
+
+int line_exec_program(line_exec *x, const char *text, size_t len, bool extglob,
+                      const char *script, int *wait_status, sbx_err *err)
+{
+    sh_parse p;
+    sh_parse_opts po = { .extglob = extglob, .track_shopt = true };
+    route_plan plan;
+    route_ctx ctx;
+    size_t host = 0;
+    bool exited;
+    const char *outside = NULL;
+
+    int rc = 0;
+
+    if (script) {
+        /* The sandbox can run the file itself only if it is synced there; else it is put
+         * there first (outside_script_boot). */
+        char *real = realpath(script, NULL);
+        if (!real || !inside_code_dirs(x, real)) {
+            outside = script;
+            script = NULL;
+        }
+        free(real);
+    }
+    sh_parse_all(&p, text, len, &po, true);
+    if (p.status != SH_OK) {
+        /* bash itself reports it, after running what comes before it */
+        sh_parse_free(&p);
+        return run_oneshot(x, text, script, outside, wait_status, err);
+    }
+    route_ctx_fill(x, &ctx);
+    route_plan_build(&plan, &p, &ctx);
+    for (size_t i = 0; i < plan.n; i++)
+        host += plan.parts[i].where == ROUTE_HOST && !plan.parts[i].background;
+    if (host < plan.n && !plan_needs_split(&plan)) {
+        route_plan_release(&plan);
+        sh_parse_free(&p);
+        return run_oneshot(x, text, script, outside, wait_status, err);
+    }
+    rc = run_parts(x, &p, &plan, 1, &exited, err);
+    route_plan_release(&plan);
+    sh_parse_free(&p);
+    if (rc < 0)
+        return -1;
+    if (!exited && line_exec_finish(x, wait_status, err) < 0)
+        return -1;
+    if (exited)
+        *wait_status = x->final_status;
+    return 0;
+}
+
+int line_exec_command(line_exec *x, const sh_parse *p, unsigned first_line, bool *exited,
+                      int *wait_status, sbx_err *err)
+{
+    route_plan plan;
+    route_ctx ctx;
+    int rc;
+
+    route_ctx_fill(x, &ctx);
+    route_plan_build(&plan, p, &ctx);
+    if (!plan_needs_split(&plan)) {
+        /* all of it in the sandbox's shell, as one chunk: exact bash */
+        for (size_t i = 0; i < plan.n; i++)
+            plan.parts[i].where = ROUTE_SANDBOX;
+    }
+    rc = run_parts(x, p, &plan, first_line, exited, err);
+    route_plan_release(&plan);
+    if (rc == 0 && *exited)
+        *wait_status = x->final_status;
+    return rc;
+}
+
+int line_exec_raw_rest(line_exec *x, const char *text, size_t len, unsigned first_line,
+                       int in_fd, int *wait_status, sbx_err *err)
+{
+    strbuf w = STRBUF_INIT;
+    char buf[65536];
+
+    if (!x->shell_running && shell_start(x, err) < 0)
+        return -1;
+    /* bash reads text's first line as line first_line (SETLINE_FMT) */
+    add_state_prefix(x, ROUTE_JOIN_SEMI, true, first_line ? first_line - 1 : x->shell_line, &w);
+    if (w.len && first_line)
+        x->shell_line = first_line - 1;
+    for (; first_line && x->shell_line + 1 < first_line; x->shell_line++)
+        strbuf_addch(&w, '\n');
+    strbuf_add(&w, text, len);
+    if (sbx_session_write(x->sess, 0, w.buf, w.len, err) < 0) {
+        strbuf_release(&w);
+        return -1;
+    }
+    strbuf_release(&w);
+    for (;;) {
+        ssize_t r = read(in_fd, buf, sizeof(buf));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        if (sbx_session_write(x->sess, 0, buf, (size_t)r, err) < 0)
+            return -1;
+    }
+    if (sbx_session_close_fd(x->sess, 0, err) < 0 || shell_reap(x, err) < 0)
+        return -1;
+    *wait_status = x->final_status;
+    return 0;
+}
+
+int line_exec_finish(line_exec *x, int *wait_status, sbx_err *err)
+{
+    if (x->shell_running && shell_end(x, false, err) < 0)
+        return -1;
+    *wait_status = x->shell_ended ? x->final_status : W_EXITCODE(x->last_status, 0);
+    return 0;
+}

@@ -1,0 +1,114 @@
+/*
+ * The line executor: runs parsed command lines part by part, host parts
+ * here and sandbox parts in the session's sandbox, with bash's semantics.
+ *
+ * Three ways to run a sandbox part:
+ *   - one-shot: a line (or script) whose parts all go to the sandbox runs as
+ *     one `bash [OPTIONS] -c TEXT [NAME ARGS...]` there: exact bash, the
+ *     fastest path, and what almost every agent command takes;
+ *   - host only: a line whose parts all go to the host never touches the
+ *     sandbox at all;
+ *   - mixed lines, scripts and stdin mode use one persistent `bash -s` in the
+ *     sandbox per sbxsh process, so variables, functions, options, traps and
+ *     the cwd carry from part to part and from command to command as in one
+ *     bash. Its fd 0 is a script stream this file writes; each chunk of
+ *     consecutive sandbox parts is sent as its original source text wrapped
+ *     so that it reads the user's stdin (fd 198) and reports its status,
+ *     flags and $PWD on fd 199; a sync round follows each report so the
+ *     sandbox's changes are on the host before the next host part runs.
+ *
+ * && and || around host parts are decided here; around sandbox parts by the
+ * sandbox's bash, which is told the status of the host part before it (a
+ * host part is represented in the sandbox's and-or list by a function that
+ * returns its status), so `make && git push || echo failed` behaves as in
+ * bash wherever each part ran. errexit (-e) and pipefail follow the flags the
+ * sandbox's bash reports.
+ */
+#ifndef SBX_CLI_LINE_H
+#define SBX_CLI_LINE_H
+
+#include "common/strvec.h"
+#include "common/util.h"
+#include "router/route.h"
+#include "session/config.h"
+#include "shell/parse.h"
+
+#include <stdbool.h>
+
+/* The route context, the one both --route and execution use: cfg's checked code
+ * directories and sync paths, cwd, and this process's PATH, HOME and CDPATH.
+ * Borrows cfg and cwd. */
+void line_route_ctx(const sbx_config *cfg, const char *cwd, route_ctx *ctx);
+
+/* The whole of --route for sbxsh's main(): loads the configuration as execution
+ * does (with --session, so a bad AGENT_SANDBOX_* or session name fails here as it
+ * fails there), routes p from the cwd and prints the plan on stdout. Returns 0, or
+ * -1 with err set (exit 125). */
+int line_print_route(const sh_parse *p, bool json, const char *session, sbx_err *err);
+
+typedef struct line_opts {
+    const char *argv0;           /* how sbxsh was invoked: $0 of a one-shot -c */
+    const char *dollar0;         /* $0 for the persistent shell and messages */
+    const char *errname;         /* prefix of sbxsh's own messages ("sbxsh") */
+    const char *const *bash_args;   /* options for the sandbox's bash (-e, -o pipefail...) */
+    const char *const *positional;  /* $1, $2, ... */
+    const char *session;         /* --session, or NULL */
+    bool errexit;                /* -e given on the command line */
+    bool pipefail;               /* -o pipefail given on the command line */
+    bool stdin_is_script;        /* stdin mode: commands come from stdin, so sandbox
+                                    commands get an empty stdin instead of ours */
+    bool interactive;            /* a person at a terminal: no line numbers, tty */
+} line_opts;
+
+typedef struct line_exec line_exec;
+
+int line_exec_new(const line_opts *o, line_exec **out, sbx_err *err);
+
+/* Runs a whole -c string or script in one go. Parses it (extglob and
+ * shopt tracking as bash would execute it); a line that is all sandbox, or
+ * that sbxsh's parser refuses, runs one-shot in the sandbox (so bash itself
+ * reports any syntax error, after running what came before it, as it
+ * would); all host runs here; mixed runs part by part. *status is the exit
+ * status sbxsh should end with (a raw wait status when the sandbox's bash was
+ * killed by a signal: see line_exit()). script names the file for `bash
+ * SCRIPT` when it is inside the code directories, else NULL. */
+int line_exec_program(line_exec *x, const char *text, size_t len, bool extglob,
+                      const char *script, int *wait_status, sbx_err *err);
+
+/* Runs one complete command of stdin or interactive mode (already parsed
+ * with sh_parse_next). first_line is the input line it starts on, for host
+ * parts' messages (0: none, as at a terminal). Sets *exited when the shell
+ * has ended (exit, errexit); then *wait_status is final. */
+int line_exec_command(line_exec *x, const sh_parse *p, unsigned first_line, bool *exited,
+                      int *wait_status, sbx_err *err);
+
+/* sbxsh's parser refused a command of stdin mode: from here on bash in the
+ * sandbox reads the rest of the input itself (text, then all of fd in_fd),
+ * so that it reports the error in its own words (or, if sbxsh's parser was
+ * wrong, runs it) and exits as bash would. first_line is the input line
+ * text starts on, so that bash's messages name it (0: no line numbers).
+ * *wait_status is final. */
+int line_exec_raw_rest(line_exec *x, const char *text, size_t len, unsigned first_line,
+                       int in_fd, int *wait_status, sbx_err *err);
+
+/* At the end of input: ends the persistent shell (its EXIT trap runs) and
+ * gives the final status. */
+int line_exec_finish(line_exec *x, int *wait_status, sbx_err *err);
+
+/* bash's $? after the last command. */
+int line_exec_last_status(const line_exec *x);
+
+/* Is set -v on in the persistent shell? Its reports turn it off (bash would
+ * echo the wrapper's lines) and the next command's prefix back on, so the
+ * caller echoes each command's input lines to stderr before running it, as
+ * bash does when it reads them. */
+bool line_exec_verbose(const line_exec *x);
+
+void line_exec_free(line_exec *x);
+
+/* Ends the process the way the status says: exit(code), or for a command
+ * killed by a signal, the same signal (so our parent sees what bash's parent
+ * would). Only main() should call this. */
+SBX_NORETURN void line_exit(int wait_status);
+
+#endif

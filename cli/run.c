@@ -1,0 +1,337 @@
+/*
+ * The input loops: -c, a script, stdin and a terminal. Each hands complete
+ * commands to the line executor (cli/line.h), which decides where each
+ * part runs.
+ */
+#include "cli/run.h"
+#include "common/strbuf.h"
+#include "cli/line.h"
+#include "shell/parse.h"
+
+#include <errno.h>
+#include <readline/history.h>
+#include <readline/readline.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+bool sh_script_is_binary(const char *text, size_t len)
+{
+    for (size_t i = 0; i < len && i < 80; i++) {
+        if (text[i] == '\n')
+            return false;
+        if (text[i] == '\0')
+            return true;
+    }
+    return false;
+}
+
+/* The loops below return a wait status: what sbxsh ends with (line_exit()). */
+#define EXIT_WITH(code) W_EXITCODE((code), 0)
+
+static int fail(const sh_options *o, const sbx_err *err)
+{
+    fflush(stdout);
+    fprintf(stderr, "%s: %s\n", o->progname, err->msg);
+    return EXIT_WITH(SBX_EXIT_INTERNAL);
+}
+
+static void line_opts_from(const sh_options *o, line_opts *lo)
+{
+    memset(lo, 0, sizeof(*lo));
+    lo->argv0 = o->argv0;
+    lo->dollar0 = o->dollar0;
+    lo->errname = o->progname;
+    lo->bash_args = (const char *const *)o->bash_args.v;
+    lo->positional = (const char *const *)o->positional.v;
+    lo->session = o->session;
+    lo->errexit = o->errexit;
+    lo->stdin_is_script = o->mode == SH_INPUT_STDIN || o->mode == SH_INPUT_INTERACTIVE;
+    lo->interactive = o->mode == SH_INPUT_INTERACTIVE;
+    for (size_t i = 0; i + 1 < o->bash_args.n; i++)
+        if (!strcmp(o->bash_args.v[i], "-o") && !strcmp(o->bash_args.v[i + 1], "pipefail"))
+            lo->pipefail = true;
+}
+
+/* -c STRING and SCRIPT: the whole text at once. */
+static int run_program(const sh_options *o, line_exec *x)
+{
+    sbx_err err;
+    int ws;
+    char *text = NULL;
+    size_t len;
+
+    if (o->mode == SH_INPUT_SCRIPT) {
+        if (read_file(o->script, (size_t)1 << 30, &text, &len, &err) < 0) {
+            /* bash: "bash: nosuch.sh: No such file or directory", status 127 */
+            fprintf(stderr, "%s: %s: %s\n", o->progname, o->script,
+                    errno == ENOENT ? "No such file or directory" : err.msg);
+            return EXIT_WITH(errno == ENOENT ? 127 : 126);
+        }
+        if (sh_script_is_binary(text, len)) {
+            fprintf(stderr, "%s: %s: cannot execute binary file\n", o->script, o->script);
+            free(text);
+            return EXIT_WITH(126);
+        }
+    }
+    if (line_exec_program(x, text ? text : o->command, text ? len : strlen(o->command),
+                          o->extglob, o->mode == SH_INPUT_SCRIPT ? o->script : NULL, &ws,
+                          &err) < 0) {
+        free(text);
+        return fail(o, &err);
+    }
+    free(text);
+    return ws;
+}
+
+/* Ctrl-C at the prompt drops the line being typed, as in bash; it is not a
+ * signal for the sandbox (the prompt swaps out the session's forwarding). */
+static void on_prompt_interrupt(int sig)
+{
+    (void)sig;
+    if (write(1, "\n", 1) < 0) {
+        /* nothing to do: the terminal went away */
+    }
+    rl_on_new_line();
+    rl_replace_line("", 0);
+    rl_redisplay();
+}
+
+static char *read_line_interactive(const char *prompt)
+{
+    struct sigaction sa, saved;
+    char *line;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_prompt_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    rl_catch_signals = 0;
+    sigaction(SIGINT, &sa, &saved);
+    line = readline(prompt);
+    sigaction(SIGINT, &saved, NULL);
+    return line;
+}
+
+/* Reads more input into buf: from readline at a terminal (prompt decides
+ * PS1 or PS2), else from fd 0. Returns 0 at end of input. */
+static int read_more(const sh_options *o, strbuf *buf, bool continuation)
+{
+    if (o->mode == SH_INPUT_INTERACTIVE) {
+        char *line = read_line_interactive(continuation ? "> "
+                                           : (geteuid() ? "sbxsh$ " : "sbxsh# "));
+        if (!line)
+            return 0;
+        if (*line)
+            add_history(line);
+        strbuf_addstr(buf, line);
+        strbuf_addch(buf, '\n');
+        free(line);
+        return 1;
+    }
+    for (;;) {
+        ssize_t r;
+        strbuf_grow(buf, 65536);
+        r = read(0, buf->buf + buf->len, strbuf_avail(buf));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return 0;
+        strbuf_setlen(buf, buf->len + (size_t)r);
+        return 1;
+    }
+}
+
+/* Prints a syntax error of interactive mode, where bash reports it and goes on. */
+static void print_syntax_error(const sh_options *o, const sh_parse *p)
+{
+    strbuf msg = STRBUF_INIT, prefix = STRBUF_INIT;
+    strbuf_addf(&prefix, "%s: ", o->progname);
+    sh_parse_format_error(p, prefix.buf, &msg);
+    fputs(msg.buf, stderr);
+    strbuf_release(&msg);
+    strbuf_release(&prefix);
+}
+
+/*
+ * Commands after which the persistent shell cannot be driven one command at
+ * a time, so that bash itself must read the rest of the input (as after a
+ * syntax error, line_exec_raw_rest):
+ * - `set -n` (noexec): bash then executes nothing, not even the wrapper
+ *   that would report the command's end, so sbxsh would wait for ever;
+ * - `shopt -s expand_aliases`: bash then expands aliases while it parses,
+ *   and sbxsh's parser does not, so they can disagree on where a command
+ *   ends (an alias that opens a quote or a here-document takes the
+ *   wrapper's lines, and the lines after, into it).
+ * The test is on the text, and errs on the safe side: a `set` where a
+ * command starts with an option cluster that holds an n, or the words
+ * `noexec` or `expand_aliases` anywhere. Interactive bash ignores `set -n` and a terminal's user wants
+ * each command routed, so this is for stdin mode only.
+ */
+static bool is_word_char(char c)
+{
+    return c && !strchr(" \t\n;&|(){}`'\"<>", c);
+}
+
+static bool word_at(const char *text, size_t len, size_t i, const char *w)
+{
+    size_t n = strlen(w);
+    return i + n <= len && !memcmp(text + i, w, n) && (i == 0 || !is_word_char(text[i - 1])) &&
+           (i + n == len || !is_word_char(text[i + n]));
+}
+
+/* Is the word at i where a command name goes: first on its line or after an
+ * operator, or after a keyword that a command follows? (So that `echo set
+ * -n` or `kubectl set -n ns` is not taken for set.) */
+static bool at_command_position(const char *text, size_t i)
+{
+    static const char *const keywords[] = { "then", "do", "else", "elif", "if", "while",
+                                            "until", "time", "!", "builtin", "command" };
+    size_t e = i, b;
+
+    while (e > 0 && (text[e - 1] == ' ' || text[e - 1] == '\t'))
+        e--;
+    if (e == 0 || strchr(";&|({\n", text[e - 1]))
+        return true;
+    for (b = e; b > 0 && is_word_char(text[b - 1]); b--)
+        ;
+    for (size_t k = 0; k < ARRAY_SIZE(keywords); k++)
+        if (e - b == strlen(keywords[k]) && !memcmp(text + b, keywords[k], e - b))
+            return at_command_position(text, b);
+    return false;
+}
+
+static bool needs_bash_to_read_on(const char *text, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (word_at(text, len, i, "noexec") || word_at(text, len, i, "expand_aliases"))
+            return true;
+        if (!word_at(text, len, i, "set") || !at_command_position(text, i))
+            continue;
+        /* the words after `set`, up to the end of its command */
+        for (size_t j = i + 3; j < len && !strchr(";&|)}\n", text[j]); j++) {
+            if ((text[j] == '-' || text[j] == '+') && !is_word_char(text[j - 1])) {
+                size_t k = j + 1;
+                while (k < len && is_word_char(text[k]) && text[k] != 'n')
+                    k++;
+                if (k < len && text[k] == 'n' && text[j + 1] != '-')
+                    return true;
+            }
+        }
+    }
+    return false;
+}
+
+/* stdin and interactive modes: one complete command at a time, each run as
+ * soon as it is read, state carried in the sandbox's persistent bash. */
+static int run_stream(const sh_options *o, line_exec *x)
+{
+    strbuf buf = STRBUF_INIT;
+    size_t start = 0;
+    bool at_eof = false, exited = false;
+    sh_parse_opts po = { .extglob = o->extglob, .track_shopt = true };
+    sbx_err err;
+    int ws = 0;
+
+    while (!exited) {
+        if (buf.len > start) {
+            sh_parse p;
+            size_t consumed = 0;
+            sh_status st = sh_parse_next(&p, buf.buf + start, buf.len - start, &po, at_eof,
+                                         &consumed);
+            if (st == SH_OK && consumed > 0 && o->mode != SH_INPUT_INTERACTIVE &&
+                needs_bash_to_read_on(buf.buf + start, consumed)) {
+                int rc;
+                sh_parse_free(&p);
+                rc = line_exec_raw_rest(x, buf.buf + start, buf.len - start,
+                                        po.first_line + 1, 0, &ws, &err);
+                strbuf_release(&buf);
+                if (rc < 0)
+                    return fail(o, &err);
+                exited = true;
+                break;
+            }
+            if (st == SH_OK && consumed > 0) {
+                int rc = 0;
+                /* set -v: bash echoes the lines as it reads them (line_exec_verbose) */
+                if (line_exec_verbose(x)) {
+                    fwrite(buf.buf + start, 1, consumed, stderr);
+                    fflush(stderr);
+                }
+                if (p.root && p.root->items)
+                    rc = line_exec_command(x, &p,
+                                           o->mode == SH_INPUT_INTERACTIVE ? 0 : po.first_line + 1,
+                                           &exited, &ws, &err);
+                po.extglob = p.extglob_after;
+                po.first_line = p.end_line;
+                /* bash at a terminal: a command stopped by Ctrl-C ends its line */
+                if (o->mode == SH_INPUT_INTERACTIVE && line_exec_last_status(x) == 128 + SIGINT)
+                    fputc('\n', stderr);
+                sh_parse_free(&p);
+                if (rc < 0) {
+                    if (o->mode != SH_INPUT_INTERACTIVE) {
+                        strbuf_release(&buf);
+                        return fail(o, &err);
+                    }
+                    fail(o, &err);
+                }
+                start += consumed;
+                continue;
+            }
+            if (st == SH_ERROR && o->mode == SH_INPUT_INTERACTIVE) {
+                print_syntax_error(o, &p);
+                sh_parse_free(&p);
+                start = buf.len;
+                continue;
+            }
+            sh_parse_free(&p);
+            if (st == SH_ERROR) {
+                /* Not sbxsh's to judge: bash in the sandbox reads the rest of the
+                 * input, reports the error in its own words and exits as it would. */
+                int rc = line_exec_raw_rest(x, buf.buf + start, buf.len - start,
+                                            po.first_line + 1, 0, &ws, &err);
+                strbuf_release(&buf);
+                if (rc < 0)
+                    return fail(o, &err);
+                exited = true;
+                break;
+            }
+        }
+        if (at_eof)
+            break;
+        if (start == buf.len) {
+            strbuf_reset(&buf);
+            start = 0;
+        }
+        if (!read_more(o, &buf, buf.len > start))
+            at_eof = true;
+    }
+    strbuf_release(&buf);
+    if (!exited && line_exec_finish(x, &ws, &err) < 0)
+        return fail(o, &err);
+    if (o->mode == SH_INPUT_INTERACTIVE && !exited)
+        fputs("exit\n", stderr);
+    return ws;
+}
+
+int shell_run(const sh_options *o)
+{
+    line_opts lo;
+    line_exec *x;
+    sbx_err err;
+    int ws;
+
+    line_opts_from(o, &lo);
+    if (line_exec_new(&lo, &x, &err) < 0) {
+        fail(o, &err);
+        return SBX_EXIT_INTERNAL;
+    }
+    if (o->mode == SH_INPUT_COMMAND || o->mode == SH_INPUT_SCRIPT)
+        ws = run_program(o, x);
+    else
+        ws = run_stream(o, x);
+    line_exec_free(x);
+    line_exit(ws);
+}

@@ -1,0 +1,175 @@
+#define _XOPEN_SOURCE 700
+#include "common/fsutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/strbuf.h"
+
+int sbx_mkdir_p(const char *path, mode_t mode, sbx_err *err)
+{
+    char *p = xstrdup(path);
+    for (char *s = p + 1;; s++) {
+        if (*s == '/' || *s == '\0') {
+            char c = *s;
+            *s = '\0';
+            if (mkdir(p, mode) < 0 && errno != EEXIST) {
+                sbx_errno(err, "cannot create directory %s", p);
+                free(p);
+                return -1;
+            }
+            if (!c)
+                break;
+            *s = c;
+        }
+    }
+    free(p);
+    return 0;
+}
+
+static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    if (type == FTW_DNR) {
+        /* A directory the sandbox made unreadable (chmod 000): we own
+         * everything under a session's state directory, so open it up and
+         * walk it again. */
+        if (chmod(path, 0700) < 0 || nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0)
+            return -1;
+        return 0;
+    }
+    if (type == FTW_DP || type == FTW_D)
+        return rmdir(path) < 0 && errno != ENOENT ? -1 : 0;
+    return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int sbx_rm_rf(const char *path, sbx_err *err)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        return errno == ENOENT ? 0 : sbx_errno(err, "cannot remove %s", path);
+    if (!S_ISDIR(st.st_mode))
+        return unlink(path) < 0 ? sbx_errno(err, "cannot remove %s", path) : 0;
+    if (nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0)
+        return sbx_errno(err, "cannot remove %s", path);
+    return 0;
+}
+
+int sbx_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode,
+                          sbx_err *err)
+{
+    char *tmp = xasprintf("%s.tmp.%d", path, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+    if (fd < 0) {
+        sbx_errno(err, "cannot write %s", tmp);
+        free(tmp);
+        return -1;
+    }
+    if (write_full(fd, data, len) < 0 || fsync(fd) < 0 || close(fd) < 0) {
+        sbx_errno(err, "cannot write %s", tmp);
+        unlink(tmp);
+        free(tmp);
+        return -1;
+    }
+    if (rename(tmp, path) < 0) {
+        sbx_errno(err, "cannot rename %s to %s", tmp, path);
+        unlink(tmp);
+        free(tmp);
+        return -1;
+    }
+    free(tmp);
+    return 0;
+}
+
+uint64_t sbx_proc_starttime(pid_t pid)
+{
+    char path[64], buf[1024];
+    int fd;
+    ssize_t n;
+    char *p;
+    unsigned long long start = 0;
+
+    if (pid <= 0)
+        return 0;
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    n = read_full(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    /* The command name may hold spaces and parentheses: fields restart
+     * after its last ')'. Field 3 is the state; a zombie is not alive. */
+    p = strrchr(buf, ')');
+    if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
+        return 0;
+    p += 2;
+    for (int field = 3; field < 22 && p; field++) {
+        p = strchr(p, ' ');
+        if (p)
+            p++;
+    }
+    if (!p || sscanf(p, "%llu", &start) != 1)
+        return 0;
+    return start;
+}
+
+static bool is_exec(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+char *sbx_which(const char *name)
+{
+    const char *path = getenv("PATH");
+    strbuf dirs = STRBUF_INIT;
+
+    strbuf_addf(&dirs, "%s:/usr/sbin:/usr/bin:/sbin:/bin", path ? path : "");
+    for (char *d = dirs.buf, *e; d; d = e) {
+        e = strchr(d, ':');
+        if (e)
+            *e++ = '\0';
+        if (d[0] != '/')
+            continue;
+        char *cand = xasprintf("%s/%s", d, name);
+        if (is_exec(cand)) {
+            strbuf_release(&dirs);
+            return cand;
+        }
+        free(cand);
+    }
+    strbuf_release(&dirs);
+    return NULL;
+}
+
+char *sbx_file_tail(const char *path, size_t max)
+{
+    char *buf = xmalloc(max + 1);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = 0;
+    buf[0] = '\0';
+    if (fd < 0)
+        return buf;
+    off_t size = lseek(fd, 0, SEEK_END);
+    if (size > 0) {
+        off_t from = size > (off_t)max ? size - (off_t)max : 0;
+        if (lseek(fd, from, SEEK_SET) == from)
+            n = read_full(fd, buf, max);
+    }
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    /* Trim a trailing newline so that the tail fits in a message. */
+    while (n > 0 && buf[n - 1] == '\n')
+        buf[--n] = '\0';
+    return buf;
+}

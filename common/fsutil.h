@@ -1,0 +1,32 @@
+/*
+ * Small file-system and process helpers the local backend and the holder
+ * share (kept in local/ rather than common/ since only local/ needs them).
+ */
+#ifndef SBX_COMMON_FSUTIL_H
+#define SBX_COMMON_FSUTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/util.h"
+
+/* mkdir -p with the given mode for what it creates. */
+int sbx_mkdir_p(const char *path, mode_t mode, sbx_err *err);
+/* rm -rf that never follows a symlink nor crosses into another file system.
+ * A missing path is success. */
+int sbx_rm_rf(const char *path, sbx_err *err);
+/* Writes data to path by write-to-temp + rename (mode for the new file). */
+int sbx_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode,
+                          sbx_err *err);
+/* The start time of a process (field 22 of /proc/PID/stat, clock ticks since
+ * boot), or 0 when it does not exist. A pid plus its start time names a
+ * process without the risk of pid reuse. */
+uint64_t sbx_proc_starttime(pid_t pid);
+/* Looks for an executable in PATH, then /usr/sbin, /usr/bin, /sbin, /bin.
+ * Malloc'd path or NULL. */
+char *sbx_which(const char *name);
+/* The last max bytes of a file, for error messages ("" when unreadable). */
+char *sbx_file_tail(const char *path, size_t max);
+
+#endif

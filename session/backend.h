@@ -1,0 +1,144 @@
+/*
+ * The backend interface: where a session's sandbox comes from.
+ *
+ * The session holder (holder.c) is the only caller of a backend's instance (the
+ * ops below); `sbx` uses the class hooks further down. A backend gives the holder a
+ * sandbox running sbx-agent and a byte stream to that agent; everything
+ * else (sync, commands, signals) travels on the stream, so a backend knows
+ * nothing of the protocol. The local backend (local/) runs gVisor's
+ * runsc or bubblewrap on this machine; a Kubernetes backend would claim a pod
+ * in claim() and return the two ends of an exec WebSocket relay from
+ * open_stream().
+ *
+ * Lifecycle, as the holder drives it:
+ *
+ *   sbx_backend *b = sbx_backend_new(cfg, &spec, &err);
+ *   b->ops->claim(b, &reattached, &err);      // create, or find the running one
+ *   b->ops->open_stream(b, &rfd, &wfd, &err); // talk to sbx-agent
+ *   ... the stream breaks: b->ops->alive(b)? reopen : claim again ...
+ *   b->ops->release(b, &err);                 // sbx release, idle timeout
+ *   sbx_backend_free(b);
+ *
+ * A claim outlives the process that made it: a new holder (after the old one
+ * died) calls claim() again and gets reattached = true with the same
+ * sandbox, its background processes and its files.
+ */
+#ifndef SBX_SESSION_BACKEND_H
+#define SBX_SESSION_BACKEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/strbuf.h"
+#include "common/util.h"
+#include "session/config.h"
+
+/* A private, writable directory inside every sandbox that survives a
+ * reattach: the agent keeps its state file (and, locally, its socket) there. */
+#define SBX_SANDBOX_AGENT_DIR "/run/sbxsh"
+
+typedef struct sbx_sandbox_spec {
+    const char *agent_path;     /* sbx-agent on the host; mounted read-only */
+    /* Arguments for the agent after its connection mode (which the backend
+     * adds: --listen SOCKET locally, stdio elsewhere): roots, state file... */
+    const strvec *agent_args;
+    /* Environment of the agent process itself (commands get theirs per RUN). */
+    const strvec *agent_env;
+} sbx_sandbox_spec;
+
+typedef struct sbx_backend sbx_backend;
+
+typedef struct sbx_backend_ops {
+    const char *name;   /* "local", "kube" */
+    /* Creates the session's sandbox, or reattaches to the one still running
+     * from an earlier holder (*reattached = true). After a sandbox died,
+     * creates a new one with empty copies of the code directories. */
+    int (*claim)(sbx_backend *b, bool *reattached, sbx_err *err);
+    /* Opens a byte stream to the sandbox's sbx-agent. The caller owns the
+     * fds (rfd may equal wfd) and closes them; opening again replaces no
+     * state on the agent side except the connection. */
+    int (*open_stream)(sbx_backend *b, int *rfd, int *wfd, sbx_err *err);
+    /* Cheap liveness check of the claimed sandbox. */
+    bool (*alive)(sbx_backend *b);
+    /* Whether the session has a running sandbox that claim() would
+     * reattach to (without claiming anything). */
+    bool (*exists)(sbx_backend *b);
+    /* Stops the sandbox and deletes what it had (copies, home, state). */
+    int (*release)(sbx_backend *b, sbx_err *err);
+    /* Appends a JSON object of facts: runtime, id, created (unix seconds),
+     * alive, and backend-specific fields; locally "limits": pids_max,
+     * memory_max, cpus_milli, disk_max, mechanism ("cgroup v1", "cgroup v2",
+     * "rlimit") and the cgroup directories. */
+    void (*status)(sbx_backend *b, strbuf *json);
+    void (*free)(sbx_backend *b);
+} sbx_backend_ops;
+
+struct sbx_backend {
+    const sbx_backend_ops *ops;
+};
+
+/* ---- backend classes and the registry ----------------------------------------------
+ *
+ * A backend is a class: a name, a factory, and the hooks the session layer needs
+ * without claiming anything (`sbx ls`, `sbx status` and `sbx release` read a session's
+ * state with no holder running; `sbx doctor` asks each backend what it needs here).
+ * This header (with session/config.h, whose sbx_config the factory is given) is the one
+ * part of the session layer a backend may include; nothing in session/ names a backend.
+ *
+ * The list of classes is made by the build: each backend's Makefile fragment adds its
+ * name to BACKENDS (`BACKENDS += local`), and the Makefile generates
+ * sbx_backend_classes[] from it, each entry being the backend's
+ * `const sbx_backend_class sbx_backend_class_NAME`. So a new backend is a new folder and
+ * a line in its own fragment: no edit of another backend nor of session/. */
+
+/* sbx doctor's report line: level 0 ok (detail on the same line), 1 note, 2 problem,
+ * 3 warning: works, but weaker than it should be (detail: what to do). */
+typedef void sbx_doctor_finding(int level, const char *what, const char *detail, ...)
+    SBX_PRINTF(3, 4);
+
+typedef struct sbx_backend_class {
+    const char *name;           /* AGENT_SANDBOX_BACKEND's value: "local", "kube" */
+    /* Reads this backend's settings from the environment into its own section of cfg
+     * (cfg->local for "local") and checks them; called by sbx_config_load() for every
+     * backend built in, so a bad value is refused whichever backend is used. */
+    int (*configure)(sbx_config *cfg, sbx_err *err);
+    /* Appends NAME=VALUE variables every command in this backend's sandboxes gets (they
+     * replace forwarded ones of the same name), or nothing. */
+    void (*sandbox_env)(const sbx_config *cfg, strvec *vars);
+    /* Appends what of its section fixes a sandbox's shape ("runtime=runsc network=none ")
+     * to the session's fingerprint (sbx_config_fingerprint). */
+    void (*fingerprint)(const sbx_config *cfg, strbuf *out);
+    /* Configured for cfg's session (its own section of cfg: cfg->local for "local").
+     * Fails with a message saying what to install when what it needs is missing. */
+    sbx_backend *(*create)(const sbx_config *cfg, const sbx_sandbox_spec *spec,
+                           sbx_err *err);
+    /* Reads the facts a holder left in a session's state directory (without claiming
+     * anything), as the JSON object status() gives. Returns -1 when this backend has
+     * no sandbox recorded there. */
+    int (*peek)(const char *state_dir, strbuf *json);
+    /* Sets cfg's code directories and this backend's section to those of the sandbox
+     * recorded in state_dir, so that a holder started with cfg reattaches to it (sbx
+     * release from anywhere). Returns -1 when this backend has none recorded there. */
+    int (*adopt)(const char *state_dir, sbx_config *cfg);
+    /* sbx doctor: checks what this backend needs on this machine (runtimes, kernel
+     * features, files beside the agent, limits), one finding() per fact. */
+    void (*doctor)(const sbx_config *cfg, sbx_doctor_finding *finding);
+} sbx_backend_class;
+
+/* Every backend built in, NULL-terminated (generated by the Makefile from BACKENDS). */
+extern const sbx_backend_class *const sbx_backend_classes[];
+
+/* The class named name, or NULL when none of that name is built. */
+const sbx_backend_class *sbx_backend_class_find(const char *name);
+
+/* The backend cfg->backend names, configured for cfg's session. Fails with a
+ * message when no such backend is built, or when its runtime is missing. */
+sbx_backend *sbx_backend_new(const sbx_config *cfg, const sbx_sandbox_spec *spec, sbx_err *err);
+void sbx_backend_free(sbx_backend *b);
+
+/* peek() and adopt() of whichever built backend has a sandbox recorded in
+ * state_dir (adopt also sets cfg->backend to it). -1 when none has. */
+int sbx_backend_peek(const char *state_dir, strbuf *json);
+int sbx_backend_adopt(const char *state_dir, sbx_config *cfg);
+
+#endif

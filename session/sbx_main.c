@@ -1,0 +1,847 @@
+/*
+ * sbx: manage sbxsh sessions and run commands in their sandboxes.
+ *
+ *   sbx exec [--session S] [--keep] [--tty] [--] CMD [ARG...]
+ *   sbx release [--session S]
+ *   sbx status [--session S] [--json]
+ *   sbx ls [--json]
+ *   sbx doctor
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+
+#include "common/strbuf.h"
+#include "common/strvec.h"
+#include "session/backend.h"
+#include "session/config.h"
+#include "common/fsutil.h"
+#include "session/session.h"
+
+static const char usage_main[] =
+    "usage: sbx COMMAND [OPTIONS]\n"
+    "\n"
+    "Manage sbxsh sessions: each session has a sandbox (gVisor's runsc, or bubblewrap)\n"
+    "holding a synced copy of the code directories, kept warm by a session holder.\n"
+    "\n"
+    "commands:\n"
+    "  exec [--session S] [--keep] [--tty] [--] CMD [ARG...]\n"
+    "                   run CMD in a sandbox with the code synced both ways; without\n"
+    "                   --keep, in a fresh sandbox released afterwards\n"
+    "  release [--session S]\n"
+    "                   pull the sandbox's last changes, then stop and delete it\n"
+    "  status [--session S] [--json]\n"
+    "                   show a session: holder, sandbox, agent, sync counters\n"
+    "  ls [--json]      list the sessions on this machine\n"
+    "  doctor           check the runtime, user namespaces, the agent and the\n"
+    "                   directories, and say what to fix\n"
+    "\n"
+    "Run `sbx COMMAND --help` for a command's options. The session defaults to the one\n"
+    "sbxsh uses here: AGENT_SANDBOX_SESSION, else named after the code directories\n"
+    "(AGENT_SANDBOX_CODE_DIRS, else the git top level, else the current directory).\n"
+    "\n"
+    "environment:\n"
+    "  AGENT_SANDBOX_SESSION          session name\n"
+    "  AGENT_SANDBOX_CODE_DIRS        code directories, colon-separated\n"
+    "  AGENT_SANDBOX_LOCAL_RUNTIME    runsc | bwrap (default: runsc when installed)\n"
+    "  AGENT_SANDBOX_LOCAL_NETWORK    none (default) | host | allowlist\n"
+    "  AGENT_SANDBOX_EGRESS           with allowlist: hosts the sandbox may reach over\n"
+    "                                 HTTP(S), comma-separated (host, *.domain, host:port,\n"
+    "                                 CIDR for private ranges)\n"
+    "  AGENT_SANDBOX_IDLE_TIMEOUT     release after this long unused (default 30m; 0: never)\n"
+    "  AGENT_SANDBOX_FORWARD_ENV      host variables the sandbox gets, comma-separated\n"
+    "  AGENT_SANDBOX_SYNC_PATHS, AGENT_SANDBOX_TASK_FILES, AGENT_SANDBOX_SYNC_EXCLUDE\n"
+    "                                 more to sync (see sync/README.md)\n"
+    "  AGENT_SANDBOX_STATE_DIR        sandboxes' files (default ~/.local/state/sbxsh)\n"
+    "  AGENT_SANDBOX_AGENT            the sbx-agent binary to use\n"
+    "\n"
+    "exit status: sbx exec gives the command's (128+n for a signal, 126/127 when it cannot\n"
+    "run); 125 is sbx's own failure (no runtime, sandbox died, sync refused).\n";
+
+static const char usage_exec[] =
+    "usage: sbx exec [--session S] [--keep] [--tty] [--] CMD [ARG...]\n"
+    "\n"
+    "Runs CMD (looked up in the sandbox's PATH) in the session's sandbox, at the current\n"
+    "directory's path, which must lie in a code directory. The code directories are\n"
+    "pushed before and pulled back after; stdin, stdout and stderr are relayed.\n"
+    "\n"
+    "  --session S   the session (default: as sbxsh would name it here)\n"
+    "  --keep        run in the session's sandbox, starting it if needed, and keep it;\n"
+    "                without --keep the sandbox is a fresh one, released afterwards\n"
+    "                (with --session, that session must not exist yet)\n"
+    "  --tty         run on a terminal (stdin and stdout must be terminals)\n"
+    "  --help        this text\n";
+
+static const char usage_release[] =
+    "usage: sbx release [--session S] [--timeout DURATION] [--force]\n"
+    "\n"
+    "Pulls the sandbox's last changes back (background processes' too), stops the\n"
+    "sandbox, deletes its copies and private home, and ends the session's holder.\n"
+    "\n"
+    "  --timeout DURATION  wait at most this long for the holder (default 60s; 0: no limit)\n"
+    "  --force             do not ask the holder: kill it and the sandbox by pid and\n"
+    "                      delete the session's state (the last changes are not pulled)\n";
+
+static const char usage_status[] =
+    "usage: sbx status [--session S] [--json]\n"
+    "\n"
+    "Shows the session: its holder, sandbox (runtime, id, created, alive), agent and\n"
+    "sync counters. Exit status 1 when the session does not exist.\n";
+
+static const char usage_ls[] =
+    "usage: sbx ls [--json]\n"
+    "\n"
+    "Lists the sessions that have a holder or a sandbox on this machine.\n";
+
+static const char usage_doctor[] =
+    "usage: sbx doctor\n"
+    "\n"
+    "Checks what sbxsh needs here: a sandbox runtime that starts, user namespaces, the\n"
+    "agent binary, the state and runtime directories, and the Kubernetes settings when\n"
+    "AGENT_SANDBOX_KUBECONFIG / AGENT_SANDBOX_POOL are set. Each problem says what to do.\n"
+    "Exit status 1 when something must be fixed.\n";
+
+static void die125(const char *msg) SBX_NORETURN;
+static void die125(const char *msg)
+{
+    fprintf(stderr, "sbx: %s\n", msg);
+    exit(SBX_EXIT_INTERNAL);
+}
+
+/* Options every subcommand shares; returns the index of the first operand. */
+static int parse_opts(int argc, char **argv, const char *usage, const char **session,
+                      bool *keep, bool *json, bool *tty)
+{
+    enum { O_SESSION = 1, O_KEEP, O_JSON, O_TTY, O_HELP };
+    static const struct option longs[] = {
+        { "session", required_argument, NULL, O_SESSION },
+        { "keep", no_argument, NULL, O_KEEP },
+        { "json", no_argument, NULL, O_JSON },
+        { "tty", no_argument, NULL, O_TTY },
+        { "help", no_argument, NULL, O_HELP },
+        { NULL, 0, NULL, 0 },
+    };
+    int c;
+    optind = 1;
+    /* "+": stop at the first operand, so that CMD's own options stay its. */
+    while ((c = getopt_long(argc, argv, "+h", longs, NULL)) != -1) {
+        switch (c) {
+        case O_SESSION: if (session) { *session = optarg; break; } goto bad;
+        case O_KEEP: if (keep) { *keep = true; break; } goto bad;
+        case O_JSON: if (json) { *json = true; break; } goto bad;
+        case O_TTY: if (tty) { *tty = true; break; } goto bad;
+        case O_HELP: case 'h':
+            fputs(usage, stdout);
+            exit(0);
+        default:
+        bad:
+            fputs(usage, stderr);
+            exit(2);
+        }
+    }
+    return optind;
+}
+
+static void load_config(sbx_config *cfg, const char *session)
+{
+    sbx_err err;
+    sbx_config_opts o = { .session = session };
+    if (sbx_config_load(cfg, &o, &err) < 0)
+        die125(err.msg);
+}
+
+static bool path_inside(const char *p, const char *dir)
+{
+    size_t n = strlen(dir);
+    return !strncmp(p, dir, n) && (p[n] == '\0' || p[n] == '/');
+}
+
+/* ---- exec -------------------------------------------------------------- */
+
+/* Without --keep: makes cfg a session of our own, unless one was named
+ * (then it must not exist yet, so that we never release someone else's).
+ * Returns -1 (having said why) when the named session exists. */
+static int fresh_session(sbx_config *cfg, bool named)
+{
+    sbx_open_opts no = { .no_start = true, .any_shape = true };
+    sbx_session *probe = NULL;
+    strbuf js = STRBUF_INIT;
+    sbx_err err;
+    char *dir;
+    int r = 0;
+
+    if (!named) {
+        char *name = xasprintf("%.40s-exec-%d", cfg->session, (int)getpid());
+        free(cfg->session);
+        cfg->session = name;
+    }
+    dir = sbx_session_state_dir(cfg);
+    if (sbx_backend_peek(dir, &js) == 0 || sbx_session_open(cfg, &no, &probe, &err) == 0) {
+        fprintf(stderr, "sbx: session '%s' exists already; use --keep to run in it, or "
+                "`sbx release --session %s` first\n", cfg->session, cfg->session);
+        r = -1;
+    }
+    sbx_session_close(probe);
+    strbuf_release(&js);
+    free(dir);
+    return r;
+}
+
+/* sbx exec: runs one command in the session's sandbox with our stdio relayed
+ * (a pty with --tty); without --keep in a session of its own, released
+ * afterwards, so a one-off command leaves nothing behind. */
+static int cmd_exec(int argc, char **argv)
+{
+    const char *session = NULL;
+    bool keep = false, tty = false;
+    int first = parse_opts(argc, argv, usage_exec, &session, &keep, NULL, &tty);
+    sbx_config cfg;
+    sbx_session *s = NULL;
+    sbx_err err;
+    sbx_exit st;
+    char here[PATH_MAX], cwd[PATH_MAX];
+    strvec env = STRVEC_INIT;
+    bool inside = false;
+    int rc = SBX_EXIT_INTERNAL;
+
+    if (first >= argc) {
+        fputs(usage_exec, stderr);
+        return 2;
+    }
+    load_config(&cfg, session);
+    if (!getcwd(here, sizeof(here)) || !realpath(here, cwd)) {
+        fprintf(stderr, "sbx: cannot read the current directory: %s\n", strerror(errno));
+        goto out;
+    }
+    for (size_t i = 0; i < cfg.code_dirs.n; i++)
+        inside |= path_inside(cwd, cfg.code_dirs.v[i]);
+    /* no code directory (in ~, /tmp): the command runs in the sandbox's own tree */
+    if (!inside && cfg.code_dirs.n) {
+        fprintf(stderr, "sbx: the current directory %s is outside the code directories (%s); "
+                "cd into one, or set AGENT_SANDBOX_CODE_DIRS\n", cwd, cfg.code_dirs.v[0]);
+        goto out;
+    }
+    if (!(cfg.agent_path = sbx_find_agent(&err))) {
+        fprintf(stderr, "sbx: %s\n", err.msg);
+        goto out;
+    }
+    if (!keep && fresh_session(&cfg, session != NULL) < 0)
+        goto out;
+    if (sbx_session_open(&cfg, NULL, &s, &err) < 0) {
+        fprintf(stderr, "sbx: %s\n", err.msg);
+        goto out;
+    }
+
+    tty = tty && isatty(0) && isatty(1);
+    sbx_sandbox_env(&cfg, tty, &env);
+    sbx_fd_map fds[] = {
+        { 0, SBX_FD_RELAY_IN, 0 },
+        { 1, SBX_FD_RELAY_OUT, 1 },
+        { 2, SBX_FD_RELAY_OUT, 2 },
+    };
+    sbx_command cmd = {
+        .exe = argv[first],
+        .argv = (const char *const *)argv + first,
+        .env = (const char *const *)env.v,
+        .cwd = cwd,
+        .fds = fds,
+        .nfds = 3,
+        .tty = tty,
+        .forward_signals = true,
+        .filter = SBX_FILTER_AUTO,
+    };
+    if (sbx_session_run(s, &cmd, &st, &err) < 0) {
+        fprintf(stderr, "sbx: %s\n", err.msg);
+    } else if (WIFEXITED(st.wait_status)) {
+        rc = WEXITSTATUS(st.wait_status);
+        if (st.spawn_failed)
+            fprintf(stderr, "sbx: %s: %s\n", argv[first],
+                    rc == 127 ? "command not found" : st.message);
+    } else if (WIFSIGNALED(st.wait_status)) {
+        rc = 128 + WTERMSIG(st.wait_status);
+    }
+    if (!keep && sbx_session_release(s, 0, &err) < 0) {
+        fprintf(stderr, "sbx: cannot release the sandbox: %s\n", err.msg);
+        if (rc == 0)
+            rc = SBX_EXIT_INTERNAL;
+    }
+out:
+    sbx_session_close(s);
+    strvec_clear(&env);
+    sbx_config_free(&cfg);
+    return rc;
+}
+
+/* ---- release, status, ls ------------------------------------------------- */
+
+/* The holder that holds STATE/SESSION/holder.lock (its pid is in it), killed; then the
+ * sandbox, by the pid the backend recorded, and the session's files. Nothing is asked of
+ * a process that may be stuck, and every wait is bounded. */
+static int force_release(sbx_config *cfg, const char *dir)
+{
+    char *lockp = xasprintf("%s/holder.lock", dir), *sock = sbx_session_socket_path(cfg);
+    char *log = sbx_session_log_path(cfg);
+    int fd = open(lockp, O_RDWR | O_NOFOLLOW | O_CLOEXEC), rc = 0;
+    bool found = false;
+    sbx_err err;
+
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        char buf[32] = "", comm[64] = "";
+        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+        long pid = n > 0 ? strtol(buf, NULL, 10) : 0;
+        char *commp = xasprintf("/proc/%ld/comm", pid);
+        FILE *f = pid > 1 ? fopen(commp, "r") : NULL;
+        free(commp);
+        if (f) {
+            if (!fgets(comm, sizeof(comm), f))
+                comm[0] = '\0';
+            fclose(f);
+        }
+        /* only the holder itself: a pid in a stale file may be anyone's now */
+        if (!strncmp(comm, "sbx-holder", 10) && kill((pid_t)pid, SIGKILL) == 0) {
+            printf("killed the holder (pid %ld)\n", pid);
+            found = true;
+        }
+        for (int i = 0; i < 100 && flock(fd, LOCK_EX | LOCK_NB) < 0; i++)
+            usleep(50000);
+    }
+    if (fd >= 0)
+        close(fd);
+    if (!cfg->agent_path && !(cfg->agent_path = sbx_find_agent(&err)))
+        cfg->agent_path = xstrdup("/nonexistent/sbx-agent");   /* only released, never run */
+    if (sbx_backend_adopt(dir, cfg) == 0) {
+        sbx_sandbox_spec spec = { .agent_path = cfg->agent_path };
+        sbx_backend *b = sbx_backend_new(cfg, &spec, &err);
+        if (!b || b->ops->release(b, &err) < 0) {
+            fprintf(stderr, "sbx: cannot stop the sandbox: %s\n", err.msg);
+            rc = SBX_EXIT_INTERNAL;
+        } else {
+            printf("stopped the sandbox and deleted its state (its last changes were not "
+                   "pulled)\n");
+            found = true;
+        }
+        sbx_backend_free(b);
+    }
+    unlink(sock);
+    unlink(log);
+    unlink(lockp);
+    rmdir(dir);
+    if (!found && rc == 0) {
+        fprintf(stderr, "sbx: no session '%s' here (sbx ls lists them)\n", cfg->session);
+        rc = 1;
+    }
+    free(lockp);
+    free(sock);
+    free(log);
+    return rc;
+}
+
+/* sbx release: asks the holder to pull the last changes and release the
+ * sandbox; with no holder, one is started for the sandbox the state records
+ * (adopt), so the release still pulls first; --force kills both by pid and
+ * removes the state when a holder does not answer within --timeout. */
+static int cmd_release(int argc, char **argv)
+{
+    enum { O_SESSION = 1, O_TIMEOUT, O_FORCE, O_HELP };
+    static const struct option longs[] = {
+        { "session", required_argument, NULL, O_SESSION },
+        { "timeout", required_argument, NULL, O_TIMEOUT },
+        { "force", no_argument, NULL, O_FORCE },
+        { "help", no_argument, NULL, O_HELP },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *session = NULL;
+    sbx_open_opts no = { .no_start = true, .any_shape = true };
+    sbx_open_opts adopt = { .any_shape = true };
+    sbx_config cfg;
+    sbx_session *s = NULL;
+    sbx_err err;
+    unsigned timeout = 60;
+    bool force = false;
+    char *dir;
+    int c, rc = 0;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "+h", longs, NULL)) != -1) {
+        switch (c) {
+        case O_SESSION: session = optarg; break;
+        case O_TIMEOUT:
+            if (sbx_parse_duration(optarg, &timeout, &err) < 0) {
+                fprintf(stderr, "sbx: --timeout: %s\n", err.msg);
+                return SBX_EXIT_INTERNAL;
+            }
+            break;
+        case O_FORCE: force = true; break;
+        case O_HELP: case 'h': fputs(usage_release, stdout); return 0;
+        default: fputs(usage_release, stderr); return 2;
+        }
+    }
+    if (optind != argc) {
+        fputs(usage_release, stderr);
+        return 2;
+    }
+    load_config(&cfg, session);
+    dir = sbx_session_state_dir(&cfg);
+    if (force) {
+        rc = force_release(&cfg, dir);
+        goto out;
+    }
+    no.hello_timeout_ms = adopt.hello_timeout_ms = timeout ? timeout * 1000 : 0;
+    if (sbx_session_open(&cfg, &no, &s, &err) < 0) {
+        if (sbx_backend_adopt(dir, &cfg) < 0) {
+            fprintf(stderr, "sbx: no session '%s' here (sbx ls lists them)\n", cfg.session);
+            rc = 1;
+            goto out;
+        }
+        /* A sandbox without a holder: a new holder, made for that sandbox's
+         * shape, reattaches, pulls its last changes and releases it. */
+        if (sbx_session_open(&cfg, &adopt, &s, &err) < 0) {
+            fprintf(stderr, "sbx: %s\n", err.msg);
+            rc = SBX_EXIT_INTERNAL;
+            goto out;
+        }
+    }
+    if (sbx_session_release(s, timeout, &err) < 0) {
+        fprintf(stderr, "sbx: %s\n", err.msg);
+        rc = SBX_EXIT_INTERNAL;
+    }
+out:
+    sbx_session_close(s);
+    free(dir);
+    sbx_config_free(&cfg);
+    return rc;
+}
+
+/* "limits:    100 processes, 256 MiB memory, all CPUs, 10 GiB per code copy and /tmp"
+ * and how they are enforced. */
+/* "egress:" for a sandbox with AGENT_SANDBOX_LOCAL_NETWORK=allowlist. */
+static void print_egress_human(const cJSON *eg)
+{
+    const cJSON *e, *pid = cJSON_GetObjectItemCaseSensitive(eg, "proxy_pid");
+    if (!cJSON_IsObject(eg))
+        return;
+    printf("egress:    ");
+    int n = 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(eg, "allow"))
+        printf("%s%s", n++ ? ", " : "", cJSON_IsString(e) ? e->valuestring : "?");
+    printf(" (proxy pid %d, %s)\n", cJSON_IsNumber(pid) ? (int)pid->valuedouble : 0,
+           cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(eg, "proxy_alive")) ? "running"
+                                                                            : "not running");
+}
+
+static void print_limits_human(cJSON *lim)
+{
+    cJSON *p = cJSON_GetObjectItemCaseSensitive(lim, "pids_max");
+    cJSON *m = cJSON_GetObjectItemCaseSensitive(lim, "memory_max");
+    cJSON *c = cJSON_GetObjectItemCaseSensitive(lim, "cpus_milli");
+    cJSON *d = cJSON_GetObjectItemCaseSensitive(lim, "disk_max");
+    cJSON *mech = cJSON_GetObjectItemCaseSensitive(lim, "mechanism");
+    cJSON *cgs = cJSON_GetObjectItemCaseSensitive(lim, "cgroups"), *cg;
+    char mem[32] = "no memory limit", disk[48] = "no size limit on each code copy and /tmp";
+    char pids[32] = "no process limit", cpus[32] = "all CPUs";
+
+    if (cJSON_IsNumber(p) && p->valuedouble > 0)
+        snprintf(pids, sizeof(pids), "%.0f processes", p->valuedouble);
+    if (cJSON_IsNumber(m) && m->valuedouble > 0) {
+        sbx_format_size(mem, sizeof(mem) - 7, m->valuedouble);
+        strcat(mem, " memory");
+    }
+    if (cJSON_IsNumber(c) && c->valuedouble > 0)
+        snprintf(cpus, sizeof(cpus), "%g CPUs", c->valuedouble / 1000);
+    if (cJSON_IsNumber(d) && d->valuedouble > 0) {
+        sbx_format_size(disk, 24, d->valuedouble);
+        strcat(disk, " per code copy and /tmp");
+    }
+    printf("limits:    %s, %s, %s, %s\n", pids, mem, cpus, disk);
+    const char *how = cJSON_IsString(mech) ? mech->valuestring : "";
+    if (!strncmp(how, "cgroup", 6)) {
+        printf("enforced:  by %s:", how);
+        cJSON_ArrayForEach(cg, cgs)
+            if (cJSON_IsString(cg) && (strstr(cg->valuestring, "/pids/") ||
+                                       strstr(cg->valuestring, "/memory/") ||
+                                       strstr(cg->valuestring, "/cpu/") ||
+                                       cJSON_GetArraySize(cgs) == 1))
+                printf(" %s", cg->valuestring);
+        printf("\n");
+    } else if (!strcmp(how, "rlimit")) {
+        printf("enforced:  by rlimits only (RLIMIT_NPROC; RLIMIT_DATA per process, not the "
+               "sandbox's total): no cgroup is writable here, see sbx doctor\n");
+    } else {
+        printf("enforced:  unknown (a sandbox made by an older sbxsh)\n");
+    }
+}
+
+/* sbx status without --json: the session's JSON as a few lines for people. */
+static void print_status_human(const char *json)
+{
+    cJSON *o = cJSON_Parse(json), *sb, *it;
+    if (!o) {
+        printf("%s\n", json);
+        return;
+    }
+    it = cJSON_GetObjectItemCaseSensitive(o, "session");
+    printf("session:   %s\n", cJSON_IsString(it) ? it->valuestring : "?");
+    it = cJSON_GetObjectItemCaseSensitive(o, "holder_pid");
+    if (cJSON_IsNumber(it))
+        printf("holder:    running (pid %d)\n", (int)it->valuedouble);
+    else
+        printf("holder:    not running\n");
+    it = cJSON_GetObjectItemCaseSensitive(o, "code_dirs");
+    cJSON *d;
+    cJSON_ArrayForEach(d, it)
+        printf("code dir:  %s\n", cJSON_IsString(d) ? d->valuestring : "?");
+    sb = cJSON_GetObjectItemCaseSensitive(o, "sandbox");
+    if (cJSON_IsObject(sb)) {
+        cJSON *rt = cJSON_GetObjectItemCaseSensitive(sb, "runtime");
+        cJSON *id = cJSON_GetObjectItemCaseSensitive(sb, "id");
+        cJSON *alive = cJSON_GetObjectItemCaseSensitive(sb, "alive");
+        cJSON *created = cJSON_GetObjectItemCaseSensitive(sb, "created");
+        cJSON *net = cJSON_GetObjectItemCaseSensitive(sb, "network");
+        char when[64] = "?";
+        if (cJSON_IsNumber(created)) {
+            time_t t = (time_t)created->valuedouble;
+            strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&t));
+        }
+        printf("sandbox:   %s %s, %s, created %s, network %s\n",
+               cJSON_IsString(rt) ? rt->valuestring : "?",
+               cJSON_IsString(id) ? id->valuestring : "?",
+               cJSON_IsTrue(alive) ? "running" : "stopped", when,
+               cJSON_IsString(net) ? net->valuestring : "?");
+        print_egress_human(cJSON_GetObjectItemCaseSensitive(sb, "egress"));
+        cJSON *lim = cJSON_GetObjectItemCaseSensitive(sb, "limits");
+        if (cJSON_IsObject(lim))
+            print_limits_human(lim);
+    } else {
+        printf("sandbox:   none (started by the next command)\n");
+    }
+    it = cJSON_GetObjectItemCaseSensitive(o, "sync");
+    if (cJSON_IsObject(it)) {
+        cJSON *pu = cJSON_GetObjectItemCaseSensitive(it, "pushes");
+        cJSON *pl = cJSON_GetObjectItemCaseSensitive(it, "pulls");
+        printf("sync:      %d pushes, %d pulls since the holder connected\n",
+               cJSON_IsNumber(pu) ? (int)pu->valuedouble : 0,
+               cJSON_IsNumber(pl) ? (int)pl->valuedouble : 0);
+    }
+    cJSON_Delete(o);
+}
+
+/* sbx status: the holder's view of the session when one runs, else what the
+ * backend's state says (peek), as JSON or for people. */
+static int cmd_status(int argc, char **argv)
+{
+    const char *session = NULL;
+    bool json = false;
+    int first = parse_opts(argc, argv, usage_status, &session, NULL, &json, NULL);
+    sbx_open_opts no = { .no_start = true, .any_shape = true };
+    sbx_config cfg;
+    sbx_session *s;
+    sbx_err err;
+    strbuf js = STRBUF_INIT;
+    int rc = 0;
+
+    if (first != argc) {
+        fputs(usage_status, stderr);
+        return 2;
+    }
+    load_config(&cfg, session);
+    if (sbx_session_open(&cfg, &no, &s, &err) == 0) {
+        if (sbx_session_status(s, &js, &err) < 0) {
+            fprintf(stderr, "sbx: %s\n", err.msg);
+            rc = SBX_EXIT_INTERNAL;
+        }
+        sbx_session_close(s);
+    } else {
+        char *dir = sbx_session_state_dir(&cfg);
+        strbuf sbjs = STRBUF_INIT;
+        if (sbx_backend_peek(dir, &sbjs) < 0) {
+            rc = 1;
+        } else {
+            strbuf_addstr(&js, "{\"session\":\"");
+            strbuf_add_json_escaped(&js, cfg.session, strlen(cfg.session));
+            strbuf_addf(&js, "\",\"holder_pid\":null,\"sandbox\":%s}", sbjs.buf);
+        }
+        strbuf_release(&sbjs);
+        free(dir);
+    }
+    if (rc == 1 && json)
+        printf("null\n");
+    else if (rc == 1)
+        fprintf(stderr, "sbx: no session '%s' here (sbx ls lists them)\n", cfg.session);
+    else if (rc == 0 && json)
+        printf("%s\n", js.buf);
+    else if (rc == 0)
+        print_status_human(js.buf);
+    strbuf_release(&js);
+    sbx_config_free(&cfg);
+    return rc;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* sbx ls: every session with a state directory or a holder socket, with what
+ * is known of each without starting anything. */
+static int cmd_ls(int argc, char **argv)
+{
+    bool json = false;
+    int first = parse_opts(argc, argv, usage_ls, NULL, NULL, &json, NULL);
+    sbx_config cfg;
+    strvec names = STRVEC_INIT;
+    DIR *d;
+    struct dirent *e;
+    strbuf out = STRBUF_INIT;
+    sbx_err err;
+
+    if (first != argc) {
+        fputs(usage_ls, stderr);
+        return 2;
+    }
+    load_config(&cfg, NULL);
+    /* Sessions are what has a socket or a state directory. */
+    if ((d = opendir(cfg.run_dir))) {
+        while ((e = readdir(d))) {
+            size_t n = strlen(e->d_name);
+            if (n > 5 && !strcmp(e->d_name + n - 5, ".sock"))
+                strvec_pushn(&names, e->d_name, n - 5);
+        }
+        closedir(d);
+    }
+    if ((d = opendir(cfg.state_root))) {
+        while ((e = readdir(d)))
+            if (e->d_name[0] != '.' && sbx_session_name_check(e->d_name, NULL) == 0)
+                strvec_push(&names, e->d_name);
+        closedir(d);
+    }
+    qsort(names.v, names.n, sizeof(*names.v), name_cmp);
+    if (json)
+        strbuf_addch(&out, '[');
+    else
+        strbuf_addf(&out, "%-40s %-7s %-8s %s\n", "SESSION", "RUNTIME", "SANDBOX", "HOLDER");
+    size_t shown = 0;
+    for (size_t i = 0; i < names.n; i++) {
+        if (i && !strcmp(names.v[i], names.v[i - 1]))
+            continue;
+        free(cfg.session);
+        cfg.session = xstrdup(names.v[i]);
+        char *dir = sbx_session_state_dir(&cfg);
+        strbuf sbjs = STRBUF_INIT;
+        sbx_session *s = NULL;
+        sbx_open_opts no = { .no_start = true, .any_shape = true };
+        bool has_sandbox = sbx_backend_peek(dir, &sbjs) == 0;
+        long holder = 0;
+        if (sbx_session_open(&cfg, &no, &s, &err) == 0) {
+            holder = sbx_session_holder_pid(s);
+            sbx_session_close(s);
+        }
+        free(dir);
+        if (!has_sandbox && !holder) {
+            strbuf_release(&sbjs);
+            continue;
+        }
+        cJSON *o = has_sandbox ? cJSON_Parse(sbjs.buf) : NULL;
+        cJSON *rt = cJSON_GetObjectItemCaseSensitive(o, "runtime");
+        cJSON *alive = cJSON_GetObjectItemCaseSensitive(o, "alive");
+        if (json) {
+            strbuf_addstr(&out, shown ? ",{\"session\":\"" : "{\"session\":\"");
+            strbuf_add_json_escaped(&out, names.v[i], strlen(names.v[i]));
+            strbuf_addf(&out, "\",\"holder_pid\":%ld,\"sandbox\":%s}", holder,
+                        has_sandbox ? sbjs.buf : "null");
+        } else {
+            char hbuf[32] = "-";
+            if (holder)
+                snprintf(hbuf, sizeof(hbuf), "pid %ld", holder);
+            strbuf_addf(&out, "%-40s %-7s %-8s %s\n", names.v[i],
+                        cJSON_IsString(rt) ? rt->valuestring : "-",
+                        !has_sandbox ? "none" : cJSON_IsTrue(alive) ? "running" : "stopped",
+                        hbuf);
+        }
+        shown++;
+        cJSON_Delete(o);
+        strbuf_release(&sbjs);
+    }
+    if (json)
+        strbuf_addstr(&out, "]\n");
+    fputs(out.buf, stdout);
+    strbuf_release(&out);
+    strvec_clear(&names);
+    sbx_config_free(&cfg);
+    return 0;
+}
+
+/* ---- doctor ------------------------------------------------------------ */
+
+static int problems, warnings;
+
+static void finding(int level, const char *what, const char *detail, ...) SBX_PRINTF(3, 4);
+/* level: 0 ok (detail on the same line), 1 note, 2 problem, 3 warning: works,
+ * but weaker than it should be (detail: what to do, on the next line). */
+static void finding(int level, const char *what, const char *detail, ...)
+{
+    static const char *const tags[] = { "ok  ", "note", "FAIL", "WARN" };
+    printf("%s  %s", tags[level], what);
+    if (detail) {
+        va_list ap;
+        va_start(ap, detail);
+        printf(level ? "\n      " : " ");
+        vprintf(detail, ap);
+        va_end(ap);
+    }
+    printf("\n");
+    if (level == 2)
+        problems++;
+    if (level == 3)
+        warnings++;
+}
+
+/* The runtime and state directories must be private and the socket paths
+ * short enough for sockaddr_un. */
+static void doctor_dirs(sbx_config *cfg)
+{
+    sbx_err err;
+    char *sock = sbx_session_socket_path(cfg);
+
+    if (sbx_private_dir(cfg->run_dir, &err) < 0)
+        finding(2, "runtime directory unusable", "%s", err.msg);
+    else
+        finding(0, "runtime directory (sockets):", "%s, private", cfg->run_dir);
+    if (strlen(sock) + 8 >= 108)
+        finding(2, "session socket paths are too long", "%s: set XDG_RUNTIME_DIR to a "
+                "shorter directory", sock);
+    if (sbx_private_dir(cfg->state_root, &err) < 0)
+        finding(2, "state directory unusable", "%s", err.msg);
+    else
+        finding(0, "state directory (sandboxes' homes, agent sockets):", "%s, private", cfg->state_root);
+    free(sock);
+}
+
+/* The agent binary every backend mounts or copies into its sandbox. */
+static void doctor_agent(void)
+{
+    sbx_err err;
+    char *agent = sbx_find_agent(&err);
+    if (!agent) {
+        finding(2, "sbx-agent not found", "%s", err.msg);
+        return;
+    }
+    const char *base = strrchr(agent, '/') + 1;
+    finding(0, "sbx-agent:", "%s%s", agent, strcmp(base, "sbx-agent-static") ?
+            " (dynamic: the sandbox's /usr libraries must match; `make` builds "
+            "sbx-agent-static)" : "");
+    free(agent);
+}
+
+/* The Kubernetes settings, checked for shape while that backend is not built,
+ * so a misspelt pool or an unreadable kubeconfig shows before it matters. */
+static void doctor_kube(void)
+{
+    const char *kc = getenv("AGENT_SANDBOX_KUBECONFIG");
+    const char *pool = getenv("AGENT_SANDBOX_POOL");
+    if (kc && *kc) {
+        char *text = NULL;
+        size_t len;
+        if (read_file(kc, 4 << 20, &text, &len, NULL) < 0)
+            finding(2, "AGENT_SANDBOX_KUBECONFIG is not readable", "%s: %s", kc,
+                    strerror(errno));
+        else if (!strstr(text, "clusters:") || !strstr(text, "contexts:"))
+            finding(2, "AGENT_SANDBOX_KUBECONFIG does not look like a kubeconfig",
+                    "%s has no clusters:/contexts: sections; see cluster/README.md", kc);
+        else
+            finding(0, "kubeconfig:", "%s", kc);
+        free(text);
+    }
+    if (pool && *pool) {
+        bool ok = strlen(pool) <= 63;
+        for (const char *p = pool; *p; p++)
+            ok &= (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+                  (*p == '-' && p != pool && p[1]);
+        if (!ok)
+            finding(2, "AGENT_SANDBOX_POOL is not a valid pool name", "'%s': lower-case "
+                    "letters, digits and '-', at most 63", pool);
+        else if (!kc || !*kc)
+            finding(2, "AGENT_SANDBOX_POOL is set without AGENT_SANDBOX_KUBECONFIG",
+                    "set AGENT_SANDBOX_KUBECONFIG to the cluster's kubeconfig");
+        else
+            finding(0, "warm pool:", "%s", pool);
+    }
+    if ((kc && *kc) || (pool && *pool))
+        finding(1, "the Kubernetes backend is not built yet", "sessions use the local "
+                "backend until it is");
+}
+
+/* sbx doctor: the configuration, each backend's checks (the class's doctor
+ * hook), the agent and the directories; exit 1 when something must be fixed. */
+static int cmd_doctor(int argc, char **argv)
+{
+    int first = parse_opts(argc, argv, usage_doctor, NULL, NULL, NULL, NULL);
+    sbx_config cfg;
+    sbx_err err;
+    if (first != argc) {
+        fputs(usage_doctor, stderr);
+        return 2;
+    }
+    if (sbx_config_load(&cfg, NULL, &err) < 0) {
+        finding(2, "configuration", "%s", err.msg);
+        printf("\n1 problem to fix.\n");
+        return 1;
+    }
+    if (cfg.code_dirs.n)
+        finding(0, "session here:", "%s (code directory %s%s)", cfg.session,
+                cfg.code_dirs.v[0], cfg.code_dirs.n > 1 ? ", ..." : "");
+    else
+        finding(0, "session here:", "%s (no code directory: %s; nothing is synced)",
+                cfg.session, sbx_no_code_dir_reason("."));
+    /* what each backend built in needs here */
+    for (size_t i = 0; sbx_backend_classes[i]; i++)
+        if (sbx_backend_classes[i]->doctor)
+            sbx_backend_classes[i]->doctor(&cfg, finding);
+    doctor_agent();
+    doctor_dirs(&cfg);
+    doctor_kube();
+    printf("\n%s\n", problems ? "Fix the FAIL lines above; `sudo make deps` installs the "
+                                "packages." : warnings ? "Usable, but see the WARN lines "
+                                "above." : "All good.");
+    sbx_config_free(&cfg);
+    return problems ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct {
+        const char *name;
+        int (*fn)(int, char **);
+    } cmds[] = {
+        { "exec", cmd_exec }, { "release", cmd_release }, { "status", cmd_status },
+        { "ls", cmd_ls }, { "doctor", cmd_doctor },
+    };
+
+    if (argc < 2) {
+        fputs(usage_main, stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        fputs(usage_main, stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < ARRAY_SIZE(cmds); i++)
+        if (!strcmp(argv[1], cmds[i].name))
+            return cmds[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "sbx: unknown command '%s'\n\n%s", argv[1], usage_main);
+    return 2;
+}

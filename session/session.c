@@ -1,0 +1,1116 @@
+#include "session/session.h"
+#include "session/backend.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+#include <linux/kcmp.h>
+
+#include "session/holder.h"
+#include "session/proto.h"
+#include "session/termfilter.h"
+#include "sync/conn.h"
+#include "common/framebuf.h"
+
+#define MAX_FDS 16
+/* Credit is returned in batches of at least this much (or when a queue
+ * drains), so that a byte-at-a-time writer does not cost a frame per byte. */
+#define CREDIT_BATCH (32u * 1024)
+#define HELLO_TIMEOUT_MS 30000
+
+typedef struct outfd {
+    int child_fd;
+    sbx_fd_mode mode;
+    int local_fd;
+    strbuf q;           /* relay: bytes to write locally; api: bytes not yet read */
+    size_t raw_pending; /* bytes received, not yet credited */
+    size_t written;     /* bytes written locally since the last credit */
+    bool eof;
+    bool closed;        /* the local reader went away: output is discarded */
+    bool filter;
+    bool capped;        /* a pipe or socket: never a blocking write */
+    bool nowait;        /* ...and pwritev2(RWF_NOWAIT) works on it */
+    sbx_termfilter tf;
+} outfd;
+
+typedef struct infd {
+    int child_fd;
+    sbx_fd_mode mode;
+    int local_fd;
+    size_t inflight;    /* sent, not acknowledged by the holder */
+    bool done;          /* EOF sent */
+} infd;
+
+struct sbx_session {
+    sbx_config *cfg;
+    sbx_open_opts opts;
+    int fd;
+    framebuf_in in;     /* frames from the holder */
+    framebuf_out out;   /* frames to the holder */
+    long holder_pid;
+    /* the command */
+    bool running, exited;
+    sbx_exit exit;
+    bool forward_signals, tty, raw;
+    struct termios saved_tio;
+    outfd outs[MAX_FDS];
+    size_t nouts;
+    infd ins[MAX_FDS];
+    size_t nins;
+    /* replies */
+    bool got_sync_done, got_released, got_status;
+    strbuf status;
+    bool failed;
+    bool conn_lost;     /* the holder's socket closed or failed: the holder is gone */
+    char failmsg[sizeof(((sbx_err *)0)->msg)];
+};
+
+/* ---- signals ----------------------------------------------------------- */
+
+static int sig_pipe[2] = { -1, -1 };
+static const int fwd_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH };
+static struct sigaction saved_sa[ARRAY_SIZE(fwd_signals)];
+static struct sigaction saved_pipe_sa;
+static bool signals_on;
+
+/* The signal handler: a byte on the self-pipe, which the event loop reads and
+ * forwards (nothing else is async-signal-safe to do here). */
+static void on_signal(int sig)
+{
+    int saved = errno;
+    unsigned char b = (unsigned char)sig;
+    if (write(sig_pipe[1], &b, 1) < 0) {
+        /* the pipe is full: the signal is already pending there */
+    }
+    errno = saved;
+}
+
+/* While a command runs: SIGPIPE ignored (a relayed reader going away is an
+ * EPIPE to handle, not our death) and, with forward, the signals a terminal
+ * sends caught for the command (forward_signal) instead of ending sbxsh. */
+static void signals_install(bool forward)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, &saved_pipe_sa);
+    if (!forward)
+        return;
+    if (sig_pipe[0] < 0) {
+        if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+            return;
+    }
+    sa.sa_handler = on_signal;
+    for (size_t i = 0; i < ARRAY_SIZE(fwd_signals); i++)
+        sigaction(fwd_signals[i], &sa, &saved_sa[i]);
+    signals_on = true;
+}
+
+/* Puts back what signals_install changed, when the command ends. */
+static void signals_restore(void)
+{
+    sigaction(SIGPIPE, &saved_pipe_sa, NULL);
+    if (!signals_on)
+        return;
+    for (size_t i = 0; i < ARRAY_SIZE(fwd_signals); i++)
+        sigaction(fwd_signals[i], &saved_sa[i], NULL);
+    signals_on = false;
+}
+
+/* ---- framing ----------------------------------------------------------- */
+
+/* Queues a frame of up to two numbers for the holder (credit, acks, signals). */
+static void send_u32s(sbx_session *s, int type, int n, uint32_t a, uint32_t b)
+{
+    size_t start = s->out.q.len;
+    proto_begin(&s->out.q, type);
+    if (n > 0)
+        proto_u32(&s->out.q, a);
+    if (n > 1)
+        proto_u32(&s->out.q, b);
+    proto_end(&s->out.q, start);
+}
+
+/* The failure that ended the session call, as the caller's error. */
+static int fail(sbx_session *s, sbx_err *err)
+{
+    return sbx_errf(err, "%s", s->failmsg);
+}
+
+static void set_failed(sbx_session *s, const char *fmt, ...) SBX_PRINTF(2, 3);
+/* Records the first failure (later ones are consequences) and stops waiting
+ * for the command: the caller reports it and exits 125. */
+static void set_failed(sbx_session *s, const char *fmt, ...)
+{
+    va_list ap;
+    if (s->failed)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(s->failmsg, sizeof(s->failmsg), fmt, ap);
+    va_end(ap);
+    s->failed = true;
+    s->running = false;
+}
+
+/* The relayed output for the command's fd child_fd, or NULL. */
+static outfd *out_by_child(sbx_session *s, int child_fd)
+{
+    for (size_t i = 0; i < s->nouts; i++)
+        if (s->outs[i].child_fd == child_fd)
+            return &s->outs[i];
+    return NULL;
+}
+
+/* The relayed input for the command's fd child_fd, or NULL. */
+static infd *in_by_child(sbx_session *s, int child_fd)
+{
+    for (size_t i = 0; i < s->nins; i++)
+        if (s->ins[i].child_fd == child_fd)
+            return &s->ins[i];
+    return NULL;
+}
+
+/* Gives the holder back n bytes of an output's window: what is credited is
+ * what this side has consumed, so a slow reader here slows the writer in the
+ * sandbox and memory stays bounded. */
+static void credit(sbx_session *s, outfd *o, size_t n)
+{
+    if (!n)
+        return;
+    o->raw_pending -= n;
+    if (s->running && !s->exited)
+        send_u32s(s, P_CREDIT, 2, (uint32_t)o->child_fd, (uint32_t)n);
+}
+
+/* Output of the command for one fd: queued for its local fd (through the
+ * terminal filter when it goes to a terminal), or credited at once when that
+ * fd's reader is gone (the sandbox writer then gets SIGPIPE). */
+static void handle_output(sbx_session *s, uint32_t fd, const char *p, size_t n)
+{
+    outfd *o = out_by_child(s, (int)fd);
+    if (!o)
+        return;
+    o->raw_pending += n;
+    if (o->closed) {
+        credit(s, o, o->raw_pending);
+        return;
+    }
+    if (o->filter)
+        sbx_termfilter_feed(&o->tf, p, n, &o->q);
+    else
+        strbuf_add(&o->q, p, n);
+}
+
+/* One frame from the holder; an unknown or malformed one fails the call, since
+ * holder and client are the same build and disagreeing means a bug. */
+static void handle_frame(sbx_session *s, int type, proto_reader *r)
+{
+    uint32_t a = 0, b = 0;
+    const char *str;
+    size_t len;
+    infd *in;
+
+    switch (type) {
+    case P_OUTPUT:
+        if (proto_get_u32(r, &a) == 0)
+            handle_output(s, a, (const char *)r->p, r->left);
+        return;
+    case P_OUTPUT_EOF:
+        if (proto_get_u32(r, &a) == 0 && out_by_child(s, (int)a))
+            out_by_child(s, (int)a)->eof = true;
+        return;
+    case P_INPUT_ACK:
+        if (proto_get_u32(r, &a) == 0 && proto_get_u32(r, &b) == 0 &&
+            (in = in_by_child(s, (int)a)))
+            in->inflight -= b < in->inflight ? b : in->inflight;
+        return;
+    case P_EXIT: {
+        uint32_t kind, code, core, ws;
+        if (proto_get_u32(r, &kind) < 0 || proto_get_u32(r, &code) < 0 ||
+            proto_get_u32(r, &core) < 0 || proto_get_u32(r, &ws) < 0 ||
+            proto_get_str(r, &str, &len) < 0) {
+            set_failed(s, "malformed exit status from the session holder");
+            return;
+        }
+        s->exited = true;
+        s->exit.wait_status = (int)ws;
+        s->exit.spawn_failed = kind == SYNC_SPAWN_FAILED;
+        snprintf(s->exit.message, sizeof(s->exit.message), "%.*s", (int)len, str);
+        return;
+    }
+    case P_SYNC_DONE:
+        s->got_sync_done = true;
+        return;
+    case P_RELEASED:
+        s->got_released = true;
+        return;
+    case P_STATUS_REPLY:
+        if (proto_get_str(r, &str, &len) == 0) {
+            strbuf_reset(&s->status);
+            strbuf_add(&s->status, str, len);
+            s->got_status = true;
+        }
+        return;
+    case P_WARNING:
+        if (proto_get_str(r, &str, &len) == 0) {
+            char *msg = xstrndup(str, len);
+            if (s->opts.warning)
+                s->opts.warning(s->opts.warning_ctx, msg);
+            else
+                fprintf(stderr, "sbxsh: warning: %s\n", msg);
+            free(msg);
+        }
+        return;
+    case P_PROGRESS:
+        if (proto_get_str(r, &str, &len) == 0 && isatty(2))
+            fprintf(stderr, "sbxsh: %.*s\n", (int)len, str);
+        return;
+    case P_ERROR:
+        if (proto_get_str(r, &str, &len) == 0)
+            set_failed(s, "%.*s", (int)len, str);
+        else
+            set_failed(s, "the session holder failed");
+        return;
+    case P_HELLO_OK:
+        if (proto_get_u32(r, &a) == 0 && proto_get_u32(r, &b) == 0)
+            s->holder_pid = b;
+        return;
+    default:
+        set_failed(s, "unexpected message %d from the session holder", type);
+    }
+}
+
+/* Reads what the holder sent and handles each complete frame; the holder
+ * going away fails the call with where its log is. */
+static void sock_read(sbx_session *s)
+{
+    ssize_t n = framebuf_fill(&s->in, s->fd, 65536 + 64);
+    if (n < 0 && errno == EAGAIN)
+        return;
+    if (n <= 0) {
+        char *log = sbx_session_log_path(s->cfg);
+        s->conn_lost = true;
+        set_failed(s, "the session holder went away (see %s); the next command starts a new "
+                   "one", log);
+        free(log);
+        return;
+    }
+    while (!s->failed) {
+        int type;
+        proto_reader r;
+        long flen = proto_parse(framebuf_data(&s->in), framebuf_len(&s->in), &type, &r);
+        if (flen == 0)
+            break;
+        if (flen < 0) {
+            set_failed(s, "malformed message from the session holder");
+            break;
+        }
+        handle_frame(s, type, &r);
+        framebuf_consume(&s->in, (size_t)flen);
+    }
+    framebuf_in_compact(&s->in);
+}
+
+/* Sends queued frames without blocking; the rest waits for POLLOUT. */
+static void sock_write(sbx_session *s)
+{
+    if (framebuf_send(&s->out, s->fd, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+        s->conn_lost = true;
+        set_failed(s, "lost the connection to the session holder: %s", strerror(errno));
+    }
+}
+
+/* ---- relaying ---------------------------------------------------------- */
+
+/* Reads a relayed input fd as far as its window (SBX_PROTO_INPUT_WINDOW minus
+ * what is unacknowledged) allows and sends it; end of file or an error ends
+ * the child's input. */
+static void relay_input(sbx_session *s, infd *in)
+{
+    char buf[SBX_PROTO_CHUNK];
+    size_t room = SBX_PROTO_INPUT_WINDOW - in->inflight;
+    ssize_t n = read(in->local_fd, buf, room < sizeof(buf) ? room : sizeof(buf));
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (n <= 0) {
+        /* End of file, or an error such as EIO on a hung-up terminal: to
+         * the child it is the end of its input either way. */
+        send_u32s(s, P_INPUT_EOF, 1, (uint32_t)in->child_fd, 0);
+        in->done = true;
+        return;
+    }
+    size_t start = s->out.q.len;
+    proto_begin(&s->out.q, P_INPUT);
+    proto_u32(&s->out.q, (uint32_t)in->child_fd);
+    strbuf_add(&s->out.q, buf, (size_t)n);
+    proto_end(&s->out.q, start);
+    in->inflight += (size_t)n;
+}
+
+/* Writes queued output to its local fd without blocking it for others (a
+ * pipe shared with other processes is never made O_NONBLOCK: RWF_NOWAIT, or
+ * PIPE_BUF at a time), and credits the holder for what was consumed. */
+static void relay_output(sbx_session *s, outfd *o)
+{
+    while (o->q.len) {
+        ssize_t n;
+        if (o->capped && o->nowait) {
+            /* A pipe or socket shared with others must not be made
+             * O_NONBLOCK; RWF_NOWAIT gives one non-blocking write. */
+            struct iovec iov = { o->q.buf, o->q.len };
+            n = pwritev2(o->local_fd, &iov, 1, -1, RWF_NOWAIT);
+            if (n < 0 && (errno == EOPNOTSUPP || errno == EINVAL)) {
+                o->nowait = false;  /* an older kernel: PIPE_BUF at a time */
+                continue;
+            }
+        } else {
+            n = write(o->local_fd, o->q.buf,
+                      o->capped && o->q.len > PIPE_BUF ? PIPE_BUF : o->q.len);
+        }
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN)
+                return;
+            /* EPIPE (or any error): the reader is gone. The sandbox's
+             * writer gets SIGPIPE on its next write, as under bash. */
+            o->closed = true;
+            strbuf_reset(&o->q);
+            if (s->running && !s->exited)
+                send_u32s(s, P_CLOSE_OUTPUT, 1, (uint32_t)o->child_fd, 0);
+            credit(s, o, o->raw_pending);
+            return;
+        }
+        strbuf_remove(&o->q, 0, (size_t)n);
+        o->written += (size_t)n;
+        if (o->capped && !o->nowait)
+            break;      /* poll again before the next PIPE_BUF */
+    }
+    /* Unfiltered, bytes written are bytes received; filtered, only a
+     * drained queue says how much of the input is consumed. */
+    if (!o->q.len) {
+        credit(s, o, o->raw_pending);
+        o->written = 0;
+    } else if (!o->filter && o->written >= CREDIT_BATCH) {
+        credit(s, o, o->written < o->raw_pending ? o->written : o->raw_pending);
+        o->written = 0;
+    }
+}
+
+/* A signal sbxsh got while the command runs goes to the command (SIGWINCH as
+ * the terminal's new size); SIGINT and SIGTERM also interrupt a pull the
+ * holder may be writing for an ended command. */
+static void forward_signal(sbx_session *s, int sig)
+{
+    if (!s->running || s->exited)
+        return;
+    if (sig == SIGWINCH) {
+        struct winsize ws;
+        if (ioctl(1, TIOCGWINSZ, &ws) == 0 || ioctl(0, TIOCGWINSZ, &ws) == 0)
+            send_u32s(s, P_WINSIZE, 2, ws.ws_row, ws.ws_col);
+        return;
+    }
+    send_u32s(s, P_SIGNAL, 1, (uint32_t)sig, 0);
+    /* The command may have ended already, and its pull be what we wait for: SIGINT and
+     * SIGTERM then interrupt the pull (the holder answers at once, as killed by sig). */
+    if (sig == SIGINT || sig == SIGTERM)
+        send_u32s(s, P_ABORT_PULL, 1, (uint32_t)sig, 0);
+}
+
+/* One round of the event loop: waits up to timeout_ms for something to do
+ * and does it. */
+static void pump(sbx_session *s, int timeout_ms)
+{
+    struct pollfd pfd[2 * MAX_FDS + 2];
+    void *who[2 * MAX_FDS + 2];
+    size_t n = 0;
+
+    pfd[n] = (struct pollfd){ s->fd, (short)(POLLIN | (framebuf_pending(&s->out) ? POLLOUT : 0)), 0 };
+    who[n++] = NULL;
+    if (signals_on) {
+        pfd[n] = (struct pollfd){ sig_pipe[0], POLLIN, 0 };
+        who[n++] = &sig_pipe;
+    }
+    for (size_t i = 0; s->running && !s->exited && i < s->nins; i++) {
+        infd *in = &s->ins[i];
+        if (in->mode == SBX_FD_RELAY_IN && !in->done && in->inflight < SBX_PROTO_INPUT_WINDOW) {
+            pfd[n] = (struct pollfd){ in->local_fd, POLLIN, 0 };
+            who[n++] = in;
+        }
+    }
+    for (size_t i = 0; i < s->nouts; i++) {
+        outfd *o = &s->outs[i];
+        if (o->mode == SBX_FD_RELAY_OUT && o->q.len && !o->closed) {
+            pfd[n] = (struct pollfd){ o->local_fd, POLLOUT, 0 };
+            who[n++] = o;
+        }
+    }
+    if (poll(pfd, n, timeout_ms) < 0) {
+        if (errno != EINTR)
+            set_failed(s, "poll: %s", strerror(errno));
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!pfd[i].revents)
+            continue;
+        if (who[i] == NULL) {
+            if (pfd[i].revents & POLLOUT)
+                sock_write(s);
+            if (pfd[i].revents & (POLLIN | POLLHUP | POLLERR))
+                sock_read(s);
+        } else if (who[i] == (void *)&sig_pipe) {
+            unsigned char sigs[32];
+            ssize_t k = read(sig_pipe[0], sigs, sizeof(sigs));
+            for (ssize_t j = 0; j < k; j++)
+                forward_signal(s, sigs[j]);
+        } else if (who[i] >= (void *)s->ins && who[i] < (void *)(s->ins + MAX_FDS)) {
+            relay_input(s, who[i]);
+        } else {
+            relay_output(s, who[i]);
+        }
+    }
+    if (framebuf_pending(&s->out) && !s->failed)
+        sock_write(s);
+}
+
+/* ---- connecting -------------------------------------------------------- */
+
+/* Connects to the holder's socket; -1 with errno (ENOENT, ECONNREFUSED: no
+ * holder, so the caller starts one). */
+static int sock_connect(const char *path)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+/* Forks the holder, which inherits the listening socket and nothing else of
+ * ours. The socket is bound and listening before the fork, so our connect
+ * right after cannot miss it. */
+static int start_holder(sbx_config *cfg, const char *sock_path, sbx_err *err)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    char *dir = sbx_session_state_dir(cfg);
+    int lfd = -1;
+    pid_t pid;
+
+    if (sbx_private_dir(cfg->state_root, err) < 0 || sbx_private_dir(dir, err) < 0)
+        goto fail;
+    unlink(sock_path);
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
+    lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 128) < 0) {
+        sbx_errno(err, "cannot listen on %s", sock_path);
+        goto fail;
+    }
+    pid = fork();
+    if (pid < 0) {
+        sbx_errno(err, "fork");
+        goto fail;
+    }
+    if (pid == 0) {
+        sigset_t none;
+        setsid();
+        free(dir);
+        if (fork() != 0)
+            _exit(0);
+        char *log = sbx_session_log_path(cfg);
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        int lg = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        free(log);
+        if (null < 0 || lg < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(lg, 2) < 0 ||
+            dup2(lfd, 3) < 0)
+            _exit(1);
+        /* Nothing of the caller's may stay open in a long-lived process: a
+         * pipe's write end kept here would keep its reader from EOF. */
+        for (int fd = 4; fd < 65536; fd++)
+            close(fd);
+        set_cloexec(3, true);
+        for (int sig = 1; sig < NSIG; sig++)
+            signal(sig, SIG_DFL);
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        if (chdir("/") < 0)
+            _exit(1);
+        /* ps and pgrep show it as what it is, not as the command that
+         * happened to start it. */
+        prctl(PR_SET_NAME, "sbx-holder", 0, 0, 0);
+        _exit(sbx_holder_main(cfg, 3));
+    }
+    close(lfd);
+    free(dir);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    return 0;
+fail:
+    if (lfd >= 0)
+        close(lfd);
+    free(dir);
+    return -1;
+}
+
+/* P_HELLO: the protocol version, the fingerprint of the session's shape (a
+ * holder serves only clients of the same runtime, network and code
+ * directories) and the sync paths, task files and excludes this call adds;
+ * waits, bounded, for HELLO_OK or the holder's refusal. */
+static int hello(sbx_session *s, sbx_err *err)
+{
+    uint64_t deadline = now_ns() + (uint64_t)(s->opts.hello_timeout_ms ? s->opts.hello_timeout_ms
+                                                                        : HELLO_TIMEOUT_MS) *
+                                   1000000;
+    char *fp = s->opts.any_shape ? xstrdup("") : sbx_config_fingerprint(s->cfg);
+    size_t start = s->out.q.len;
+    proto_begin(&s->out.q, P_HELLO);
+    proto_u32(&s->out.q, SBX_PROTO_VERSION);
+    proto_u32(&s->out.q, isatty(2) ? P_HELLO_PROGRESS : 0);
+    proto_strz(&s->out.q, fp);
+    /* What this call wants synced besides the code directories; the holder
+     * adds it to what it syncs. */
+    static const char *const none[] = { NULL };
+    bool any = s->opts.any_shape;
+    proto_list(&s->out.q, any ? none : (const char *const *)s->cfg->sync_paths.v);
+    proto_list(&s->out.q, any ? none : (const char *const *)s->cfg->task_files.v);
+    proto_list(&s->out.q, any ? none : (const char *const *)s->cfg->excludes.v);
+    proto_end(&s->out.q, start);
+    free(fp);
+    while (!s->holder_pid && !s->failed) {
+        uint64_t now = now_ns();
+        if (now >= deadline) {
+            char *log = sbx_session_log_path(s->cfg);
+            sbx_errf(err, "the session holder does not answer; see %s", log);
+            free(log);
+            return -1;
+        }
+        pump(s, (int)((deadline - now) / 1000000) + 1);
+    }
+    return s->failed ? fail(s, err) : 0;
+}
+
+int sbx_session_open(sbx_config *cfg, const sbx_open_opts *opts, sbx_session **out,
+                     sbx_err *err)
+{
+    static const sbx_open_opts none;
+    char *sock = NULL, *lockp = NULL;
+    int lock = -1;
+
+    *out = NULL;
+    if (!cfg->agent_path && !(cfg->agent_path = sbx_find_agent(err)))
+        return -1;
+    if (sbx_private_dir(cfg->run_dir, err) < 0)
+        return -1;
+    sock = sbx_session_socket_path(cfg);
+    lockp = sbx_session_lock_path(cfg);
+    if (strlen(sock) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+        sbx_errf(err, "the session socket path %s is too long; set XDG_RUNTIME_DIR to a "
+                 "shorter directory", sock);
+        goto fail;
+    }
+    /* A holder that is exiting (idle, released, killed) may still accept our
+     * connection and then drop it: a killed process tears its memory down
+     * before its sockets close. Then we try again, a little later each time,
+     * and start a new holder once the old socket refuses. */
+    for (int attempt = 0; attempt < 8; attempt++) {
+        if (attempt)
+            usleep((useconds_t)(attempt < 5 ? 25000 << (attempt - 1) : 400000));
+        int fd = sock_connect(sock);
+        if (fd < 0 && !(opts && opts->no_start)) {
+            lock = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+            if (lock < 0 || flock(lock, LOCK_EX) < 0) {
+                sbx_errno(err, "cannot lock %s", lockp);
+                goto fail;
+            }
+            fd = sock_connect(sock);
+            if (fd < 0) {
+                if (start_holder(cfg, sock, err) < 0)
+                    goto fail;
+                fd = sock_connect(sock);
+            }
+            close(lock);
+            lock = -1;
+        }
+        if (fd < 0) {
+            if (opts && opts->no_start) {
+                sbx_errf(err, "no session '%s' is running", cfg->session);
+                goto fail;
+            }
+            sbx_errno(err, "cannot reach the session holder at %s", sock);
+            goto fail;
+        }
+        sbx_session *s = xcalloc(1, sizeof(*s));
+        s->cfg = cfg;
+        s->opts = opts ? *opts : none;
+        s->fd = fd;
+        framebuf_in_init(&s->in);
+        framebuf_out_init(&s->out);
+        strbuf_init(&s->status, 0);
+        set_nonblock(fd, true);
+        if (hello(s, err) == 0) {
+            free(sock);
+            free(lockp);
+            *out = s;
+            return 0;
+        }
+        bool gone = s->failed && s->conn_lost;
+        sbx_session_close(s);
+        if (!gone)
+            goto fail;
+    }
+fail:
+    if (lock >= 0)
+        close(lock);
+    free(sock);
+    free(lockp);
+    return -1;
+}
+
+static void restore_tty(sbx_session *s)
+{
+    if (s->raw) {
+        tcsetattr(0, TCSADRAIN, &s->saved_tio);
+        s->raw = false;
+    }
+}
+
+/* The command is over for this side: the terminal and the signals as they
+ * were, the relays forgotten. */
+static void end_command(sbx_session *s)
+{
+    restore_tty(s);
+    signals_restore();
+    for (size_t i = 0; i < s->nouts; i++)
+        strbuf_release(&s->outs[i].q);
+    s->nouts = s->nins = 0;
+    s->running = false;
+}
+
+void sbx_session_close(sbx_session *s)
+{
+    if (!s)
+        return;
+    if (s->running)
+        end_command(s);
+    close(s->fd);
+    framebuf_in_release(&s->in);
+    framebuf_out_release(&s->out);
+    strbuf_release(&s->status);
+    free(s);
+}
+
+long sbx_session_holder_pid(const sbx_session *s)
+{
+    return s->holder_pid;
+}
+
+/* ---- commands ---------------------------------------------------------- */
+
+static bool is_capped(int fd)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode));
+}
+
+/* Are local fds a and b one output: one open file description (`>log 2>&1`,
+ * a terminal, one pipe)? Relayed on two pipes, their bytes could be reordered. */
+static bool same_output(int a, int b)
+{
+    struct stat sa, sb;
+    long same;
+
+    if (fstat(a, &sa) < 0 || fstat(b, &sb) < 0)
+        return false;
+    if (sa.st_dev != sb.st_dev || sa.st_ino != sb.st_ino || sa.st_rdev != sb.st_rdev)
+        return false;
+    /* One open file description (dup'd, as `2>&1` makes them) is exactly what
+     * bash shares; kcmp() says so where the kernel has it. */
+    pid_t me = getpid();
+    same = syscall(SYS_kcmp, me, me, KCMP_FILE, a, b);
+    if (same >= 0)
+        return same == 0;
+    /* Without kcmp: the same pipe, socket or terminal is one output; a
+     * regular file opened twice (`>f 2>f`) is not, unless its offsets and
+     * flags agree as dup'd descriptions' would. */
+    if (!S_ISREG(sa.st_mode))
+        return true;
+    return lseek(a, 0, SEEK_CUR) == lseek(b, 0, SEEK_CUR) &&
+           fcntl(a, F_GETFL) == fcntl(b, F_GETFL);
+}
+
+int sbx_session_start(sbx_session *s, const sbx_command *cmd, sbx_err *err)
+{
+    struct winsize ws = { 0 };
+    size_t start;
+
+    if (s->failed)
+        return fail(s, err);
+    if (s->running)
+        return sbx_errf(err, "a command is already running in this session handle");
+    if (cmd->nfds > MAX_FDS)
+        return sbx_errf(err, "too many fds in the command's map (at most %d)", MAX_FDS);
+    memset(&s->exit, 0, sizeof(s->exit));
+    s->exited = false;
+    s->nouts = s->nins = 0;
+    s->tty = cmd->tty;
+    /* A relayed output that is one output with the relayed output before it
+     * shares its pipe in the sandbox (the wire's "shared" direction). */
+    bool shared[MAX_FDS] = { false };
+    for (size_t i = 0, prev = SIZE_MAX; i < cmd->nfds && !cmd->tty; i++) {
+        const sbx_fd_map *m = &cmd->fds[i];
+        if (m->mode != SBX_FD_RELAY_OUT && m->mode != SBX_FD_API_OUT)
+            continue;
+        shared[i] = m->mode == SBX_FD_RELAY_OUT && prev != SIZE_MAX &&
+                    cmd->fds[prev].mode == SBX_FD_RELAY_OUT &&
+                    same_output(cmd->fds[prev].local_fd, m->local_fd);
+        if (!shared[i])
+            prev = i;
+    }
+    for (size_t i = 0; i < cmd->nfds; i++) {
+        const sbx_fd_map *m = &cmd->fds[i];
+        if (shared[i])
+            continue; /* its bytes come as its partner's */
+        if (m->mode == SBX_FD_RELAY_OUT || m->mode == SBX_FD_API_OUT) {
+            outfd *o = &s->outs[s->nouts++];
+            memset(o, 0, sizeof(*o));
+            o->child_fd = m->child_fd;
+            o->mode = m->mode;
+            o->local_fd = m->local_fd;
+            strbuf_init(&o->q, 0);
+            if (m->mode == SBX_FD_RELAY_OUT) {
+                o->capped = o->nowait = is_capped(m->local_fd);
+                o->filter = cmd->filter == SBX_FILTER_ON ||
+                            (cmd->filter == SBX_FILTER_AUTO && !cmd->tty && isatty(m->local_fd));
+                sbx_termfilter_init(&o->tf);
+            }
+        } else {
+            infd *in = &s->ins[s->nins++];
+            memset(in, 0, sizeof(*in));
+            in->child_fd = m->child_fd;
+            in->mode = m->mode;
+            in->local_fd = m->local_fd;
+        }
+    }
+    if (cmd->tty) {
+        if (ioctl(1, TIOCGWINSZ, &ws) < 0)
+            ioctl(0, TIOCGWINSZ, &ws);
+        if (isatty(0) && tcgetattr(0, &s->saved_tio) == 0) {
+            struct termios raw = s->saved_tio;
+            cfmakeraw(&raw);
+            if (tcsetattr(0, TCSADRAIN, &raw) == 0)
+                s->raw = true;
+        }
+    }
+
+    start = s->out.q.len;
+    proto_begin(&s->out.q, P_RUN);
+    proto_strz(&s->out.q, cmd->exe);
+    proto_list(&s->out.q, cmd->argv);
+    proto_list(&s->out.q, cmd->env);
+    proto_strz(&s->out.q, cmd->cwd);
+    proto_u32(&s->out.q, (uint32_t)cmd->nfds);
+    for (size_t i = 0; i < cmd->nfds; i++) {
+        proto_u32(&s->out.q, (uint32_t)cmd->fds[i].child_fd);
+        sbx_fd_mode mode = cmd->fds[i].mode;
+        proto_u32(&s->out.q, shared[i] ? SBX_PROTO_FD_SHARED
+                           : mode == SBX_FD_RELAY_OUT || mode == SBX_FD_API_OUT ? SBX_PROTO_FD_OUT
+                           : SBX_PROTO_FD_IN);
+    }
+    proto_u32(&s->out.q, cmd->tty);
+    proto_u32(&s->out.q, ws.ws_row);
+    proto_u32(&s->out.q, ws.ws_col);
+    proto_end(&s->out.q, start);
+    if (s->out.q.len - start > SBX_PROTO_MAX_FRAME) {
+        strbuf_setlen(&s->out.q, start);
+        restore_tty(s);
+        return sbx_errf(err, "the command, its arguments and environment are too large "
+                        "(over %u bytes)", SBX_PROTO_MAX_FRAME);
+    }
+    s->running = true;
+    signals_install(cmd->forward_signals);
+    sock_write(s);
+    return s->failed ? (end_command(s), fail(s, err)) : 0;
+}
+
+/* Whether every relayed output's queue is written out (an EOF or the exit must
+ * not overtake output still queued). */
+static bool outputs_drained(sbx_session *s)
+{
+    for (size_t i = 0; i < s->nouts; i++) {
+        outfd *o = &s->outs[i];
+        if (o->mode == SBX_FD_RELAY_OUT && o->q.len && !o->closed)
+            return false;
+    }
+    return true;
+}
+
+int sbx_session_write(sbx_session *s, int child_fd, const void *buf, size_t len, sbx_err *err)
+{
+    infd *in = in_by_child(s, child_fd);
+    const char *p = buf;
+
+    if (!in || in->mode != SBX_FD_API_IN || in->done)
+        return sbx_errf(err, "fd %d is not an open API input of the command", child_fd);
+    while (len) {
+        if (s->failed)
+            return fail(s, err);
+        if (s->exited)
+            return sbx_errf(err, "the command has exited");
+        size_t room = SBX_PROTO_INPUT_WINDOW - in->inflight;
+        if (!room) {
+            pump(s, -1);
+            continue;
+        }
+        size_t n = len < room ? len : room;
+        if (n > SBX_PROTO_CHUNK)
+            n = SBX_PROTO_CHUNK;
+        size_t start = s->out.q.len;
+        proto_begin(&s->out.q, P_INPUT);
+        proto_u32(&s->out.q, (uint32_t)child_fd);
+        strbuf_add(&s->out.q, p, n);
+        proto_end(&s->out.q, start);
+        in->inflight += n;
+        p += n;
+        len -= n;
+        sock_write(s);
+    }
+    return s->failed ? fail(s, err) : 0;
+}
+
+int sbx_session_close_fd(sbx_session *s, int child_fd, sbx_err *err)
+{
+    infd *in = in_by_child(s, child_fd);
+    if (!in || in->mode != SBX_FD_API_IN)
+        return sbx_errf(err, "fd %d is not an API input of the command", child_fd);
+    if (!in->done) {
+        send_u32s(s, P_INPUT_EOF, 1, (uint32_t)child_fd, 0);
+        in->done = true;
+        sock_write(s);
+    }
+    return s->failed ? fail(s, err) : 0;
+}
+
+int sbx_session_read_record(sbx_session *s, int child_fd, int delim, strbuf *out,
+                            sbx_err *err)
+{
+    outfd *o = out_by_child(s, child_fd);
+    if (!o || o->mode != SBX_FD_API_OUT)
+        return sbx_errf(err, "fd %d is not an API output of the command", child_fd);
+    for (;;) {
+        char *hit = o->q.len ? memchr(o->q.buf, delim, o->q.len) : NULL;
+        if (hit) {
+            size_t n = (size_t)(hit - o->q.buf) + 1;
+            strbuf_add(out, o->q.buf, n);
+            strbuf_remove(&o->q, 0, n);
+            credit(s, o, n);
+            sock_write(s);
+            return 1;
+        }
+        if (s->failed)
+            return fail(s, err);
+        if (o->eof || s->exited) {
+            strbuf_add(out, o->q.buf, o->q.len);
+            strbuf_reset(&o->q);
+            return 0;
+        }
+        pump(s, -1);
+    }
+}
+
+int sbx_session_signal(sbx_session *s, int signo, sbx_err *err)
+{
+    if (s->failed)
+        return fail(s, err);
+    if (s->running && !s->exited) {
+        send_u32s(s, P_SIGNAL, 1, (uint32_t)signo, 0);
+        sock_write(s);
+    }
+    return 0;
+}
+
+int sbx_session_wait(sbx_session *s, sbx_exit *st, sbx_err *err)
+{
+    if (!s->running)
+        return s->failed ? fail(s, err) : sbx_errf(err, "no command is running");
+    while (!s->failed && !(s->exited && outputs_drained(s)))
+        pump(s, -1);
+    end_command(s);
+    if (s->failed)
+        return fail(s, err);
+    *st = s->exit;
+    return 0;
+}
+
+int sbx_session_run(sbx_session *s, const sbx_command *cmd, sbx_exit *st, sbx_err *err)
+{
+    if (sbx_session_start(s, cmd, err) < 0)
+        return -1;
+    return sbx_session_wait(s, st, err);
+}
+
+/* Waits for a one-shot reply while relaying (a command may be running). */
+static int await(sbx_session *s, bool *flag, sbx_err *err)
+{
+    sock_write(s);
+    while (!*flag && !s->failed)
+        pump(s, -1);
+    *flag = false;
+    return s->failed ? fail(s, err) : 0;
+}
+
+int sbx_session_sync(sbx_session *s, sbx_err *err)
+{
+    send_u32s(s, P_SYNC, 0, 0, 0);
+    if (await(s, &s->got_sync_done, err) < 0)
+        return -1;
+    /* A sync is an output barrier (sync/PROTOCOL.md): what the command wrote
+     * before it is relayed before we return, so the caller prints in order. */
+    while (!s->failed && !outputs_drained(s))
+        pump(s, -1);
+    return s->failed ? fail(s, err) : 0;
+}
+
+int sbx_session_release(sbx_session *s, unsigned timeout_s, sbx_err *err)
+{
+    uint64_t deadline = now_ns() + (uint64_t)timeout_s * 1000000000;
+
+    send_u32s(s, P_RELEASE, 0, 0, 0);
+    if (!timeout_s)
+        return await(s, &s->got_released, err);
+    /* A stuck holder (a sandbox that stopped answering) must not make release hang: the
+     * caller says how long to wait, and `sbx release --force` is what comes next. */
+    sock_write(s);
+    while (!s->got_released && !s->failed) {
+        uint64_t now = now_ns();
+        if (now >= deadline)
+            return sbx_errf(err, "the session's holder did not finish the release in %u s; "
+                            "`sbx release --force` stops it and its sandbox", timeout_s);
+        pump(s, (int)((deadline - now) / 1000000) + 1);
+    }
+    s->got_released = false;
+    return s->failed ? fail(s, err) : 0;
+}
+
+int sbx_session_status(sbx_session *s, strbuf *json, sbx_err *err)
+{
+    send_u32s(s, P_STATUS, 0, 0, 0);
+    if (await(s, &s->got_status, err) < 0)
+        return -1;
+    strbuf_add(json, s->status.buf, s->status.len);
+    return 0;
+}
+
+/* Variables that say how to talk to the person, never who they are: carried to every
+ * sandbox command, so colours, locales and times look as they do on the host. */
+static bool terminal_or_locale_var(const char *name, size_t len)
+{
+    static const char *const names[] = { "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR",
+                                         "CLICOLOR", "LANG", "LANGUAGE", "TZ" };
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strlen(names[i]) == len && !memcmp(names[i], name, len))
+            return true;
+    return len > 3 && !memcmp(name, "LC_", 3);
+}
+
+/* Sets (or replaces) NAME=VALUE in out. */
+static void env_set(strvec *out, const char *name, size_t len, const char *value)
+{
+    for (size_t j = 0; j < out->n; j++) {
+        if (!strncmp(out->v[j], name, len) && out->v[j][len] == '=') {
+            free(out->v[j]);
+            out->v[j] = xasprintf("%.*s=%s", (int)len, name, value);
+            return;
+        }
+    }
+    strvec_pushf(out, "%.*s=%s", (int)len, name, value);
+}
+
+void sbx_sandbox_env(const sbx_config *cfg, bool tty, strvec *out)
+{
+    static const char standard_path[] =
+        "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+    extern char **environ;
+    strbuf path = STRBUF_INIT;
+    const char *v;
+
+    (void)tty;
+    /* PATH: the caller's entries that lie inside the code directories (npm's
+     * node_modules/.bin, a venv's bin, a project's scripts/), in the caller's order, then
+     * the standard PATH. Other entries name host directories the sandbox does not have. */
+    if ((v = getenv("PATH"))) {
+        for (const char *p = v, *end; *p; p = *end ? end + 1 : end) {
+            char entry[PATH_MAX];
+            size_t n;
+            end = strchrnul(p, ':');
+            n = (size_t)(end - p);
+            if (!n || n >= sizeof(entry) || p[0] != '/')
+                continue;
+            memcpy(entry, p, n);
+            entry[n] = '\0';
+            for (size_t i = 0; i < cfg->code_dirs.n; i++) {
+                if (sbx_path_within(entry, cfg->code_dirs.v[i]) && !strstr(entry, "/../")) {
+                    strbuf_addstr(&path, entry);
+                    strbuf_addch(&path, ':');
+                    break;
+                }
+            }
+        }
+    }
+    strbuf_addstr(&path, standard_path);
+    strvec_pushf(out, "PATH=%s", path.buf);
+    strbuf_release(&path);
+    strvec_pushf(out, "HOME=%s", cfg->home);
+
+    for (char **e = environ; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        size_t len = eq ? (size_t)(eq - *e) : 0;
+        bool named = false;
+        char name[256];
+
+        if (!eq || !len || len >= sizeof(name))
+            continue;
+        memcpy(name, *e, len);
+        name[len] = '\0';
+        /* AGENT_SANDBOX_FORWARD_ENV: names or shell patterns (npm_*), comma-separated. */
+        for (size_t i = 0; i < cfg->forward_env.n && !named; i++)
+            named = fnmatch(cfg->forward_env.v[i], name, 0) == 0;
+        /* PATH and HOME forwarded on purpose replace the defaults. */
+        if (named || terminal_or_locale_var(name, len))
+            env_set(out, name, len, eq + 1);
+    }
+    /* What the session's backend sets for every command (the local allowlist's proxy
+     * variables), replacing forwarded ones of the same name. */
+    const sbx_backend_class *bc = sbx_backend_class_find(cfg->backend);
+    if (bc && bc->sandbox_env) {
+        strvec vars = STRVEC_INIT;
+        bc->sandbox_env(cfg, &vars);
+        for (size_t i = 0; i < vars.n; i++) {
+            const char *eq = strchr(vars.v[i], '=');
+            if (eq)
+                env_set(out, vars.v[i], (size_t)(eq - vars.v[i]), eq + 1);
+        }
+        strvec_clear(&vars);
+    }
+}
