@@ -133,8 +133,9 @@ measure() { # ROW COL RUNS WARMUP [HYPERFINE-OPTION...] COMMAND
         med[$key]=$(jq -r '.results[0].median' "$out")
     else
         med[$key]=fail
-        echo "$0: $key failed or timed out; its log:" >&2
+        echo "$0: $key failed or timed out; its log, then its stderr run once more:" >&2
         tail -n 5 "$work/log/${key//[^a-zA-Z0-9]/_}.log" >&2
+        bounded bash -c "${*: -1}" 2>&1 >/dev/null | tail -n 5 >&2
     fi
 }
 
@@ -201,7 +202,8 @@ done
 
 if has "$rows" fresh; then
     row fresh "a fresh sandbox: \`runsc do true\`, bare \`bwrap true\`"
-    cd "$work" || exit 1
+    # From /: `runsc do` runs the command in its cwd, which must exist in the sandbox's root.
+    cd / || exit 1
     measure fresh host "$runs" 3 'bash -c true'
     for rt in "${rts[@]}"; do
         case $rt in
