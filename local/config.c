@@ -1,5 +1,7 @@
 #include "local/config.h"
+#include "local/egress.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -402,6 +404,57 @@ static void add_secret_excludes(sbx_config *cfg)
     }
 }
 
+const char *sbx_network_name(const sbx_config *cfg)
+{
+    return cfg->network_host ? "host" : cfg->network_allowlist ? "allowlist" : "none";
+}
+
+/* AGENT_SANDBOX_EGRESS: only with AGENT_SANDBOX_LOCAL_NETWORK=allowlist, which needs it;
+ * checked whole (local/egress.h), kept trimmed and lower-case so that the same list
+ * written otherwise is the same shape. */
+static int load_egress(sbx_config *cfg, const char *mode, sbx_err *err)
+{
+    const char *v = env_nonempty("AGENT_SANDBOX_EGRESS");
+    sbx_egress_policy pol;
+
+    if (v && !cfg->network_allowlist)
+        return sbx_errf(err, "AGENT_SANDBOX_EGRESS is set, but AGENT_SANDBOX_LOCAL_NETWORK is "
+                        "'%s': the list applies only with AGENT_SANDBOX_LOCAL_NETWORK=allowlist",
+                        mode ? mode : "none");
+    if (!cfg->network_allowlist)
+        return 0;
+    if (!v)
+        return sbx_errf(err, "AGENT_SANDBOX_LOCAL_NETWORK=allowlist needs AGENT_SANDBOX_EGRESS: "
+                        "the hosts the sandbox may reach, comma-separated (e.g. "
+                        "registry.npmjs.org,pypi.org)");
+    if (sbx_egress_parse(v, &pol, err) < 0)
+        return -1;
+    sbx_egress_policy_free(&pol);
+    sbx_split_list(&cfg->egress, v, ',');
+    for (size_t i = 0; i < cfg->egress.n; i++) {
+        char *e = cfg->egress.v[i], *a = e, *z;
+        while (isspace((unsigned char)*a))
+            a++;
+        memmove(e, a, strlen(a) + 1);
+        for (z = e + strlen(e); z > e && isspace((unsigned char)z[-1]); z--)
+            ;
+        *z = '\0';
+        for (char *p = e; *p; p++)
+            *p = (char)tolower((unsigned char)*p);
+    }
+    for (size_t i = 0; i < cfg->egress.n;) {
+        if (!cfg->egress.v[i][0]) {
+            free(cfg->egress.v[i]);
+            memmove(&cfg->egress.v[i], &cfg->egress.v[i + 1],
+                    (cfg->egress.n - i) * sizeof(char *));
+            cfg->egress.n--;
+        } else {
+            i++;
+        }
+    }
+    return 0;
+}
+
 int sbx_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *err)
 {
     static const sbx_config_opts none;
@@ -465,10 +518,15 @@ int sbx_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *err)
     v = env_nonempty("AGENT_SANDBOX_LOCAL_NETWORK");
     if (v && !strcmp(v, "host"))
         cfg->network_host = true;
+    else if (v && !strcmp(v, "allowlist"))
+        cfg->network_allowlist = true;
     else if (v && strcmp(v, "none")) {
-        sbx_errf(err, "AGENT_SANDBOX_LOCAL_NETWORK='%s': use none (the default) or host", v);
+        sbx_errf(err, "AGENT_SANDBOX_LOCAL_NETWORK='%s': use none (the default), host, or "
+                 "allowlist (with AGENT_SANDBOX_EGRESS)", v);
         goto fail;
     }
+    if (load_egress(cfg, v, err) < 0)
+        goto fail;
 
     cfg->idle_timeout = SBX_IDLE_TIMEOUT_DEFAULT;
     if ((v = env_nonempty("AGENT_SANDBOX_IDLE_TIMEOUT")) &&
@@ -555,6 +613,7 @@ fail:
 
 void sbx_config_free(sbx_config *cfg)
 {
+    strvec_clear(&cfg->egress);
     free(cfg->session);
     strvec_clear(&cfg->code_dirs);
     strvec_clear(&cfg->sync_paths);
@@ -710,8 +769,12 @@ char *sbx_session_log_path(const sbx_config *cfg)
 char *sbx_config_fingerprint(const sbx_config *cfg)
 {
     strbuf sb = STRBUF_INIT;
-    strbuf_addf(&sb, "runtime=%s network=%s code_dirs=", sbx_runtime_name(cfg->runtime),
-                cfg->network_host ? "host" : "none");
+    strbuf_addf(&sb, "runtime=%s network=%s", sbx_runtime_name(cfg->runtime),
+                sbx_network_name(cfg));
+    /* the list is part of the shape: a sandbox's proxy admits what it was started with */
+    for (size_t i = 0; i < cfg->egress.n; i++)
+        strbuf_addf(&sb, "%s%s", i ? "," : " egress=", cfg->egress.v[i]);
+    strbuf_addstr(&sb, " code_dirs=");
     for (size_t i = 0; i < cfg->code_dirs.n; i++)
         strbuf_addf(&sb, "%s%s", i ? ":" : "", cfg->code_dirs.v[i]);
     return strbuf_detach(&sb, NULL);

@@ -50,6 +50,9 @@ typedef struct sbx_config {
     strvec forward_env;   /* AGENT_SANDBOX_FORWARD_ENV: names or patterns, comma-separated */
     sbx_runtime runtime;    /* as asked; the backend resolves AUTO */
     bool network_host;      /* AGENT_SANDBOX_LOCAL_NETWORK=host */
+    bool network_allowlist; /* AGENT_SANDBOX_LOCAL_NETWORK=allowlist: HTTP(S) through the
+                               host's egress proxy to the hosts of egress only */
+    strvec egress;          /* AGENT_SANDBOX_EGRESS, checked (local/egress.h), lower-case */
     unsigned idle_timeout;  /* seconds; 0 = never */
     /* Resource limits of the sandbox (DESIGN.md 5: the host stays usable whatever runs
      * inside). 0 means "no limit" only where the variable says so explicitly ("0"). */
@@ -99,8 +102,11 @@ char *sbx_session_name_derive(const strvec *code_dirs);
 /* 0 when name is a valid session name, else -1 with a message. */
 int sbx_session_name_check(const char *name, sbx_err *err);
 
-/* What fixes a sandbox's shape: runtime as asked, network, code
- * directories. A holder serves only clients whose fingerprint equals its
+/* The network mode's name: "none", "host" or "allowlist". */
+const char *sbx_network_name(const sbx_config *cfg);
+
+/* What fixes a sandbox's shape: runtime as asked, network (and the egress
+ * allowlist), code directories. A holder serves only clients whose fingerprint equals its
  * own (a session named explicitly could otherwise be reused with another
  * runtime or other directories without a word). Malloc'd. */
 char *sbx_config_fingerprint(const sbx_config *cfg);

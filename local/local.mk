@@ -1,7 +1,7 @@
 # local/: the backend interface, the local runsc/bubblewrap backend, the
 # session holder and its client library, and the `sbx` command.
 LOCAL_SRCS := local/config.c local/fsutil.c local/local_backend.c local/proto.c \
-              local/termfilter.c local/holder.c local/session.c
+              local/termfilter.c local/holder.c local/session.c local/egress.c
 LIB_SRCS += $(LOCAL_SRCS)
 SBX_MAIN := local/sbx_main.c
 
@@ -24,13 +24,30 @@ $(BIN)/sbx-runsc-compat.so: local/runsc_compat.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARNINGS) -O2 -shared -fPIC -o $@ $<
 
+# The egress proxy of AGENT_SANDBOX_LOCAL_NETWORK=allowlist (local/egress_main.c): a host
+# process per sandbox, found beside sbx-agent like the shim.
+PROGRAMS += $(BIN)/sbx-egress
+$(BIN)/sbx-egress: $(call obj,local/egress_main.c) $(BUILD)/libsbx.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 install: install-local
-install-local: $(BIN)/sbx-runsc-compat.so
+install-local: $(BIN)/sbx-runsc-compat.so $(BIN)/sbx-egress
 	install -d $(DESTDIR)$(LIBEXECDIR)
 	install -m 644 $(BIN)/sbx-runsc-compat.so $(DESTDIR)$(LIBEXECDIR)/
+	install -m 755 $(BIN)/sbx-egress $(DESTDIR)$(LIBEXECDIR)/
 .PHONY: install-local
 
-TEST_C += tests/local/t-config.c tests/local/t-termfilter.c tests/local/t-proto.c
+# The egress proxy's request parser and policy under libFuzzer (tests/fuzz/fuzz-egress.c).
+FUZZ_C += tests/fuzz/fuzz-egress.c
+build-fuzz/fuzz-egress: tests/fuzz/fuzz-egress.c local/egress.c $(COMMON_SRCS) local/egress.h
+	$(call fuzz_link,)
+fuzz-egress: build-fuzz/fuzz-egress
+	$(call fuzz_run,egress,8192)
+fuzz: fuzz-egress
+.PHONY: fuzz-egress
+
+TEST_C += tests/local/t-config.c tests/local/t-termfilter.c tests/local/t-proto.c tests/local/t-egress.c
 TEST_HELPERS += tests/local/backend-probe.c tests/local/session-drive.c
 
 # The stand-in agent runs inside sandboxes: static and without the

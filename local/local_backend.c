@@ -38,6 +38,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -47,12 +51,22 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "local/egress.h"
 #include "local/fsutil.h"
 
 /* Where things sit inside the sandbox. */
 #define SBX_IN_AGENT_BIN "/.sbxsh/sbx-agent"
 #define SBX_IN_COMPAT_SO "/.sbxsh/sbx-runsc-compat.so"
 #define SBX_AGENT_SOCKET "agent.sock"
+/* AGENT_SANDBOX_LOCAL_NETWORK=allowlist: STATE/SESSION/egress (the proxy's socket) here. */
+#define SBX_IN_EGRESS_DIR "/.sbxsh/egress"
+#define SBX_EGRESS_SOCKET "proxy.sock"
+/* The sandbox's /etc/resolv.conf without the host's network: the agent's DNS stub
+ * (sync/dnsstub.h); one try, one second (a stub that is not there fails at once anyway:
+ * the port is closed). */
+#define SBX_RESOLV_CONF "nameserver 127.0.0.1\noptions attempts:1 timeout:1\n"
+/* How long the egress proxy may take to listen. */
+#define SBX_EGRESS_START_TIMEOUT_MS 10000
 
 /* How long a new sandbox may take to show its agent's socket. */
 #define SBX_START_TIMEOUT_MS 30000
@@ -94,6 +108,10 @@ typedef struct local_backend {
     char *dir;              /* the session's state directory */
     char *home;
     bool network_host;
+    bool network_allowlist; /* HTTP(S) through sbx-egress to the hosts of egress only */
+    strvec egress;
+    pid_t egress_pid;       /* the proxy, while claimed (0: none) */
+    uint64_t egress_start;
     strvec code_dirs;
     char *agent_path;
     char *compat_so;        /* runsc: the statx shim beside the agent, or NULL */
@@ -128,6 +146,13 @@ static const char *const sys_dirs[] = {
 
 static bool cg_dir_ok(const char *dir);
 static void cg_remove(const strvec *dirs);
+static char *state_path(local_backend *lb, const char *name);
+static cJSON *json_strv(const char *const *v, size_t n);
+
+static const char *net_name(bool host, bool allowlist)
+{
+    return host ? "host" : allowlist ? "allowlist" : "none";
+}
 
 /* ---- the mount plan ---------------------------------------------------- */
 
@@ -210,6 +235,14 @@ static void plan_mounts(local_backend *lb, mount_list *ml)
     for (size_t i = 0; i < ARRAY_SIZE(sys_dirs); i++)
         plan_system_path(ml, sys_dirs[i]);
     for (size_t i = 0; i < ARRAY_SIZE(etc_allow); i++) {
+        /* Without the host's network, names are looked up at the agent's DNS stub on the
+         * sandbox's loopback (sync/dnsstub.h), which says the sandbox has no network. */
+        if (!lb->network_host && !strcmp(etc_allow[i], "resolv.conf")) {
+            p = state_path(lb, "resolv.conf");
+            ml_add(ml, M_RO, p, "/etc/resolv.conf");
+            free(p);
+            continue;
+        }
         p = xasprintf("/etc/%s", etc_allow[i]);
         plan_system_path(ml, p);
         free(p);
@@ -225,6 +258,11 @@ static void plan_mounts(local_backend *lb, mount_list *ml)
     ml_add(ml, M_RW, p, SBX_SANDBOX_AGENT_DIR);
     free(p);
     ml_add(ml, M_RO, lb->agent_path, SBX_IN_AGENT_BIN);
+    if (lb->network_allowlist) {
+        p = state_path(lb, "egress");
+        ml_add(ml, M_RO, p, SBX_IN_EGRESS_DIR);
+        free(p);
+    }
     if (lb->runtime == SBX_RUNTIME_RUNSC && lb->compat_so)
         ml_add(ml, M_RO, lb->compat_so, SBX_IN_COMPAT_SO);
 
@@ -271,7 +309,14 @@ static int save_state(local_backend *lb, sbx_err *err)
     cJSON_AddNumberToObject(o, "pid", lb->pid);
     cJSON_AddNumberToObject(o, "starttime", (double)lb->starttime);
     cJSON_AddNumberToObject(o, "created", (double)lb->created);
-    cJSON_AddStringToObject(o, "network", lb->network_host ? "host" : "none");
+    cJSON_AddStringToObject(o, "network", net_name(lb->network_host, lb->network_allowlist));
+    if (lb->network_allowlist) {
+        cJSON *eg = cJSON_AddObjectToObject(o, "egress");
+        cJSON_AddItemToObject(eg, "allow", json_strv((const char *const *)lb->egress.v,
+                                                     lb->egress.n));
+        cJSON_AddNumberToObject(eg, "proxy_pid", lb->egress_pid);
+        cJSON_AddNumberToObject(eg, "proxy_starttime", (double)lb->egress_start);
+    }
     for (size_t i = 0; i < lb->code_dirs.n; i++)
         cJSON_AddItemToArray(dirs, cJSON_CreateString(lb->code_dirs.v[i]));
     cJSON_AddItemToObject(o, "code_dirs", dirs);
@@ -304,12 +349,17 @@ typedef struct saved_state {
     uint64_t starttime;
     int64_t created;
     bool network_host;
+    bool network_allowlist;
+    strvec egress;
+    pid_t egress_pid;
+    uint64_t egress_start;
     strvec code_dirs;
     sandbox_limits lim;
 } saved_state;
 
 static void saved_state_free(saved_state *s)
 {
+    strvec_clear(&s->egress);
     strvec_clear(&s->code_dirs);
     strvec_clear(&s->lim.cgroups);
 }
@@ -360,6 +410,20 @@ static int load_state(const char *dir, saved_state *s)
         s->created = (int64_t)it->valuedouble;
     it = cJSON_GetObjectItemCaseSensitive(o, "network");
     s->network_host = cJSON_IsString(it) && !strcmp(it->valuestring, "host");
+    s->network_allowlist = cJSON_IsString(it) && !strcmp(it->valuestring, "allowlist");
+    {
+        cJSON *eg = cJSON_GetObjectItemCaseSensitive(o, "egress"), *e;
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(eg, "allow")) {
+            if (cJSON_IsString(e))
+                strvec_push(&s->egress, e->valuestring);
+        }
+        it = cJSON_GetObjectItemCaseSensitive(eg, "proxy_pid");
+        if (cJSON_IsNumber(it) && it->valuedouble > 1 && it->valuedouble < 1 << 30)
+            s->egress_pid = (pid_t)it->valuedouble;
+        it = cJSON_GetObjectItemCaseSensitive(eg, "proxy_starttime");
+        if (cJSON_IsNumber(it) && it->valuedouble >= 0)
+            s->egress_start = (uint64_t)it->valuedouble;
+    }
     it = cJSON_GetObjectItemCaseSensitive(o, "code_dirs");
     cJSON *d;
     cJSON_ArrayForEach(d, it) {
@@ -788,13 +852,86 @@ static void apply_rlimits(const sandbox_limits *lim)
 
 /* What a spawned child gets besides argv and envp. */
 typedef struct spawn_opts {
-    int pass_fds[2];            /* become its fds 3 and 4 (-1: none) */
+    int pass_fds[3];            /* become its fds 3, 4 and 5 (-1: none) */
     /* cgroup.procs files the child writes its pid to before exec, so that
      * it and everything it starts run inside the sandbox's cgroup. */
     char *const *join;
     size_t njoin;
     const sandbox_limits *rlimits;  /* the rlimit fallback, or NULL */
+    bool dns_netns;             /* bwrap: its network namespace made here (dns_netns) */
 } spawn_opts;
+
+/* Where the DNS stub's sockets sit in bwrap's sandbox (sbx-agent --dns-fds). */
+#define SBX_DNS_FDS "6,7"
+
+/* bwrap without the host's network: the sandbox's network namespace is made here, in the
+ * process that becomes bwrap, and the DNS stub's UDP and TCP sockets on 127.0.0.1:53 bound
+ * in it, at fds 6 and 7, which bwrap passes on to the agent. bwrap's own --unshare-net
+ * would not do: --disable-userns leaves the sandbox in a nested user namespace, where no
+ * capability reaches a network namespace bwrap made, so port 53 could not be bound there.
+ * As root, the namespace is the host user namespace's; as a user, it needs a user
+ * namespace of ours first (the caller's uid and gid mapped to themselves), inside which
+ * bwrap makes its own as usual. */
+static int dns_netns(void)
+{
+    uid_t uid = getuid();
+    gid_t gid = getgid();
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(53),
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    struct ifreq ifr;
+    int s, fds[2];
+
+    if (unshare(CLONE_NEWNET) < 0) {
+        char map[64];
+        int fd;
+        if (unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0)
+            return -1;
+        if ((fd = open("/proc/self/setgroups", O_WRONLY | O_CLOEXEC)) >= 0) {
+            (void)write_full(fd, "deny", 4);
+            close(fd);
+        }
+        snprintf(map, sizeof(map), "%u %u 1", (unsigned)uid, (unsigned)uid);
+        if ((fd = open("/proc/self/uid_map", O_WRONLY | O_CLOEXEC)) < 0 ||
+            write_full(fd, map, strlen(map)) < 0)
+            return -1;
+        close(fd);
+        snprintf(map, sizeof(map), "%u %u 1", (unsigned)gid, (unsigned)gid);
+        if ((fd = open("/proc/self/gid_map", O_WRONLY | O_CLOEXEC)) < 0 ||
+            write_full(fd, map, strlen(map)) < 0)
+            return -1;
+        close(fd);
+    }
+    /* a new network namespace's loopback starts down */
+    if ((s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
+        return -1;
+    memset(&ifr, 0, sizeof(ifr));
+    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+    if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0) {
+        close(s);
+        return -1;
+    }
+    ifr.ifr_flags |= IFF_UP;
+    if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0) {
+        close(s);
+        return -1;
+    }
+    close(s);
+    for (int i = 0; i < 2; i++) {
+        int one = 1;
+        s = socket(AF_INET, (i ? SOCK_STREAM : SOCK_DGRAM) | SOCK_CLOEXEC, 0);
+        if (s < 0)
+            return -1;
+        setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 || (i && listen(s, 64) < 0) ||
+            (fds[i] = fcntl(s, F_DUPFD_CLOEXEC, 10)) < 0)
+            return -1;
+        close(s);
+    }
+    /* not close-on-exec: bwrap passes them to the agent */
+    if (dup2(fds[0], 6) < 0 || dup2(fds[1], 7) < 0)
+        return -1;
+    return 0;
+}
 
 /* Runs argv as a new session with stdin /dev/null, stdout and stderr
  * appended to log, and none of our fds but o->pass_fds. With wait: waits
@@ -804,7 +941,7 @@ typedef struct spawn_opts {
 static int spawn(char *const argv[], char *const envp[], const char *log, const spawn_opts *o,
                  bool wait, int *status, sbx_err *err)
 {
-    static const spawn_opts none = { { -1, -1 }, NULL, 0, NULL };
+    static const spawn_opts none = { { -1, -1, -1 }, NULL, 0, NULL, false };
     if (!o)
         o = &none;
     pid_t pid = fork();
@@ -830,21 +967,38 @@ static int spawn(char *const argv[], char *const envp[], const char *log, const 
         }
         if (o->rlimits)
             apply_rlimits(o->rlimits);
-        /* Move the passed fds out of the way before placing them at 3, 4. */
-        int tmp[2] = { -1, -1 };
-        for (int i = 0; i < 2; i++)
+        /* Move the passed fds out of the way before placing them at 3, 4, 5. */
+        int tmp[3] = { -1, -1, -1 };
+        for (int i = 0; i < 3; i++)
             if (o->pass_fds[i] >= 0 && (tmp[i] = fcntl(o->pass_fds[i], F_DUPFD_CLOEXEC, 10)) < 0)
                 _exit(127);
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < 3; i++)
             if (tmp[i] >= 0) {
                 if (dup2(tmp[i], 3 + i) < 0)
                     _exit(127);
                 keep = 4 + i;
             }
+        char *const *args = argv;
+        strvec fallback = {0};
+        if (o->dns_netns) {
+            if (dns_netns() == 0) {
+                keep = 8;
+            } else {
+                /* fail closed: bwrap's own namespace, and no stub (the agent says so) */
+                dprintf(2, "sbxsh: cannot make the sandbox's network namespace for its DNS "
+                        "stub (%s); lookups will not say that the sandbox has no network\n",
+                        strerror(errno));
+                strvec_push(&fallback, argv[0]);
+                strvec_push(&fallback, "--unshare-net");
+                for (size_t i = 1; argv[i]; i++)
+                    strvec_push(&fallback, argv[i]);
+                args = fallback.v;
+            }
+        }
         for (int fd = keep; fd < 1024; fd++)
             close(fd);
         signal(SIGPIPE, SIG_DFL);
-        execve(argv[0], argv, envp);
+        execve(argv[0], args, envp);
         dprintf(2, "sbxsh: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
@@ -863,6 +1017,20 @@ static void build_agent_argv(local_backend *lb, strvec *argv)
     strvec_push(argv, SBX_IN_AGENT_BIN);
     strvec_push(argv, "--listen");
     strvec_push(argv, SBX_SANDBOX_AGENT_DIR "/" SBX_AGENT_SOCKET);
+    if (!lb->network_host) {
+        strvec_push(argv, "--no-network");
+        strvec_push(argv, lb->network_allowlist ? "allowlist" : "none");
+        /* bwrap: bound before it ran (dns_netns); runsc's netstack lets the agent bind
+         * port 53 itself */
+        if (lb->runtime == SBX_RUNTIME_BWRAP) {
+            strvec_push(argv, "--dns-fds");
+            strvec_push(argv, SBX_DNS_FDS);
+        }
+    }
+    if (lb->network_allowlist) {
+        strvec_push(argv, "--egress-relay");
+        strvec_pushf(argv, "%d:%s/%s", SBX_EGRESS_PORT, SBX_IN_EGRESS_DIR, SBX_EGRESS_SOCKET);
+    }
     for (size_t i = 0; i < lb->agent_args.n; i++)
         strvec_push(argv, lb->agent_args.v[i]);
 }
@@ -878,7 +1046,7 @@ static int start_bwrap(local_backend *lb, sbx_err *err)
     int r = -1;
 
     strvec joins = {0};
-    int argfd = -1;
+    int argfd = -1, resolvfd = -1;
 
     if (pipe2(info, O_CLOEXEC) < 0) {
         free(log);
@@ -894,8 +1062,7 @@ static int start_bwrap(local_backend *lb, sbx_err *err)
     strvec_push(&argv, "--unshare-ipc");
     strvec_push(&argv, "--unshare-uts");
     strvec_push(&argv, "--unshare-cgroup-try");
-    if (!lb->network_host)
-        strvec_push(&argv, "--unshare-net");
+    /* no host network: the namespace is made before bwrap runs (dns_netns) */
     strvec_push(&argv, "--hostname");
     strvec_push(&argv, "sbx");
     /* Root inside is the caller's uid without capabilities: when that uid is
@@ -927,7 +1094,16 @@ static int start_bwrap(local_backend *lb, sbx_err *err)
     for (size_t i = 0; i < ml.n; i++) {
         mount_ent *m = &ml.v[i];
         switch (m->kind) {
-        case M_RO: strvec_push(&argv, "--ro-bind"); break;
+        case M_RO:
+            /* our resolv.conf as data, not a bind: mountinfo would show its state path */
+            if (!lb->network_host && !strcmp(m->dst, "/etc/resolv.conf")) {
+                strvec_push(&argv, "--ro-bind-data");
+                strvec_push(&argv, "5");
+                strvec_push(&argv, m->dst);
+                continue;
+            }
+            strvec_push(&argv, "--ro-bind");
+            break;
         case M_RW: strvec_push(&argv, "--bind"); break;
         case M_TMPFS:
             if (m->mode) {
@@ -957,6 +1133,15 @@ static int start_bwrap(local_backend *lb, sbx_err *err)
      * its /proc/1/cmdline would otherwise show the host's state paths (the
      * bind sources) to everything inside. The command stays on the command
      * line (bwrap takes it only from there): sandbox paths only. */
+    if (!lb->network_host) {
+        resolvfd = memfd_create("resolv.conf", MFD_CLOEXEC);
+        if (resolvfd < 0 || write_full(resolvfd, SBX_RESOLV_CONF, strlen(SBX_RESOLV_CONF)) < 0 ||
+            lseek(resolvfd, 0, SEEK_SET) < 0) {
+            sbx_errno(err, "cannot write the sandbox's resolv.conf");
+            close(info[1]);
+            goto out;
+        }
+    }
     argfd = memfd_create("bwrap-args", MFD_CLOEXEC);
     if (argfd < 0) {
         sbx_errno(err, "memfd_create");
@@ -988,8 +1173,8 @@ static int start_bwrap(local_backend *lb, sbx_err *err)
         strvec_push(&bargv, "4");
         strvec_push(&bargv, "--");
         build_agent_argv(lb, &bargv);
-        spawn_opts so = { { info[1], argfd }, joins.v, joins.n,
-                          lb->lim.cgroups.n ? NULL : &lb->lim };
+        spawn_opts so = { { info[1], argfd, resolvfd }, joins.v, joins.n,
+                          lb->lim.cgroups.n ? NULL : &lb->lim, !lb->network_host };
         int sr = spawn(bargv.v, path_env, log, &so, false, NULL, err);
         strvec_clear(&bargv);
         close(info[1]);
@@ -1035,6 +1220,8 @@ out:
     }
     if (argfd >= 0)
         close(argfd);
+    if (resolvfd >= 0)
+        close(resolvfd);
     strvec_clear(&joins);
     close(info[0]);
     strvec_clear(&argv);
@@ -1277,7 +1464,7 @@ static void runsc_base_argv(local_backend *lb, strvec *argv)
     strvec_push(argv, lb->network_host ? "--network=host" : "--network=none");
     /* The agent creates its socket in a bind mount; host processes may
      * connect to it. Nothing lets the sandbox open host sockets. */
-    strvec_push(argv, "--host-uds=create");
+    strvec_push(argv, lb->network_allowlist ? "--host-uds=all" : "--host-uds=create");
     if (!lb->runsc_cgroups)
         strvec_push(argv, "--ignore-cgroups");
     if (getuid() != 0)
@@ -1377,7 +1564,7 @@ static int wipe_state(local_backend *lb, bool keep_home, sbx_err *err)
     /* "code" held the copies before they moved into the sandbox's tmpfs: a
      * state directory of an older sbxsh still has it. */
     static const char *const parts[] = { "code", "agent", "rootfs", "runsc", "config.json",
-                                         "runsc.pid", "sandbox.json" };
+                                         "runsc.pid", "sandbox.json", "egress", "resolv.conf" };
     for (size_t i = 0; i < ARRAY_SIZE(parts); i++) {
         char *p = state_path(lb, parts[i]);
         int r = sbx_rm_rf(p, err);
@@ -1397,15 +1584,118 @@ static int wipe_state(local_backend *lb, bool keep_home, sbx_err *err)
 
 static int make_dirs(local_backend *lb, sbx_err *err)
 {
-    static const char *const dirs[] = { "agent", "home", "runsc" };
+    static const char *const dirs[] = { "agent", "home", "runsc", "egress" };
     for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
         char *p = state_path(lb, dirs[i]);
-        int r = sbx_mkdir_p(p, 0700, err);
+        int r = !strcmp(dirs[i], "egress") && !lb->network_allowlist ? 0
+                : sbx_mkdir_p(p, 0700, err);
+        free(p);
+        if (r < 0)
+            return -1;
+    }
+    if (!lb->network_host) {
+        /* runsc binds it from here; bwrap gets it as data (start_bwrap) */
+        char *p = state_path(lb, "resolv.conf");
+        int r = sbx_write_file_atomic(p, SBX_RESOLV_CONF, strlen(SBX_RESOLV_CONF), 0644, err);
         free(p);
         if (r < 0)
             return -1;
     }
     return 0;
+}
+
+/* ---- the egress proxy (AGENT_SANDBOX_LOCAL_NETWORK=allowlist) -------------------------
+ *
+ * sbx-egress (local/egress_main.c) is a host process of its own per sandbox, started once
+ * the sandbox runs and watching it (it exits when the sandbox's pid ends); release and a
+ * claim that replaces the sandbox kill it by its recorded pid and start time. */
+
+static bool egress_alive(pid_t pid, uint64_t start)
+{
+    return state_alive(pid, start);
+}
+
+static void stop_egress(pid_t pid, uint64_t start)
+{
+    if (egress_alive(pid, start))
+        kill(pid, SIGKILL);
+    for (int i = 0; i < 400 && egress_alive(pid, start); i++)
+        usleep(5000);
+}
+
+static int start_egress(local_backend *lb, sbx_err *err)
+{
+    char *bin = sbx_find_libexec(lb->agent_path, "sbx-egress");
+    char *dir = state_path(lb, "egress"), *log = state_path(lb, "sandbox.log");
+    strbuf allow = STRBUF_INIT;
+    strvec argv = {0};
+    int ready[2] = { -1, -1 }, r = -1;
+    char buf[32];
+    ssize_t n = 0;
+
+    lb->egress_pid = 0;
+    lb->egress_start = 0;
+    if (!bin) {
+        sbx_errf(err, "sbx-egress (the egress proxy) is not installed beside sbx-agent; "
+                 "make install, or unset AGENT_SANDBOX_LOCAL_NETWORK=allowlist");
+        goto out;
+    }
+    if (pipe2(ready, O_CLOEXEC) < 0) {
+        sbx_errno(err, "pipe");
+        goto out;
+    }
+    for (size_t i = 0; i < lb->egress.n; i++)
+        strbuf_addf(&allow, "%s%s", i ? "," : "", lb->egress.v[i]);
+    strvec_push(&argv, bin);
+    strvec_push(&argv, "--socket");
+    strvec_pushf(&argv, "%s/%s", dir, SBX_EGRESS_SOCKET);
+    strvec_push(&argv, "--allow");
+    strvec_push(&argv, allow.buf);
+    strvec_push(&argv, "--watch");
+    strvec_pushf(&argv, "%d:%llu", (int)lb->pid, (unsigned long long)lb->starttime);
+    strvec_push(&argv, "--ready-fd");
+    strvec_push(&argv, "3");
+    {
+        char *env[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+        spawn_opts so = { { ready[1], -1, -1 }, NULL, 0, NULL, false };
+        int sr = spawn(argv.v, env, log, &so, false, NULL, err);
+        close(ready[1]);
+        if (sr < 0)
+            goto out;
+    }
+    /* it writes its pid once it listens, and closes the pipe */
+    for (size_t got = 0;;) {
+        struct pollfd pfd = { ready[0], POLLIN, 0 };
+        if (poll(&pfd, 1, SBX_EGRESS_START_TIMEOUT_MS) <= 0)
+            break;
+        ssize_t k = read(ready[0], buf + got, sizeof(buf) - 1 - got);
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+        n = (ssize_t)got;
+        if (memchr(buf, '\n', got) || got == sizeof(buf) - 1)
+            break;
+    }
+    buf[n > 0 ? n : 0] = '\0';
+    if (atoi(buf) <= 1) {
+        char *tail = sbx_file_tail(log, 400);
+        sbx_errf(err, "the egress proxy did not start%s%s%s", *tail ? " (" : "", tail,
+                 *tail ? ")" : "; see sandbox.log");
+        free(tail);
+        goto out;
+    }
+    lb->egress_pid = atoi(buf);
+    lb->egress_start = sbx_proc_starttime(lb->egress_pid);
+    r = 0;
+out:
+    if (ready[0] >= 0)
+        close(ready[0]);
+    strvec_clear(&argv);
+    strbuf_release(&allow);
+    free(bin);
+    free(dir);
+    free(log);
+    return r;
 }
 
 static int local_claim(sbx_backend *b, bool *reattached, sbx_err *err)
@@ -1419,7 +1709,10 @@ static int local_claim(sbx_backend *b, bool *reattached, sbx_err *err)
         return -1;
     if (load_state(lb->dir, &s) == 0) {
         bool same = !strcmp(s.runtime, sbx_runtime_name(lb->runtime)) &&
-                    s.network_host == lb->network_host && sbx_strvec_equal(&s.code_dirs, &lb->code_dirs);
+                    s.network_host == lb->network_host &&
+                    s.network_allowlist == lb->network_allowlist &&
+                    sbx_strvec_equal(&s.egress, &lb->egress) &&
+                    sbx_strvec_equal(&s.code_dirs, &lb->code_dirs);
         if (same && state_alive(s.pid, s.starttime)) {
             free(lb->id);
             lb->id = xstrdup(s.id);
@@ -1431,12 +1724,20 @@ static int local_claim(sbx_backend *b, bool *reattached, sbx_err *err)
             /* The limits in force are the ones it was made with. */
             strvec_clear(&lb->lim.cgroups);
             lb->lim = s.lim;
+            lb->egress_pid = s.egress_pid;
+            lb->egress_start = s.egress_start;
             strvec_clear(&s.code_dirs);
+            strvec_clear(&s.egress);
+            /* a proxy that died (killed, crashed) comes back for the same sandbox */
+            if (lb->network_allowlist && !egress_alive(lb->egress_pid, lb->egress_start) &&
+                (start_egress(lb, err) < 0 || save_state(lb, err) < 0))
+                return -1;
             return 0;
         }
         /* Dead, or made for other code directories or another runtime:
          * nothing of it can be reused but the private HOME. */
         stop_sandbox(s.pid, s.starttime, &s.lim.cgroups);
+        stop_egress(s.egress_pid, s.egress_start);
         saved_state_free(&s);
     }
     strvec_clear(&lb->lim.cgroups);
@@ -1457,8 +1758,9 @@ static int local_claim(sbx_backend *b, bool *reattached, sbx_err *err)
     if ((lb->runtime == SBX_RUNTIME_RUNSC ? start_runsc(lb, err) : start_bwrap(lb, err)) < 0)
         return -1;
     lb->claimed = true;
-    if (save_state(lb, err) < 0) {
+    if ((lb->network_allowlist && start_egress(lb, err) < 0) || save_state(lb, err) < 0) {
         stop_sandbox(lb->pid, lb->starttime, &lb->lim.cgroups);
+        stop_egress(lb->egress_pid, lb->egress_start);
         lb->claimed = false;
         return -1;
     }
@@ -1595,9 +1897,11 @@ static int local_release(sbx_backend *b, sbx_err *err)
 
     if (load_state(lb->dir, &s) == 0) {
         stop_sandbox(s.pid, s.starttime, &s.lim.cgroups);
+        stop_egress(s.egress_pid, s.egress_start);
         saved_state_free(&s);
     } else if (lb->claimed) {
         stop_sandbox(lb->pid, lb->starttime, &lb->lim.cgroups);
+        stop_egress(lb->egress_pid, lb->egress_start);
     }
     lb->claimed = false;
     if (wipe_state(lb, false, err) < 0)
@@ -1627,9 +1931,17 @@ static void limits_json(strbuf *json, const sandbox_limits *l)
     strbuf_addstr(json, "]},");
 }
 
+/* The egress part of a status: the list, and whether its proxy runs. */
+typedef struct egress_status {
+    bool allowlist;
+    const strvec *allow;
+    pid_t pid;
+    uint64_t start;
+} egress_status;
+
 static void status_json(strbuf *json, const char *runtime, const char *id, int64_t created,
-                        bool alive, pid_t pid, bool network_host, const char *dir,
-                        const sandbox_limits *lim)
+                        bool alive, pid_t pid, bool network_host, const egress_status *eg,
+                        const char *dir, const sandbox_limits *lim)
 {
     strbuf_addstr(json, "{\"backend\":\"local\",\"runtime\":\"");
     strbuf_add_json_escaped(json, runtime, strlen(runtime));
@@ -1637,7 +1949,17 @@ static void status_json(strbuf *json, const char *runtime, const char *id, int64
     strbuf_add_json_escaped(json, id, strlen(id));
     strbuf_addf(json, "\",\"created\":%lld,\"alive\":%s,\"pid\":%d,\"network\":\"%s\",",
                 (long long)created, alive ? "true" : "false", (int)pid,
-                network_host ? "host" : "none");
+                net_name(network_host, eg->allowlist));
+    if (eg->allowlist) {
+        strbuf_addstr(json, "\"egress\":{\"allow\":[");
+        for (size_t i = 0; i < eg->allow->n; i++) {
+            strbuf_addstr(json, i ? ",\"" : "\"");
+            strbuf_add_json_escaped(json, eg->allow->v[i], strlen(eg->allow->v[i]));
+            strbuf_addch(json, '"');
+        }
+        strbuf_addf(json, "],\"proxy_pid\":%d,\"proxy_alive\":%s},", (int)eg->pid,
+                    egress_alive(eg->pid, eg->start) ? "true" : "false");
+    }
     limits_json(json, lim);
     strbuf_addstr(json, "\"state_dir\":\"");
     strbuf_add_json_escaped(json, dir, strlen(dir));
@@ -1647,8 +1969,9 @@ static void status_json(strbuf *json, const char *runtime, const char *id, int64
 static void local_status(sbx_backend *b, strbuf *json)
 {
     local_backend *lb = (local_backend *)b;
+    egress_status eg = { lb->network_allowlist, &lb->egress, lb->egress_pid, lb->egress_start };
     status_json(json, sbx_runtime_name(lb->runtime), lb->id ? lb->id : "", lb->created,
-                local_alive(b), lb->pid, lb->network_host, lb->dir, &lb->lim);
+                local_alive(b), lb->pid, lb->network_host, &eg, lb->dir, &lb->lim);
 }
 
 int sbx_local_backend_peek(const char *state_dir, strbuf *json)
@@ -1656,8 +1979,9 @@ int sbx_local_backend_peek(const char *state_dir, strbuf *json)
     saved_state s;
     if (load_state(state_dir, &s) < 0)
         return -1;
+    egress_status eg = { s.network_allowlist, &s.egress, s.egress_pid, s.egress_start };
     status_json(json, s.runtime, s.id, s.created, state_alive(s.pid, s.starttime), s.pid,
-                s.network_host, state_dir, &s.lim);
+                s.network_host, &eg, state_dir, &s.lim);
     saved_state_free(&s);
     return 0;
 }
@@ -1673,6 +1997,9 @@ int sbx_local_backend_adopt(const char *state_dir, sbx_config *cfg)
     strvec_clear(&s.lim.cgroups);
     cfg->runtime = !strcmp(s.runtime, "runsc") ? SBX_RUNTIME_RUNSC : SBX_RUNTIME_BWRAP;
     cfg->network_host = s.network_host;
+    cfg->network_allowlist = s.network_allowlist;
+    strvec_clear(&cfg->egress);
+    cfg->egress = s.egress;
     strvec_clear(&cfg->code_dirs);
     cfg->code_dirs = s.code_dirs;
     return 0;
@@ -1689,6 +2016,7 @@ static void local_free(sbx_backend *b)
     free(lb->compat_so);
     free(lb->id);
     strvec_clear(&lb->code_dirs);
+    strvec_clear(&lb->egress);
     strvec_clear(&lb->agent_args);
     strvec_clear(&lb->agent_env);
     strvec_clear(&lb->lim.cgroups);
@@ -1784,6 +2112,9 @@ sbx_backend *sbx_local_backend_new(const sbx_config *cfg, const sbx_sandbox_spec
     lb->dir = sbx_session_state_dir(cfg);
     lb->home = xstrdup(cfg->home);
     lb->network_host = cfg->network_host;
+    lb->network_allowlist = cfg->network_allowlist;
+    for (size_t i = 0; i < cfg->egress.n; i++)
+        strvec_push(&lb->egress, cfg->egress.v[i]);
     for (size_t i = 0; i < cfg->code_dirs.n; i++)
         strvec_push(&lb->code_dirs, cfg->code_dirs.v[i]);
     lb->agent_path = xstrdup(spec->agent_path);

@@ -59,7 +59,10 @@ static const char usage_main[] =
     "  AGENT_SANDBOX_SESSION          session name\n"
     "  AGENT_SANDBOX_CODE_DIRS        code directories, colon-separated\n"
     "  AGENT_SANDBOX_LOCAL_RUNTIME    runsc | bwrap (default: runsc when installed)\n"
-    "  AGENT_SANDBOX_LOCAL_NETWORK    none (default) | host\n"
+    "  AGENT_SANDBOX_LOCAL_NETWORK    none (default) | host | allowlist\n"
+    "  AGENT_SANDBOX_EGRESS           with allowlist: hosts the sandbox may reach over\n"
+    "                                 HTTP(S), comma-separated (host, *.domain, host:port,\n"
+    "                                 CIDR for private ranges)\n"
     "  AGENT_SANDBOX_IDLE_TIMEOUT     release after this long unused (default 30m; 0: never)\n"
     "  AGENT_SANDBOX_FORWARD_ENV      host variables the sandbox gets, comma-separated\n"
     "  AGENT_SANDBOX_SYNC_PATHS, AGENT_SANDBOX_TASK_FILES, AGENT_SANDBOX_SYNC_EXCLUDE\n"
@@ -433,6 +436,21 @@ static void fmt_bytes(char *buf, size_t n, double v)
 
 /* "limits:    100 processes, 256 MiB memory, all CPUs, 10 GiB per code copy and /tmp"
  * and how they are enforced. */
+/* "egress:" for a sandbox with AGENT_SANDBOX_LOCAL_NETWORK=allowlist. */
+static void print_egress_human(const cJSON *eg)
+{
+    const cJSON *e, *pid = cJSON_GetObjectItemCaseSensitive(eg, "proxy_pid");
+    if (!cJSON_IsObject(eg))
+        return;
+    printf("egress:    ");
+    int n = 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(eg, "allow"))
+        printf("%s%s", n++ ? ", " : "", cJSON_IsString(e) ? e->valuestring : "?");
+    printf(" (proxy pid %d, %s)\n", cJSON_IsNumber(pid) ? (int)pid->valuedouble : 0,
+           cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(eg, "proxy_alive")) ? "running"
+                                                                            : "not running");
+}
+
 static void print_limits_human(cJSON *lim)
 {
     cJSON *p = cJSON_GetObjectItemCaseSensitive(lim, "pids_max");
@@ -510,6 +528,7 @@ static void print_status_human(const char *json)
                cJSON_IsString(id) ? id->valuestring : "?",
                cJSON_IsTrue(alive) ? "running" : "stopped", when,
                cJSON_IsString(net) ? net->valuestring : "?");
+        print_egress_human(cJSON_GetObjectItemCaseSensitive(sb, "egress"));
         cJSON *lim = cJSON_GetObjectItemCaseSensitive(sb, "limits");
         if (cJSON_IsObject(lim))
             print_limits_human(lim);
@@ -784,6 +803,30 @@ static void doctor_runtimes(const sbx_config *cfg)
     free(bwrap);
 }
 
+/* The network mode, and for the allowlist its list and whether its proxy is here. */
+static void doctor_network(const sbx_config *cfg)
+{
+    if (cfg->network_host) {
+        finding(0, "network:", "host (AGENT_SANDBOX_LOCAL_NETWORK=host: the host's network)");
+        return;
+    }
+    if (!cfg->network_allowlist) {
+        finding(0, "network:", "none (lookups get a notice on the first command that tries)");
+        return;
+    }
+    strbuf sb = STRBUF_INIT;
+    for (size_t i = 0; i < cfg->egress.n; i++)
+        strbuf_addf(&sb, "%s%s", i ? "," : "", cfg->egress.v[i]);
+    char *proxy = sbx_find_libexec(cfg->agent_path, "sbx-egress");
+    if (proxy)
+        finding(0, "network:", "allowlist, HTTP(S) through %s to %s", proxy, sb.buf);
+    else
+        finding(2, "network: allowlist, but sbx-egress (the egress proxy) is not installed",
+                "make install puts it beside sbx-agent");
+    free(proxy);
+    strbuf_release(&sb);
+}
+
 static void doctor_dirs(sbx_config *cfg)
 {
     sbx_err err;
@@ -921,6 +964,7 @@ static int cmd_doctor(int argc, char **argv)
     sbx_local_runtime_resolve(cfg.runtime, &rt, NULL, NULL);
     doctor_agent(&cfg, rt);
     doctor_limits(&cfg, rt);
+    doctor_network(&cfg);
     doctor_dirs(&cfg);
     doctor_kube();
     printf("\n%s\n", problems ? "Fix the FAIL lines above; `sudo make deps` installs the "

@@ -1,4 +1,5 @@
 #include "local/session.h"
+#include "local/egress.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -1056,5 +1057,18 @@ void sbx_sandbox_env(const sbx_config *cfg, bool tty, strvec *out)
         /* PATH and HOME forwarded on purpose replace the defaults. */
         if (named || terminal_or_locale_var(name, len))
             env_set(out, name, len, eq + 1);
+    }
+    /* AGENT_SANDBOX_LOCAL_NETWORK=allowlist: the agent's relay to the host's egress proxy
+     * (local/egress.h), in both spellings tools read; it replaces a forwarded host proxy,
+     * which the sandbox could not reach anyway. */
+    if (cfg->network_allowlist) {
+        static const char *const names[] = { "http_proxy", "https_proxy", "HTTP_PROXY",
+                                             "HTTPS_PROXY" };
+        char url[64];
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d", SBX_EGRESS_PORT);
+        for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+            env_set(out, names[i], strlen(names[i]), url);
+        env_set(out, "no_proxy", 8, "localhost,127.0.0.1");
+        env_set(out, "NO_PROXY", 8, "localhost,127.0.0.1");
     }
 }

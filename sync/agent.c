@@ -426,8 +426,8 @@ static void poll_channels(agent *a, pollset *ps)
 static void build_pollset(agent *a, pollset *ps)
 {
     ps->n = 0;
-    XGROW(ps->pfd, ps->apfd, 5 + a->nchans * (WIRE_MAX_FDS + 2));
-    XGROW(ps->refs, ps->arefs, 5 + a->nchans * (WIRE_MAX_FDS + 2));
+    XGROW(ps->pfd, ps->apfd, 6 + a->nchans * (WIRE_MAX_FDS + 2));
+    XGROW(ps->refs, ps->arefs, 6 + a->nchans * (WIRE_MAX_FDS + 2));
     ps->pfd[ps->n++] = (struct pollfd){ .fd = sig_pipe[0], .events = POLLIN };
     if (a->listen_fd >= 0)
         ps->pfd[ps->n++] = (struct pollfd){ .fd = a->listen_fd, .events = POLLIN };
@@ -437,6 +437,8 @@ static void build_pollset(agent *a, pollset *ps)
         ps->pfd[ps->n++] = (struct pollfd){ .fd = a->out_fd, .events = POLLOUT };
     if (a->tree && mf_watch_fd(a->tree) >= 0)
         ps->pfd[ps->n++] = (struct pollfd){ .fd = mf_watch_fd(a->tree), .events = POLLIN };
+    if (a->o->notice_fd > 0)
+        ps->pfd[ps->n++] = (struct pollfd){ .fd = a->o->notice_fd, .events = POLLIN };
     ps->base = ps->n;
     poll_channels(a, ps);
 }
@@ -490,6 +492,8 @@ static void handle_events(agent *a, pollset *ps)
             write_host(a);
         else if (a->tree && pfd[i].fd == mf_watch_fd(a->tree))
             mf_drain_events(a->tree);
+        else if (pfd[i].fd == a->o->notice_fd)
+            agent_net_notice(a);
     }
     for (size_t i = ps->base; i < ps->n; i++) {
         pollref *r = &ps->refs[i - ps->base];

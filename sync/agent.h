@@ -21,6 +21,7 @@ typedef struct agent_opts {
     const char *listen_path;  /* --listen SOCKET */
     int idle_timeout;         /* --listen: exit after this many seconds without a host */
     bool no_watch;            /* never use inotify */
+    int notice_fd;            /* > 0: the network helper's notices (sync/dnsstub.h) */
 } agent_opts;
 
 /* Serves one host on fds 0 (from the host) and 1 (to it) until it goes away. */

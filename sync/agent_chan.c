@@ -303,3 +303,38 @@ void agent_write_input(agent *a, achan *ch, achan_fd *f)
         agent_close_fd(f);
 }
 
+/* The sandbox has no network (sync/dnsstub.h): the helper sends a line per lookup; the
+ * first one that a running command can show goes to its stderr, as if it had written it,
+ * and then none again for the sandbox's life. A line starting with '!' (the egress proxy
+ * refused a tunnel) is shown each time. */
+void agent_net_notice(agent *a)
+{
+    char buf[4096];
+    ssize_t n = read(a->o->notice_fd, buf, sizeof(buf) - 1);
+    for (char *line = buf, *nl; n > 0 && (nl = memchr(line, '\n', (size_t)(buf + n - line)));
+         line = nl + 1) {
+        bool always = line[0] == '!';
+        char text[1100];
+        size_t len = (size_t)(nl - line) - always;
+        if ((a->net_noticed && !always) || a->out_fd < 0 || len + 3 > sizeof(text))
+            continue;
+        memcpy(text, line + always, len);
+        for (size_t i = 0; i < a->nchans; i++) {
+            achan *ch = a->chans[i];
+            achan_fd *f = ch->stderr_at && ch->stderr_at <= ch->nfds
+                          ? &ch->fds[ch->stderr_at - 1] : NULL;
+            /* a raw terminal's line ends with CR LF */
+            size_t tl = len + (f && f->pty ? 2 : 1);
+            /* (an exited command whose stderr is still open gets it too: the lookup and
+             * its exit may reach us in one turn) */
+            if ((ch->state != CH_RUNNING && ch->state != CH_DRAINING) || ch->orphan || !f ||
+                f->fd < 0 || f->credit < tl)
+                continue;
+            memcpy(text + len, f->pty ? "\r\n" : "\n", tl - len);
+            wire_frame_raw(&a->out.q, WIRE_DATA, f->child_fd, ch->id, text, tl);
+            f->credit -= (uint32_t)tl;
+            if (!always)
+                a->net_noticed = true;
+        }
+    }
+}

@@ -99,6 +99,7 @@ typedef struct achan {
     int status;
     int spawn_errno;
     char spawn_msg[256];
+    size_t stderr_at;     /* 1 + the index in fds of the pipe carrying its fd 2, or 0 */
     size_t nfds;
     achan_fd fds[WIRE_MAX_FDS + 2];
 } achan;
@@ -147,6 +148,7 @@ typedef struct agent {
     int listen_fd;
     int64_t idle_since;
     bool quit;
+    bool net_noticed;     /* the no-network notice reached a command (agent_net_notice) */
 } agent;
 
 /* The functions the files share, by the file that defines them; each one's lead comment is at
@@ -170,6 +172,7 @@ void agent_release_barred(agent *a);
 void agent_send_exit(agent *a, achan *ch);
 void agent_sync_barrier(agent *a, const final *f);
 void agent_write_input(agent *a, achan *ch, achan_fd *f);
+void agent_net_notice(agent *a);
 
 /* ---- agent_spawn.c ------------------------------------------------------------------------- */
 void agent_spawn(agent *a, uint32_t id, wire_run *run);

@@ -1,5 +1,6 @@
 /* sbx-agent's command line. */
 #include "sync/agent.h"
+#include "sync/dnsstub.h"
 #include "sync/wire.h"
 
 #include <dirent.h>
@@ -34,6 +35,11 @@ static const char usage[] =
     "  --root-prefix DIR    prepend DIR to every synced path, cwd and file (for tests: two\n"
     "                       trees on one machine)\n"
     "  --no-watch           never use inotify: every sync is a full stat walk\n"
+    "  --no-network MODE    the sandbox has no network (MODE none) or only an egress proxy\n"
+    "                       (allowlist): answer DNS on 127.0.0.1:53 at once with NXDOMAIN\n"
+    "                       and say so on the first lookup's commands' stderr\n"
+    "  --dns-fds UDP,TCP    with --no-network: serve DNS on these sockets, bound already\n"
+    "  --egress-relay PORT:SOCKET  relay 127.0.0.1:PORT to the egress proxy's socket\n"
     "  --version            print the version and protocol version\n"
     "  --help               this text\n";
 
@@ -62,6 +68,7 @@ static void cloexec_inherited(void)
 int main(int argc, char **argv)
 {
     agent_opts o = { 0 };
+    dnsstub_opts net = { 0 };
     const char *connect_path = NULL;
 
     for (int i = 1; i < argc; i++) {
@@ -88,6 +95,27 @@ int main(int argc, char **argv)
             o.listen_path = val;
         } else if (!strcmp(a, "--connect")) {
             connect_path = val;
+        } else if (!strcmp(a, "--no-network")) {
+            if (strcmp(val, "none") && strcmp(val, "allowlist")) {
+                fprintf(stderr, "sbx-agent: --no-network wants none or allowlist\n");
+                return 2;
+            }
+            net.dns = true;
+            net.notice_mode = val;
+        } else if (!strcmp(a, "--dns-fds")) {
+            if (sscanf(val, "%d,%d", &net.dns_fds[0], &net.dns_fds[1]) != 2) {
+                fprintf(stderr, "sbx-agent: --dns-fds wants UDP,TCP\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--egress-relay")) {
+            char *end;
+            long port = strtol(val, &end, 10);
+            if (*end != ':' || port <= 0 || port > 65535 || end[1] != '/') {
+                fprintf(stderr, "sbx-agent: --egress-relay wants PORT:/SOCKET\n");
+                return 2;
+            }
+            net.relay_port = (int)port;
+            net.relay_socket = end + 1;
         } else if (!strcmp(a, "--state")) {
             o.state_file = val;
         } else if (!strcmp(a, "--root-prefix")) {
@@ -118,6 +146,10 @@ int main(int argc, char **argv)
         return agent_bridge(connect_path);
     cloexec_inherited();
     umask(022);
+    if (net.dns || net.relay_port) {
+        int fd = dnsstub_start(&net);
+        o.notice_fd = fd > 0 && net.dns ? fd : 0;
+    }
     if (o.listen_path)
         return agent_serve_listen(&o);
     return agent_serve_stdio(&o);

@@ -134,6 +134,8 @@ static int make_pipes(achan *ch, const wire_run *run, spawn_plan *sp)
                 k++;
             sp->shared_fd[sp->nshared] = run->fd[i];
             sp->shared_of[sp->nshared++] = (int)k;
+            if (run->fd[i] == 2)
+                ch->stderr_at = k + 1;
             if (run->fd[i] > sp->maxfd)
                 sp->maxfd = run->fd[i];
             continue;
@@ -153,6 +155,8 @@ static int make_pipes(achan *ch, const wire_run *run, spawn_plan *sp)
         if (run->fd[i] > sp->maxfd)
             sp->maxfd = run->fd[i];
         ch->nfds++;
+        if (run->fd[i] == 2 && f->out)
+            ch->stderr_at = ch->nfds;
     }
     return 0;
 }
@@ -169,6 +173,7 @@ static void add_pty_fds(achan *ch, spawn_plan *sp)
     set_nonblock(in->fd, true);
     set_nonblock(out->fd, true);
     sp->tty_fds_added = true;
+    ch->stderr_at = ch->nfds;
 }
 
 /* In the child, never returns: a new session (the pty as its controlling terminal), default
