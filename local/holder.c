@@ -68,6 +68,8 @@ typedef struct holder {
     size_t nclients;
     uint32_t next_chan;
     uint64_t next_sync;
+    hclient *starting;  /* the client whose command or sync is being started: the push that
+                           goes first warns it (it has no channel yet) */
     uint64_t idle_since_ns;     /* last moment the session was in use */
     uint64_t save_at_ns;        /* 0: nothing to save */
     bool releasing;             /* an internal sync before release is in flight */
@@ -301,7 +303,7 @@ static void on_warning(void *ctx, const char *msg)
     /* A warning comes from a push or pull: tell whoever is waiting on one. */
     for (size_t i = 0; i < h->nclients; i++) {
         hclient *c = h->clients[i];
-        if (c->fd >= 0 && (c->chan || c->sync_id)) {
+        if (c->fd >= 0 && (c->chan || c->sync_id || c == h->starting)) {
             send_str(c, P_WARNING, msg);
             told = true;
         }
@@ -586,6 +588,7 @@ static void handle_run(holder *h, hclient *c, proto_reader *r)
     uint32_t nfds = 0, tty = 0, rows = 0, cols = 0;
     sync_run_req req;
     sbx_err err;
+    int rc;
 
     if (proto_get_cstr(r, &exe) < 0 || get_list(r, &argv) < 0 || get_list(r, &env) < 0 ||
         proto_get_cstr(r, &cwd) < 0 || proto_get_u32(r, &nfds) < 0 || nfds > SYNC_MAX_FDS) {
@@ -617,7 +620,9 @@ static void handle_run(holder *h, hclient *c, proto_reader *r)
         send_str(c, P_ERROR, "the session is being released; run the command again");
         goto out;
     }
+    h->starting = c;
     if (ensure_conn(h, c, &err) < 0) {
+        h->starting = NULL;
         send_str(c, P_ERROR, err.msg);
         goto out;
     }
@@ -633,7 +638,9 @@ static void handle_run(holder *h, hclient *c, proto_reader *r)
     req.tty = tty != 0;
     req.rows = (uint16_t)(rows > 0xffff ? 0 : rows);
     req.cols = (uint16_t)(cols > 0xffff ? 0 : cols);
-    if (sync_conn_run(h->conn, h->next_chan, &req, &err) < 0) {
+    rc = sync_conn_run(h->conn, h->next_chan, &req, &err);
+    h->starting = NULL;
+    if (rc < 0) {
         send_str(c, P_ERROR, err.msg);
         goto out;
     }
@@ -830,10 +837,13 @@ static int handle_frame(holder *h, hclient *c, int type, proto_reader *r)
     case P_SYNC:
         if (c->sync_id)
             return -1;
+        h->starting = c;
         if (ensure_conn(h, c, &err) < 0) {
+            h->starting = NULL;
             send_str(c, P_ERROR, err.msg);
             return 0;
         }
+        h->starting = NULL;
         c->sync_id = ++h->next_sync;
         if (sync_conn_sync(h->conn, c->sync_id) < 0) {
             c->sync_id = 0;

@@ -221,8 +221,27 @@ static int start_bash(line_exec *x, const strvec *argv, const sbx_fd_map *fds, s
 
 /* ---- one-shot --------------------------------------------------------------------------- */
 
-static int run_oneshot(line_exec *x, const char *text, const char *script, int *wait_status,
-                       sbx_err *err)
+/*
+ * A script that lies outside the code directories is not in the sandbox's tree, but bash must
+ * still run it as a file: its syntax errors say "SCRIPT: line N" (not "SCRIPT: -c: line N"),
+ * and BASH_SOURCE and `caller` name it. So the sandbox's bash first puts the text at the same
+ * path in the sandbox's own tree (its private /tmp and HOME, where such scripts live; a
+ * system directory already shows the host's file), then runs it. Where that cannot be done
+ * (a read-only directory holding another file), it runs the text with -c as before.
+ * Arguments: $0 sbxsh's argv[0], then the number of bash options, the options, the script's
+ * name, its text, its arguments. The outer bash gets no option (-x would trace this).
+ */
+static const char outside_script_boot[] =
+    "n=$1; shift; o=(\"${@:1:n}\"); shift \"$n\"; f=$1 t=$2; shift 2\n"
+    "c=; [ -f \"$f\" ] && IFS= read -r -d '' c < \"$f\"\n"
+    "if [ \"$c\" != \"$t\" ]; then\n"
+    "  case $f in */*) mkdir -p -- \"${f%/*}\" 2>/dev/null;; esac\n"
+    "  { printf %s \"$t\" > \"$f\"; } 2>/dev/null || exec -a \"$0\" bash \"${o[@]}\" -c \"$t\" \"$f\" \"$@\"\n"
+    "fi\n"
+    "exec -a \"$0\" bash \"${o[@]}\" \"$f\" \"$@\"\n";
+
+static int run_oneshot(line_exec *x, const char *text, const char *script, const char *outside,
+                       int *wait_status, sbx_err *err)
 {
     strvec argv = STRVEC_INIT;
     static const sbx_fd_map fds[] = {
@@ -234,6 +253,22 @@ static int run_oneshot(line_exec *x, const char *text, const char *script, int *
     /* argv[0] is how sbxsh was called, so $0 and bash's messages name sbxsh as
      * they would name bash. */
     strvec_push(&argv, x->o.argv0);
+    if (outside) {
+        size_t nopts = 0;
+        char num[24];
+        while (x->o.bash_args && x->o.bash_args[nopts])
+            nopts++;
+        snprintf(num, sizeof(num), "%zu", nopts);
+        strvec_push(&argv, "-c");
+        strvec_push(&argv, outside_script_boot);
+        strvec_push(&argv, x->o.argv0);
+        strvec_push(&argv, num);
+        strvec_pushv(&argv, (char *const *)x->o.bash_args);
+        strvec_push(&argv, outside);
+        strvec_push(&argv, text);
+        strvec_pushv(&argv, (char *const *)x->o.positional);
+        goto start;
+    }
     strvec_pushv(&argv, (char *const *)x->o.bash_args);
     if (script) {
         /* `bash [OPTIONS] SCRIPT ARGS`: $0 is the script as named */
@@ -246,6 +281,7 @@ static int run_oneshot(line_exec *x, const char *text, const char *script, int *
             strvec_push(&argv, x->o.dollar0);
     }
     strvec_pushv(&argv, (char *const *)x->o.positional);
+start:
     rc = start_bash(x, &argv, fds, ARRAY_SIZE(fds), err);
     strvec_clear(&argv);
     if (rc < 0 || sbx_session_wait(x->sess, &st, err) < 0)
@@ -884,21 +920,25 @@ int line_exec_program(line_exec *x, const char *text, size_t len, bool extglob,
     route_ctx ctx;
     size_t host = 0;
     bool exited;
+    const char *outside = NULL;
 
     int rc = 0;
 
     if (script) {
-        /* The sandbox can run the file itself only if it is synced there. */
+        /* The sandbox can run the file itself only if it is synced there; else it is put
+         * there first (outside_script_boot). */
         char *real = realpath(script, NULL);
-        if (!real || !inside_code_dirs(x, real))
+        if (!real || !inside_code_dirs(x, real)) {
+            outside = script;
             script = NULL;
+        }
         free(real);
     }
     sh_parse_all(&p, text, len, &po, true);
     if (p.status != SH_OK) {
         /* bash itself reports it, after running what comes before it */
         sh_parse_free(&p);
-        return run_oneshot(x, text, script, wait_status, err);
+        return run_oneshot(x, text, script, outside, wait_status, err);
     }
     route_ctx_fill(x, &ctx);
     route_plan_build(&plan, &p, &ctx);
@@ -907,7 +947,7 @@ int line_exec_program(line_exec *x, const char *text, size_t len, bool extglob,
     if (host < plan.n && !plan_needs_split(&plan)) {
         route_plan_release(&plan);
         sh_parse_free(&p);
-        return run_oneshot(x, text, script, wait_status, err);
+        return run_oneshot(x, text, script, outside, wait_status, err);
     }
     rc = run_parts(x, &p, &plan, 1, &exited, err);
     route_plan_release(&plan);

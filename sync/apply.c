@@ -4,6 +4,7 @@
 #include "sync/gitpolicy.h"
 #include "sync/safefs.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -419,6 +420,75 @@ static bool agent_must_keep(apply_rx *rx, int dfd, const char *name, const struc
     return true;
 }
 
+/* Whether the sandbox's entry st at rel is what the agent last sent the host, or tried to:
+ * a file it could not read keeps its recorded stat (it may stay "racy" for good, never
+ * hashed, which mf_changed() takes for a change). */
+static bool agent_unchanged(apply_rx *rx, uint16_t root, const char *rel, size_t len,
+                            const struct stat *st, int dfd, const char *name)
+{
+    mf_node *n = mf_lookup(rx->t, root, rel, len);
+    if (!n)
+        return false;
+    if ((n->flags & MF_UNREADABLE) && S_ISREG(st->st_mode) && n->type == MF_REG)
+        return n->size == (uint64_t)st->st_size && n->mtime_ns == sf_stat_mtime(st) &&
+               n->ctime_ns == sf_stat_ctime(st) && n->ino == (uint64_t)st->st_ino &&
+               n->mode == st->st_mode;
+    return !mf_changed(n, st, dfd, name);
+}
+
+/*
+ * The host deleted directory rel (dfd), and the deletions of what it knew in it have been
+ * applied, but the directory is not empty: it holds what the host never had. The host's
+ * `rm -rf` means all of it: special files (fifos, sockets: no data, never synced), files
+ * the agent could not read, excluded paths, and whatever the agent sent and the host has
+ * since dropped. What the sandbox changed since its last scan (a file written or made
+ * meanwhile) stays, with the directories that lead to it, and syncs back as a change.
+ * Returns true when the directory is empty afterwards.
+ */
+static bool agent_clear_unsynced(apply_rx *rx, uint16_t root, int dfd, strbuf *rel, int depth)
+{
+    DIR *d;
+    struct dirent *de;
+    bool empty = true;
+    int fd = dup(dfd);
+
+    if (fd < 0 || depth > SYNC_MAX_DEPTH || !(d = fdopendir(fd))) {
+        if (fd >= 0)
+            close(fd);
+        return false;
+    }
+    while ((de = readdir(d))) {
+        size_t old = rel->len;
+        struct stat st;
+        bool gone = false;
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        strbuf_addch(rel, '/');
+        strbuf_addstr(rel, de->d_name);
+        if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+            gone = errno == ENOENT;
+        } else if (S_ISDIR(st.st_mode)) {
+            int sub = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            bool known = mf_lookup(rx->t, root, rel->buf, rel->len) ||
+                         mf_excluded(rx->t, root, rel->buf, rel->len, true);
+            if (sub >= 0) {
+                /* A directory made since the last scan stays (even empty): it is news. */
+                if (agent_clear_unsynced(rx, root, sub, rel, depth + 1) && known)
+                    gone = unlinkat(dfd, de->d_name, AT_REMOVEDIR) == 0;
+                close(sub);
+            }
+        } else if ((!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) ||
+                   mf_excluded(rx->t, root, rel->buf, rel->len, false) ||
+                   agent_unchanged(rx, root, rel->buf, rel->len, &st, dfd, de->d_name)) {
+            gone = unlinkat(dfd, de->d_name, 0) == 0;
+        }
+        empty = empty && gone;
+        strbuf_setlen(rel, old);
+    }
+    closedir(d);
+    return empty;
+}
+
 static int agent_finish_file(apply_rx *rx, sbx_err *err)
 {
     const char *name;
@@ -503,7 +573,18 @@ static int agent_entry(apply_rx *rx, const wire_entry *e, sbx_err *err)
     if (e->op == WIRE_OP_DELETE) {
         mf_node *node = mf_lookup(rx->t, e->root, e->path, e->path_len);
         if (have_cur && !mf_changed(node, &cur, dfd, name)) {
-            if (unlinkat(dfd, name, S_ISDIR(cur.st_mode) ? AT_REMOVEDIR : 0) == 0) {
+            bool done = unlinkat(dfd, name, S_ISDIR(cur.st_mode) ? AT_REMOVEDIR : 0) == 0;
+            if (!done && S_ISDIR(cur.st_mode) && (errno == ENOTEMPTY || errno == EEXIST)) {
+                int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                strbuf rel = STRBUF_INIT;
+                strbuf_add(&rel, e->path, e->path_len);
+                if (sub >= 0 && agent_clear_unsynced(rx, e->root, sub, &rel, 0))
+                    done = unlinkat(dfd, name, AT_REMOVEDIR) == 0;
+                if (sub >= 0)
+                    close(sub);
+                strbuf_release(&rel);
+            }
+            if (done) {
                 if (S_ISDIR(cur.st_mode))
                     close_dir_cache(rx);
                 mf_forget(rx->t, e->root, e->path, e->path_len);

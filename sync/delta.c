@@ -32,6 +32,8 @@ void delta_tx_release(delta_tx *tx)
 {
     free(tx->lost);
     tx->lost = NULL;
+    free(tx->unread);
+    tx->unread = NULL;
     if (tx->fd >= 0)
         close(tx->fd);
     if (tx->dir_fd >= 0)
@@ -81,6 +83,38 @@ static void invalidate(delta_tx *tx, const mf_op *op)
         n->size = UINT64_MAX;
         n->flags &= (uint8_t)~MF_HASHED;
     }
+}
+
+/* A file that could not be opened (mode 000, or 0200, as an ordinary user; a sandbox's root
+ * has no capabilities to read it either) is not synced. The user hears of it once per file,
+ * with what to do: a warning on every command that leaves it in the tree would be noise that
+ * bash never prints. Its node remembers the warning (MF_UNREADABLE), so it must be found in
+ * the manifest, which cannot be touched while a scan is still filling the delta: until then
+ * the op is only noted. */
+static void tell_unreadable(delta_tx *tx, size_t op_index, int err)
+{
+    const mf_op *op = &tx->d.ops[op_index];
+    mf_node *n;
+    char *msg;
+
+    if (tx->open) {
+        XGROW(tx->unread, tx->aunread, tx->nunread + 1);
+        tx->unread[tx->nunread].op = op_index;
+        tx->unread[tx->nunread++].err = err;
+        return;
+    }
+    n = mf_lookup(tx->t, op->root, op->path, op->path_len);
+    if (n && (n->flags & MF_UNREADABLE))
+        return;
+    if (n)
+        n->flags |= MF_UNREADABLE;
+    if (!tx->warn)
+        return;
+    msg = xasprintf("cannot read %s: %s; it is not synced until it is readable (chmod u+r) "
+                    "or excluded (.sbxignore, AGENT_SANDBOX_SYNC_EXCLUDE); said once",
+                    op->path, strerror(err));
+    tx->warn(tx->wctx, msg);
+    free(msg);
 }
 
 /* Appends up to n content bytes of the current file to out; false at a short file. */
@@ -205,12 +239,8 @@ static bool start_op(delta_tx *tx, const mf_op *op, strbuf *out)
         int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         size_t inline_n;
         if (fd < 0) {
-            if (errno != ENOENT && errno != ELOOP && errno != ENOTDIR && tx->warn) {
-                char *msg = xasprintf("cannot read %s: %s (not synced)", op->path,
-                                      strerror(errno));
-                tx->warn(tx->wctx, msg);
-                free(msg);
-            }
+            if (errno != ENOENT && errno != ELOOP && errno != ENOTDIR)
+                tell_unreadable(tx, (size_t)(op - tx->d.ops), errno);
             return false;
         }
         tx->off = 0;
@@ -322,6 +352,9 @@ bool delta_tx_fill(delta_tx *tx, strbuf *out, size_t limit)
         for (size_t i = 0; i < tx->nlost; i++)
             invalidate(tx, &tx->d.ops[tx->lost[i]]);
         tx->nlost = 0;
+        for (size_t i = 0; i < tx->nunread; i++)
+            tell_unreadable(tx, tx->unread[i].op, tx->unread[i].err);
+        tx->nunread = 0;
         {
             size_t at = wire_begin(out, WIRE_DELTA_END, 0, 0);
             wire_u64(out, tx->seq);

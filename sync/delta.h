@@ -23,6 +23,8 @@ typedef struct delta_tx {
     bool open;            /* a scan is still adding ops to d: stream what is there */
     size_t *lost;         /* ops whose content did not get through, invalidated once the */
     size_t nlost, alost;  /* scan is over (the manifest cannot be touched during it) */
+    struct delta_unread { size_t op; int err; } *unread;  /* ops whose file could not be */
+    size_t nunread, aunread;                          /* opened: told once the scan is over */
     size_t next;          /* the next op to send */
     uint64_t seq, acked;
     int state;            /* 0 begin, 1 entries, 2 done */

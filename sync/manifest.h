@@ -31,7 +31,9 @@
 #include <sys/stat.h>
 
 enum mf_type { MF_REG = WIRE_REG, MF_DIR = WIRE_DIR, MF_LNK = WIRE_LNK, MF_OTHER = 9 };
-enum { MF_RACY = 1, MF_HASHED = 2 };
+/* MF_UNREADABLE: the file could not be opened to be sent and the user was told so (once
+ * per file: a later change that leaves it unreadable says nothing more). */
+enum { MF_RACY = 1, MF_HASHED = 2, MF_UNREADABLE = 4 };
 
 typedef struct mf_node mf_node;
 struct mf_node {
@@ -115,7 +117,8 @@ void mf_drain_events(mf_tree *t);
 void mf_invalidate(mf_tree *t);
 
 /* Scans the roots this side scans and appends what changed to delta, updating the tree.
- * Special files (fifos, sockets, devices) are skipped with a warning, once. A code
+ * Special files (fifos, sockets, devices) are skipped without a word (kept as MF_OTHER nodes so
+ * that deleting their directory still finds them). A code
  * directory's base that cannot be opened is an error (never "everything was deleted").
  * *full is set when the scan was a whole-tree walk. */
 int mf_scan(mf_tree *t, mf_delta *delta, bool *full, mf_warn_fn warn, void *ctx,

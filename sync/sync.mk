@@ -41,3 +41,5 @@ fuzz-dns: build-fuzz/fuzz-dns
 	$(call fuzz_run,dns,4096)
 fuzz: fuzz-dns
 .PHONY: fuzz-dns
+
+TEST_C += tests/sync/t-unsynced.c

@@ -32,6 +32,14 @@ for rt in runsc bwrap; do
        "$rt: the file it made comes back to the host, owned by the user"
     out=$(as_user "cd proj-$rt && '$SBX' status")
     like "$out" 'limits:' "$rt: sbx status shows the limits for an ordinary user"
+    # A file its owner made unreadable cannot be sent: said once, to the user, with what
+    # to do (it used to go to the holder's log only), and not at every command after.
+    out=$(as_user "cd proj-$rt && echo s > secret && chmod 000 secret && AGENT_SANDBOX_LOCAL_RUNTIME=$rt timeout 120 '$SBXSH' -c 'cat a' 2>&1")
+    like "$out" "cannot read secret: Permission denied; it is not synced until it is readable \\(chmod u\\+r\\)" \
+         "$rt: an unreadable file in the code directory is reported to the user, with what to do"
+    out=$(as_user "cd proj-$rt && for i in 1 2; do chmod 000 secret; AGENT_SANDBOX_LOCAL_RUNTIME=$rt timeout 120 '$SBXSH' -c 'cat a'; done 2>&1")
+    is "$out" "hi
+hi" "$rt: the next commands say nothing more of it"
     out=$(as_user "AGENT_SANDBOX_LOCAL_RUNTIME=$rt timeout 120 '$SBXSH' -c pwd")
     is "$out" "$SBX_TEST_TMP/u" "$rt: a login shell's command in ~ works for an ordinary user"
     as_user "cd proj-$rt && '$SBX' release; cd && '$SBX' release" >/dev/null
