@@ -1,10 +1,23 @@
-# bench/local*: per-command overhead of a warm local session (bench/local-overhead.sh;
-# figures and how they were made in bench/local.md).
+# bench/local*, bench/speed.sh: sbxsh against bash on the host for each local runtime, in one
+# run (issue 10's table: warm commands, git status, make, output relays, first command, a big
+# file); bench/local.md says how to read it. bench-local is its per-command rows alone
+# (bench/local-overhead.sh). SPEED_BENCH_ARGS=--quick: a small smoke run.
+SPEED_BENCH_SIZES ?= 1000,10000,100000
+SPEED_BENCH_RUNTIMES ?= bwrap,runsc
+SPEED_BENCH_ROWS ?= true,exec,git,fresh,make,seq,first,big
+SPEED_BENCH_RUNS ?= 10
+SPEED_BENCH_BIG_RUNS ?= 3
+SPEED_BENCH_FILE_SIZE ?= 1G
+SPEED_BENCH_ARGS ?=
+bench-speed: all
+	bench/speed.sh --sizes $(SPEED_BENCH_SIZES) --runtimes $(SPEED_BENCH_RUNTIMES) \
+	    --rows $(SPEED_BENCH_ROWS) --runs $(SPEED_BENCH_RUNS) --big-runs $(SPEED_BENCH_BIG_RUNS) \
+	    --file-size $(SPEED_BENCH_FILE_SIZE) $(SPEED_BENCH_ARGS)
 LOCAL_BENCH_SIZES ?= 1000,10000,100000
 LOCAL_BENCH_RUNTIMES ?= runsc,bwrap
 LOCAL_BENCH_RUNS ?= 30
 bench-local: all
 	bench/local-overhead.sh --sizes $(LOCAL_BENCH_SIZES) --runtimes $(LOCAL_BENCH_RUNTIMES) \
 	    --runs $(LOCAL_BENCH_RUNS)
-bench: bench-local
-.PHONY: bench-local
+bench: bench-speed
+.PHONY: bench-speed bench-local
