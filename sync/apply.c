@@ -489,6 +489,12 @@ static bool agent_clear_unsynced(apply_rx *rx, uint16_t root, int dfd, strbuf *r
     return empty;
 }
 
+/* The sandbox side's end of one file from the host: the content is complete, so
+ * it takes its place. A file written in place (direct) needs only its mtime; one
+ * written to a temporary name replaces what is there by rename, unless what is there
+ * changed in the sandbox since the last round (agent_must_keep): then that is put
+ * aside first, so that nothing the sandbox wrote is lost. The manifest records what
+ * was applied, so the next scan does not send it back. */
 static int agent_finish_file(apply_rx *rx, sbx_err *err)
 {
     const char *name;
@@ -534,6 +540,12 @@ static int agent_finish_file(apply_rx *rx, sbx_err *err)
     return 0;
 }
 
+/* The sandbox side's start of one entry from the host: a file (to a temporary name
+ * beside its place, or in place when nothing is there), a directory, a symlink or a
+ * deletion (only of what did not change in the sandbox since; a directory goes with
+ * what was never synced in it). The host is trusted here, but the tree is the sandbox's own: every path is
+ * walked by fds from the root (agent_parent), and the sandbox's newer changes are kept
+ * or put aside, never overwritten. */
 static int agent_entry(apply_rx *rx, const wire_entry *e, sbx_err *err)
 {
     const char *name;
