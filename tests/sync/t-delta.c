@@ -7,51 +7,13 @@
 #include "sync/delta.h"
 #include "sync/safefs.h"
 #include "tests/lib/tap.h"
-#include "tests/sync/synctest.h"
+#include "tests/sync/st_transfer.h"
 
-/* Scans src and streams the delta into rx frame by frame; returns apply_frame's last result.
- * between() runs after the first fill (to change the tree mid-send). */
 static int transfer(mf_tree *src, apply_rx *rx, bool filter_git, uint64_t seq,
                     void (*between)(void), sbx_err *err)
 {
-    mf_delta d = { 0 };
-    delta_tx tx;
-    strbuf out = STRBUF_INIT;
-    bool full, done = false;
-    int r = 0;
-    size_t off = 0;
-
-    mf_scan(src, &d, &full, st_warn, NULL, err);
-    delta_tx_init(&tx, src, &d, seq, 0, filter_git, st_warn, NULL);
-    while (!done && r >= 0) {
-        done = delta_tx_fill(&tx, &out, out.len + 300000);
-        if (between) {
-            between();
-            between = NULL;
-        }
-        for (;;) {
-            wire_frame f;
-            int p = wire_parse((const uint8_t *)out.buf + off, out.len - off, &f, err);
-            if (p <= 0) {
-                if (p < 0)
-                    r = -1;
-                break;
-            }
-            off += WIRE_HEADER + f.len;
-            if (f.type == WIRE_DELTA_BEGIN) {
-                uint64_t s, a;
-                wire_get_u64_pair(&f, &s, &a, err);
-                r = apply_begin(rx, s, a, err);
-            } else {
-                r = apply_frame(rx, &f, err);
-            }
-            if (r < 0)
-                break;
-        }
-    }
-    delta_tx_release(&tx);
-    strbuf_release(&out);
-    return r;
+    st_xfer x = { .filter_git = filter_git, .between = between };
+    return st_transfer(src, rx, seq, &x, err);
 }
 
 static char *src_dir, *dst_dir;

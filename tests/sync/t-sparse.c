@@ -10,58 +10,20 @@
 #include "sync/delta.h"
 #include "sync/safefs.h"
 #include "tests/lib/tap.h"
-#include "tests/sync/synctest.h"
+#include "tests/sync/st_transfer.h"
 
 typedef struct xfer_stats {
     uint64_t wire_bytes;   /* bytes of frames */
     unsigned holes;        /* HOLE frames */
 } xfer_stats;
 
-/* Scans src and streams its delta into rx; returns apply_frame's last result. mid(), when
- * set, runs once after the first file content frame was applied. */
 static int transfer(mf_tree *src, apply_rx *rx, uint64_t seq, void (*mid)(apply_rx *),
                     xfer_stats *xs, sbx_err *err)
 {
-    mf_delta d = { 0 };
-    delta_tx tx;
-    strbuf out = STRBUF_INIT;
-    bool full, done = false;
-    int r = 0;
-    size_t off = 0;
-
-    memset(xs, 0, sizeof(*xs));
-    mf_scan(src, &d, &full, st_warn, NULL, err);
-    delta_tx_init(&tx, src, &d, seq, 0, false, st_warn, NULL);
-    while (!done && r >= 0) {
-        done = delta_tx_fill(&tx, &out, out.len + 300000);
-        for (;;) {
-            wire_frame f;
-            int p = wire_parse((const uint8_t *)out.buf + off, out.len - off, &f, err);
-            if (p <= 0) {
-                if (p < 0)
-                    r = -1;
-                break;
-            }
-            off += WIRE_HEADER + f.len;
-            xs->wire_bytes += WIRE_HEADER + f.len;
-            xs->holes += f.type == WIRE_HOLE;
-            if (f.type == WIRE_DELTA_BEGIN) {
-                uint64_t s, a;
-                wire_get_u64_pair(&f, &s, &a, err);
-                r = apply_begin(rx, s, a, err);
-            } else {
-                r = apply_frame(rx, &f, err);
-                if (mid && (f.type == WIRE_CHUNK || f.type == WIRE_HOLE)) {
-                    mid(rx);
-                    mid = NULL;
-                }
-            }
-            if (r < 0)
-                break;
-        }
-    }
-    delta_tx_release(&tx);
-    strbuf_release(&out);
+    st_xfer x = { .mid = mid };
+    int r = st_transfer(src, rx, seq, &x, err);
+    xs->wire_bytes = x.wire_bytes;
+    xs->holes = x.holes;
     return r;
 }
 

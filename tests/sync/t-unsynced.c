@@ -6,48 +6,14 @@
  */
 #include "sync/delta.h"
 #include "tests/lib/tap.h"
-#include "tests/sync/synctest.h"
+#include "tests/sync/st_transfer.h"
 
 #include <linux/capability.h>
 #include <sys/syscall.h>
 
-/* Scans src and applies its delta with rx; returns apply_frame's last result (1: done). */
 static int transfer(mf_tree *src, apply_rx *rx, uint64_t seq, sbx_err *err)
 {
-    mf_delta d = { 0 };
-    delta_tx tx;
-    strbuf out = STRBUF_INIT;
-    bool full, done = false;
-    int r = 0;
-    size_t off = 0;
-
-    mf_scan(src, &d, &full, st_warn, NULL, err);
-    delta_tx_init(&tx, src, &d, seq, 0, false, st_warn, NULL);
-    while (!done && r >= 0) {
-        done = delta_tx_fill(&tx, &out, out.len + 300000);
-        for (;;) {
-            wire_frame f;
-            int p = wire_parse((const uint8_t *)out.buf + off, out.len - off, &f, err);
-            if (p <= 0) {
-                if (p < 0)
-                    r = -1;
-                break;
-            }
-            off += WIRE_HEADER + f.len;
-            if (f.type == WIRE_DELTA_BEGIN) {
-                uint64_t s, a;
-                wire_get_u64_pair(&f, &s, &a, err);
-                r = apply_begin(rx, s, a, err);
-            } else {
-                r = apply_frame(rx, &f, err);
-            }
-            if (r < 0)
-                break;
-        }
-    }
-    delta_tx_release(&tx);
-    strbuf_release(&out);
-    return r;
+    return st_transfer(src, rx, seq, NULL, err);
 }
 
 static size_t count(const char *hay, const char *needle)
