@@ -302,6 +302,20 @@ static int dispatch(agent *a, const wire_frame *f, sbx_err *err)
     case WIRE_PUT_FILE:
         put_file(a, f);
         return 0;
+    case WIRE_PULL_CANCEL: {
+        /* The host dropped this pull (Ctrl-C while it was written, over its quota): what is
+         * left of it would only be read and thrown away there, and every EXIT and SYNC_DONE
+         * queued behind it would wait for that. End it at once; a cancel for a delta that is
+         * already complete (it crossed our DELTA_END) is nothing to do. */
+        uint64_t seq;
+        if (wire_get_u64_one(f, &seq, err) < 0)
+            return -1;
+        if (a->tx_active && a->tx.seq == seq) {
+            delta_tx_cancel(&a->tx, &a->out.q);
+            agent_pump(a);
+        }
+        return 0;
+    }
     }
     return sbx_errf(err, "unexpected %s frame from the host", wire_type_name(f->type));
 }

@@ -158,6 +158,11 @@ void apply_set_inflight(apply_rx *rx, mf_pathmap *inflight)
     rx->inflight = inflight;
 }
 
+uint64_t apply_seq(const apply_rx *rx)
+{
+    return rx->seq;
+}
+
 bool apply_active(const apply_rx *rx)
 {
     return rx->active;

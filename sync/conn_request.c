@@ -156,7 +156,15 @@ int sync_conn_abort_pull(sync_conn *c, const char *why)
         return -1;
     if (!c->rx || !apply_active(c->rx))
         return 0;
-    return apply_refuse(c->rx, why) ? 1 : 0;
+    if (!apply_refuse(c->rx, why))
+        return 0;
+    /* Tell the agent, so that the rest of the delta is not sent only to be dropped here
+     * (the EXITs queued behind it would wait for it: a Ctrl-C right after this one would). */
+    size_t at = wire_begin(&c->out.q, WIRE_PULL_CANCEL, 0, 0);
+    wire_u64(&c->out.q, apply_seq(c->rx));
+    wire_end(&c->out.q, at);
+    conn_kick(c);
+    return 1;
 }
 
 const char *sync_conn_pull_error(const sync_conn *c, bool *quota)

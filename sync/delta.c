@@ -295,6 +295,27 @@ static bool start_op(delta_tx *tx, const mf_op *op, strbuf *out)
     }
 }
 
+void delta_tx_cancel(delta_tx *tx, strbuf *out)
+{
+    if (tx->state == 2)
+        return;
+    if (tx->state == 0) {
+        delta_tx_fill(tx, out, out->len);   /* DELTA_BEGIN only: nothing else fits */
+    }
+    if (tx->in_file) {
+        wire_frame_raw(out, WIRE_ENTRY_CANCEL, 0, 0, NULL, 0);
+        end_file(tx);
+    }
+    tx->next = tx->d.n;
+    tx->open = false;
+    tx->nlost = tx->nunread = 0;
+    size_t at = wire_begin(out, WIRE_DELTA_END, 0, 0);
+    wire_u64(out, tx->seq);
+    wire_u64(out, tx->entries);
+    wire_end(out, at);
+    tx->state = 2;
+}
+
 bool delta_tx_fill(delta_tx *tx, strbuf *out, size_t limit)
 {
     if (tx->state == 0) {

@@ -50,6 +50,10 @@ void delta_tx_init(delta_tx *tx, mf_tree *t, mf_delta *d, uint64_t seq, uint64_t
 /* Appends frames to out until out->len reaches limit, or until the ops run out (while open),
  * or the delta is complete; returns true once DELTA_END has been appended. */
 bool delta_tx_fill(delta_tx *tx, strbuf *out, size_t limit);
+/* Ends the delta now (the receiver refused it and drops the rest): an entry whose content
+ * is under way is cancelled (ENTRY_CANCEL) and DELTA_END follows, counting the entries
+ * sent. Ops not sent yet stay as the scan recorded them: synced, as for a refused delta. */
+void delta_tx_cancel(delta_tx *tx, strbuf *out);
 void delta_tx_release(delta_tx *tx);
 
 typedef enum apply_role { APPLY_AGENT, APPLY_HOST } apply_role;
@@ -81,6 +85,8 @@ int apply_begin(apply_rx *rx, uint64_t seq, uint64_t acked, sbx_err *err);
  * delta, 0 to go on, -1 on a protocol or limit violation (then call apply_abort()). */
 int apply_frame(apply_rx *rx, const wire_frame *f, sbx_err *err);
 bool apply_active(const apply_rx *rx);
+/* The sequence number of the delta being received (or the last one). */
+uint64_t apply_seq(const apply_rx *rx);
 /* Drops a delta in progress: staged files removed, nothing committed (host); the entry being
  * written removed (agent). */
 void apply_abort(apply_rx *rx);

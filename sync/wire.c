@@ -23,6 +23,7 @@ const char *wire_type_name(unsigned type)
     case WIRE_CLOSE_OUTPUT: return "CLOSE_OUTPUT";
     case WIRE_SYNC: return "SYNC";
     case WIRE_PUT_FILE: return "PUT_FILE";
+    case WIRE_PULL_CANCEL: return "PULL_CANCEL";
     case WIRE_EXIT: return "EXIT";
     case WIRE_SYNC_DONE: return "SYNC_DONE";
     case WIRE_WARN: return "WARN";

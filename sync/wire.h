@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SYNC_PROTOCOL_VERSION 3
+#define SYNC_PROTOCOL_VERSION 4
 #define WIRE_MAGIC 0x31584253u         /* "SBX1" little-endian */
 #define WIRE_HEADER 12
 
@@ -66,6 +66,7 @@ enum wire_type {
     WIRE_CLOSE_OUTPUT = 24, /* chan, fd */
     WIRE_SYNC = 25,         /* u64 id */
     WIRE_PUT_FILE = 26,     /* u32 mode, str path, content */
+    WIRE_PULL_CANCEL = 27,  /* u64 seq: the host dropped that pull delta; end it now */
     /* agent -> host */
     WIRE_EXIT = 40,         /* chan; u8 kind, u8 core, i32 code, str message */
     WIRE_SYNC_DONE = 41,    /* u64 id */

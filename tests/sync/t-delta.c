@@ -519,12 +519,76 @@ static void test_git_history(void)
     free(dir);
 }
 
+/* Frames in out from *off on, into rx; returns apply's last result (1: the delta is done). */
+static int apply_all(apply_rx *rx, strbuf *out, size_t *off, sbx_err *err)
+{
+    int r = 0;
+    for (;;) {
+        wire_frame f;
+        int p = wire_parse((const uint8_t *)out->buf + *off, out->len - *off, &f, err);
+        if (p <= 0)
+            return p < 0 ? -1 : r;
+        *off += WIRE_HEADER + f.len;
+        if (f.type == WIRE_DELTA_BEGIN) {
+            uint64_t s, a;
+            wire_get_u64_pair(&f, &s, &a, err);
+            r = apply_begin(rx, s, a, err);
+        } else {
+            r = apply_frame(rx, &f, err);
+        }
+        if (r < 0)
+            return r;
+    }
+}
+
+/* A delta the receiver dropped is ended by its sender at once (PULL_CANCEL): mid-file, the
+ * entry is cancelled and DELTA_END follows, and the receiver takes that as a whole delta. */
+static void test_cancel(void)
+{
+    char *sd = st_tmpdir("csrc"), *dd = st_tmpdir("cdst");
+    mf_tree *src = st_tree_at(sd), *dst = st_tree_at(dd);
+    apply_rx *rx = apply_new(dst, APPLY_AGENT, NULL, st_warn, NULL);
+    mf_delta d = { 0 };
+    delta_tx tx;
+    strbuf out = STRBUF_INIT;
+    bool full;
+    size_t off = 0;
+    sbx_err err;
+    char *p;
+
+    st_sh("cd '%s' && echo first > a && head -c 4000000 /dev/urandom > b && echo last > c", sd);
+    mf_scan(src, &d, &full, st_warn, NULL, &err);
+    delta_tx_init(&tx, src, &d, 1, 0, false, st_warn, NULL);
+    ok(!delta_tx_fill(&tx, &out, 1000000), "a 4 MB delta is under way after 1 MB");
+    is_int(apply_all(rx, &out, &off, &err), 0, "its first megabyte applies");
+    delta_tx_cancel(&tx, &out);
+    ok(delta_tx_fill(&tx, &out, out.len + 1000000), "a cancelled delta is complete");
+    is_int(apply_all(rx, &out, &off, &err), 1, "the receiver takes the cancelled delta as done");
+    ok(off == out.len, "with nothing after DELTA_END (%zu of %zu bytes)", off, out.len);
+    ok(out.len < 1200000, "the rest of the 4 MB file was not sent (%zu bytes in all)", out.len);
+    p = xasprintf("%s/b", dd);
+    ok(!st_exists(p), "the file under way is dropped, not written half");
+    free(p);
+    delta_tx_cancel(&tx, &out);
+    ok(off == out.len, "a second cancel adds nothing");
+    delta_tx_release(&tx);
+    strbuf_release(&out);
+    apply_free(rx);
+    mf_free(src);
+    mf_free(dst);
+    st_rm_rf(sd);
+    st_rm_rf(dd);
+    free(sd);
+    free(dd);
+}
+
 int main(void)
 {
     test_agent_apply();
     test_host_apply();
     test_crossing();
     test_git_history();
+    test_cancel();
     strbuf_release(&st_warnings);
     return done_testing();
 }
