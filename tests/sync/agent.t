@@ -37,7 +37,8 @@ is "$(cat "$code/f")" "made" "stdio mode: the sandbox's file was pulled"
 rm -rf "$prefix" && mkdir -p "$prefix"
 "$SBX_AGENT" --listen "$sock" --root-prefix "$prefix" --state "$T/agent.state" &
 agent=$!
-for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.05; done
+for _ in $(seq 400); do [ -S "$sock" ] && break; sleep 0.05; done # 20 s: a loaded machine
+[ -S "$sock" ] || diag "the agent made no socket at $sock within 20 s"
 ok "--listen creates its socket" test -S "$sock"
 is "$(stat -c %a "$sock")" 600 "the socket is private (mode 600)"
 bridge="exec '$SBX_AGENT' --connect '$sock'"
@@ -71,7 +72,8 @@ ok "the agent saved its state" test -s "$T/agent.state"
 rm -f "$sock" # else the wait below could see the old agent's socket and connect too early
 "$SBX_AGENT" --listen "$sock" --root-prefix "$prefix" --state "$T/agent.state" &
 agent=$!
-for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.05; done
+for _ in $(seq 400); do [ -S "$sock" ] && break; sleep 0.05; done # 20 s: a loaded machine
+[ -S "$sock" ] || diag "the agent made no socket at $sock within 20 s"
 out=$("$SYNC_RUN" --code "$code" --state "$T/host.state" --stats --socket "$sock" -- \
       'cat one' 2>"$T/stats")
 is "$out" "one" "a restarted agent serves the same tree"
