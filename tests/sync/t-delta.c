@@ -98,16 +98,16 @@ static void put_entry(strbuf *out, uint8_t op, uint8_t type, const char *path,
     wire_end(out, at);
 }
 
-static int feed(apply_rx *rx, strbuf *frames, sbx_err *err)
+/* Frames in out from *off on, into rx; returns apply's last result (1: the delta is done). */
+static int apply_all(apply_rx *rx, strbuf *out, size_t *off, sbx_err *err)
 {
-    size_t off = 0;
     int r = 0;
-    while (r >= 0) {
+    for (;;) {
         wire_frame f;
-        int p = wire_parse((const uint8_t *)frames->buf + off, frames->len - off, &f, err);
+        int p = wire_parse((const uint8_t *)out->buf + *off, out->len - *off, &f, err);
         if (p <= 0)
             return p < 0 ? -1 : r;
-        off += WIRE_HEADER + f.len;
+        *off += WIRE_HEADER + f.len;
         if (f.type == WIRE_DELTA_BEGIN) {
             uint64_t s, a;
             wire_get_u64_pair(&f, &s, &a, err);
@@ -115,8 +115,16 @@ static int feed(apply_rx *rx, strbuf *frames, sbx_err *err)
         } else {
             r = apply_frame(rx, &f, err);
         }
+        if (r < 0)
+            return r;
     }
-    return r;
+}
+
+/* All of frames into rx, from the start. */
+static int feed(apply_rx *rx, strbuf *frames, sbx_err *err)
+{
+    size_t off = 0;
+    return apply_all(rx, frames, &off, err);
 }
 
 static void begin(strbuf *sb, uint64_t seq)
@@ -517,28 +525,6 @@ static void test_git_history(void)
     mf_free(t);
     st_rm_rf(dir);
     free(dir);
-}
-
-/* Frames in out from *off on, into rx; returns apply's last result (1: the delta is done). */
-static int apply_all(apply_rx *rx, strbuf *out, size_t *off, sbx_err *err)
-{
-    int r = 0;
-    for (;;) {
-        wire_frame f;
-        int p = wire_parse((const uint8_t *)out->buf + *off, out->len - *off, &f, err);
-        if (p <= 0)
-            return p < 0 ? -1 : r;
-        *off += WIRE_HEADER + f.len;
-        if (f.type == WIRE_DELTA_BEGIN) {
-            uint64_t s, a;
-            wire_get_u64_pair(&f, &s, &a, err);
-            r = apply_begin(rx, s, a, err);
-        } else {
-            r = apply_frame(rx, &f, err);
-        }
-        if (r < 0)
-            return r;
-    }
 }
 
 /* A delta the receiver dropped is ended by its sender at once (PULL_CANCEL): mid-file, the
