@@ -79,6 +79,7 @@ include shell/shell.mk
 include router/router.mk
 include sync/sync.mk
 include local/local.mk
+include kube/kube.mk
 include session/session.mk
 include cli/cli.mk
 include completions/completions.mk
