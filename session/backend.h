@@ -44,6 +44,10 @@ typedef struct sbx_sandbox_spec {
     const strvec *agent_args;
     /* Environment of the agent process itself (commands get theirs per RUN). */
     const strvec *agent_env;
+    /* During claim(): tells the user waiting how a slow claim goes (one line, e.g. the
+     * cluster's reason it is not ready yet), at a terminal. NULL: nobody to tell. */
+    void (*progress)(void *ctx, const char *msg);
+    void *progress_ctx;
 } sbx_sandbox_spec;
 
 typedef struct sbx_backend sbx_backend;

@@ -563,6 +563,10 @@ fail:
 void sbx_config_free(sbx_config *cfg)
 {
     strvec_clear(&cfg->local.egress);
+    free(cfg->kube.kubeconfig);
+    free(cfg->kube.context);
+    free(cfg->kube.namespace_);
+    free(cfg->kube.pool);
     free(cfg->session);
     strvec_clear(&cfg->code_dirs);
     strvec_clear(&cfg->sync_paths);

@@ -48,6 +48,19 @@ typedef struct sbx_local_config {
     strvec egress;          /* AGENT_SANDBOX_EGRESS, checked (local/egress.h), lower-case */
 } sbx_local_config;
 
+/* The Kubernetes backend's section (AGENT_SANDBOX_KUBECONFIG, _KUBE_CONTEXT, _NAMESPACE,
+ * _POOL, _TTL, _CLAIM_TIMEOUT), filled by its class's configure hook (kube/). NULL strings:
+ * not set (kubectl's own defaults: KUBECONFIG, ~/.kube/config, in-cluster; the current
+ * context; the context's namespace). */
+typedef struct sbx_kube_config {
+    char *kubeconfig;       /* AGENT_SANDBOX_KUBECONFIG */
+    char *context;          /* AGENT_SANDBOX_KUBE_CONTEXT */
+    char *namespace_;       /* AGENT_SANDBOX_NAMESPACE */
+    char *pool;             /* AGENT_SANDBOX_POOL: the SandboxWarmPool to claim from */
+    unsigned ttl;           /* AGENT_SANDBOX_TTL, seconds: the claim's shutdownTime backstop */
+    unsigned claim_timeout; /* AGENT_SANDBOX_CLAIM_TIMEOUT, seconds */
+} sbx_kube_config;
+
 #define SBX_SESSION_NAME_MAX 64
 #define SBX_IDLE_TIMEOUT_DEFAULT (30 * 60)
 
@@ -72,6 +85,7 @@ typedef struct sbx_config {
                                "0": no limit */
     char *backend;          /* AGENT_SANDBOX_BACKEND: "local" (default) or "kube" */
     sbx_local_config local; /* the local backend's settings */
+    sbx_kube_config kube;   /* the Kubernetes backend's settings */
     char *run_dir;          /* sockets and locks: $XDG_RUNTIME_DIR/sbxsh or /tmp/sbxsh-UID */
     char *state_root;       /* AGENT_SANDBOX_STATE_DIR, else $XDG_STATE_HOME/sbxsh,
                                else ~/.local/state/sbxsh; one directory per session */

@@ -68,6 +68,7 @@ typedef struct holder {
     size_t nclients;
     uint32_t next_chan;
     uint64_t next_sync;
+    hclient *claiming;  /* the client whose command waits on a claim (its progress) */
     hclient *starting;  /* the client whose command or sync is being started: the push that
                            goes first warns it (it has no channel yet) */
     uint64_t idle_since_ns;     /* last moment the session was in use */
@@ -428,6 +429,16 @@ static int make_host(holder *h, sbx_err *err)
     return sync_host_new(&sc, &h->host, err);
 }
 
+/* A backend's word on a slow claim, to the client waiting on it (at its terminal). */
+static void on_claim_progress(void *ctx, const char *msg)
+{
+    holder *h = ctx;
+    if (h->claiming && h->claiming->progress) {
+        send_str(h->claiming, P_PROGRESS, msg);
+        client_write(h, h->claiming);
+    }
+}
+
 /* The backend instance for the session (by cfg->backend, through the
  * registry); nothing is claimed yet. */
 static int make_backend(holder *h, sbx_err *err)
@@ -436,6 +447,8 @@ static int make_backend(holder *h, sbx_err *err)
         .agent_path = h->cfg->agent_path,
         .agent_args = &h->agent_args,
         .agent_env = &h->agent_env,
+        .progress = on_claim_progress,
+        .progress_ctx = h,
     };
     h->backend = sbx_backend_new(h->cfg, &spec, err);
     return h->backend ? 0 : -1;
@@ -504,7 +517,10 @@ static int ensure_conn(holder *h, hclient *c, sbx_err *err)
             client_write(h, c);
         }
         uint64_t t0 = now_ns();
-        if (h->backend->ops->claim(h->backend, &reattached, err) < 0) {
+        h->claiming = c;
+        int cr = h->backend->ops->claim(h->backend, &reattached, err);
+        h->claiming = NULL;
+        if (cr < 0) {
             /* A session that never had a sandbox must not keep its shape: a call with
              * another runtime (bwrap after runsc failed) would be refused by name. */
             if (!h->backend->ops->exists(h->backend))

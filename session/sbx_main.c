@@ -747,44 +747,6 @@ static void doctor_agent(void)
     free(agent);
 }
 
-/* The Kubernetes settings, checked for shape while that backend is not built,
- * so a misspelt pool or an unreadable kubeconfig shows before it matters. */
-static void doctor_kube(void)
-{
-    const char *kc = getenv("AGENT_SANDBOX_KUBECONFIG");
-    const char *pool = getenv("AGENT_SANDBOX_POOL");
-    if (kc && *kc) {
-        char *text = NULL;
-        size_t len;
-        if (read_file(kc, 4 << 20, &text, &len, NULL) < 0)
-            finding(2, "AGENT_SANDBOX_KUBECONFIG is not readable", "%s: %s", kc,
-                    strerror(errno));
-        else if (!strstr(text, "clusters:") || !strstr(text, "contexts:"))
-            finding(2, "AGENT_SANDBOX_KUBECONFIG does not look like a kubeconfig",
-                    "%s has no clusters:/contexts: sections; see cluster/README.md", kc);
-        else
-            finding(0, "kubeconfig:", "%s", kc);
-        free(text);
-    }
-    if (pool && *pool) {
-        bool ok = strlen(pool) <= 63;
-        for (const char *p = pool; *p; p++)
-            ok &= (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-                  (*p == '-' && p != pool && p[1]);
-        if (!ok)
-            finding(2, "AGENT_SANDBOX_POOL is not a valid pool name", "'%s': lower-case "
-                    "letters, digits and '-', at most 63", pool);
-        else if (!kc || !*kc)
-            finding(2, "AGENT_SANDBOX_POOL is set without AGENT_SANDBOX_KUBECONFIG",
-                    "set AGENT_SANDBOX_KUBECONFIG to the cluster's kubeconfig");
-        else
-            finding(0, "warm pool:", "%s", pool);
-    }
-    if ((kc && *kc) || (pool && *pool))
-        finding(1, "the Kubernetes backend is not built yet", "sessions use the local "
-                "backend until it is");
-}
-
 /* sbx doctor: the configuration, each backend's checks (the class's doctor
  * hook), the agent and the directories; exit 1 when something must be fixed. */
 static int cmd_doctor(int argc, char **argv)
@@ -813,7 +775,6 @@ static int cmd_doctor(int argc, char **argv)
             sbx_backend_classes[i]->doctor(&cfg, finding);
     doctor_agent();
     doctor_dirs(&cfg);
-    doctor_kube();
     printf("\n%s\n", problems ? "Fix the FAIL lines above; `sudo make deps` installs the "
                                 "packages." : warnings ? "Usable, but see the WARN lines "
                                 "above." : "All good.");
