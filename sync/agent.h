@@ -31,5 +31,10 @@ int agent_serve_stdio(const agent_opts *o);
 int agent_serve_listen(const agent_opts *o);
 /* Relays stdin/stdout to an agent listening on socket path (for `runsc exec`). */
 int agent_bridge(const char *path);
+/* --connect SOCKET [--start] [--resume ID] (agent_pod.c): the bridge for a backend whose
+ * every connection is a new process in the sandbox; daemon_args are the options a started
+ * `--listen SOCKET` daemon gets. */
+int agent_pod_connect(const char *self, const char *sock, bool start, const char *resume_id,
+                      char *const *daemon_args);
 
 #endif

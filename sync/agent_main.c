@@ -2,6 +2,7 @@
 #include "sync/agent.h"
 #include "sync/dnsstub.h"
 #include "sync/wire.h"
+#include "common/strvec.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -28,6 +29,11 @@ static const char usage[] =
     "                       connect); one host at a time, and a new connection takes over,\n"
     "                       keeping the manifest, running commands and background processes\n"
     "  --connect SOCKET     bridge stdin/stdout to an agent listening on SOCKET\n"
+    "  --start              with --connect: when none answers, start `--listen SOCKET` with\n"
+    "                       the other options, detached, and connect to it\n"
+    "  --resume ID          with --connect: stdin/stdout carry a resumable stream (sync/\n"
+    "                       resume.h) kept by a detached keeper per ID, so that a dropped\n"
+    "                       transport loses nothing: the next --connect resumes it\n"
     "  --state FILE         keep the manifest in FILE across restarts (written at disconnect,\n"
     "                       exit, and every few seconds after a change)\n"
     "  --idle-timeout SECS  with --listen: exit after SECS seconds without a host (default:\n"
@@ -69,7 +75,9 @@ int main(int argc, char **argv)
 {
     agent_opts o = { 0 };
     dnsstub_opts net = { 0 };
-    const char *connect_path = NULL;
+    const char *connect_path = NULL, *resume_id = NULL;
+    bool start = false;
+    strvec daemon_args = { 0 };   /* the options but --connect, --start, --resume */
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -84,6 +92,11 @@ int main(int argc, char **argv)
         }
         if (!strcmp(a, "--no-watch")) {
             o.no_watch = true;
+            strvec_push(&daemon_args, a);
+            continue;
+        }
+        if (!strcmp(a, "--start")) {
+            start = true;
             continue;
         }
         if (!val) {
@@ -91,10 +104,16 @@ int main(int argc, char **argv)
                     "Try 'sbx-agent --help'.\n", a);
             return 2;
         }
+        if (strcmp(a, "--connect") && strcmp(a, "--resume")) {
+            strvec_push(&daemon_args, a);
+            strvec_push(&daemon_args, val);
+        }
         if (!strcmp(a, "--listen")) {
             o.listen_path = val;
         } else if (!strcmp(a, "--connect")) {
             connect_path = val;
+        } else if (!strcmp(a, "--resume")) {
+            resume_id = val;
         } else if (!strcmp(a, "--no-network")) {
             if (strcmp(val, "none") && strcmp(val, "allowlist")) {
                 fprintf(stderr, "sbx-agent: --no-network wants none or allowlist\n");
@@ -142,6 +161,24 @@ int main(int argc, char **argv)
         fprintf(stderr, "sbx-agent: --listen and --connect exclude each other\n");
         return 2;
     }
+    if ((start || resume_id) && !connect_path) {
+        fprintf(stderr, "sbx-agent: --start and --resume go with --connect\n");
+        return 2;
+    }
+    if (connect_path && (start || resume_id)) {
+        char self[4096];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        if (n <= 0 && argv[0][0] != '/') {
+            fprintf(stderr, "sbx-agent: cannot find my own program (/proc/self/exe)\n");
+            return 1;
+        }
+        if (n > 0)
+            self[n] = '\0';
+        else
+            snprintf(self, sizeof(self), "%s", argv[0]);
+        return agent_pod_connect(self, connect_path, start, resume_id, daemon_args.v);
+    }
+    strvec_clear(&daemon_args);
     if (connect_path)
         return agent_bridge(connect_path);
     cloexec_inherited();

@@ -1,0 +1,174 @@
+/* The resumable stream's frames and bookkeeping (resume.h); no I/O here. */
+#include "sync/resume.h"
+
+#include <string.h>
+
+static void put_u32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put_u64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint32_t get_u32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t get_u64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static void frame(strbuf *out, int type, const void *payload, size_t len)
+{
+    unsigned char h[RS_HDR] = { 0 };
+    put_u32(h, (uint32_t)len);
+    h[4] = (unsigned char)type;
+    strbuf_add(out, h, sizeof(h));
+    if (len)
+        strbuf_add(out, payload, len);
+}
+
+void rs_init(rs_stream *s, uint64_t id)
+{
+    memset(s, 0, sizeof(*s));
+    s->id = id;
+    strbuf_init(&s->unacked, 0);
+    strbuf_init(&s->in, 0);
+}
+
+void rs_free(rs_stream *s)
+{
+    strbuf_release(&s->unacked);
+    strbuf_release(&s->in);
+}
+
+void rs_new_transport(rs_stream *s, strbuf *out)
+{
+    unsigned char p[16];
+    put_u64(p, s->id);
+    put_u64(p + 8, s->received);
+    strbuf_reset(&s->in);
+    s->peer_hello = false;
+    s->sent = s->base;      /* until the peer says what it has */
+    s->acked = s->received; /* the HELLO tells it */
+    frame(out, RS_HELLO, p, sizeof(p));
+}
+
+void rs_queue(rs_stream *s, const void *buf, size_t len)
+{
+    strbuf_add(&s->unacked, buf, len);
+}
+
+bool rs_can_queue(const rs_stream *s)
+{
+    return s->unacked.len < RS_MAX_UNACKED;
+}
+
+void rs_frame_out(rs_stream *s, strbuf *out, size_t max, bool force_ack)
+{
+    if (s->peer_hello) {
+        uint64_t end = s->base + s->unacked.len;
+        size_t added = 0;
+        while (s->sent < end && added < max) {
+            size_t n = (size_t)(end - s->sent);
+            if (n > RS_MAX_DATA)
+                n = RS_MAX_DATA;
+            frame(out, RS_DATA, s->unacked.buf + (s->sent - s->base), n);
+            s->sent += n;
+            added += n;
+        }
+    }
+    if (s->received - s->acked >= RS_ACK_EVERY || (force_ack && s->received != s->acked)) {
+        unsigned char p[8];
+        put_u64(p, s->received);
+        frame(out, RS_ACK, p, sizeof(p));
+        s->acked = s->received;
+    }
+}
+
+void rs_close(strbuf *out)
+{
+    frame(out, RS_CLOSE, NULL, 0);
+}
+
+/* The peer has everything below upto: drop it. */
+static int trim(rs_stream *s, uint64_t upto, const char **why)
+{
+    if (upto < s->base) {
+        *why = "the other end lost bytes it had acknowledged (it restarted)";
+        return -1;
+    }
+    if (upto > s->base + s->unacked.len) {
+        *why = "the other end acknowledged bytes never sent";
+        return -1;
+    }
+    strbuf_remove(&s->unacked, 0, (size_t)(upto - s->base));
+    s->base = upto;
+    if (s->sent < upto)
+        s->sent = upto;
+    return 0;
+}
+
+int rs_input(rs_stream *s, const void *buf, size_t len, strbuf *deliver, const char **why)
+{
+    size_t off = 0;
+    strbuf_add(&s->in, buf, len);
+    while (s->in.len - off >= RS_HDR) {
+        const unsigned char *h = (const unsigned char *)s->in.buf + off;
+        uint32_t n = get_u32(h);
+        int type = h[4];
+        if (n > RS_MAX_DATA || h[5] || h[6] || h[7]) {
+            *why = "a malformed frame";
+            return -1;
+        }
+        if (s->in.len - off < RS_HDR + n)
+            break;
+        const unsigned char *p = h + RS_HDR;
+        if (!s->peer_hello && type != RS_HELLO) {
+            *why = "a frame before HELLO";
+            return -1;
+        }
+        switch (type) {
+        case RS_HELLO:
+            if (n != 16 || get_u64(p) != s->id) {
+                *why = n != 16 ? "a malformed HELLO" : "the other end serves another stream";
+                return -1;
+            }
+            s->peer_hello = true;
+            if (trim(s, get_u64(p + 8), why) < 0)
+                return -1;
+            s->sent = s->base;  /* resend everything it has not got */
+            break;
+        case RS_DATA:
+            strbuf_add(deliver, p, n);
+            s->received += n;
+            break;
+        case RS_ACK:
+            if (n != 8 || trim(s, get_u64(p), why) < 0) {
+                if (n != 8)
+                    *why = "a malformed ACK";
+                return -1;
+            }
+            break;
+        case RS_CLOSE:
+            s->peer_closed = true;
+            break;
+        default:
+            *why = "an unknown frame type";
+            return -1;
+        }
+        off += RS_HDR + n;
+    }
+    strbuf_remove(&s->in, 0, off);
+    return 0;
+}
