@@ -1,0 +1,404 @@
+/*
+ * The Kubernetes backend: a session's sandbox is a pod claimed from an agent-sandbox
+ * SandboxWarmPool (a v1beta1 SandboxClaim), and sbx-agent runs there as a daemon that
+ * each holder connection reaches through a pods/exec WebSocket.
+ *
+ * This class links no libcurl (sbxsh starts in about a millisecond and its holder is a
+ * fork of it; loading libcurl alone costs about 5 ms): everything that talks to the API
+ * server is sbx-kube (kube/kube_main.c), a program beside sbx-agent that the class runs
+ * (kclass.h lists the subcommands). So:
+ *
+ *   claim()        runs `sbx-kube claim`, which reattaches to the session's claim when its
+ *                  pod is still the one recorded and Ready, else deletes what is left and
+ *                  makes a new claim, waits for it with a watch, and records it in
+ *                  STATE/kube.json; its progress lines reach the waiting user.
+ *   open_stream()  a socketpair: a child runs `sbx-kube stream` with its end as stdin and
+ *                  stdout (stderr: the holder's log). That child keeps the exec to the pod
+ *                  and, when the WebSocket drops, opens a new one and resumes where the
+ *                  bytes stopped (sync/resume.h), so the holder sees one unbroken stream.
+ *                  It also moves the claim's shutdownTime forward while it lives.
+ *   alive()        claimed, and the stream child did not end saying the pod is gone.
+ *   exists()       claimed and alive here, or `sbx-kube check` finds the recorded pod.
+ *   release()      `sbx-kube release`: the claim is deleted (the pod goes with it).
+ *
+ * No credential of the host reaches the pod: sbx-kube reads the kubeconfig on the host,
+ * and the pod gets only sbx-agent's command line (kube/README.md).
+ */
+#include "kube/kclass.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+char *kube_find_tool(const char *agent_path, sbx_err *err)
+{
+    char *p = sbx_find_libexec(agent_path, "sbx-kube");
+    if (p && access(p, X_OK) == 0)
+        return p;
+    free(p);
+    sbx_errf(err, "AGENT_SANDBOX_BACKEND=kube: sbx-kube (the program that talks to the "
+             "cluster) is not installed beside sbx-agent; run `make` (or `make install`)");
+    return NULL;
+}
+
+/* Closes every fd from 3 up (in a child before exec). */
+static void close_from3(void)
+{
+    for (int fd = 3; fd < 1024; fd++)
+        close(fd);
+}
+
+int kube_run_tool(char *const argv[], void (*on_line)(void *ctx, const char *line), void *ctx,
+                  sbx_err *err)
+{
+    int p[2], st;
+    pid_t pid;
+    strbuf buf = STRBUF_INIT;
+
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return sbx_errno(err, "pipe");
+    pid = fork();
+    if (pid < 0) {
+        close(p[0]);
+        close(p[1]);
+        return sbx_errno(err, "fork");
+    }
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDONLY);
+        if (null < 0 || dup2(null, 0) < 0 || dup2(p[1], 1) < 0)
+            _exit(127);
+        close_from3();
+        signal(SIGPIPE, SIG_DFL);
+        signal(SIGINT, SIG_DFL);
+        execv(argv[0], argv);
+        dprintf(2, "sbxsh: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(p[1]);
+    for (;;) {
+        char chunk[4096];
+        ssize_t n = read(p[0], chunk, sizeof(chunk));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        if (buf.len < (1 << 20))
+            strbuf_add(&buf, chunk, (size_t)n);
+        char *nl;
+        while ((nl = memchr(buf.buf, '\n', buf.len))) {
+            *nl = '\0';
+            if (on_line)
+                on_line(ctx, buf.buf);
+            strbuf_remove(&buf, 0, (size_t)(nl - buf.buf) + 1);
+        }
+    }
+    close(p[0]);
+    if (buf.len && on_line)
+        on_line(ctx, buf.buf);
+    strbuf_release(&buf);
+    while (waitpid(pid, &st, 0) < 0) {
+        if (errno != EINTR)
+            return sbx_errno(err, "waitpid");
+    }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* sbx-kube SUBCOMMAND --state DIR --session S and the settings. */
+static void tool_argv(kube_backend *kb, const char *sub, strvec *argv)
+{
+    strvec_push(argv, kb->tool);
+    strvec_push(argv, sub);
+    strvec_push(argv, "--state");
+    strvec_push(argv, kb->dir);
+    strvec_push(argv, "--session");
+    strvec_push(argv, kb->session);
+    kube_tool_opts(&kb->kc, argv);
+}
+
+/* What a claim's output lines say: "progress TEXT" (for the user), "error TEXT" (why it
+ * failed), "reattached". */
+typedef struct claim_out {
+    kube_backend *kb;
+    bool reattached;
+    bool have_error;
+    sbx_err err;
+} claim_out;
+
+static void on_claim_line(void *ctx, const char *line)
+{
+    claim_out *o = ctx;
+    if (!strncmp(line, "progress ", 9)) {
+        if (o->kb->progress)
+            o->kb->progress(o->kb->progress_ctx, line + 9);
+    } else if (!strncmp(line, "error ", 6)) {
+        o->have_error = true;
+        snprintf(o->err.msg, sizeof(o->err.msg), "%s", line + 6);
+    } else if (!strcmp(line, "reattached")) {
+        o->reattached = true;
+    }
+}
+
+/* Ends the stream child (it ends by itself when its socket closes: give it a moment, as
+ * it tells the pod the stream is over). */
+static void stop_stream(kube_backend *kb, int grace_ms)
+{
+    if (kb->stream_pid <= 0)
+        return;
+    for (int i = 0; i < grace_ms / 10; i++) {
+        if (waitpid(kb->stream_pid, NULL, WNOHANG) != 0) {
+            kb->stream_pid = 0;
+            return;
+        }
+        usleep(10000);
+    }
+    kill(kb->stream_pid, SIGTERM);
+    for (int i = 0; i < 200; i++) {
+        if (waitpid(kb->stream_pid, NULL, WNOHANG) != 0) {
+            kb->stream_pid = 0;
+            return;
+        }
+        usleep(10000);
+    }
+    kill(kb->stream_pid, SIGKILL);
+    waitpid(kb->stream_pid, NULL, 0);
+    kb->stream_pid = 0;
+}
+
+static int kube_claim(sbx_backend *b, bool *reattached, sbx_err *err)
+{
+    kube_backend *kb = (kube_backend *)b;
+    strvec argv = { 0 };
+    claim_out o = { .kb = kb };
+    int r;
+
+    *reattached = false;
+    stop_stream(kb, 0);
+    if (sbx_private_dir(kb->dir, err) < 0)
+        return -1;
+    tool_argv(kb, "claim", &argv);
+    for (size_t i = 0; i < kb->code_dirs.n; i++) {
+        strvec_push(&argv, "--code-dir");
+        strvec_push(&argv, kb->code_dirs.v[i]);
+    }
+    r = kube_run_tool(argv.v, on_claim_line, &o, err);
+    strvec_clear(&argv);
+    if (r < 0)
+        return -1;
+    if (r != 0) {
+        if (o.have_error)
+            *err = o.err;
+        else
+            sbx_errf(err, "sbx-kube claim failed (status %d); see the session's log", r);
+        return -1;
+    }
+    kube_state_free(&kb->st);
+    if (kube_state_load(kb->dir, &kb->st) < 0)
+        return sbx_errf(err, "sbx-kube claim left no readable %s/%s", kb->dir, SBX_KUBE_STATE);
+    kb->claimed = true;
+    kb->gone = false;
+    *reattached = o.reattached;
+    return 0;
+}
+
+/* Reaps the stream child when it ended; its status says whether the pod is gone. */
+static void reap_stream(kube_backend *kb)
+{
+    int st;
+    if (kb->stream_pid <= 0 || waitpid(kb->stream_pid, &st, WNOHANG) != kb->stream_pid)
+        return;
+    kb->stream_pid = 0;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == SBX_KUBE_EXIT_GONE)
+        kb->gone = true;
+}
+
+static bool kube_alive(sbx_backend *b)
+{
+    kube_backend *kb = (kube_backend *)b;
+    reap_stream(kb);
+    return kb->claimed && !kb->gone;
+}
+
+static int kube_open_stream(sbx_backend *b, int *rfd, int *wfd, sbx_err *err)
+{
+    kube_backend *kb = (kube_backend *)b;
+    int sv[2];
+    strvec argv = { 0 };
+    pid_t pid;
+
+    if (!kb->claimed)
+        return sbx_errf(err, "no sandbox claimed");
+    /* a stream the holder dropped: it goes when its socket closes */
+    stop_stream(kb, 2000);
+    if (kb->gone)
+        return sbx_errf(err, "the pod %s is gone; the next command claims a new one",
+                        kb->st.pod ? kb->st.pod : "?");
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+        return sbx_errno(err, "socketpair");
+    tool_argv(kb, "stream", &argv);
+    strvec_push(&argv, "--agent");
+    strvec_push(&argv, kb->agent_path);
+    strvec_push(&argv, "--home");
+    strvec_push(&argv, kb->home);
+    strvec_push(&argv, "--");
+    for (size_t i = 0; i < kb->agent_args.n; i++)
+        strvec_push(&argv, kb->agent_args.v[i]);
+    pid = fork();
+    if (pid < 0) {
+        strvec_clear(&argv);
+        close(sv[0]);
+        close(sv[1]);
+        return sbx_errno(err, "fork");
+    }
+    if (pid == 0) {
+        if (dup2(sv[1], 0) < 0 || dup2(sv[1], 1) < 0)
+            _exit(127);
+        close_from3();
+        signal(SIGPIPE, SIG_DFL);
+        /* the holder ignores SIGINT and SIGHUP: so does this child (inherited) */
+        execv(argv.v[0], argv.v);
+        dprintf(2, "sbxsh: cannot run %s: %s\n", argv.v[0], strerror(errno));
+        _exit(127);
+    }
+    strvec_clear(&argv);
+    close(sv[1]);
+    kb->stream_pid = pid;
+    *rfd = *wfd = sv[0];
+    return 0;
+}
+
+static bool kube_exists(sbx_backend *b)
+{
+    kube_backend *kb = (kube_backend *)b;
+    strvec argv = { 0 };
+    sbx_err err;
+    char *path;
+    bool recorded;
+    int r;
+
+    if (kube_alive(b))
+        return true;
+    path = xasprintf("%s/%s", kb->dir, SBX_KUBE_STATE);
+    recorded = access(path, F_OK) == 0;
+    free(path);
+    if (!recorded)
+        return false;
+    tool_argv(kb, "check", &argv);
+    r = kube_run_tool(argv.v, NULL, NULL, &err);
+    strvec_clear(&argv);
+    return r == 0;
+}
+
+static void on_release_line(void *ctx, const char *line)
+{
+    sbx_err *err = ctx;
+    if (!strncmp(line, "error ", 6))
+        snprintf(err->msg, sizeof(err->msg), "%s", line + 6);
+}
+
+static int kube_release(sbx_backend *b, sbx_err *err)
+{
+    kube_backend *kb = (kube_backend *)b;
+    strvec argv = { 0 };
+    char *path;
+    int r;
+
+    stop_stream(kb, 2000);
+    err->msg[0] = '\0';
+    tool_argv(kb, "release", &argv);
+    r = kube_run_tool(argv.v, on_release_line, err, err);
+    strvec_clear(&argv);
+    if (r != 0) {
+        if (r > 0 && !err->msg[0])
+            sbx_errf(err, "sbx-kube release failed (status %d); see the session's log", r);
+        /* kube.json stays: `sbx release` again deletes the claim once the cluster answers
+         * (and its shutdownTime ends it in any case) */
+        return -1;
+    }
+    kb->claimed = false;
+    path = xasprintf("%s/%s", kb->dir, SBX_KUBE_STATE);
+    unlink(path);
+    free(path);
+    if (rmdir(kb->dir) < 0 && errno != ENOENT && errno != ENOTEMPTY)
+        return sbx_errno(err, "cannot remove %s", kb->dir);
+    return 0;
+}
+
+static void kube_free(sbx_backend *b)
+{
+    kube_backend *kb = (kube_backend *)b;
+    stop_stream(kb, 2000);
+    free(kb->session);
+    free(kb->dir);
+    free(kb->tool);
+    free(kb->agent_path);
+    free(kb->home);
+    free(kb->kc.kubeconfig);
+    free(kb->kc.context);
+    free(kb->kc.namespace_);
+    free(kb->kc.pool);
+    strvec_clear(&kb->code_dirs);
+    strvec_clear(&kb->agent_args);
+    kube_state_free(&kb->st);
+    free(kb);
+}
+
+static const sbx_backend_ops kube_ops = {
+    .name = "kube",
+    .claim = kube_claim,
+    .open_stream = kube_open_stream,
+    .alive = kube_alive,
+    .exists = kube_exists,
+    .release = kube_release,
+    .status = kube_status,
+    .free = kube_free,
+};
+
+static sbx_backend *kube_new(const sbx_config *cfg, const sbx_sandbox_spec *spec, sbx_err *err)
+{
+    kube_backend *kb;
+    char *tool;
+
+    if (!cfg->kube.pool) {
+        sbx_errf(err, "AGENT_SANDBOX_BACKEND=kube needs AGENT_SANDBOX_POOL: the name of the "
+                 "SandboxWarmPool to claim pods from (`sbx doctor` checks it)");
+        return NULL;
+    }
+    if (!(tool = kube_find_tool(spec->agent_path, err)))
+        return NULL;
+    kb = xcalloc(1, sizeof(*kb));
+    kb->base.ops = &kube_ops;
+    kb->tool = tool;
+    kb->session = xstrdup(cfg->session);
+    kb->dir = sbx_session_state_dir(cfg);
+    kb->home = xstrdup(cfg->home);
+    kb->agent_path = xstrdup(spec->agent_path);
+    kb->kc.kubeconfig = cfg->kube.kubeconfig ? xstrdup(cfg->kube.kubeconfig) : NULL;
+    kb->kc.context = cfg->kube.context ? xstrdup(cfg->kube.context) : NULL;
+    kb->kc.namespace_ = cfg->kube.namespace_ ? xstrdup(cfg->kube.namespace_) : NULL;
+    kb->kc.pool = xstrdup(cfg->kube.pool);
+    kb->kc.ttl = cfg->kube.ttl;
+    kb->kc.claim_timeout = cfg->kube.claim_timeout;
+    strvec_pushv(&kb->code_dirs, cfg->code_dirs.v);
+    if (spec->agent_args)
+        strvec_pushv(&kb->agent_args, spec->agent_args->v);
+    kb->progress = spec->progress;
+    kb->progress_ctx = spec->progress_ctx;
+    return &kb->base;
+}
+
+/* What the registry lists (BACKENDS += kube in kube/kube.mk). */
+const sbx_backend_class sbx_backend_class_kube = {
+    .name = "kube",
+    .configure = kube_configure,
+    .fingerprint = kube_fingerprint,
+    .create = kube_new,
+    .peek = kube_peek,
+    .adopt = kube_adopt,
+    .doctor = kube_doctor,
+};

@@ -1,0 +1,165 @@
+/*
+ * kube.json: what sbx-kube recorded of the session's claim (claim, sandbox, pod and its
+ * uid, node, pool, namespace, the cluster, the expiry it last set, the code directories),
+ * and the class's status, peek and adopt hooks, which read it without the network.
+ */
+#include "kube/kclass.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static char *jstr(const cJSON *o, const char *name)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, name);
+    return cJSON_IsString(it) && it->valuestring[0] ? xstrdup(it->valuestring) : NULL;
+}
+
+static int64_t jnum(const cJSON *o, const char *name)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, name);
+    return cJSON_IsNumber(it) ? (int64_t)it->valuedouble : 0;
+}
+
+int kube_state_load(const char *dir, kube_state *s)
+{
+    char *path = xasprintf("%s/%s", dir, SBX_KUBE_STATE), *text = NULL;
+    size_t len;
+    cJSON *o, *d;
+
+    memset(s, 0, sizeof(*s));
+    if (read_file(path, 1 << 20, &text, &len, NULL) < 0) {
+        free(path);
+        return -1;
+    }
+    free(path);
+    o = cJSON_ParseWithLength(text, len);
+    free(text);
+    if (!o)
+        return -1;
+    s->claim = jstr(o, "claim");
+    s->claim_uid = jstr(o, "claim_uid");
+    s->namespace_ = jstr(o, "namespace");
+    s->pool = jstr(o, "pool");
+    s->sandbox = jstr(o, "sandbox");
+    s->pod = jstr(o, "pod");
+    s->pod_uid = jstr(o, "pod_uid");
+    s->node = jstr(o, "node");
+    s->server = jstr(o, "server");
+    s->context = jstr(o, "context");
+    s->kubeconfig = jstr(o, "kubeconfig");
+    s->created = jnum(o, "created");
+    s->expires = jnum(o, "expires");
+    cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(o, "code_dirs"))
+        if (cJSON_IsString(d))
+            strvec_push(&s->code_dirs, d->valuestring);
+    cJSON_Delete(o);
+    if (!s->claim || !s->namespace_) {
+        kube_state_free(s);
+        return -1;
+    }
+    return 0;
+}
+
+void kube_state_free(kube_state *s)
+{
+    free(s->claim);
+    free(s->claim_uid);
+    free(s->namespace_);
+    free(s->pool);
+    free(s->sandbox);
+    free(s->pod);
+    free(s->pod_uid);
+    free(s->node);
+    free(s->server);
+    free(s->context);
+    free(s->kubeconfig);
+    strvec_clear(&s->code_dirs);
+    memset(s, 0, sizeof(*s));
+}
+
+static void add_field(strbuf *json, const char *name, const char *v)
+{
+    strbuf_addf(json, ",\"%s\":", name);
+    if (!v) {
+        strbuf_addstr(json, "null");
+        return;
+    }
+    strbuf_addch(json, '"');
+    strbuf_add_json_escaped(json, v, strlen(v));
+    strbuf_addch(json, '"');
+}
+
+/* runtime and id are what `sbx ls` and `sbx status` print for every backend: "kube" and
+ * the claim; the rest is this backend's own. */
+void kube_state_json(const kube_state *s, bool alive, const char *dir, strbuf *json)
+{
+    strbuf_addstr(json, "{\"backend\":\"kube\",\"runtime\":\"kube\"");
+    add_field(json, "id", s->claim);
+    strbuf_addf(json, ",\"created\":%lld,\"alive\":%s,\"network\":\"pod\"",
+                (long long)s->created, alive ? "true" : "false");
+    add_field(json, "claim", s->claim);
+    add_field(json, "sandbox", s->sandbox);
+    add_field(json, "pod", s->pod);
+    add_field(json, "node", s->node);
+    add_field(json, "pool", s->pool);
+    add_field(json, "namespace", s->namespace_);
+    add_field(json, "server", s->server);
+    add_field(json, "context", s->context);
+    strbuf_addf(json, ",\"expires\":%lld", (long long)s->expires);
+    add_field(json, "state_dir", dir);
+    strbuf_addch(json, '}');
+}
+
+void kube_status(sbx_backend *b, strbuf *json)
+{
+    kube_backend *kb = (kube_backend *)b;
+    kube_state fresh;
+    /* the stream moves the expiry forward: read what it wrote last */
+    if (kube_state_load(kb->dir, &fresh) == 0) {
+        kube_state_json(&fresh, b->ops->alive(b), kb->dir, json);
+        kube_state_free(&fresh);
+        return;
+    }
+    kube_state_json(&kb->st, b->ops->alive(b), kb->dir, json);
+}
+
+/* Without a holder nobody knows whether the pod still runs: "alive" says the claim is
+ * recorded and not past its expiry (sbx status with a holder asks the holder). */
+int kube_peek(const char *state_dir, strbuf *json)
+{
+    kube_state s;
+    if (kube_state_load(state_dir, &s) < 0)
+        return -1;
+    kube_state_json(&s, !s.expires || s.expires > (int64_t)time(NULL), state_dir, json);
+    kube_state_free(&s);
+    return 0;
+}
+
+int kube_adopt(const char *state_dir, sbx_config *cfg)
+{
+    kube_state s;
+    if (kube_state_load(state_dir, &s) < 0)
+        return -1;
+    sbx_kube_config *k = &cfg->kube;
+    free(k->namespace_);
+    k->namespace_ = xstrdup(s.namespace_);
+    if (s.pool) {
+        free(k->pool);
+        k->pool = xstrdup(s.pool);
+    }
+    if (s.context) {
+        free(k->context);
+        k->context = xstrdup(s.context);
+    }
+    if (s.kubeconfig && s.kubeconfig[0] == '/') {
+        free(k->kubeconfig);
+        k->kubeconfig = xstrdup(s.kubeconfig);
+    }
+    strvec_clear(&cfg->code_dirs);
+    cfg->code_dirs = s.code_dirs;
+    memset(&s.code_dirs, 0, sizeof(s.code_dirs));
+    kube_state_free(&s);
+    return 0;
+}

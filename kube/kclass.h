@@ -1,0 +1,93 @@
+/*
+ * The Kubernetes backend class's own header (kube/backend*.c, linked into libsbx: no
+ * libcurl, no libyaml, no libcrypto here). Everything that talks to the API server is
+ * sbx-kube (kube/kube_main.c), a program beside sbx-agent that the class runs:
+ *
+ *   claim    sbx-kube claim ...   reattach to the session's claim, or make one and wait
+ *                                 until its pod is Ready; writes STATE/kube.json
+ *   stream   sbx-kube stream ...  a child whose stdin/stdout is the holder's end of a
+ *                                 socketpair: the byte stream to sbx-agent in the pod
+ *   exists   sbx-kube check ...   whether the recorded claim still has its pod
+ *   release  sbx-kube release ... delete the claim
+ *   doctor   sbx-kube doctor ...  the cluster's side of sbx doctor
+ *
+ * The files:
+ *   backend_config.c  cfg->kube from AGENT_SANDBOX_*, its part of the fingerprint
+ *   backend_state.c   kube.json: reading it, status(), peek() and adopt()
+ *   backend_doctor.c  the class's doctor hook
+ *   backend.c         the class: create, claim, open_stream, alive, exists, release
+ */
+#ifndef SBX_KUBE_KCLASS_H
+#define SBX_KUBE_KCLASS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/strbuf.h"
+#include "common/strvec.h"
+#include "common/util.h"
+#include "session/backend.h"
+#include "session/config.h"
+
+#define SBX_KUBE_TTL_DEFAULT (4 * 3600)
+#define SBX_KUBE_CLAIM_TIMEOUT_DEFAULT 120
+/* The state file sbx-kube writes in the session's state directory. */
+#define SBX_KUBE_STATE "kube.json"
+/* sbx-kube stream's exit status when the pod (or its claim) is gone: the sandbox is dead,
+ * the next command claims a new one. */
+#define SBX_KUBE_EXIT_GONE 3
+
+/* What kube.json records (sbx-kube writes it; the class only reads). */
+typedef struct kube_state {
+    char *claim, *claim_uid, *namespace_, *pool, *sandbox, *pod, *pod_uid, *node;
+    char *server, *context, *kubeconfig;
+    int64_t created, expires;
+    strvec code_dirs;
+} kube_state;
+
+int kube_state_load(const char *dir, kube_state *s);
+void kube_state_free(kube_state *s);
+/* The JSON object `sbx status` shows (status() and peek()). */
+void kube_state_json(const kube_state *s, bool alive, const char *dir, strbuf *json);
+
+typedef struct kube_backend {
+    sbx_backend base;
+    char *session;
+    char *dir;              /* the session's state directory */
+    char *tool;             /* sbx-kube */
+    char *agent_path;       /* sbx-agent(-static) on the host, uploaded when the pod has none */
+    char *home;
+    sbx_kube_config kc;     /* copied from cfg->kube */
+    strvec code_dirs;
+    strvec agent_args;
+    void (*progress)(void *ctx, const char *msg);
+    void *progress_ctx;
+    bool claimed;
+    bool gone;              /* the stream said the pod is gone */
+    pid_t stream_pid;       /* the running `sbx-kube stream`, 0: none */
+    kube_state st;          /* valid while claimed */
+} kube_backend;
+
+/* backend_config.c */
+int kube_configure(sbx_config *cfg, sbx_err *err);
+void kube_fingerprint(const sbx_config *cfg, strbuf *out);
+/* The common options of every sbx-kube call for these settings. */
+void kube_tool_opts(const sbx_kube_config *kc, strvec *argv);
+
+/* backend_state.c */
+int kube_peek(const char *state_dir, strbuf *json);
+int kube_adopt(const char *state_dir, sbx_config *cfg);
+void kube_status(sbx_backend *b, strbuf *json);
+
+/* backend_doctor.c */
+void kube_doctor(const sbx_config *cfg, sbx_doctor_finding *finding);
+
+/* backend.c: runs sbx-kube with argv (argv[0] the tool), stdout read line by line into
+ * on_line (may be NULL), stderr to ours (the holder's log); returns its exit status or -1. */
+int kube_run_tool(char *const argv[], void (*on_line)(void *ctx, const char *line), void *ctx,
+                  sbx_err *err);
+/* sbx-kube beside the agent (as local/ finds sbx-egress), or NULL with a message. */
+char *kube_find_tool(const char *agent_path, sbx_err *err);
+
+#endif
