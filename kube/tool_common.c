@@ -1,0 +1,134 @@
+/* sbx-kube's shared pieces: the client, the API paths, kube.json, times, the session key. */
+#include "kube/tool.h"
+
+#include <pwd.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/fsutil.h"
+
+int kt_connect(kt *k, kt_opts *o, sbx_err *err)
+{
+    kube_load_opts lo = {
+        .explicit_path = o->kubeconfig,
+        .kubeconfig_env = getenv("KUBECONFIG"),
+        .context = o->context,
+        .namespace_ = o->namespace_,
+    };
+    memset(k, 0, sizeof(*k));
+    k->o = o;
+    if (kube_target_load(&lo, &k->target, err) < 0)
+        return -1;
+    k->ns = k->target.namespace_ ? k->target.namespace_ : "default";
+    if (!(k->c = kube_client_new(&k->target, err))) {
+        kube_target_free(&k->target);
+        return -1;
+    }
+    return 0;
+}
+
+void kt_close(kt *k)
+{
+    if (k->c)
+        kube_client_free(k->c);
+    kube_target_free(&k->target);
+    memset(k, 0, sizeof(*k));
+}
+
+static char *path_of(const char *api, const char *ns, const char *plural, const char *name)
+{
+    char *ens = kube_url_escape(ns), *p;
+    if (name) {
+        char *en = kube_url_escape(name);
+        p = xasprintf("%s/namespaces/%s/%s/%s", api, ens, plural, en);
+        free(en);
+    } else {
+        p = xasprintf("%s/namespaces/%s/%s", api, ens, plural);
+    }
+    free(ens);
+    return p;
+}
+
+char *kt_claim_path(kt *k, const char *name)
+{
+    return path_of(KT_CLAIMS_API, k->ns, "sandboxclaims", name);
+}
+
+char *kt_sandbox_path(kt *k, const char *name)
+{
+    return path_of(KT_SANDBOX_API, k->ns, "sandboxes", name);
+}
+
+char *kt_pod_path(kt *k, const char *name)
+{
+    return path_of("/api/v1", k->ns, "pods", name);
+}
+
+void kt_rfc3339(int64_t t, char *buf, size_t n)
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+    gmtime_r(&tt, &tm);
+    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* FNV-1a 64: a name, not a secret. */
+void kt_session_key(const kt_opts *o, char out[17])
+{
+    char host[256] = "";
+    uint64_t h = 0xcbf29ce484222325ULL;
+    gethostname(host, sizeof(host) - 1);
+    char *s = xasprintf("%u\n%s\n%s\n%s", (unsigned)getuid(), host, o->state_dir, o->session);
+    for (const char *p = s; *p; p++) {
+        h ^= (unsigned char)*p;
+        h *= 0x100000001b3ULL;
+    }
+    free(s);
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
+
+cJSON *kt_state_load(const char *dir)
+{
+    char *path = xasprintf("%s/kube.json", dir), *text = NULL;
+    size_t len;
+    cJSON *o = NULL;
+    if (read_file(path, 1 << 20, &text, &len, NULL) == 0)
+        o = cJSON_ParseWithLength(text, len);
+    free(text);
+    free(path);
+    if (o && !cJSON_IsObject(o)) {
+        cJSON_Delete(o);
+        o = NULL;
+    }
+    return o;
+}
+
+int kt_state_save(const char *dir, const cJSON *st, sbx_err *err)
+{
+    char *text = cJSON_PrintUnformatted(st), *path = xasprintf("%s/kube.json", dir);
+    int r;
+    if (!text)
+        xdie_oom();
+    r = sbx_write_file_atomic(path, text, strlen(text), 0600, err);
+    free(path);
+    cJSON_free(text);
+    return r;
+}
+
+const char *kt_jstr(const cJSON *o, const char *path)
+{
+    char part[256];
+    while (o && *path) {
+        const char *dot = strchr(path, '.');
+        size_t n = dot ? (size_t)(dot - path) : strlen(path);
+        if (n >= sizeof(part))
+            return NULL;
+        memcpy(part, path, n);
+        part[n] = '\0';
+        o = cJSON_GetObjectItemCaseSensitive(o, part);
+        path += n + (dot ? 1 : 0);
+    }
+    return cJSON_IsString(o) ? o->valuestring : NULL;
+}

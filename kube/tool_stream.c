@@ -1,0 +1,498 @@
+/*
+ * sbx-kube stream: stdin/stdout (the holder's end of a socketpair) relayed to sbx-agent in
+ * the pod, over pods/exec WebSockets that may drop.
+ *
+ * In the pod, each exec runs `sbx-agent --connect SOCKET --start --resume ID ARGS`: the
+ * first starts the agent daemon (`--listen SOCKET ARGS`) and a keeper for stream ID; every
+ * exec relays its stdio to the keeper (sync/agent_pod.c). Between this process and the
+ * keeper the bytes travel as a resumable stream (sync/resume.h): when the WebSocket drops,
+ * a new exec resumes where the bytes stopped, and the holder never notices. States:
+ *
+ *   SETUP    the pod's sbx-agent: the one recorded in kube.json, else one in the image of
+ *            this very version, else sbx-agent-static uploaded (head -c SIZE > tmp, sha256
+ *            checked, chmod, rename) and recorded;
+ *   CONNECT  an exec; it fails: the pod gone (404) ends with SBX_KUBE_EXIT_GONE, anything
+ *            else is retried with backoff for RECONNECT_S;
+ *   RELAY    until the holder closes (CLOSE to the keeper, exit 0), the keeper says CLOSE
+ *            (the agent dropped it: exit 1), or the exec ends (back to CONNECT; an agent
+ *            missing from the pod, status 126/127 before a HELLO, goes back to SETUP once).
+ *
+ * While it lives it also moves the claim's shutdownTime forward, a quarter of the TTL
+ * before it would expire; a claim that is gone ends the stream as a pod that is gone.
+ */
+#include "kube/tool.h"
+#include "kube/exec.h"
+#include "sync/resume.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kube/kclass.h"
+
+#define RECONNECT_S 30
+#define EXEC_TIMEOUT_MS 30000
+
+/* The probe: each candidate agent and its --version, one "PATH<TAB>VERSION" a line; and the
+ * host's HOME made (commands may start there). */
+static const char probe_script[] =
+    "mkdir -p " KT_POD_DIR " 2>/dev/null; [ -n \"$1\" ] && mkdir -p -- \"$1\" 2>/dev/null; "
+    "for a in " KT_POD_AGENT " \"$(command -v sbx-agent 2>/dev/null)\"; do "
+    "[ -n \"$a\" ] && [ -x \"$a\" ] && printf '%s\\t%s\\n' \"$a\" \"$(\"$a\" --version 2>/dev/null)\"; "
+    "done; exit 0";
+
+/* The upload: exactly SIZE bytes from stdin (head -c: no end of stdin needed, which the v4
+ * protocol cannot send), its sha256 checked, then made executable and renamed. */
+static const char upload_script[] =
+    "set -e; mkdir -p " KT_POD_DIR "; t=" KT_POD_DIR "/.sbx-agent.$$; trap 'rm -f \"$t\"' EXIT; "
+    "head -c \"$2\" > \"$t\"; "
+    "h=$(sha256sum \"$t\" 2>/dev/null || busybox sha256sum \"$t\" 2>/dev/null) || "
+    "{ echo 'sha256sum is missing in the pod' >&2; exit 4; }; "
+    "h=${h%% *}; [ \"$h\" = \"$1\" ] || { echo \"checksum $h, expected $1\" >&2; exit 3; }; "
+    "chmod 755 \"$t\"; mv -f \"$t\" " KT_POD_AGENT "; trap - EXIT; " KT_POD_AGENT " --version";
+
+typedef struct streamer {
+    kt *k;
+    cJSON *st;
+    const char *pod, *container;
+    char *agent;            /* in the pod */
+    rs_stream rs;
+    strbuf to_holder;
+    bool holder_eof;
+    int64_t renew_at;
+} streamer;
+
+/* Runs argv in the pod with stdin_data (or none); collects stdout and stderr. */
+static int exec_collect(streamer *s, const char *const *argv, const void *data, size_t len,
+                        strbuf *out, strbuf *errout, int *code, sbx_err *err)
+{
+    kube_exec *x;
+    kube_exec_opts xo = { .stdin_ = data != NULL, .timeout_ms = EXEC_TIMEOUT_MS };
+    uint64_t deadline = now_ns() + 120000000000ULL;
+
+    if (kube_exec_open(s->k->c, s->k->ns, s->pod, s->container, argv, &xo, &x, err) < 0)
+        return -1;
+    for (size_t off = 0; data && off < len;) {
+        size_t n = len - off > 65536 ? 65536 : len - off;
+        if (kube_exec_send_stdin(x, (const char *)data + off, n, err) < 0) {
+            kube_exec_free(x);
+            return -1;
+        }
+        off += n;
+    }
+    for (;;) {
+        int ch;
+        const void *d;
+        size_t n;
+        int r = kube_exec_recv(x, &ch, &d, &n, err);
+        if (r < 0) {
+            kube_exec_free(x);
+            return -1;
+        }
+        if (r == KUBE_EXEC_DONE)
+            break;
+        if (r == 1) {
+            if (out->len + n < (4u << 20))
+                strbuf_add(ch == 2 ? errout : out, d, n);
+            continue;
+        }
+        if (now_ns() > deadline) {
+            kube_exec_free(x);
+            return sbx_errf(err, "the pod %s did not finish a setup command in 120 s", s->pod);
+        }
+        struct pollfd p = { .fd = kube_exec_fd(x), .events = POLLIN };
+        poll(&p, 1, 200);
+    }
+    const char *msg = NULL;
+    *code = kube_exec_exit_code(x, &msg);
+    if (*code < 0)
+        sbx_errf(err, "%s", msg ? msg : "the exec failed");
+    kube_exec_free(x);
+    return *code < 0 ? -1 : 0;
+}
+
+/* `PROGRAM --version`'s first line, run here. */
+static char *host_version(const char *prog)
+{
+    int p[2];
+    char buf[256] = "";
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return NULL;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(p[1], 1);
+        execl(prog, prog, "--version", (char *)NULL);
+        _exit(127);
+    }
+    close(p[1]);
+    ssize_t n = read_full(p[0], buf, sizeof(buf) - 1);
+    close(p[0]);
+    if (pid > 0)
+        waitpid(pid, NULL, 0);
+    buf[n > 0 ? n : 0] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    return buf[0] ? xstrdup(buf) : NULL;
+}
+
+/* The static agent to upload: the host's agent when it is the static build, else the static
+ * build beside it. */
+static char *static_agent(const char *agent)
+{
+    const char *base = strrchr(agent, '/');
+    base = base ? base + 1 : agent;
+    if (!strcmp(base, "sbx-agent-static"))
+        return xstrdup(agent);
+    char *p = xasprintf("%.*ssbx-agent-static", (int)(base - agent), agent);
+    if (access(p, X_OK) == 0)
+        return p;
+    free(p);
+    return NULL;
+}
+
+static void sha256_hex(const void *data, size_t len, char out[65])
+{
+    unsigned char md[32];
+    unsigned mdlen = 0;
+    EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL);
+    for (unsigned i = 0; i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+/* SETUP: finds or uploads the pod's sbx-agent, records it in kube.json. */
+static int setup_agent(streamer *s, sbx_err *err)
+{
+    const char *probe_argv[] = { "/bin/sh", "-c", probe_script, "sh", s->k->o->home, NULL };
+    strbuf out = STRBUF_INIT, eout = STRBUF_INIT;
+    char *want = host_version(s->k->o->agent), *found = NULL;
+    int code, r = -1;
+
+    if (!want)
+        return sbx_errf(err, "cannot run %s --version", s->k->o->agent);
+    if (exec_collect(s, probe_argv, NULL, 0, &out, &eout, &code, err) < 0) {
+        sbx_err_prefix(err, "cannot look for sbx-agent in the pod %s", s->pod);
+        goto out;
+    }
+    for (char *line = out.buf; line && *line;) {
+        char *nl = strchr(line, '\n'), *tab = strchr(line, '\t');
+        if (nl)
+            *nl = '\0';
+        if (tab && !strcmp(tab + 1, want) && !found)
+            found = xstrndup(line, (size_t)(tab - line));
+        line = nl ? nl + 1 : NULL;
+    }
+    if (!found) {
+        char *bin = static_agent(s->k->o->agent), *data = NULL, hash[65], size[32];
+        size_t len = 0;
+        if (!bin) {
+            sbx_errf(err, "the pod %s has no sbx-agent of this version (%s), and "
+                     "sbx-agent-static (the build to upload) is not beside %s; run `make`",
+                     s->pod, want, s->k->o->agent);
+            goto out;
+        }
+        if (read_file(bin, 64u << 20, &data, &len, err) < 0) {
+            free(bin);
+            goto out;
+        }
+        sha256_hex(data, len, hash);
+        snprintf(size, sizeof(size), "%zu", len);
+        const char *up_argv[] = { "/bin/sh", "-c", upload_script, "sh", hash, size, NULL };
+        strbuf_reset(&out);
+        strbuf_reset(&eout);
+        int ur = exec_collect(s, up_argv, data, len, &out, &eout, &code, err);
+        free(data);
+        if (ur < 0 || code != 0) {
+            if (ur == 0)
+                sbx_errf(err, "uploading %s into the pod %s failed (status %d): %.300s", bin,
+                         s->pod, code, eout.len ? eout.buf : "no message");
+            else
+                sbx_err_prefix(err, "uploading %s into the pod %s", bin, s->pod);
+            free(bin);
+            goto out;
+        }
+        fprintf(stderr, "sbx-kube: uploaded %s (%zu bytes, sha256 %.12s) to %s\n", bin, len,
+                hash, KT_POD_AGENT);
+        free(bin);
+        found = xstrdup(KT_POD_AGENT);
+    }
+    free(s->agent);
+    s->agent = found;
+    found = NULL;
+    cJSON_DeleteItemFromObject(s->st, "agent");
+    cJSON_AddStringToObject(s->st, "agent", s->agent);
+    r = kt_state_save(s->k->o->state_dir, s->st, err);
+out:
+    free(found);
+    free(want);
+    strbuf_release(&out);
+    strbuf_release(&eout);
+    return r;
+}
+
+/* Whether the pod is still there (404 is the only "no"). */
+static bool pod_gone(streamer *s)
+{
+    kube_response r = { 0 };
+    sbx_err err;
+    char *path = kt_pod_path(s->k, s->pod);
+    bool gone = false;
+    if (kube_request(s->k->c, "GET", path, NULL, NULL, &r, &err) < 0)
+        gone = r.status == 404;
+    else
+        gone = strcmp(kt_jstr(r.json, "metadata.uid") ?: "", kt_jstr(s->st, "pod_uid") ?: "") != 0;
+    kube_response_free(&r);
+    free(path);
+    return gone;
+}
+
+typedef enum { T_DROPPED, T_AGENT_MISSING, T_HOLDER_DONE, T_PEER_CLOSED, T_FATAL } t_end;
+
+/* RELAY on one exec, until it ends one way or another. */
+static t_end relay(streamer *s, kube_exec *x, sbx_err *err)
+{
+    strbuf out = STRBUF_INIT, deliver = STRBUF_INIT;
+    char buf[65536];
+    t_end end = T_DROPPED;
+
+    rs_new_transport(&s->rs, &out);
+    for (;;) {
+        /* whatever arrived: take all of it before polling */
+        for (;;) {
+            int ch;
+            const void *d;
+            size_t n;
+            int r = kube_exec_recv(x, &ch, &d, &n, err);
+            if (r == 0)
+                break;
+            if (r < 0) {
+                fprintf(stderr, "sbx-kube: the exec stream to %s broke: %s\n", s->pod, err->msg);
+                end = T_DROPPED;
+                goto done;
+            }
+            if (r == KUBE_EXEC_DONE) {
+                const char *msg = NULL;
+                int code = kube_exec_exit_code(x, &msg);
+                fprintf(stderr, "sbx-kube: the exec in %s ended (status %d%s%s)\n", s->pod,
+                        code, msg ? ": " : "", msg ? msg : "");
+                end = (code == 126 || code == 127) && !s->rs.peer_hello ? T_AGENT_MISSING
+                                                                        : T_DROPPED;
+                goto done;
+            }
+            if (ch == 2) {
+                fprintf(stderr, "sbx-kube: pod: %.*s", (int)n, (const char *)d);
+                continue;
+            }
+            const char *why = NULL;
+            if (rs_input(&s->rs, d, n, &deliver, &why) < 0) {
+                sbx_errf(err, "the stream from the pod %s is broken: %s", s->pod, why);
+                end = T_FATAL;
+                goto done;
+            }
+            if (deliver.len) {
+                if (write_full(1, deliver.buf, deliver.len) < 0) {
+                    s->holder_eof = true;
+                }
+                strbuf_reset(&deliver);
+            }
+        }
+        if (s->rs.peer_closed) {
+            end = T_PEER_CLOSED;
+            goto done;
+        }
+        rs_frame_out(&s->rs, &out, RS_MAX_DATA * 4, true);
+        if (s->holder_eof && s->rs.peer_hello && s->rs.sent == s->rs.base + s->rs.unacked.len) {
+            rs_close(&out);
+            kube_exec_queue_stdin(x, out.buf, out.len, err);
+            strbuf_reset(&out);
+            /* give the last bytes and the CLOSE their way */
+            for (int i = 0; i < 50 && kube_exec_flush(x, err) == 1; i++)
+                usleep(10000);
+            end = T_HOLDER_DONE;
+            goto done;
+        }
+        if (out.len) {
+            if (kube_exec_queue_stdin(x, out.buf, out.len, err) < 0) {
+                end = T_DROPPED;
+                goto done;
+            }
+            strbuf_reset(&out);
+        }
+        if (kube_exec_flush(x, err) < 0) {
+            fprintf(stderr, "sbx-kube: sending to %s failed: %s\n", s->pod, err->msg);
+            end = T_DROPPED;
+            goto done;
+        }
+        /* the claim's expiry, well before it comes */
+        if ((int64_t)time(NULL) >= s->renew_at) {
+            sbx_err rerr;
+            kube_response r = { 0 };
+            if (kt_renew(s->k, kt_jstr(s->st, "claim"), s->st, &rerr) == 0) {
+                kt_state_save(s->k->o->state_dir, s->st, &rerr);
+                s->renew_at = (int64_t)time(NULL) + s->k->o->ttl / 4;
+            } else {
+                fprintf(stderr, "sbx-kube: cannot move the claim's shutdownTime: %s\n", rerr.msg);
+                s->renew_at = (int64_t)time(NULL) + 30;
+                char *path = kt_claim_path(s->k, kt_jstr(s->st, "claim"));
+                if (kube_request(s->k->c, "GET", path, NULL, NULL, &r, &rerr) < 0 &&
+                    r.status == 404) {
+                    sbx_errf(err, "the claim %s is gone", kt_jstr(s->st, "claim"));
+                    free(path);
+                    kube_response_free(&r);
+                    end = T_FATAL;
+                    s->holder_eof = true;   /* nothing to go back to */
+                    goto done;
+                }
+                free(path);
+                kube_response_free(&r);
+            }
+        }
+        struct pollfd p[2] = {
+            { .fd = s->holder_eof || !rs_can_queue(&s->rs) ? -1 : 0, .events = POLLIN },
+            { .fd = kube_exec_fd(x),
+              .events = (short)(POLLIN | (kube_exec_want_write(x) ? POLLOUT : 0)) },
+        };
+        if (poll(p, 2, 1000) < 0 && errno != EINTR) {
+            end = T_FATAL;
+            sbx_errno(err, "poll");
+            goto done;
+        }
+        if (p[0].revents) {
+            ssize_t n = read(0, buf, sizeof(buf));
+            if (n > 0)
+                rs_queue(&s->rs, buf, (size_t)n);
+            else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+                s->holder_eof = true;
+        }
+    }
+done:
+    strbuf_release(&out);
+    strbuf_release(&deliver);
+    return end;
+}
+
+int kt_stream(kt *k, sbx_err *err)
+{
+    streamer s = { .k = k };
+    unsigned char rnd[8] = { 0 };
+    char id[17];
+    bool setup_done = false;
+    int fd;
+
+    signal(SIGPIPE, SIG_IGN);
+    if (!(s.st = kt_state_load(k->o->state_dir)) || !kt_jstr(s.st, "pod")) {
+        sbx_errf(err, "no claim recorded in %s", k->o->state_dir);
+        cJSON_Delete(s.st);
+        return 1;
+    }
+    s.pod = kt_jstr(s.st, "pod");
+    s.container = kt_jstr(s.st, "container");
+    if (kt_jstr(s.st, "agent"))
+        s.agent = xstrdup(kt_jstr(s.st, "agent"));
+    if ((fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC)) >= 0) {
+        if (read_full(fd, rnd, sizeof(rnd)) != (ssize_t)sizeof(rnd))
+            memset(rnd, 0, sizeof(rnd));
+        close(fd);
+    }
+    uint64_t sid = 0;
+    for (int i = 0; i < 8; i++)
+        sid = sid << 8 | rnd[i];
+    sid |= 1;
+    snprintf(id, sizeof(id), "%016llx", (unsigned long long)sid);
+    rs_init(&s.rs, sid);
+    s.renew_at = (int64_t)time(NULL) + k->o->ttl / 4;
+    {
+        cJSON *e = cJSON_GetObjectItemCaseSensitive(s.st, "expires");
+        if (cJSON_IsNumber(e) && (int64_t)e->valuedouble - (int64_t)(k->o->ttl * 3 / 4) < s.renew_at)
+            s.renew_at = (int64_t)e->valuedouble - (int64_t)(k->o->ttl * 3 / 4);
+    }
+
+    int status = 1;
+    uint64_t down_since = 0;
+    unsigned delay_ms = 50;
+    for (;;) {
+        if (!s.agent) {
+            if (setup_done || setup_agent(&s, err) < 0) {
+                if (setup_done)
+                    sbx_errf(err, "sbx-agent does not start in the pod %s", s.pod);
+                status = pod_gone(&s) ? SBX_KUBE_EXIT_GONE : 1;
+                break;
+            }
+            setup_done = true;
+        }
+        strvec argv = { 0 };
+        strvec_push(&argv, s.agent);
+        strvec_push(&argv, "--connect");
+        strvec_push(&argv, KT_POD_SOCKET);
+        strvec_push(&argv, "--start");
+        strvec_push(&argv, "--resume");
+        strvec_push(&argv, id);
+        strvec_pushv(&argv, k->o->agent_args);
+        kube_exec *x = NULL;
+        kube_exec_opts xo = { .stdin_ = true, .timeout_ms = EXEC_TIMEOUT_MS };
+        int r = kube_exec_open(k->c, k->ns, s.pod, s.container, (const char *const *)argv.v,
+                               &xo, &x, err);
+        strvec_clear(&argv);
+        if (r == 0) {
+            down_since = 0;
+            delay_ms = 50;
+            t_end e = relay(&s, x, err);
+            kube_exec_free(x);
+            if (e == T_HOLDER_DONE) {
+                status = 0;
+                break;
+            }
+            if (e == T_PEER_CLOSED) {
+                sbx_errf(err, "the agent in the pod %s closed the stream (another holder took "
+                         "over, or it stopped)", s.pod);
+                status = 1;
+                break;
+            }
+            if (e == T_FATAL) {
+                status = s.holder_eof ? SBX_KUBE_EXIT_GONE : 1;
+                break;
+            }
+            if (e == T_AGENT_MISSING) {
+                /* the container restarted (its /run is new) or the image changed */
+                free(s.agent);
+                s.agent = NULL;
+                continue;
+            }
+            if (s.holder_eof) {
+                status = 0;
+                break;
+            }
+        } else {
+            fprintf(stderr, "sbx-kube: exec into %s failed: %s\n", s.pod, err->msg);
+        }
+        /* dropped: the pod gone, or a new exec resumes the stream */
+        if (pod_gone(&s)) {
+            sbx_errf(err, "the pod %s is gone", s.pod);
+            status = SBX_KUBE_EXIT_GONE;
+            break;
+        }
+        if (!down_since)
+            down_since = now_ns();
+        if (now_ns() - down_since > (uint64_t)RECONNECT_S * 1000000000ULL) {
+            sbx_err_prefix(err, "the pod %s could not be reached again within %d s", s.pod,
+                           RECONNECT_S);
+            status = 1;
+            break;
+        }
+        usleep(delay_ms * 1000);
+        if (delay_ms < 2000)
+            delay_ms *= 2;
+    }
+    if (status)
+        fprintf(stderr, "sbx-kube: stream ends: %s\n", err->msg);
+    rs_free(&s.rs);
+    free(s.agent);
+    cJSON_Delete(s.st);
+    return status;
+}
