@@ -16,6 +16,8 @@ SANDBOX_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # runtime_usable RUNTIME: can a sandbox of this kind start here? Prints why not.
 runtime_usable() {
     case $1 in
+    kube) [ -n "${AGENT_SANDBOX_KUBECONFIG:-}" ] && [ -n "${AGENT_SANDBOX_POOL:-}" ] ||
+              { echo "AGENT_SANDBOX_KUBECONFIG and AGENT_SANDBOX_POOL are not set (tests/kube/sbxsh-kube.t sets them)"; return 1; } ;;
     runsc) command -v runsc >/dev/null || { echo "runsc not installed (make deps)"; return 1; } ;;
     bwrap) command -v bwrap >/dev/null || { echo "bubblewrap not installed (make deps)"; return 1; }
            bwrap --ro-bind / / --unshare-user --unshare-pid true 2>/dev/null ||
@@ -36,11 +38,14 @@ setup_session() {
     CODE=$(cd "$CODE" && pwd -P)
     export AGENT_SANDBOX_CODE_DIRS=$CODE
     export AGENT_SANDBOX_SESSION=$name
-    if [ -n "$runtime" ]; then
-        export AGENT_SANDBOX_LOCAL_RUNTIME=$runtime
-    fi
     unset AGENT_SANDBOX_FORWARD_ENV AGENT_SANDBOX_SYNC_PATHS AGENT_SANDBOX_TASK_FILES
     unset AGENT_SANDBOX_SYNC_EXCLUDE AGENT_SANDBOX_BACKEND
+    # "kube": the Kubernetes backend (the caller points it at a cluster or the fake)
+    if [ "$runtime" = kube ]; then
+        export AGENT_SANDBOX_BACKEND=kube
+    elif [ -n "$runtime" ]; then
+        export AGENT_SANDBOX_LOCAL_RUNTIME=$runtime
+    fi
     trap 'end_session; stop_git_daemon; tap_cleanup' EXIT
 }
 

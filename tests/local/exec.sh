@@ -1,6 +1,8 @@
 # `sbx exec` and the session lifecycle on one runtime; sourced by
-# exec-runsc.t and exec-bwrap.t with RT set (prove runs the two in parallel).
-HERE=$(cd "$(dirname "$0")" && pwd)
+# exec-runsc.t and exec-bwrap.t with RT set (prove runs the two in parallel), and by
+# tests/kube/exec-kube.t with RT=kube (a pod from tests/kube/fake-apiserver), which
+# defines kill_sandbox (the pod deleted) where a local sandbox's process is killed.
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/../lib/tap.sh"
 . "$HERE/lib.sh"
 
@@ -8,7 +10,7 @@ why=$(runtime_skip_reason "$RT")
 [ -z "$why" ] || skip_all "$RT: $why"
 [ -x "$SBX" ] || skip_all "sbx not built"
 local_env
-export AGENT_SANDBOX_LOCAL_RUNTIME=$RT
+[ "$RT" = kube ] || export AGENT_SANDBOX_LOCAL_RUNTIME=$RT
 export AGENT_SANDBOX_SESSION=t-$RT
 teardown() {
     "$SBX" release >/dev/null 2>&1
@@ -23,6 +25,8 @@ X() { "$SBX" exec --keep -- "$@"; }
 out=$(X cat /proc/version)
 if [ "$RT" = runsc ]; then
     like "$out" "^Linux version 4\.4\.0" "quick start: /proc/version shows gVisor's kernel"
+elif [ "$RT" = kube ]; then
+    like "$out" "^Linux version" "quick start: /proc/version shows the pod's kernel"
 else
     is "$out" "$(cat /proc/version)" "quick start: /proc/version shows the host kernel (bwrap)"
 fi
@@ -127,7 +131,11 @@ ok "a git hook written in the sandbox does not reach the host" test ! -e "$PROJ/
 rm -f "$PROJ/escape-link"
 X bash -c '(exec 3<>/dev/tcp/1.1.1.1/53) 2>/dev/null && echo reached || echo no-network' \
     > "$SBX_TEST_TMP/net"
-is "$(cat "$SBX_TEST_TMP/net")" "no-network" "no network by default"
+if [ "$RT" = kube ]; then
+    skip "no network by default: a pod has the cluster's network (its NetworkPolicy decides)"
+else
+    is "$(cat "$SBX_TEST_TMP/net")" "no-network" "no network by default"
+fi
 SBX_CANARY=leak X bash -c 'echo "${SBX_CANARY:-none}"' > "$SBX_TEST_TMP/env"
 is "$(cat "$SBX_TEST_TMP/env")" "none" "host variables do not reach the sandbox"
 SBX_CANARY=passed AGENT_SANDBOX_FORWARD_ENV=SBX_CANARY X bash -c 'echo "$SBX_CANARY"' \
@@ -179,7 +187,7 @@ X bash -c 'echo before-crash > crash.txt'
     2>"$SBX_TEST_TMP/e" &
 pid=$!
 for _ in $(seq 100); do grep -q ready "$SBX_TEST_TMP/crash" 2>/dev/null && break; sleep 0.1; done
-kill -9 "$sbpid"
+if declare -F kill_sandbox >/dev/null; then kill_sandbox; else kill -9 "$sbpid"; fi
 wait $pid
 is "$?" 125 "sandbox killed mid-command: the command fails with 125"
 like "$(cat "$SBX_TEST_TMP/e")" "sandbox stopped.*next command starts a new sandbox" "...saying so"
@@ -189,8 +197,13 @@ isnt "$("$SBX" status --json | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')" "$sbid" ".
 rm -f "$PROJ/crash.txt"
 hpid=$("$SBX" status --json | sed -n 's/.*"holder_pid":\([0-9]*\).*/\1/p')
 sbpid=$("$SBX" status --json | sed -n 's/.*"sandbox":{[^}]*"pid":\([0-9]*\).*/\1/p')
-kill -9 "$hpid" "$sbpid"
-for _ in $(seq 100); do kill -0 "$sbpid" 2>/dev/null || break; sleep 0.05; done
+if declare -F kill_sandbox >/dev/null; then
+    kill -9 "$hpid"
+    kill_sandbox
+else
+    kill -9 "$hpid" "$sbpid"
+    for _ in $(seq 100); do kill -0 "$sbpid" 2>/dev/null || break; sleep 0.05; done
+fi
 is "$(X cat README)" "hello" "holder and sandbox both killed: the next call starts over with the host's tree"
 AGENT_SANDBOX_LOCAL_NETWORK=host X true 2>"$SBX_TEST_TMP/e"
 is "$?" 125 "a call asking the session for another shape (network) is refused: 125"

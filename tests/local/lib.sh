@@ -14,6 +14,8 @@ local_env() {
           AGENT_SANDBOX_SYNC_PATHS AGENT_SANDBOX_TASK_FILES AGENT_SANDBOX_SYNC_EXCLUDE \
           AGENT_SANDBOX_LOCAL_NETWORK AGENT_SANDBOX_EGRESS AGENT_SANDBOX_IDLE_TIMEOUT AGENT_SANDBOX_BACKEND \
           AGENT_SANDBOX_AGENT XDG_STATE_HOME
+    # exec.sh under tests/kube/exec-kube.t: the same tests on the kube backend
+    [ "${RT:-}" = kube ] && export AGENT_SANDBOX_BACKEND=kube
     mkdir -p "$HOME" "$XDG_RUNTIME_DIR"
     PROJ=$SBX_TEST_TMP/proj
     mkdir -p "$PROJ"
@@ -24,6 +26,10 @@ local_env() {
 
 runtime_skip_reason() {
     case $1 in
+    kube)
+        [ -n "${AGENT_SANDBOX_KUBECONFIG:-}" ] && [ -n "${AGENT_SANDBOX_POOL:-}" ] ||
+            echo "AGENT_SANDBOX_KUBECONFIG and AGENT_SANDBOX_POOL are not set (tests/kube/exec-kube.t sets them)"
+        ;;
     runsc)
         command -v runsc >/dev/null || { echo "runsc is not installed (make deps)"; return; }
         runsc --network=none --ignore-cgroups $([ "$(id -u)" = 0 ] || echo --rootless) \

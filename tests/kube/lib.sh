@@ -1,0 +1,70 @@
+# Shared setup for the kube backend's tests (tests/kube/*.t; source after tests/lib/tap.sh).
+#
+# kube_skip_reason: empty when the backend can be tested here (the fake can run and sbx-kube
+#   is built), else why not.
+# kube_fake_start ARGS...: the fake API server (tests/kube/fake.sh's fake_start with ARGS,
+#   e.g. --pool p=2) and AGENT_SANDBOX_KUBECONFIG pointing at it.
+# kube_env [SESSION]: an isolated HOME, state and runtime directories and a git repository
+#   $PROJ as the code directory, AGENT_SANDBOX_BACKEND=kube.
+# claims / pods: the names of the claims and pods the fake has, one a line.
+# kube_teardown: releases what the test left (every session of its state directory), stops
+#   the fake (and so every pod).
+KUBE_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$KUBE_HERE/fake.sh"
+
+kube_skip_reason() {
+    [ -x "$SBXSH_BIN/sbx-kube" ] || { echo "sbx-kube is not built"; return; }
+    fake_skip_reason
+}
+
+kube_fake_start() {
+    fake_start "$@" || return 1
+    export AGENT_SANDBOX_KUBECONFIG=$FAKE_KUBECONFIG
+}
+
+kube_env() {
+    export HOME=$SBX_TEST_TMP/home
+    export XDG_RUNTIME_DIR=$SBX_TEST_TMP/run
+    export AGENT_SANDBOX_STATE_DIR=$SBX_TEST_TMP/state
+    unset AGENT_SANDBOX_CODE_DIRS AGENT_SANDBOX_FORWARD_ENV AGENT_SANDBOX_SYNC_PATHS \
+          AGENT_SANDBOX_TASK_FILES AGENT_SANDBOX_SYNC_EXCLUDE AGENT_SANDBOX_IDLE_TIMEOUT \
+          AGENT_SANDBOX_AGENT XDG_STATE_HOME AGENT_SANDBOX_KUBE_CONTEXT AGENT_SANDBOX_NAMESPACE \
+          AGENT_SANDBOX_TTL AGENT_SANDBOX_CLAIM_TIMEOUT
+    export AGENT_SANDBOX_BACKEND=kube
+    export AGENT_SANDBOX_SESSION=${1:-kt}
+    mkdir -p "$HOME" "$XDG_RUNTIME_DIR"
+    PROJ=$SBX_TEST_TMP/proj
+    mkdir -p "$PROJ"
+    git -C "$PROJ" init -q
+    printf 'hello\n' > "$PROJ/README"
+    cd "$PROJ" || exit 1
+}
+
+# The names of the fake's objects of one kind (sandboxclaims, sandboxes: agent-sandbox's;
+# pods: core), one a line.
+kube_names() { # KIND
+    local api=/apis/extensions.agents.x-k8s.io/v1beta1
+    case $1 in
+    pods) api=/api/v1 ;;
+    sandboxes) api=/apis/agents.x-k8s.io/v1beta1 ;;
+    esac
+    fake_curl "$api/namespaces/default/$1" |
+        python3 -c 'import json,sys; [print(i["metadata"]["name"]) for i in json.load(sys.stdin)["items"]]'
+}
+claims() { kube_names sandboxclaims; }
+pods() { kube_names pods; }
+
+# The session's recorded pod (kube.json).
+session_pod() { # [SESSION]
+    sed -n 's/.*"pod":"\([^"]*\)".*/\1/p' "$AGENT_SANDBOX_STATE_DIR/${1:-$AGENT_SANDBOX_SESSION}/kube.json" 2>/dev/null
+}
+
+kube_teardown() {
+    local d
+    for d in "$AGENT_SANDBOX_STATE_DIR"/*/; do
+        [ -d "$d" ] || continue
+        "$SBX" release --session "$(basename "$d")" >/dev/null 2>&1
+    done
+    fake_kill
+    tap_cleanup
+}
