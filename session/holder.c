@@ -508,8 +508,12 @@ static int ensure_conn(holder *h, hclient *c, sbx_err *err)
     if (h->conn && !h->conn_dead)
         return 0;
     drop_conn(h);
-    if (!h->backend && make_backend(h, err) < 0)
+    if (!h->backend && make_backend(h, err) < 0) {
+        /* nothing can start (a setting missing, a runtime not installed): the session
+         * pins nothing, as after a failed claim */
+        h->start_failed = true;
         return -1;
+    }
     if (!h->backend->ops->alive(h->backend)) {
         if (c && c->progress && !h->backend->ops->exists(h->backend)) {
             /* The claim blocks this loop: say so now, not after. */
