@@ -309,6 +309,16 @@ static int kube_release(sbx_backend *b, sbx_err *err)
     int r;
 
     stop_stream(kb, 2000);
+    path = xasprintf("%s/%s", kb->dir, SBX_KUBE_STATE);
+    if (access(path, F_OK) < 0) {
+        /* no claim recorded (none was made, or the claim failed and deleted its own) */
+        free(path);
+        kb->claimed = false;
+        if (rmdir(kb->dir) < 0 && errno != ENOENT && errno != ENOTEMPTY)
+            return sbx_errno(err, "cannot remove %s", kb->dir);
+        return 0;
+    }
+    free(path);
     err->msg[0] = '\0';
     tool_argv(kb, "release", &argv);
     r = kube_run_tool(argv.v, on_release_line, err, err);
