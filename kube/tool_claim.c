@@ -377,8 +377,9 @@ static bool usable(kt *k, const cJSON *claim, const char *want_uid, cJSON **st)
     return true;
 }
 
-/* Step 1: the session's claim, if it can be reattached to; broken ones are deleted. */
-static cJSON *find_existing(kt *k, const char *key)
+/* Step 1: the session's claim, if it can be reattached to; broken ones are deleted. -1
+ * when the cluster does not answer (or refuses): nothing else would work either. */
+static int find_existing(kt *k, const char *key, cJSON **out, sbx_err *lerr)
 {
     cJSON *old = kt_state_load(k->o->state_dir), *st = NULL;
     const char *rec = old ? kt_jstr(old, "claim") : NULL;
@@ -386,9 +387,17 @@ static cJSON *find_existing(kt *k, const char *key)
     kube_response r = { 0 };
     sbx_err err;
 
+    *out = NULL;
     if (rec && rec_ns && !strcmp(rec_ns, k->ns)) {
         char *path = kt_claim_path(k, rec);
-        if (kube_request(k->c, "GET", path, NULL, NULL, &r, &err) == 0) {
+        if (kube_request(k->c, "GET", path, NULL, NULL, &r, &err) < 0 && r.status != 404) {
+            *lerr = err;
+            kube_response_free(&r);
+            free(path);
+            cJSON_Delete(old);
+            return -1;
+        }
+        if (r.status / 100 == 2) {
             if (!usable(k, r.json, kt_jstr(old, "pod_uid"), &st)) {
                 fprintf(stderr, "sbx-kube: claim %s lost its pod: deleting it\n", rec);
                 delete_claim(k, rec);
@@ -423,11 +432,16 @@ static cJSON *find_existing(kt *k, const char *key)
             delete_claim(k, name);
         }
     } else {
-        fprintf(stderr, "sbx-kube: cannot list the session's claims: %s\n", err.msg);
+        *lerr = err;
+        kube_response_free(&r);
+        free(q);
+        cJSON_Delete(st);
+        return -1;
     }
     kube_response_free(&r);
     free(q);
-    return st;
+    *out = st;
+    return 0;
 }
 
 int kt_claim(kt *k, sbx_err *err)
@@ -440,7 +454,10 @@ int kt_claim(kt *k, sbx_err *err)
     if (!k->o->pool)
         return sbx_errf(err, "AGENT_SANDBOX_POOL is not set");
     kt_session_key(k->o, key);
-    if ((st = find_existing(k, key))) {
+    if (find_existing(k, key, &st, err) < 0)
+        return sbx_err_prefix(err, "cannot look for the session's SandboxClaim in namespace %s",
+                              k->ns);
+    if (st) {
         if (renew(k, kt_jstr(st, "claim"), st, err) < 0 || kt_state_save(k->o->state_dir, st, err) < 0) {
             cJSON_Delete(st);
             return -1;
@@ -528,6 +545,8 @@ int kt_check(kt *k)
     kube_response r = { 0 };
     sbx_err err;
     int ok = 1;
+    /* a quick question: a cluster that does not answer soon has no pod for us either */
+    kube_client_set_retry_budget(k->c, 3000);
     if (!st || !kt_jstr(st, "claim"))
         goto out;
     char *path = kt_claim_path(k, kt_jstr(st, "claim"));
