@@ -510,6 +510,35 @@ static void test_watch(void)
     is_int(kube_request(c, "GET", PODS "/storm", NULL, NULL, &r, &err), -1,
            "interrupt: ends the wait between retries");
     ok(strstr(err.msg, "interrupted") != NULL, "interrupt: the retry wait says so");
+
+    /* a server that takes the connection and never says a word: the TLS handshake waits */
+    int ls = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t al = sizeof(a);
+    if (bind(ls, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(ls, 8) == 0 &&
+        getsockname(ls, (struct sockaddr *)&a, &al) == 0) {
+        kube_target mute;
+        target(&mute, "tok-1");
+        free(mute.server);
+        mute.server = xasprintf("https://127.0.0.1:%d", ntohs(a.sin_port));
+        kube_client *mc = client_for(&mute);
+        kube_client_set_interrupt(mc, interrupt_after_5, NULL);
+        calls = 0;
+        is_int(kube_request(mc, "GET", WHOAMI, NULL, NULL, &r, &err), -1,
+               "interrupt: ends a request stuck in the TLS handshake");
+        ok(strstr(err.msg, "interrupted") != NULL, "interrupt: ... saying so");
+        strvec hv = STRVEC_INIT;
+        calls = 0;
+        void *h = kube_client_connect_only(mc, WHOAMI, &hv, &err);
+        ok(!h && strstr(err.msg, "interrupted"),
+           "interrupt: ends the exec connection's TLS handshake: %s", err.msg);
+        if (h)
+            curl_easy_cleanup(h);
+        strvec_clear(&hv);
+        kube_client_free(mc);
+        kube_target_free(&mute);
+    }
+    close(ls);
     kube_response_free(&r);
 
     free(rv);
