@@ -196,7 +196,7 @@ static int status_error(kube_client *c, const char *method, const char *path,
 {
     strbuf d = STRBUF_INIT;
     const char *msg = NULL, *reason = NULL;
-    char detail[600];
+    char detail[600], line[200];
     describe(method, path, &d);
     if (r->json && (status_field(r->json, "kind") && !strcmp(status_field(r->json, "kind"),
                                                              "Status"))) {
@@ -206,7 +206,6 @@ static int status_error(kube_client *c, const char *method, const char *path,
     if (!msg && r->body.len && !r->json) {
         /* Not JSON (a proxy's page?): its first line, without control bytes. */
         size_t n = strcspn(r->body.buf, "\r\n");
-        static char line[200];
         snprintf(line, sizeof(line), "%.*s", (int)(n < 160 ? n : 160), r->body.buf);
         for (char *p = line; *p; p++)
             if ((unsigned char)*p < 0x20)
@@ -704,8 +703,10 @@ static int gave_up(kube_client *c, retry_state *rs, sbx_err *err)
     if (!err)
         return -1;
     size_t n = strlen(err->msg);
-    snprintf(err->msg + n, sizeof(err->msg) - n, " (gave up after %u attempts in %.1f s, "
-             "the retry budget)", rs->attempts, (double)(now_ns() - rs->start) / 1e9);
+    snprintf(err->msg + n, sizeof(err->msg) - n, " (gave up after %u attempt%s in %.1f s: "
+             "the next would end past the retry budget of %.1f s)", rs->attempts,
+             rs->attempts == 1 ? "" : "s", (double)(now_ns() - rs->start) / 1e9,
+             c->budget_ms / 1000.0);
     return -1;
 }
 
