@@ -39,3 +39,13 @@ $(BUILD)/tests/kube/%.t: tests/kube/%.c $(BUILD)/libkube.a $(BUILD)/libsbx.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -MF $(BUILD)/tests/kube/$*.d -MT $@ $(LDFLAGS) -o $@ $< \
 	    $(BUILD)/libkube.a $(BUILD)/libsbx.a $(KUBE_LIBS) $(LDLIBS)
+
+# The framing and the upgrade answer's parser under libFuzzer (tests/fuzz/fuzz-ws.c): what
+# the API server sends is untrusted. tests/kube/fuzz-ws.t runs it for a few seconds.
+FUZZ_C += tests/fuzz/fuzz-ws.c
+build-fuzz/fuzz-ws: tests/fuzz/fuzz-ws.c kube/ws.c $(COMMON_SRCS) kube/ws.h $(wildcard common/*.h)
+	$(call fuzz_link,-lcrypto -lcjson)
+fuzz-ws: build-fuzz/fuzz-ws
+	$(call fuzz_run,ws,16384)
+fuzz: fuzz-ws
+.PHONY: fuzz-ws
