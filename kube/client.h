@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "common/strbuf.h"
+#include "common/strvec.h"
 #include "common/util.h"
 #include "kube/kubeconfig.h"
 
@@ -96,5 +97,10 @@ int kube_watch(kube_client *c, const char *path, const char *field_selector,
  * appended to hdrs. The caller curl_easy_cleanup()s it. */
 void *kube_client_connect_only(kube_client *c, const char *path, strvec *hdrs,
                                sbx_err *err);
+
+/* After the server said 401 to a request made outside kube_request (the exec upgrade):
+ * gets a new credential (the exec plugin run again, the token file re-read). 0 when there
+ * is a new one to try (call kube_client_connect_only again), -1 with err otherwise. */
+int kube_client_reauth(kube_client *c, sbx_err *err);
 
 #endif
