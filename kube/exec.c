@@ -363,7 +363,7 @@ static kube_exec *kx_new(const kx_ops *ops, void *ctx, const kube_exec_opts *o)
 /* Sends the upgrade, reads the answer to its header block's end; the bytes after it are
  * the first frames and stay in x->in. */
 static int handshake(kube_exec *x, const char *host, const char *path,
-                     const char *const *headers, sbx_err *err)
+                     const char *const *headers, int *http_status, sbx_err *err)
 {
     char key[WS_KEY_LEN + 1];
     ws_make_key(&x->enc, key);
@@ -377,8 +377,11 @@ static int handshake(kube_exec *x, const char *host, const char *path,
         ws_upgrade_result res;
         int r = ws_parse_upgrade_response(x->in.buf, x->in.len, x->eof, key,
                                           kube_exec_protocols, &res, err);
-        if (r < 0)
+        if (r < 0) {
+            if (http_status)
+                *http_status = res.status;
             return kx_fail(x, err, "%s", err->msg);
+        }
         if (r == 1) {
             x->in_off = res.head_len;
             snprintf(x->protocol, sizeof(x->protocol), "%s", res.protocol);
@@ -401,9 +404,10 @@ static int handshake(kube_exec *x, const char *host, const char *path,
 }
 
 static int kx_start(kube_exec *x, const char *host, const char *path,
-                    const char *const *headers, kube_exec **out, sbx_err *err)
+                    const char *const *headers, kube_exec **out, int *http_status,
+                    sbx_err *err)
 {
-    if (handshake(x, host, path, headers, err) < 0) {
+    if (handshake(x, host, path, headers, http_status, err) < 0) {
         kube_exec_free(x);
         return -1;
     }
@@ -421,13 +425,17 @@ int kube_exec_over_fd(int fd, const char *host, const char *path, const char *co
         errno = e;
         return sbx_errno(err, "making the exec connection non-blocking");
     }
-    return kx_start(kx_new(&fd_ops, (void *)(intptr_t)fd, o), host, path, headers, out, err);
+    return kx_start(kx_new(&fd_ops, (void *)(intptr_t)fd, o), host, path, headers, out, NULL,
+                    err);
 }
 
 int kube_exec_over_curl(void *curl, const char *path, const char *const *headers,
-                        const kube_exec_opts *o, kube_exec **out, sbx_err *err)
+                        const kube_exec_opts *o, kube_exec **out, int *http_status,
+                        sbx_err *err)
 {
     *out = NULL;
+    if (http_status)
+        *http_status = 0;
     kube_exec *x = kx_new(&curl_ops, curl, o);
     /* Host: the authority of the URL the handle connected to. */
     char *url = NULL, *host = NULL, *port = NULL;
@@ -454,7 +462,7 @@ int kube_exec_over_curl(void *curl, const char *path, const char *const *headers
         kube_exec_free(x);
         return -1;
     }
-    int r = kx_start(x, authority, path, headers, out, err);
+    int r = kx_start(x, authority, path, headers, out, http_status, err);
     free(authority);
     return r;
 }

@@ -23,8 +23,11 @@ int kube_exec_over_fd(int fd, const char *host, const char *path, const char *co
                       const kube_exec_opts *o, kube_exec **out, sbx_err *err);
 
 /* The same over a connected CURLOPT_CONNECT_ONLY easy handle (a CURL *, owned from then on:
- * curl_easy_cleanup()ed by kube_exec_free or on failure); Host comes from its URL. */
+ * curl_easy_cleanup()ed by kube_exec_free or on failure); Host comes from its URL. When the
+ * upgrade is answered with another status than 101, *http_status (if not NULL) says which
+ * (kube_exec_open tries new credentials after a 401). */
 int kube_exec_over_curl(void *curl, const char *path, const char *const *headers,
-                        const kube_exec_opts *o, kube_exec **out, sbx_err *err);
+                        const kube_exec_opts *o, kube_exec **out, int *http_status,
+                        sbx_err *err);
 
 #endif

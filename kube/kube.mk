@@ -60,3 +60,5 @@ fuzz-ws: build-fuzz/fuzz-ws
 	$(call fuzz_run,ws,16384)
 fuzz: fuzz-ws
 .PHONY: fuzz-ws
+# t-exec's TLS server is OpenSSL's (libcurl only pulls libssl in for itself).
+$(BUILD)/tests/kube/t-exec.t: KUBE_LIBS += -lssl

@@ -1,8 +1,11 @@
 /*
  * kube/exec.c against a server in the test: a thread on the other end of a socketpair (or
  * of a loopback TCP connection, for the curl transport) that answers the upgrade and
- * speaks v5.channel.k8s.io or v4.channel.k8s.io with kube/ws.c in the server role.
+ * speaks v5.channel.k8s.io or v4.channel.k8s.io with kube/ws.c in the server role; and
+ * kube_exec_open() through the real client (kube/client.c) against the same server behind
+ * TLS (OpenSSL, a certificate made here).
  */
+#include "kube/client.h"
 #include "kube/exec_int.h"
 #include "kube/ws.h"
 
@@ -10,6 +13,10 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -29,6 +36,7 @@ typedef void script_fn(srv *s);
 
 struct srv {
     int fd;
+    SSL *ssl;               /* NULL: plain */
     script_fn *script;
     const char *proto;      /* the subprotocol to choose */
     const char *answer;     /* instead of a 101: this raw answer (then the script is not run) */
@@ -51,10 +59,32 @@ struct srv {
     bool joined;
 };
 
+static ssize_t srv_rd(srv *s, void *buf, size_t n)
+{
+    if (s->ssl) {
+        int r = SSL_read(s->ssl, buf, (int)n);
+        return r > 0 ? r : 0;
+    }
+    for (;;) {
+        ssize_t r = read(s->fd, buf, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        return r;
+    }
+}
+
 static void srv_flush(srv *s)
 {
-    if (s->out.len && write_full(s->fd, s->out.buf, s->out.len) < 0 && errno != EPIPE)
+    if (s->ssl) {
+        for (size_t off = 0; off < s->out.len;) {
+            int r = SSL_write(s->ssl, s->out.buf + off, (int)(s->out.len - off));
+            if (r <= 0)
+                break;
+            off += (size_t)r;
+        }
+    } else if (s->out.len && write_full(s->fd, s->out.buf, s->out.len) < 0 && errno != EPIPE) {
         diag("server: write: %s", strerror(errno));
+    }
     strbuf_reset(&s->out);
 }
 
@@ -93,9 +123,7 @@ static int srv_event(srv *s, ws_event *ev)
                 return 1;
             continue;
         }
-        ssize_t n = read(s->fd, s->rbuf, sizeof(s->rbuf));
-        if (n < 0 && errno == EINTR)
-            continue;
+        ssize_t n = srv_rd(s, s->rbuf, sizeof(s->rbuf));
         if (n <= 0)
             return 0;
         s->rlen = (size_t)n;
@@ -158,7 +186,7 @@ static void *srv_main(void *arg)
     char buf[8192];
     size_t n = 0;
     while (!memmem(buf, n, "\r\n\r\n", 4) && n < sizeof(buf)) {
-        ssize_t r = read(s->fd, buf + n, sizeof(buf) - n);
+        ssize_t r = srv_rd(s, buf + n, sizeof(buf) - n);
         if (r <= 0)
             return NULL;
         n += (size_t)r;
@@ -914,7 +942,7 @@ static void test_curl(void)
     kube_exec *x;
     sbx_err err;
     int r = kube_exec_over_curl(h, "/api/v1/namespaces/ns/pods/p/exec?command=x&stdout=true",
-                                hdrs, NULL, &x, &err);
+                                hdrs, NULL, &x, NULL, &err);
     ok(r == 0, "the upgrade over curl_easy_send/recv succeeds%s%s", r ? ": " : "",
        r ? err.msg : "");
     if (r == 0) {
@@ -936,6 +964,198 @@ static void test_curl(void)
     ok(strstr(s->request.buf, host) != NULL, "Host is the authority of the handle's URL");
     srv_stop(s);
     close(lfd);
+}
+
+/* ---- kube_exec_open over TLS, through the client ------------------------------------------ */
+
+/* A self-signed certificate for 127.0.0.1, made in memory. */
+static int make_cert(EVP_PKEY **key, X509 **cert, char **pem, size_t *pem_len)
+{
+    *key = EVP_EC_gen("P-256");
+    X509 *x = X509_new();
+    if (!*key || !x)
+        return -1;
+    X509_set_version(x, 2);
+    ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+    X509_gmtime_adj(X509_getm_notBefore(x), -60);
+    X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+    X509_set_pubkey(x, *key);
+    X509_NAME *n = X509_get_subject_name(x);
+    X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC, (const unsigned char *)"kube.test", -1,
+                               -1, 0);
+    X509_set_issuer_name(x, n);
+    X509V3_CTX v3;
+    X509V3_set_ctx_nodb(&v3);
+    X509V3_set_ctx(&v3, x, x, NULL, NULL, 0);
+    X509_EXTENSION *san = X509V3_EXT_conf_nid(NULL, &v3, NID_subject_alt_name, "IP:127.0.0.1");
+    X509_EXTENSION *bc = X509V3_EXT_conf_nid(NULL, &v3, NID_basic_constraints, "CA:TRUE");
+    if (!san || !bc)
+        return -1;
+    X509_add_ext(x, san, -1);
+    X509_add_ext(x, bc, -1);
+    X509_EXTENSION_free(san);
+    X509_EXTENSION_free(bc);
+    if (!X509_sign(x, *key, EVP_sha256()))
+        return -1;
+    BIO *b = BIO_new(BIO_s_mem());
+    PEM_write_bio_X509(b, x);
+    char *p;
+    long len = BIO_get_mem_data(b, &p);
+    *pem = xstrndup(p, (size_t)len);
+    *pem_len = (size_t)len;
+    BIO_free(b);
+    *cert = x;
+    return 0;
+}
+
+typedef struct tls_srv {
+    int lfd;
+    SSL_CTX *ctx;
+    srv *conn[2];           /* the connections it serves, in order */
+    int n;
+    const char *token_file; /* rewritten to "new" once the first connection is accepted */
+} tls_srv;
+
+static void *tls_main(void *arg)
+{
+    tls_srv *t = arg;
+    for (int i = 0; i < t->n; i++) {
+        int fd = accept4(t->lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0)
+            return NULL;
+        /* The client read its token before it connected: a new one now is what its
+         * reauth after the 401 finds. */
+        if (i == 0 && t->token_file) {
+            FILE *f = fopen(t->token_file, "w");
+            if (f) {
+                fputs("new\n", f);
+                fclose(f);
+            }
+        }
+        srv *s = t->conn[i];
+        close(s->fd); /* the socketpair's end, unused here */
+        s->fd = fd;
+        s->ssl = SSL_new(t->ctx);
+        SSL_set_fd(s->ssl, fd);
+        if (SSL_accept(s->ssl) == 1)
+            srv_main(s);
+        else
+            diag("server: the TLS handshake failed");
+        SSL_shutdown(s->ssl);
+        SSL_free(s->ssl);
+        s->ssl = NULL;
+    }
+    return NULL;
+}
+
+#define UNAUTHORIZED_BODY "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{}," \
+                          "\"status\":\"Failure\",\"message\":\"Unauthorized\"," \
+                          "\"reason\":\"Unauthorized\",\"code\":401}"
+
+static void test_open_tls(void)
+{
+    EVP_PKEY *key;
+    X509 *cert;
+    char *pem;
+    size_t pem_len;
+    if (make_cert(&key, &cert, &pem, &pem_len) < 0) {
+        skip("OpenSSL could not make a certificate");
+        return;
+    }
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    SSL_CTX_use_certificate(ctx, cert);
+    SSL_CTX_use_PrivateKey(ctx, key);
+    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t al = sizeof(a);
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(lfd, 2) < 0 ||
+        getsockname(lfd, (struct sockaddr *)&a, &al) < 0) {
+        skip("no loopback TCP socket for the TLS server");
+        return;
+    }
+    char tokpath[] = "/tmp/t-exec-token.XXXXXX";
+    int tfd = mkstemp(tokpath);
+    if (tfd < 0 || write_full(tfd, "old\n", 4) < 0) {
+        skip("no temporary file for the token");
+        return;
+    }
+    close(tfd);
+
+    /* First the upgrade is refused with 401 (the old token), then the exec runs. */
+    srv *first = srv_start(NULL, NULL);
+    first->answer = "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\n"
+                    "Content-Length: 128\r\n\r\n" UNAUTHORIZED_BODY;
+    close(cfd);
+    srv *s = srv_start(sc_big, NULL);
+    s->big = 4u << 20;
+    close(cfd);
+    tls_srv t = { .lfd = lfd, .ctx = ctx, .conn = { first, s }, .n = 2, .token_file = tokpath };
+    pthread_t th;
+    pthread_create(&th, NULL, tls_main, &t);
+
+    kube_target kt = { 0 };
+    kt.source = xstrdup("t-exec");
+    kt.server = xasprintf("https://127.0.0.1:%d", ntohs(a.sin_port));
+    kt.ca_pem = pem;
+    kt.ca_len = pem_len;
+    kt.token_file = xstrdup(tokpath);
+    sbx_err err;
+    kube_client *c = kube_client_new(&kt, &err);
+    ok(c != NULL, "a client for the TLS server%s%s", c ? "" : ": ", c ? "" : err.msg);
+    kube_exec *x = NULL;
+    const char *argv[] = { "sh", "-c", "big", NULL };
+    int r = c ? kube_exec_open(c, "ns", "p", "main", argv, &(kube_exec_opts){ 0 }, &x, &err)
+              : -1;
+    ok(r == 0, "kube_exec_open over TLS succeeds after a 401 and new credentials%s%s",
+       r ? ": " : "", r ? err.msg : "");
+    if (r == 0) {
+        is_str(kube_exec_protocol(x), "v5.channel.k8s.io", "... on v5");
+        run rr;
+        relay(x, -1, &rr);
+        kube_exec_free(x);
+        bool same = rr.out_len == (4u << 20);
+        for (size_t i = 0; same && i < rr.out_len; i++)
+            same = (uint8_t)rr.out[i] == (uint8_t)(i * 2654435761u >> 13);
+        ok(rr.rc == 0 && rr.code == 0 && same, "4 MiB of output and the status over TLS%s%s",
+           rr.rc ? ": " : "", rr.rc ? rr.err.msg : "");
+        run_free(&rr);
+    }
+    pthread_join(th, NULL);
+    first->joined = s->joined = true;
+    ok(strstr(first->request.buf, "\r\nAuthorization: Bearer old\r\n") != NULL,
+       "the first upgrade carried the token file's first token");
+    ok(strstr(s->request.buf, "GET /api/v1/namespaces/ns/pods/p/exec?command=sh&command=-c&"
+                              "command=big&container=main&stdout=true&stderr=true HTTP/1.1\r\n") &&
+           strstr(s->request.buf, "\r\nAuthorization: Bearer new\r\n"),
+       "the second, the exec's path and the token re-read after the 401");
+
+    /* A refusal that new credentials do not cure: the message says what, prefixed. */
+    srv *denied = srv_start(NULL, NULL);
+    denied->answer = "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\n"
+                     "Content-Length: 2\r\n\r\n{}";
+    close(cfd);
+    tls_srv t2 = { .lfd = lfd, .ctx = ctx, .conn = { denied }, .n = 1 };
+    pthread_create(&th, NULL, tls_main, &t2);
+    r = c ? kube_exec_open(c, "ns", "p", NULL, argv, NULL, &x, &err) : 0;
+    pthread_join(th, NULL);
+    denied->joined = true;
+    ok(r < 0 && x == NULL && strstr(err.msg, "exec in pod ns/p: the API server refused the "
+                                             "WebSocket upgrade (HTTP 403)"),
+       "a 403 is an error naming the pod: %s", err.msg);
+
+    kube_client_free(c);
+    free(kt.source);
+    free(kt.server);
+    free(kt.token_file);
+    srv_stop(first);
+    srv_stop(s);
+    srv_stop(denied);
+    unlink(tokpath);
+    close(lfd);
+    SSL_CTX_free(ctx);
+    X509_free(cert);
+    EVP_PKEY_free(key);
+    free(pem);
 }
 
 int main(void)
@@ -973,6 +1193,7 @@ int main(void)
     test_interrupt();
     test_upgrade_failures();
     test_curl();
+    test_open_tls();
     curl_global_cleanup();
     return done_testing();
 }
