@@ -70,13 +70,18 @@ struct kube_exec {
 
 /* ---- transports --------------------------------------------------------------------------- */
 
+typedef struct nopipe nopipe;
+static void nopipe_begin(nopipe *np);
+static void nopipe_end(nopipe *np);
+static ssize_t pipe_write(int fd, const void *buf, size_t len);
+
 static ssize_t fd_send(void *ctx, const void *buf, size_t len, sbx_err *err)
 {
     int fd = (int)(intptr_t)ctx;
     for (;;) {
         ssize_t n = send(fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0 && errno == ENOTSOCK)
-            n = write(fd, buf, len);
+            n = pipe_write(fd, buf, len);
         if (n >= 0)
             return n;
         if (errno == EINTR)
@@ -116,27 +121,57 @@ static void fd_close(void *ctx)
 
 static const kx_ops fd_ops = { fd_send, fd_recv, fd_fd, fd_close };
 
-/* OpenSSL writes to the socket with write(2), so a peer that went away raises SIGPIPE,
- * which would kill sbx-kube: block it around the send and swallow one it caused. */
-static ssize_t curl_send_(void *ctx, const void *buf, size_t len, sbx_err *err)
+/* A write to a peer or a reader that went away raises SIGPIPE, which would kill sbx-kube
+ * (OpenSSL writes to the socket with write(2); out_fd may be a pipe): block it around such a
+ * write and swallow one the write caused. */
+struct nopipe {
+    sigset_t set, old;
+    bool was_pending;
+};
+
+static void nopipe_begin(nopipe *np)
 {
-    sigset_t pipe_set, old, pending;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    sigset_t pending;
+    sigemptyset(&np->set);
+    sigaddset(&np->set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &np->set, &np->old);
     sigpending(&pending);
-    bool was_pending = sigismember(&pending, SIGPIPE);
-    size_t n = 0;
-    CURLcode rc = curl_easy_send(ctx, buf, len, &n);
-    if (!was_pending) {
+    np->was_pending = sigismember(&pending, SIGPIPE);
+}
+
+static void nopipe_end(nopipe *np)
+{
+    int e = errno;
+    sigset_t pending;
+    if (!np->was_pending) {
         sigpending(&pending);
         if (sigismember(&pending, SIGPIPE)) {
             struct timespec zero = { 0, 0 };
-            while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
+            while (sigtimedwait(&np->set, NULL, &zero) < 0 && errno == EINTR)
                 ;
         }
     }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_sigmask(SIG_SETMASK, &np->old, NULL);
+    errno = e;
+}
+
+/* write(2) without SIGPIPE: EPIPE instead. */
+static ssize_t pipe_write(int fd, const void *buf, size_t len)
+{
+    nopipe np;
+    nopipe_begin(&np);
+    ssize_t n = write(fd, buf, len);
+    nopipe_end(&np);
+    return n;
+}
+
+static ssize_t curl_send_(void *ctx, const void *buf, size_t len, sbx_err *err)
+{
+    size_t n = 0;
+    nopipe np;
+    nopipe_begin(&np);
+    CURLcode rc = curl_easy_send(ctx, buf, len, &n);
+    nopipe_end(&np);
     if (rc == CURLE_AGAIN)
         return 0;
     if (rc != CURLE_OK)
@@ -524,13 +559,13 @@ int kube_exec_queue_stdin(kube_exec *x, const void *buf, size_t len, sbx_err *er
         return sbx_errf(err, "cannot send stdin: the exec was opened without it");
     if (x->stdin_closed)
         return sbx_errf(err, "cannot send stdin: it was closed");
-    const char *p = buf;
-    do {
+    /* (Nothing to send is no message: an empty one would mean nothing to the server.) */
+    for (const char *p = buf; len;) {
         size_t n = len < KX_STDIN_CHUNK ? len : KX_STDIN_CHUNK;
         queue_message(x, 0, p, n);
         p += n;
         len -= n;
-    } while (len);
+    }
     return 0;
 }
 
@@ -796,7 +831,7 @@ int kube_exec_exit_code(const kube_exec *x, const char **message)
 static int write_out(kube_exec *x, int fd, const char *buf, size_t len, sbx_err *err)
 {
     while (len) {
-        ssize_t n = write(fd, buf, len);
+        ssize_t n = pipe_write(fd, buf, len);
         if (n > 0) {
             buf += n;
             len -= (size_t)n;

@@ -49,7 +49,8 @@ int kube_exec_fd(const kube_exec *x);
 
 /* Sends bytes on stdin (channel 0), a resize (channel 4), or stdin's end (v5: the
  * [255,0] CLOSE message; v4 has none, and it returns 1: the caller must close the
- * exec to end stdin). Blocks until sent (bounded by the client's timeout). */
+ * exec to end stdin). Blocks until sent (each bit of progress bounded by o->timeout_ms;
+ * what arrives meanwhile is kept for kube_exec_recv). */
 int kube_exec_send_stdin(kube_exec *x, const void *buf, size_t len, sbx_err *err);
 int kube_exec_resize(kube_exec *x, unsigned cols, unsigned rows, sbx_err *err);
 int kube_exec_close_stdin(kube_exec *x, sbx_err *err);

@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -25,6 +26,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "tests/lib/tap.h"
@@ -182,6 +184,10 @@ static void srv_end(srv *s, const char *status)
 static void *srv_main(void *arg)
 {
     srv *s = arg;
+    sigset_t alrm;
+    sigemptyset(&alrm);
+    sigaddset(&alrm, SIGALRM);
+    pthread_sigmask(SIG_BLOCK, &alrm, NULL);
     /* The request: up to its blank line. */
     char buf[8192];
     size_t n = 0;
@@ -741,6 +747,14 @@ static void test_big(void)
     run_free(&r);
 }
 
+static volatile sig_atomic_t ticks;
+
+static void on_tick(int sig)
+{
+    (void)sig;
+    ticks++;
+}
+
 static void test_big_echo(void)
 {
     /* 4 MiB through stdin and back at once: neither side may wait for the other. */
@@ -757,16 +771,54 @@ static void test_big_echo(void)
     for (size_t i = 0; i < len; i++)
         data[i] = (char)(i * 131 >> 7);
     int in = memfd_with(data, len);
+    /* A signal every millisecond, without SA_RESTART: every poll and read may see EINTR. */
+    struct sigaction sa = { .sa_handler = on_tick }, old;
+    sigaction(SIGALRM, &sa, &old);
+    struct itimerval it = { { 0, 1000 }, { 0, 1000 } }, off = { { 0, 0 }, { 0, 0 } };
+    /* Only this thread takes the signal (the server's thread blocks it). */
+    setitimer(ITIMER_REAL, &it, NULL);
     run r;
     relay(x, in, &r);
+    setitimer(ITIMER_REAL, &off, NULL);
+    sigaction(SIGALRM, &old, NULL);
     kube_exec_free(x);
     srv_stop(s);
     ok(r.rc == 0 && r.out_len == len && memcmp(r.out, data, len) == 0,
-       "4 MiB of stdin echoed back while it is sent arrive intact (%zu bytes)%s%s", r.out_len,
-       r.rc ? ": " : "", r.rc ? r.err.msg : "");
+       "4 MiB of stdin echoed back while it is sent arrive intact (%zu bytes), with a "
+       "signal interrupting every millisecond%s%s", r.out_len, r.rc ? ": " : "",
+       r.rc ? r.err.msg : "");
+    if (ticks == 0)
+        diag("(the timer never fired during the relay)");
     free(data);
     close(in);
     run_free(&r);
+}
+
+static void test_out_gone(void)
+{
+    srv *s = srv_start(sc_status, NULL);
+    s->param = SUCCESS;
+    kube_exec *x;
+    sbx_err err;
+    if (open_over(s, NULL, &x, &err) < 0) {
+        ok(0, "out gone: upgrade: %s", err.msg);
+        srv_stop(s);
+        return;
+    }
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        abort();
+    close(p[0]);
+    /* SIGPIPE as a program gets it by default: the relay must not die of it. */
+    signal(SIGPIPE, SIG_DFL);
+    int code = -99;
+    int r = kube_exec_relay(x, -1, p[1], -1, &code, &err);
+    signal(SIGPIPE, SIG_IGN);
+    ok(r < 0 && strstr(err.msg, "writing the command's output: Broken pipe"),
+       "stdout's reader gone: an error, not a SIGPIPE: %s", err.msg);
+    close(p[1]);
+    kube_exec_free(x);
+    srv_stop(s);
 }
 
 static void test_resize(void)
@@ -1189,6 +1241,7 @@ int main(void)
     test_big();
     test_big_echo();
     test_resize();
+    test_out_gone();
     test_keepalive();
     test_interrupt();
     test_upgrade_failures();
