@@ -217,6 +217,12 @@ static int status_error(kube_client *c, const char *method, const char *path,
     int rc;
     switch (r->status) {
     case 401:
+        if (!c->tls) {
+            rc = sbx_errf(err, "the API server at %s wants credentials, and none are sent over "
+                          "plain http (as kubectl sends none): make the server https in %s "
+                          "(%s)", c->t.server, c->t.source, detail);
+            break;
+        }
         rc = sbx_errf(err, "the API server at %s did not accept the credentials of %s%s%s "
                       "(%s): they are wrong or have expired", c->t.server, c->t.source,
                       c->t.context ? ", context " : "", c->t.context ? c->t.context : "",

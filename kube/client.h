@@ -4,7 +4,9 @@
  * One client holds one libcurl easy handle, so that a holder's requests reuse one
  * connection (and its TLS session). Credentials come from the kube_target: a bearer
  * token (token_file re-read and the exec plugin re-run on a 401, once), a client
- * certificate from memory, basic auth.
+ * certificate from memory, basic auth. As kubectl, no credential is sent to an http://
+ * server (only https). The token file is also re-read each minute (it rotates);
+ * the exec plugin's credential is kept until its expirationTimestamp.
  *
  * Errors: a non-2xx answer is -1 with a message built from the Status object that
  * says what to fix ("sbxsh's user system:serviceaccount:ns:x may not create

@@ -88,8 +88,9 @@ typedef struct kube_credential {
     int64_t expires;
 } kube_credential;
 
-/* Runs t->exec (stdin not a terminal, stdout read as ExecCredential JSON, bounded in time
- * and size) and fills cred. Errors quote the plugin's stderr tail. */
+/* Runs t->exec (stdin /dev/null unless interactiveMode allows a terminal and stdin is one;
+ * KUBERNETES_EXEC_INFO set as client-go sets it; stdout read as ExecCredential JSON, at
+ * most 1 MiB; killed after 60 s) and fills cred. Errors quote the plugin's stderr tail. */
 int kube_exec_credential(const kube_target *t, kube_credential *cred, sbx_err *err);
 void kube_credential_free(kube_credential *cred);
 

@@ -5,9 +5,11 @@
 
 Makes its certificates in DIR with the openssl CLI (a CA, a server certificate for
 kube.test, localhost and 127.0.0.1, a client certificate with CN sbx-user, and a second,
-unrelated CA), listens on 127.0.0.1 (a free port, printed on stdout), and answers as the
-scripts below say. Python's standard library only. Each request is logged to
-DIR/requests.log as "METHOD PATH IDENTITY". Bearer tokens are accepted when listed in
+unrelated CA), listens on 127.0.0.1 (a free port for HTTPS and one for plain HTTP, printed
+on stdout as "HTTPS_PORT HTTP_PORT"), and answers as the scripts below say. The plain port
+is also an HTTP proxy for CONNECT (logged as "CONNECT host:port -"). Python's standard library only. Each request is logged to
+DIR/requests.log as "METHOD PATH IDENTITY" (IDENTITY "-" when no credential came,
+"refused" for one that is not accepted). Bearer tokens are accepted when listed in
 DIR/tokens (read at every request, so a test can rotate them); a client certificate
 signed by the CA is accepted as cert:CN.
 
@@ -28,6 +30,8 @@ Scripts, by path (namespace ns unless said):
        gone-event  200, then an ERROR event with code 410
        quiet       200, then nothing until timeoutSeconds
        garbage     200, then bytes that are not JSON
+       flaky       503 the first time, then ADDED rv 1 and DELETED rv 2
+       error-500   an ERROR event with code 500 the first time, then as flaky's second
 """
 import http.server
 import json
@@ -98,7 +102,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             except OSError:
                 ok = False
             return ("token:" + auth[7:]) if ok else None
-        cert = self.connection.getpeercert()
+        peer = getattr(self.connection, "getpeercert", None)
+        cert = peer() if peer else None
         if cert:
             for rdn in cert.get("subject", ()):
                 for k, v in rdn:
@@ -131,6 +136,43 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
 
+    def do_CONNECT(self):
+        with lock:
+            with open(os.path.join(DIR, "requests.log"), "a") as f:
+                f.write("CONNECT %s -\n" % self.path)
+        host, port = self.path.rsplit(":", 1)
+        try:
+            up = socket.create_connection((host, int(port)), timeout=10)
+        except OSError:
+            self.send_error(502)
+            return
+        self.send_response(200, "Connection established")
+        self.end_headers()
+        self.wfile.flush()
+        down = self.connection
+        up.settimeout(None)
+
+        def pump(a, b):
+            try:
+                while True:
+                    d = a.recv(65536)
+                    if not d:
+                        break
+                    b.sendall(d)
+            except OSError:
+                pass
+            for x in (a, b):
+                try:
+                    x.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+        t = threading.Thread(target=pump, args=(up, down), daemon=True)
+        t.start()
+        pump(down, up)
+        t.join()
+        self.close_connection = True
+
     def do_GET(self):
         self.handle_any("GET")
 
@@ -151,7 +193,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         who = self.identity()
         with lock:
             with open(os.path.join(DIR, "requests.log"), "a") as f:
-                f.write("%s %s %s\n" % (method, self.path, who or "-"))
+                f.write("%s %s %s\n" % (method, self.path, who or (
+                    "refused" if self.headers.get("Authorization") else "-")))
         if u.path == "/stats":
             return self.send_json(200, {"connections": connections})
         if not who:
@@ -228,6 +271,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 time.sleep(0.05)
             self.chunk("")
             return
+        if name in ("flaky", "error-500"):
+            with lock:
+                n = counts[name] = counts.get(name, 0) + 1
+            if n == 1 and name == "flaky":
+                return self.send_json(503, status(503, "ServiceUnavailable", "starting"))
+            self.start_stream()
+            if n == 1:
+                self.event("ERROR", status(500, "InternalError", "etcd hiccup"))
+            else:
+                self.event("ADDED", pod(name, 1))
+                self.event("DELETED", pod(name, 2))
+            self.chunk("")
+            return
         if name == "garbage":
             self.start_stream()
             self.chunk("this is not json\n")
@@ -238,9 +294,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 class Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
+    ctx = None
 
     def finish_request(self, request, client_address):
         global connections
+        if not self.ctx:
+            return super().finish_request(request, client_address)
         # The handshake runs in the connection's own thread: a client that gives up on
         # our certificate fails only its own connection.
         try:
@@ -264,7 +323,9 @@ def main():
     ctx.set_alpn_protocols(["http/1.1"])
     srv = Server(("127.0.0.1", 0), Handler)
     srv.ctx = ctx
-    print(srv.server_address[1], flush=True)
+    plain = Server(("127.0.0.1", 0), Handler)
+    threading.Thread(target=plain.serve_forever, daemon=True).start()
+    print(srv.server_address[1], plain.server_address[1], flush=True)
     srv.serve_forever()
 
 

@@ -23,7 +23,7 @@
 
 static char *tmp;
 static pid_t stub_pid;
-static int port;
+static int port, plain_port;
 
 static char *path_in(const char *name)
 {
@@ -106,8 +106,9 @@ static int start_stub(void)
         got += (size_t)n;
     }
     close(pfd[0]);
-    port = atoi(buf);
-    return port > 0 ? 0 : -1;
+    if (sscanf(buf, "%d %d", &port, &plain_port) != 2)
+        return -1;
+    return port > 0 && plain_port > 0 ? 0 : -1;
 }
 
 static void stop_stub(void)
@@ -317,6 +318,70 @@ static void test_credentials(void)
     kube_client_free(c);
     kube_target_free(&t);
 
+    /* exec plugin: a client certificate, and an expiry that has passed */
+    put("certplugin.sh", "#!/bin/sh\n"
+                         "d=$(dirname \"$0\")\n"
+                         "echo x >>\"$0.runs\"\n"
+                         "pem() { awk '{printf \"%s\\\\n\", $0}' \"$d/$1\"; }\n"
+                         "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\","
+                         "\"kind\":\"ExecCredential\",\"status\":{\"clientCertificateData\":"
+                         "\"%s\",\"clientKeyData\":\"%s\",\"expirationTimestamp\":"
+                         "\"2001-02-03T04:05:06Z\"}}' \"$(pem client.crt)\" \"$(pem client.key)\"\n");
+    target(&t, NULL);
+    t.exec = xcalloc(1, sizeof(*t.exec));
+    t.exec->command = path_in("certplugin.sh");
+    strvec_init(&t.exec->args);
+    strvec_init(&t.exec->env);
+    t.exec->api_version = xstrdup("client.authentication.k8s.io/v1beta1");
+    c = client_for(&t);
+    is_int(kube_request(c, "GET", WHOAMI, NULL, NULL, &r, &err), 0,
+           "exec plugin certificate: accepted");
+    if (r.status != 200)
+        diag("%s", err.msg);
+    is_str(json_str_at(r.json, "user", NULL), "cert:sbx-user",
+           "exec plugin certificate: the stub saw the plugin's certificate");
+    kube_request(c, "GET", WHOAMI, NULL, NULL, &r, &err);
+    count = slurp("certplugin.sh.runs");
+    is_str(count, "x\nx\n", "exec plugin: an expired credential is not used again");
+    free(count);
+    kube_client_free(c);
+    kube_target_free(&t);
+
+    /* plain http: no credential goes out */
+    put("tokens", "tok-1\n");
+    target(&t, "tok-1");
+    free(t.server);
+    t.server = xasprintf("http://127.0.0.1:%d", plain_port);
+    c = client_for(&t);
+    is_int(kube_request(c, "GET", WHOAMI, NULL, NULL, &r, &err), -1,
+           "plain http: the token is not sent (the stub says 401)");
+    ok(strstr(err.msg, "none are sent over plain http") != NULL, "plain http: ... and why");
+    char *plog = slurp("requests.log");
+    size_t pl = strlen(plog);
+    const char *last = pl > 1 ? plog + pl - 1 : plog;
+    while (last > plog && last[-1] != '\n')
+        last--;
+    is_str(last, "GET " WHOAMI " -\n", "plain http: the stub got no Authorization header");
+    free(plog);
+    diag("%s", err.msg);
+    kube_client_free(c);
+    kube_target_free(&t);
+
+    /* proxy-url: through an HTTP CONNECT proxy */
+    target(&t, "tok-1");
+    t.proxy_url = xasprintf("http://127.0.0.1:%d", plain_port);
+    c = client_for(&t);
+    is_int(kube_request(c, "GET", WHOAMI, NULL, NULL, &r, &err), 0, "proxy-url: answered");
+    if (r.status != 200)
+        diag("%s", err.msg);
+    char *want = xasprintf("CONNECT 127.0.0.1:%d -", port);
+    plog = slurp("requests.log");
+    ok(strstr(plog, want) != NULL, "proxy-url: the connection went through the proxy");
+    free(plog);
+    free(want);
+    kube_client_free(c);
+    kube_target_free(&t);
+
     /* the exec upgrade's handle: connected, HTTP/1.1, the credential's header */
     put("tokens", "tok-1\n");
     target(&t, "tok-1");
@@ -478,6 +543,17 @@ static void test_watch(void)
     ok(strstr(log, "allowWatchBookmarks=true") && strstr(log, "timeoutSeconds="),
        "watch: asks for bookmarks and a server-side timeout");
     free(log);
+
+    strbuf_reset(&s.log);
+    is_int(kube_watch(c, PODS, "metadata.name=flaky", NULL, &rv, far, on_event, &s, &err), 1,
+           "watch: a 503 first is retried");
+    is_str(s.log.buf, "ADDED:1 DELETED:2", "watch: ... then the events");
+    strbuf_reset(&s.log);
+    free(rv);
+    rv = NULL;
+    is_int(kube_watch(c, PODS, "metadata.name=error-500", NULL, &rv, far, on_event, &s, &err), 1,
+           "watch: an ERROR event with code 500 is watched again");
+    is_str(s.log.buf, "ADDED:1 DELETED:2", "watch: ... then the events");
 
     free(rv);
     rv = xstrdup("3");

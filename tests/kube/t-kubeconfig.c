@@ -4,6 +4,7 @@
  * plugins run for real, and errors that name the file and the key.
  */
 #include "kube/kubeconfig.h"
+#include "kube/kpriv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -179,6 +180,25 @@ static void test_data_fields(void)
     free(path);
 }
 
+static void test_json(void)
+{
+    kube_target t;
+    sbx_err err;
+    /* JSON is YAML: kubectl reads a JSON kubeconfig too */
+    put("j/config", "{\"apiVersion\": \"v1\", \"kind\": \"Config\", \"current-context\": \"j\",\n"
+                    " \"clusters\": [{\"name\": \"c\", \"cluster\": {\"server\": \"https://j:1\", "
+                    "\"insecure-skip-tls-verify\": true}}],\n"
+                    " \"users\": [{\"name\": \"u\", \"user\": {\"token\": \"tok-j\"}}],\n"
+                    " \"contexts\": [{\"name\": \"j\", \"context\": {\"cluster\": \"c\", "
+                    "\"user\": \"u\", \"namespace\": \"jns\"}}]}\n");
+    char *path = at("j/config");
+    is_int(load((kube_load_opts){ .explicit_path = path }, &t, &err), 0, "JSON kubeconfig: loads");
+    ok(t.server && !strcmp(t.server, "https://j:1") && t.insecure && t.token &&
+       !strcmp(t.token, "tok-j") && !strcmp(t.namespace_, "jns"), "JSON kubeconfig: its fields");
+    kube_target_free(&t);
+    free(path);
+}
+
 static void test_merge(void)
 {
     kube_target t;
@@ -258,6 +278,12 @@ static void test_incluster(void)
     free(home);
 }
 
+static int calls;
+static bool stop_after_3(void *ctx)
+{
+    return ++calls > 3;
+}
+
 static void test_exec(void)
 {
     kube_target t;
@@ -334,6 +360,43 @@ static void test_exec(void)
        strstr(err.msg, "apt install xyz"), "missing plugin: says so, with the installHint");
     diag("%s", err.msg);
     kube_target_free(&t);
+
+    /* a plugin that hangs: bounded in time, and Ctrl-C ends it */
+    put("x/hang.sh", "#!/bin/sh\nexec sleep 30\n");
+    put("x/hang", "current-context: h\n"
+                  "clusters: [{name: c, cluster: {server: 'https://x:1'}}]\n"
+                  "users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, "
+                  "command: ./hang.sh, interactiveMode: Never}}}]\n"
+                  "contexts: [{name: h, context: {cluster: c, user: u}}]\n");
+    char *hang = at("x/hang");
+    is_int(load((kube_load_opts){ .explicit_path = hang }, &t, &err), 0, "hanging plugin: loads");
+    is_int(kube_exec_credential_poll(&t, NULL, NULL, 300, &cred, &err), -1,
+           "hanging plugin: ends at its time bound");
+    ok(strstr(err.msg, "no answer within 300 ms") != NULL, "hanging plugin: %s", err.msg);
+    calls = 0;
+    is_int(kube_exec_credential_poll(&t, stop_after_3, NULL, 0, &cred, &err), -1,
+           "hanging plugin: the interrupt hook ends it");
+    ok(strstr(err.msg, "interrupted") != NULL, "hanging plugin: %s", err.msg);
+    kube_target_free(&t);
+    free(hang);
+
+    /* interactiveMode: Always needs a terminal on stdin */
+    put("x/always", "current-context: a\n"
+                    "clusters: [{name: c, cluster: {server: 'https://x:1'}}]\n"
+                    "users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, "
+                    "command: ./plugin.sh, interactiveMode: Always}}}]\n"
+                    "contexts: [{name: a, context: {cluster: c, user: u}}]\n");
+    char *always = at("x/always");
+    int saved = dup(0), nul = open("/dev/null", O_RDONLY);
+    dup2(nul, 0);
+    close(nul);
+    is_int(load((kube_load_opts){ .explicit_path = always }, &t, &err), 0, "Always: loads");
+    is_int(kube_exec_credential(&t, &cred, &err), -1, "Always without a terminal: an error");
+    ok(strstr(err.msg, "wants a terminal") != NULL, "Always: %s", err.msg);
+    dup2(saved, 0);
+    close(saved);
+    kube_target_free(&t);
+    free(always);
     free(path);
     free(plugin);
 }
@@ -403,6 +466,11 @@ static void test_errors(void)
                  "{server: 'https://f:1'}}]\ncontexts: [{name: e, context: {cluster: c}}]\n"
                  "current-context: e\n",
         "clusters[1].name: \"c\" is also clusters[0]'s name", NULL, "a name twice in one file");
+    bad("e/proxy", "clusters: [{name: c, cluster: {server: 'https://e:1', proxy-url: "
+                   "'ftp://p:1'}}]\ncontexts: [{name: e, context: {cluster: c}}]\n"
+                   "current-context: e\n",
+        "clusters[0].cluster.proxy-url: \"ftp://p:1\": only http, https and socks5", NULL,
+        "a proxy-url of another scheme");
     bad("e/list", "clusters: {name: c}\n", "clusters: not a list", NULL, "clusters not a list");
     bad("e/nocur", cl, "no current-context", NULL, "no current-context");
     s = xasprintf("%s%susers:\n- name: u\n  user:\n    exec: {command: x, apiVersion: "
@@ -431,6 +499,7 @@ int main(void)
     test_single();
     test_data_fields();
     test_merge();
+    test_json();
     test_incluster();
     test_exec();
     test_errors();
