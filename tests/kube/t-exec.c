@@ -749,10 +749,15 @@ static void test_big(void)
 
 static volatile sig_atomic_t ticks;
 
+/* At most 1000 of them (the relay natively ends well before; under valgrind, whose signal
+ * delivery is slow, a storm without end would make it crawl). */
 static void on_tick(int sig)
 {
     (void)sig;
-    ticks++;
+    if (++ticks >= 1000) {
+        struct itimerval off = { { 0, 0 }, { 0, 0 } };
+        setitimer(ITIMER_REAL, &off, NULL);
+    }
 }
 
 static void test_big_echo(void)
@@ -787,8 +792,7 @@ static void test_big_echo(void)
        "4 MiB of stdin echoed back while it is sent arrive intact (%zu bytes), with a "
        "signal interrupting every millisecond%s%s", r.out_len, r.rc ? ": " : "",
        r.rc ? r.err.msg : "");
-    if (ticks == 0)
-        diag("(the timer never fired during the relay)");
+    diag("(%d signals during the relay)", (int)ticks);
     free(data);
     close(in);
     run_free(&r);
