@@ -45,7 +45,8 @@ fake_start() {
     FAKE_URL=$(sed -n 's/^ *server: //p' "$FAKE_KUBECONFIG")
     FAKE_CA=$SBX_TEST_TMP/fake-ca.pem
     sed -n 's/^ *certificate-authority-data: //p' "$FAKE_KUBECONFIG" | base64 -d >"$FAKE_CA"
-    FAKE_TOKEN=$(awk '/^- name: fake-admin$/ { u = 1 } u && /token:/ { print $2; exit }' "$FAKE_KUBECONFIG")
+    FAKE_TOKEN=$(awk '/^users:/ { s = 1 } s && /^- name: fake-admin$/ { u = 1 } u && /token:/ { print $2; exit }' \
+        "$FAKE_KUBECONFIG")
 }
 
 fake_curl() {
