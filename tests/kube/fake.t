@@ -111,6 +111,8 @@ is "$(fake_curl "$C/w1" | jq -c '.status.sandbox.podIPs | length')" "1" "...and 
 is "$(fake_curl "$PODS?labelSelector=agents.x-k8s.io/sandbox-name-hash%3D$(fake_curl "$SB/$sbname" | jq -r '.status.selector | split("=")[1]')" | jq -r '.items[].metadata.name')" \
    "$sbname" "the pod is found by the sandbox's name-hash label"
 lastrv=$(jq -r .object.metadata.resourceVersion <<<"$ev" | tail -n 1)
+is "$(fake_state | jq -c '.claims[] | select(.name == "w1") | [.readyMs > 0, .launchType]')" '[true,"warm"]' \
+   "/fake/state gives the fake's own time from POST to bound and Ready (for bench/)"
 
 # -- resume, patch, conflicts
 out=$(fake_curl -w '\n%{http_code}' -X PATCH -H "$MP" -d '{"metadata":{"labels":{"seen":"yes"}}}' "$C/w1")
