@@ -26,6 +26,8 @@ int kt_connect(kt *k, kt_opts *o, sbx_err *err)
         kube_target_free(&k->target);
         return -1;
     }
+    /* a claim waits at most its timeout: so do the retries of one request */
+    kube_client_set_retry_budget(k->c, o->timeout && o->timeout < 30 ? o->timeout * 1000 : 30000);
     return 0;
 }
 
