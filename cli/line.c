@@ -242,7 +242,7 @@ static int open_session(line_exec *x, sbx_err *err)
     if (x->sess)
         return 0;
     if (!sbx_backend_class_find(x->cfg.backend))
-        return sbx_errf(err, "AGENT_SANDBOX_BACKEND=%s: only the local backend is built so far",
+        return sbx_errf(err, "AGENT_SANDBOX_BACKEND=%s: no such backend is built (local, kube)",
                         x->cfg.backend);
     return sbx_session_open(&x->cfg, NULL, &x->sess, err);
 }

@@ -122,7 +122,8 @@ static void check_pool(kt *k)
             find(3, "the warm pool has no ready replica", "%s in namespace %s (%d wanted): "
                  "claims will cold-start, which takes seconds; raise its replicas", k->o->pool,
                  k->ns, nwant);
-        const char *tmpl = kt_jstr(r.json, "spec.sandboxTemplateRef.name");
+        char *tmpl = kt_jstr(r.json, "spec.sandboxTemplateRef.name") ?
+                     xstrdup(kt_jstr(r.json, "spec.sandboxTemplateRef.name")) : NULL;
         kube_response_free(&r);
         if (!tmpl)
             goto out;
@@ -141,6 +142,7 @@ static void check_pool(kt *k)
                      "spec.podTemplate.spec.runtimeClassName (e.g. gvisor)", tmpl);
         }
         free(tp);
+        free(tmpl);
     }
 out:
     kube_response_free(&r);
@@ -163,7 +165,12 @@ int kt_doctor(kt_opts *o)
          k.target.context ? k.target.context : "-", k.ns);
     kube_client_set_retry_budget(k.c, 3000);
     if (kube_request(k.c, "GET", "/version", NULL, NULL, &r, &err) < 0) {
-        find(2, "the API server does not answer", "%s: %s", k.target.server, err.msg);
+        if (r.status == 401)
+            find(2, "the API server refuses sbxsh's credentials", "%s", err.msg);
+        else if (r.status)
+            find(2, "the API server answers with an error", "%s", err.msg);
+        else
+            find(2, "the API server does not answer", "%s", err.msg);
         kube_response_free(&r);
         kt_close(&k);
         return 1;

@@ -58,6 +58,10 @@ static const char usage_main[] =
     "environment:\n"
     "  AGENT_SANDBOX_SESSION          session name\n"
     "  AGENT_SANDBOX_CODE_DIRS        code directories, colon-separated\n"
+    "  AGENT_SANDBOX_BACKEND          local (default) | kube\n"
+    "  AGENT_SANDBOX_POOL, AGENT_SANDBOX_KUBECONFIG, AGENT_SANDBOX_KUBE_CONTEXT,\n"
+    "  AGENT_SANDBOX_NAMESPACE, AGENT_SANDBOX_TTL, AGENT_SANDBOX_CLAIM_TIMEOUT\n"
+    "                                 kube: the pool, cluster, claim lifetime and wait\n"
     "  AGENT_SANDBOX_LOCAL_RUNTIME    runsc | bwrap (default: runsc when installed)\n"
     "  AGENT_SANDBOX_LOCAL_NETWORK    none (default) | host | allowlist\n"
     "  AGENT_SANDBOX_EGRESS           with allowlist: hosts the sandbox may reach over\n"
@@ -100,8 +104,9 @@ static const char usage_release[] =
 static const char usage_status[] =
     "usage: sbx status [--session S] [--json]\n"
     "\n"
-    "Shows the session: its holder, sandbox (runtime, id, created, alive), agent and\n"
-    "sync counters. Exit status 1 when the session does not exist.\n";
+    "Shows the session: its holder, sandbox (runtime, id, created, alive; for kube the\n"
+    "claim, sandbox, pod, node, pool and expiry), agent and sync counters. Exit status 1\n"
+    "when the session does not exist.\n";
 
 static const char usage_ls[] =
     "usage: sbx ls [--json]\n"
@@ -112,8 +117,9 @@ static const char usage_doctor[] =
     "usage: sbx doctor\n"
     "\n"
     "Checks what sbxsh needs here: a sandbox runtime that starts, user namespaces, the\n"
-    "agent binary, the state and runtime directories, and the Kubernetes settings when\n"
-    "AGENT_SANDBOX_KUBECONFIG / AGENT_SANDBOX_POOL are set. Each problem says what to do.\n"
+    "agent binary, the state and runtime directories, and with AGENT_SANDBOX_BACKEND=kube\n"
+    "the cluster: kubeconfig, server, identity, each verb sbxsh needs, the pool and its\n"
+    "runtime class. Each problem says what to do.\n"
     "Exit status 1 when something must be fixed.\n";
 
 static void die125(const char *msg) SBX_NORETURN;
@@ -487,6 +493,30 @@ static void print_limits_human(cJSON *lim)
 }
 
 /* sbx status without --json: the session's JSON as a few lines for people. */
+/* A sandbox that is a pod (the kube backend's facts): where it runs and until when. */
+static void print_pod_human(const cJSON *sb)
+{
+    const cJSON *pod = cJSON_GetObjectItemCaseSensitive(sb, "pod");
+    const cJSON *exp = cJSON_GetObjectItemCaseSensitive(sb, "expires");
+    const char *const keys[] = { "node", "claim", "sandbox", "pool", "namespace" };
+    const char *v[ARRAY_SIZE(keys)];
+    if (!cJSON_IsString(pod))
+        return;
+    for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+        const cJSON *it = cJSON_GetObjectItemCaseSensitive(sb, keys[i]);
+        v[i] = cJSON_IsString(it) && it->valuestring[0] ? it->valuestring : "?";
+    }
+    printf("pod:       %s on node %s (claim %s, sandbox %s, pool %s, namespace %s)\n",
+           pod->valuestring, v[0], v[1], v[2], v[3], v[4]);
+    if (cJSON_IsNumber(exp) && exp->valuedouble > 0) {
+        char when[64];
+        time_t t = (time_t)exp->valuedouble;
+        strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&t));
+        printf("expires:   %s unless renewed (the claim's shutdownTime; moved forward while "
+               "the session lives)\n", when);
+    }
+}
+
 static void print_status_human(const char *json)
 {
     cJSON *o = cJSON_Parse(json), *sb, *it;
@@ -523,6 +553,7 @@ static void print_status_human(const char *json)
                cJSON_IsTrue(alive) ? "running" : "stopped", when,
                cJSON_IsString(net) ? net->valuestring : "?");
         print_egress_human(cJSON_GetObjectItemCaseSensitive(sb, "egress"));
+        print_pod_human(sb);
         cJSON *lim = cJSON_GetObjectItemCaseSensitive(sb, "limits");
         if (cJSON_IsObject(lim))
             print_limits_human(lim);

@@ -18,7 +18,8 @@ declare -A allowed=(
     # a backend sees the session layer only through its interface (and the config
     # the interface's factory is given)
     [local]="local session/backend.h session/config.h common"
-    [kube]="kube session/backend.h session/config.h common"
+    # (and sync/resume.h: the resumable stream whose pod-side end is sbx-agent's)
+    [kube]="kube session/backend.h session/config.h sync/resume.h common"
     [cli]="cli router shell session common"
 )
 skip=" tests bench build build-asan build-fuzz "
