@@ -9,3 +9,10 @@ fuzz:
 
 include bench/sync.mk
 include bench/local.mk
+
+# The kube backend against the fake API server: claim latency over the fake's own, and
+# `sbxsh -c true` against `kubectl exec` (bench/kube.sh).
+KUBE_BENCH_RUNS ?= 10
+bench-kube: all
+	bench/kube.sh --runs $(KUBE_BENCH_RUNS)
+.PHONY: bench-kube

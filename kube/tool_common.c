@@ -1,6 +1,7 @@
 /* sbx-kube's shared pieces: the client, the API paths, kube.json, times, the session key. */
 #include "kube/tool.h"
 
+#include <fcntl.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <string.h>
@@ -107,13 +108,23 @@ cJSON *kt_state_load(const char *dir)
     return o;
 }
 
+/* Temp and rename, without an fsync: the file is a cache of what the cluster holds (a lost
+ * one is found again by the session's labels), and on the claim's path an fsync costs more
+ * than the rest of sbxsh's share of a claim. */
 int kt_state_save(const char *dir, const cJSON *st, sbx_err *err)
 {
     char *text = cJSON_PrintUnformatted(st), *path = xasprintf("%s/kube.json", dir);
-    int r;
+    char *tmp = xasprintf("%s/.kube.json.%ld", dir, (long)getpid());
+    int fd, r = 0;
     if (!text)
         xdie_oom();
-    r = sbx_write_file_atomic(path, text, strlen(text), 0600, err);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 || write_full(fd, text, strlen(text)) < 0 || close(fd) < 0 ||
+        rename(tmp, path) < 0) {
+        r = sbx_errno(err, "cannot write %s", path);
+        unlink(tmp);
+    }
+    free(tmp);
     free(path);
     cJSON_free(text);
     return r;

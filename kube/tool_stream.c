@@ -260,6 +260,7 @@ static t_end relay(streamer *s, kube_exec *x, sbx_err *err)
     strbuf out = STRBUF_INIT, deliver = STRBUF_INIT;
     char buf[65536];
     t_end end = T_DROPPED;
+    bool idle = false;      /* the last poll timed out: a lone ACK may go */
 
     rs_new_transport(&s->rs, &out);
     for (;;) {
@@ -306,7 +307,7 @@ static t_end relay(streamer *s, kube_exec *x, sbx_err *err)
             end = T_PEER_CLOSED;
             goto done;
         }
-        rs_frame_out(&s->rs, &out, RS_MAX_DATA * 4, true);
+        rs_frame_out(&s->rs, &out, RS_MAX_DATA * 4, idle);
         if (s->holder_eof && s->rs.peer_hello && s->rs.sent == s->rs.base + s->rs.unacked.len) {
             rs_close(&out);
             kube_exec_queue_stdin(x, out.buf, out.len, err);
@@ -358,11 +359,13 @@ static t_end relay(streamer *s, kube_exec *x, sbx_err *err)
             { .fd = kube_exec_fd(x),
               .events = (short)(POLLIN | (kube_exec_want_write(x) ? POLLOUT : 0)) },
         };
-        if (poll(p, 2, 1000) < 0 && errno != EINTR) {
+        int np = poll(p, 2, 200);
+        if (np < 0 && errno != EINTR) {
             end = T_FATAL;
             sbx_errno(err, "poll");
             goto done;
         }
+        idle = np == 0;
         if (p[0].revents) {
             ssize_t n = read(0, buf, sizeof(buf));
             if (n > 0)

@@ -221,11 +221,13 @@ static int keeper_loop(keeper *k)
         };
         if (k->afd < 0 && time(NULL) - k->alone_since > KEEPER_IDLE_S)
             return 0;
-        if (poll(p, 3, 1000) < 0) {
+        int np = poll(p, 3, 200);
+        if (np < 0) {
             if (errno == EINTR)
                 continue;
             return 1;
         }
+        bool idle = np == 0;
         if (p[0].revents & POLLIN) {
             int fd = accept4(k->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
             if (fd >= 0) {
@@ -263,7 +265,7 @@ static int keeper_loop(keeper *k)
             return 0;   /* the host is done: the agent sees its connection end */
         if (k->afd >= 0) {
             if (k->to_attach.len < RS_MAX_DATA * 4)
-                rs_frame_out(&k->rs, &k->to_attach, RS_MAX_DATA * 4, true);
+                rs_frame_out(&k->rs, &k->to_attach, RS_MAX_DATA * 4, idle);
             bool drained = k->rs.sent == k->rs.base + k->rs.unacked.len;
             if (k->agent_eof && drained && k->rs.peer_hello) {
                 /* the agent dropped us (another holder took over, or it died): tell the

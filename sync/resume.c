@@ -76,6 +76,7 @@ bool rs_can_queue(const rs_stream *s)
 
 void rs_frame_out(rs_stream *s, strbuf *out, size_t max, bool force_ack)
 {
+    bool framed = false;
     if (s->peer_hello) {
         uint64_t end = s->base + s->unacked.len;
         size_t added = 0;
@@ -86,9 +87,13 @@ void rs_frame_out(rs_stream *s, strbuf *out, size_t max, bool force_ack)
             frame(out, RS_DATA, s->unacked.buf + (s->sent - s->base), n);
             s->sent += n;
             added += n;
+            framed = true;
         }
     }
-    if (s->received - s->acked >= RS_ACK_EVERY || (force_ack && s->received != s->acked)) {
+    /* an ACK rides along with data at no cost; alone it is one more message each way, so
+     * it waits for RS_ACK_EVERY bytes or for the caller's idle moment (force_ack) */
+    if (s->received - s->acked >= RS_ACK_EVERY ||
+        ((force_ack || framed) && s->received != s->acked)) {
         unsigned char p[8];
         put_u64(p, s->received);
         frame(out, RS_ACK, p, sizeof(p));

@@ -59,7 +59,8 @@ void rs_new_transport(rs_stream *s, strbuf *out);
 void rs_queue(rs_stream *s, const void *buf, size_t len);
 bool rs_can_queue(const rs_stream *s);
 /* Appends to out the DATA not yet framed on this transport (up to about max bytes) and an
- * ACK when one is due (or force_ack and anything arrived since the last). */
+ * ACK when one is due: RS_ACK_EVERY bytes arrived since the last, or anything did and data
+ * goes out anyway or force_ack (the caller is idle: its poll timed out). */
 void rs_frame_out(rs_stream *s, strbuf *out, size_t max, bool force_ack);
 /* Appends a CLOSE frame. */
 void rs_close(strbuf *out);
