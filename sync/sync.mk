@@ -43,4 +43,4 @@ fuzz-dns: build-fuzz/fuzz-dns
 fuzz: fuzz-dns
 .PHONY: fuzz-dns
 
-TEST_C += tests/sync/t-unsynced.c
+TEST_C += tests/sync/t-unsynced.c tests/sync/t-resume.c
