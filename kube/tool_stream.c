@@ -40,6 +40,7 @@
 
 #define RECONNECT_S 30
 #define EXEC_TIMEOUT_MS 30000
+#define POD_LOG_MAX (256u << 10)
 
 /* The probe: each candidate agent and its --version, one "PATH<TAB>VERSION" a line; and the
  * host's HOME made (commands may start there). */
@@ -68,6 +69,7 @@ typedef struct streamer {
     strbuf to_holder;
     bool holder_eof;
     int64_t renew_at;
+    size_t logged;          /* bytes of the pod's stderr put in the log */
 } streamer;
 
 /* Runs argv in the pod with stdin_data (or none); collects stdout and stderr. */
@@ -287,7 +289,14 @@ static t_end relay(streamer *s, kube_exec *x, sbx_err *err)
                 goto done;
             }
             if (ch == 2) {
-                fprintf(stderr, "sbx-kube: pod: %.*s", (int)n, (const char *)d);
+                /* the pod's side of the exec (the bridge's own complaints): to the log,
+                 * boundedly, as a hostile pod could write without end */
+                if (s->logged < POD_LOG_MAX) {
+                    s->logged += n;
+                    fprintf(stderr, "sbx-kube: pod: %.*s", (int)n, (const char *)d);
+                    if (s->logged >= POD_LOG_MAX)
+                        fprintf(stderr, "\nsbx-kube: (the pod's further stderr is dropped)\n");
+                }
                 continue;
             }
             const char *why = NULL;

@@ -59,6 +59,14 @@ is "$rc" 125 "a claim that never gets ready: exit 125"
 like "$err" "no pod became ready for SandboxClaim .* within 2 s \(Ready=False .*\).*AGENT_SANDBOX_CLAIM_TIMEOUT" \
      "...quoting the claim's last condition and what to raise"
 
+# at a terminal, a claim slower than half a second says what it waits for, in one line
+out=$(AGENT_SANDBOX_SESSION=kf-tty AGENT_SANDBOX_POOL=slow AGENT_SANDBOX_CLAIM_TIMEOUT=2 \
+      "$HERE/../local/ptyrun.py" -- "$SBXSH" -c 'cat README')
+is "$(grep -c 'sbxsh: waiting for a pod from pool slow' <<<"$out")" 1 \
+   "at a terminal, a slow claim shows one line of progress"
+like "$out" "waiting for a pod from pool slow \(claim sbx-kf-tty-[0-9a-f]+: [A-Za-z]+" "...naming the claim and the controller's reason"
+unlike "$(cat "$SBX_TEST_TMP/err")" "waiting for a pod" "...and nothing of it when stderr is not a terminal"
+
 fake_fault "status=503,seconds=2" || bail_out "the fake refused a fault"
 run storm503
 is "$rc:$(cat "$SBX_TEST_TMP/out")" "0:hello" "a 503 storm of 2 s: retried, the command runs"
