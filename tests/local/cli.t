@@ -48,8 +48,10 @@ fi
 if [ -z "$(runtime_skip_reason runsc)$(runtime_skip_reason bwrap)" ]; then
     is "$rc" 0 "doctor passes on a machine with both runtimes"
 fi
-out=$(AGENT_SANDBOX_POOL=Bad_Pool AGENT_SANDBOX_KUBECONFIG=$SBX_TEST_TMP/none "$SBX" doctor)
+out=$(AGENT_SANDBOX_POOL=Bad_Pool "$SBX" doctor)
 is "$?" 1 "doctor fails on bad kube settings"
-like "$out" "FAIL  AGENT_SANDBOX_KUBECONFIG is not readable" "...a missing kubeconfig"
-like "$out" "FAIL  AGENT_SANDBOX_POOL is not a valid pool name" "...an invalid pool name"
+like "$out" "FAIL  configuration.*AGENT_SANDBOX_POOL='Bad_Pool' is not a SandboxWarmPool name" "...an invalid pool name"
+out=$(AGENT_SANDBOX_BACKEND=kube AGENT_SANDBOX_POOL=p AGENT_SANDBOX_KUBECONFIG=$SBX_TEST_TMP/none "$SBX" doctor)
+is "$?" 1 "...and on a kubeconfig that is not there (the kube backend in use)"
+like "$out" "FAIL  kubeconfig.*$SBX_TEST_TMP/none: No such file" "...naming the file"
 done_testing
