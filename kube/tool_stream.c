@@ -102,8 +102,9 @@ static int exec_collect(streamer *s, const char *const *argv, const void *data, 
         if (r == KUBE_EXEC_DONE)
             break;
         if (r == 1) {
-            if (out->len + n < (4u << 20))
-                strbuf_add(ch == 2 ? errout : out, d, n);
+            strbuf *to = ch == 2 ? errout : out;
+            if (to->len + n < (4u << 20))   /* the pod's output, bounded */
+                strbuf_add(to, d, n);
             continue;
         }
         if (now_ns() > deadline) {
