@@ -81,4 +81,11 @@ is "$(claims)" "" "...deletes the claim"
 for _ in $(seq 100); do pods | grep -qx "$pod" || break; sleep 0.1; done
 unlike "$(pods | tr '\n' ' ')" "$pod" "...and its pod goes"
 "$SBX" status >/dev/null 2>&1; is "$?" 1 "...and the session is gone"
+
+"$SBXSH" -c 'cat README' >/dev/null
+isnt "$(claims)" "" "a new claim for the next command"
+"$SBX" release --force >/dev/null; rc=$?
+is "$rc" 0 "sbx release --force (the holder killed, nothing asked of it)"
+for _ in $(seq 100); do [ -z "$(claims)" ] && break; sleep 0.1; done
+is "$(claims)" "" "...deletes the claim too"
 done_testing
