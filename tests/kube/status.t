@@ -50,6 +50,10 @@ export AGENT_SANDBOX_TTL=60
 is "$("$SBXSH" -c 'cat README')" hello "a command claims a pod"
 claim=$(claims)
 pod=$(session_pod)
+# what the pod can see of the host: its environment, its HOME, the agent's files
+out=$("$SBXSH" -c 'env; ls -aR ~ /run/sbxsh; cat /run/sbxsh/*.log /proc/1/environ 2>/dev/null' 2>&1 | tr '\0' '\n')
+unlike "$out" "$FAKE_TOKEN" "no credential of the host reaches the pod (the kubeconfig's token is nowhere)"
+unlike "$out" "KUBECONFIG|$FAKE_KUBECONFIG|AGENT_SANDBOX_" "...nor the kubeconfig's path, nor sbxsh's settings"
 st=$("$SBX" status)
 like "$st" "sandbox: +kube $claim, running" "sbx status: the claim, running"
 like "$st" "pod: +$pod on node [^ ]+ \(claim $claim, sandbox [^,]+, pool s, namespace default\)" "...the pod, its node, sandbox and pool"
