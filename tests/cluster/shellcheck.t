@@ -1,6 +1,6 @@
 #!/bin/bash
-# Runs shellcheck on every shell script of the project: *.sh, the shell tests (*.t), and files
-# without either suffix whose first line is a sh or bash shebang (.ci/run, cluster/ scripts).
+# Runs shellcheck on every shell script of the project: *.sh, and the tests (*.t) and files
+# without a suffix whose first line is a sh or bash shebang (.ci/run, cluster/ scripts).
 # Its settings are the top level's .shellcheckrc (each disable there says why); a disable
 # in a script sits on the line before, with its reason.
 . "$(dirname "$0")/../lib/tap.sh"
@@ -13,8 +13,9 @@ command -v shellcheck >/dev/null || skip_all "shellcheck is not installed (make 
 scripts=()
 while IFS= read -r -d '' f; do
     case $f in
-    *.sh | *.t) scripts+=("$f") ;;
-    *) head -n1 "$f" 2>/dev/null | grep -Eq '^#! ?(/usr)?/bin/(env +)?(ba)?sh( |$)' && scripts+=("$f") ;;
+    *.sh) scripts+=("$f") ;;
+    *) head -n1 "$f" 2>/dev/null | grep -Eq '^#! ?(/usr)?/bin/(env +)?(ba)?sh( |$)' &&
+        scripts+=("$f") ;;
     esac
 done < <(cd "$top" && find . \( -path ./.git -o -path './build*' -o -path ./tests/fuzz \) -prune \
     -o -type f -print0 | sort -z)
