@@ -20,7 +20,7 @@ if [ $# -lt 1 ] || [ $# -gt 2 ]; then usage; fi
 server=$1 ns=${2:-sbxsh}
 sa=${SBX_SERVICE_ACCOUNT:-sbxsh-agent-host}
 duration=${SBX_TOKEN_DURATION:-720h}
-[[ $server =~ ^https://[A-Za-z0-9.:\[\]-]+(/[A-Za-z0-9._/-]*)?$ ]] ||
+[[ $server =~ ^https://[][A-Za-z0-9.:-]+(/[A-Za-z0-9._/-]*)?$ ]] ||
     { echo "make-kubeconfig.sh: SERVER must be an https:// URL, such as https://10.0.0.5:6443" >&2; exit 2; }
 [[ $ns =~ ^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$ ]] ||
     { echo "make-kubeconfig.sh: '$ns' is not a namespace name" >&2; exit 2; }
@@ -35,7 +35,7 @@ fi
 expiry=unknown
 payload=$(cut -d. -f2 <<<"$token" | tr '_-' '/+')
 while [ $((${#payload} % 4)) != 0 ]; do payload+='='; done
-if exp=$(base64 -d <<<"$payload" 2>/dev/null | grep -o '"exp":[0-9]*' | cut -d: -f2) && [ -n "$exp" ]; then
+if exp=$(base64 -d <<<"$payload" 2>/dev/null | grep -o '"exp": *[0-9]*' | grep -o '[0-9]*$') && [ -n "$exp" ]; then
     expiry=$(date -u -d "@$exp" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null || echo "$exp")
 fi
 

@@ -1,5 +1,5 @@
 #!/bin/bash
-# cluster/admission.yaml's CEL rules, evaluated (tests/cluster/cel.py) on the pools
+# cluster/admission.yaml's CEL rules, evaluated (tests/kube/cel.py) on the pools
 # `sbx render-pool` prints (they pass) and on one variant per kind of violation (each is
 # denied by its own rule): tests/cluster/admission_cases.py.
 . "$(dirname "$0")/../lib/tap.sh"

@@ -1,6 +1,6 @@
 """The admission policy (cluster/admission.yaml) run on templates and sandboxes: the pool
 `sbx render-pool` prints passes it, and each kind of violation is denied with its own
-message. The expressions are the policy file's own, evaluated by tests/cluster/cel.py (see
+message. The expressions are the policy file's own, evaluated by tests/kube/cel.py (see
 there for how faithful that is). Prints TAP; run by admission.t.
 
     python3 admission_cases.py TOP SBX
@@ -12,7 +12,7 @@ import sys
 
 import yaml
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
+sys.path.insert(0, __file__.rsplit("/", 2)[0] + "/kube")
 import cel  # noqa: E402
 
 top, sbx = sys.argv[1], sys.argv[2]
