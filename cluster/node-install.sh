@@ -34,6 +34,8 @@ agent)
     [ $# -eq 3 ] || usage
     server_url=$2 token_file=$3
     case $server_url in https://?*) ;; *) echo "node-install.sh: SERVER_URL must be https://HOST:PORT" >&2; exit 2 ;; esac
+    # The path goes into the service's environment file: relative would mean nothing there.
+    case $token_file in /*) ;; *) echo "node-install.sh: TOKEN_FILE must be an absolute path" >&2; exit 2 ;; esac
     ;;
 *) usage ;;
 esac

@@ -187,7 +187,7 @@ static void print_header(const struct opts *o)
            "#   anyone; a prompt-injected command cannot list or exec into other pods.\n"
            "# - limits cpu %s, memory %s, ephemeral-storage %s: a build that needs more is\n"
            "#   OOM-killed or evicted. Requests reserve the memory (an idle warm pod holds it) and\n"
-           "#   a quarter of a CPU.\n",
+           "#   a quarter of a CPU (or the limit, if less).\n",
            SANDBOX_UID, o->cpu, o->memory, o->disk);
     if (o->negress == 0 && !o->dns)
         printf("# - egress: none. git's network commands run on the agent host, so the sandbox needs\n"
@@ -217,8 +217,22 @@ static void print_header(const struct opts *o)
            o->replicas);
 }
 
+/* The CPU request: a quarter of a CPU, or the limit when that is less (a request above its
+ * limit makes the pod invalid). */
+static void cpu_request(const char *limit, char *out, size_t outsz)
+{
+    size_t n = strlen(limit);
+    double millis = limit[n - 1] == 'm' ? strtod(limit, NULL) : strtod(limit, NULL) * 1000;
+    if (millis >= 250)
+        snprintf(out, outsz, "250m");
+    else
+        snprintf(out, outsz, "%s", limit);
+}
+
 static void print_template(const struct opts *o)
 {
+    char cpu_req[32];
+    cpu_request(o->cpu, cpu_req, sizeof(cpu_req));
     printf("---\n"
            "apiVersion: extensions.agents.x-k8s.io/v1beta1\n"
            "kind: SandboxTemplate\n"
@@ -302,7 +316,7 @@ static void print_template(const struct opts *o)
            "            drop: [\"ALL\"]\n"
            "        resources:\n"
            "          requests:\n"
-           "            cpu: 250m\n"
+           "            cpu: \"%s\"\n"
            "            memory: \"%s\"\n"
            "          limits:\n"
            "            cpu: \"%s\"\n"
@@ -315,8 +329,8 @@ static void print_template(const struct opts *o)
            "          mountPath: /tmp\n"
            "        - name: run\n"
            "          mountPath: /run/sbxsh\n",
-           o->tenant, o->runtime, SANDBOX_UID, SANDBOX_UID, SANDBOX_UID, o->image, o->memory,
-           o->cpu, o->memory, o->disk);
+           o->tenant, o->runtime, SANDBOX_UID, SANDBOX_UID, SANDBOX_UID, o->image, cpu_req,
+           o->memory, o->cpu, o->memory, o->disk);
     if (o->cache)
         printf("        - name: cache\n"
                "          mountPath: %s\n",

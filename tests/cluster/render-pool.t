@@ -55,12 +55,14 @@ out=$(q --tenant beta --image r.example/sbx@sha256:0123abcd --runtime kata --rep
         --cache-mount /home/sbx/.cache --egress-cidr 10.20.0.0/16:443 --egress-cidr 2001:db8::/32:8080 \
         --dns --router-ingress --cpu 500m --memory 1Gi --disk 20Gi --namespace team-b -- \
     's["runtimeClassName"], p["spec"]["replicas"], t["metadata"]["namespace"]' \
+    'c["resources"]["requests"]' \
     '[(r["to"][0].get("ipBlock", {}).get("cidr"), [x["port"] for x in r["ports"]]) for r in t["spec"]["networkPolicy"]["egress"]]' \
     't["spec"]["networkPolicy"]["ingress"][0]["from"][0]["podSelector"]["matchLabels"]' \
     '[v["hostPath"] for v in s["volumes"] if "hostPath" in v]' \
     '[m["mountPath"] for m in c["volumeMounts"] if m["name"] == "cache"]' \
     'c["resources"]["limits"]')
 is "$out" "('kata', 0, 'team-b')
+{'cpu': '250m', 'memory': '1Gi'}
 [('10.20.0.0/16', [443]), ('2001:db8::/32', [8080]), (None, [53, 53])]
 {'app': 'sandbox-router'}
 [{'path': '/var/lib/sbxsh/cache/beta', 'type': 'Directory'}]
@@ -97,6 +99,10 @@ refuse "an egress port 0" "--egress-cidr" --tenant acme "${I[@]}" --egress-cidr 
 refuse "a memory limit with a newline" "--memory" --tenant acme "${I[@]}" --memory $'4Gi\n  x: y'
 refuse "a cpu limit 0" "--cpu" --tenant acme "${I[@]}" --cpu 0
 refuse "a namespace with a dot" "--namespace" --tenant acme "${I[@]}" --namespace a.b
+out=$(q --tenant acme "${I[@]}" --cpu 100m -- 'c["resources"]["requests"]["cpu"], c["resources"]["limits"]["cpu"]')
+is "$out" "('100m', '100m')" "a CPU limit under a quarter of a CPU: the request is the limit, not above it"
+out=$(q --tenant acme "${I[@]}" --cpu 0.1 -- 'c["resources"]["requests"]["cpu"]')
+is "$out" "0.1" "... in CPUs too"
 refuse "an operand" "unexpected argument" --tenant acme "${I[@]}" extra
 refuse "an unknown option" "unknown or incomplete option" --tenant acme "${I[@]}" --bogus
 out=$("$SBX" render-pool --help); rc=$?

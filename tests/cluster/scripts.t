@@ -40,6 +40,8 @@ is "$rc:$out" "2:node-install.sh: set SBX_NODE_IP to this node's address (an IPv
     "node-install.sh without SBX_NODE_IP: refused"
 out=$(SBX_NODE_IP=10.0.0.6 "$C/node-install.sh" --dry-run agent http://10.0.0.5:6443 /t 2>&1); rc=$?
 is "$rc:$out" "2:node-install.sh: SERVER_URL must be https://HOST:PORT" "node-install.sh agent with an http URL: refused"
+out=$(SBX_NODE_IP=10.0.0.6 "$C/node-install.sh" --dry-run agent https://10.0.0.5:6443 node-token 2>&1); rc=$?
+is "$rc:$out" "2:node-install.sh: TOKEN_FILE must be an absolute path" "node-install.sh agent with a relative token file: refused"
 out=$(SBX_NODE_IP='10.0.0.6;reboot' "$C/node-install.sh" --dry-run server 2>&1); rc=$?
 is "$rc" 2 "node-install.sh with SBX_NODE_IP not an address: refused"
 out=$(SBX_NODE_IP=10.0.0.6 "$C/node-install.sh" --dry-run 2>&1); rc=$?
