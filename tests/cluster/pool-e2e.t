@@ -27,7 +27,7 @@ done
 "$SBX" render-pool --tenant acme --image registry.example/sbx:1 --replicas 1 >"$SBX_TEST_TMP/pool.yaml"
 out=$(admin apply -f "$SBX_TEST_TMP/pool.yaml" 2>&1); rc=$?
 is "$rc" 0 "the rendered pool is applied" || diag "$out"
-"$C/make-kubeconfig.sh" "$FAKE_URL" >"$SBX_TEST_TMP/sa.kubeconfig" || bail_out "make-kubeconfig.sh failed"
+KUBECONFIG=$FAKE_KUBECONFIG "$C/make-kubeconfig.sh" "$FAKE_URL" >"$SBX_TEST_TMP/sa.kubeconfig" || bail_out "make-kubeconfig.sh failed"
 chmod 600 "$SBX_TEST_TMP/sa.kubeconfig"
 
 export AGENT_SANDBOX_BACKEND=kube AGENT_SANDBOX_KUBECONFIG=$SBX_TEST_TMP/sa.kubeconfig \
