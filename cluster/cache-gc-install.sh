@@ -13,6 +13,7 @@
 # Run it again with more tenants to add them; idempotent; --dry-run prints every step.
 set -euo pipefail
 
+here=$(cd "$(dirname "$0")" && pwd)
 usage() {
     sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0" >&2
     exit 2
@@ -58,19 +59,7 @@ for t in "$@"; do
     step "tenant $t's cache, owned by uid $uid" install -d -o "$uid" -g "$uid" -m 0700 "/var/lib/sbxsh/cache/$t"
 done
 
-gc='#!/bin/sh
-# sbxsh-cache-gc (written by cluster/cache-gc-install.sh): prunes the per-tenant package
-# caches. find neither follows symbolic links nor leaves the file system (-xdev), so what a
-# sandbox planted there cannot point the deletion elsewhere.
-set -eu
-days=${1:?days}
-for d in /var/lib/sbxsh/cache/*/; do
-    [ -d "$d" ] || continue
-    find "$d" -xdev -mindepth 1 ! -type d -atime +"$days" -delete
-    find "$d" -xdev -mindepth 1 -type d -empty -delete
-done'
-step "the pruning script" install -d -m 0755 /usr/local/libexec/sbxsh
-step "  /usr/local/libexec/sbxsh/cache-gc" write /usr/local/libexec/sbxsh/cache-gc 0755 "$gc"
+step "the pruning script (cluster/cache-gc)" install -D -m 0755 "$here/cache-gc" /usr/local/libexec/sbxsh/cache-gc
 
 service="[Unit]
 Description=Prune sbxsh's per-tenant package caches

@@ -100,8 +100,7 @@ is "$rc" 0 "cache-gc-install.sh --dry-run: exit 0"
 is "$(steps "$out")" "the cache root
 tenant acme's cache, owned by uid 10001
 tenant beta's cache, owned by uid 10001
-the pruning script
-  /usr/local/libexec/sbxsh/cache-gc
+the pruning script (cluster/cache-gc)
 the service unit
 the timer unit
 reload systemd
@@ -112,6 +111,40 @@ like "$out" 'PrivateNetwork=yes' "... without network"
 like "$out" 'OnCalendar=daily' "... daily"
 out=$("$C/cache-gc-install.sh" --dry-run '../etc' 2>&1); rc=$?
 is "$rc" 2 "cache-gc-install.sh with a tenant name that is a path: refused"
+
+# cache-gc itself on a cache a sandbox wrote: what was not read for 14 days goes, with the
+# directories left empty; a planted link goes as a link, what it points to stays; a tenant
+# directory that is a link is not entered.
+cache=$T/cache
+mkdir -p "$cache/acme/sub" "$T/outside/dir"
+echo keep >"$T/outside/precious"
+echo keep >"$T/outside/dir/old-elsewhere"
+touch -a -d '20 days ago' "$T/outside/dir/old-elsewhere"
+echo a >"$cache/acme/old.tgz"; echo b >"$cache/acme/new.tgz"; echo c >"$cache/acme/sub/old2"
+ln -s "$T/outside/precious" "$cache/acme/link"
+ln -s "$T/outside/dir" "$cache/evil"
+touch -a -d '20 days ago' "$cache/acme/old.tgz" "$cache/acme/sub/old2"
+touch -h -a -d '20 days ago' "$cache/acme/link"
+out=$("$C/cache-gc" 14 "$cache" 2>&1); rc=$?
+is "$rc:$out" "0:" "cache-gc 14 ROOT: exit 0, quiet"
+is "$(cd "$cache" && find . | sort | tr '\n' ' ')" ". ./acme ./acme/new.tgz ./evil " \
+    "... the old files, the planted link and the emptied directory gone, the new file kept"
+is "$(cat "$T/outside/precious" "$T/outside/dir/old-elsewhere" 2>&1)" "keep
+keep" "... and nothing outside the tenants' directories touched"
+out=$("$C/cache-gc" 'x' "$cache" 2>&1); rc=$?
+is "$rc" 2 "cache-gc with DAYS not a number: refused"
+
+# The image's two recipes are one: rootfs.sh installs the Containerfile's package list, and
+# both end with setup.sh (image.t builds the debootstrap one).
+F=$C/image/Containerfile
+pkgs=$(sed -n 's/^ARG PACKAGES="\(.*\)"$/\1/p' "$F")
+for p in bash coreutils git make gcc python3; do
+    like " $pkgs " " $p " "the image's package list has $p"
+done
+is "$(grep -cE '^COPY sbx-agent-static /usr/local/bin/sbx-agent$|^COPY cluster/image/setup.sh /tmp/setup.sh$|^RUN sh /tmp/setup.sh "\$PACKAGES"$|^USER 10001:10001$' "$F")" 4 \
+    "the Containerfile: sbx-agent-static, setup.sh with the package list, uid 10001"
+is "$(grep -c 'default_pkgs=\|chroot "\$dir" /bin/sh /tmp/setup.sh "\$pkgs"' "$C/image/rootfs.sh")" 2 \
+    "rootfs.sh: the Containerfile's list, through the same setup.sh"
 
 # make-kubeconfig.sh's refusals (its run against the fake API server is in cluster-kubectl.t).
 out=$("$C/make-kubeconfig.sh" http://10.0.0.5:6443 2>&1); rc=$?
