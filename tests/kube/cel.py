@@ -13,8 +13,8 @@ How faithful it is (cel-spec, langdef.md):
   different types is false (heterogeneous equality); + on mismatched types, < on bools and
   int overflow beyond 64 bits are errors; `in` tests list membership or map keys.
 - Not modelled: the type checker a real API server runs when the policy is created
-  (against the CRD schemas), cost limits, and the Kubernetes CEL libraries (quantity,
-  regex, url, ...), none of which admission.yaml uses.
+  (against the CRD schemas; dyn() is the identity here), cost limits, and the Kubernetes CEL
+  libraries (quantity, regex, url, ...), none of which admission.yaml uses.
 """
 
 import re
@@ -372,6 +372,8 @@ def _call(n, env):
         return [x for x, r in zip(items, results) if r is True]
     vals = [_ev(a, env) for a in args]
     recv = _ev(target, env) if target is not None else None
+    if name == "dyn" and target is None and len(vals) == 1:
+        return vals[0]      # a type conversion for the checker only
     if name == "size":
         x = recv if target is not None else (vals[0] if len(vals) == 1 else None)
         if _type(x) not in ("string", "list", "map"):
