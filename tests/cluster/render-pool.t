@@ -33,7 +33,7 @@ out=$(q --tenant acme --image registry.example/sbx:1 -- \
     'c["resources"]["limits"]' \
     't["spec"]["envVarsInjectionPolicy"], t["spec"]["networkPolicyManagement"]' \
     't["spec"]["networkPolicy"]' \
-    'sorted(m["mountPath"] for m in c["volumeMounts"])' 'c["image"]')
+    'sorted(m["mountPath"] for m in c["volumeMounts"])' 'c["image"]' 'c["command"], c["env"]')
 is "$out" "['SandboxTemplate', 'SandboxWarmPool']
 extensions.agents.x-k8s.io/v1beta1
 extensions.agents.x-k8s.io/v1beta1
@@ -46,7 +46,8 @@ extensions.agents.x-k8s.io/v1beta1
 ('Disallowed', 'Managed')
 {'ingress': [], 'egress': []}
 ['/home', '/run/sbxsh', '/tmp']
-registry.example/sbx:1" "the defaults: the names, Recreate, gvisor, no token, non-root, no capabilities, limits, no ingress or egress"
+registry.example/sbx:1
+(['/bin/sh', '-c', 'mkdir -p \"\$HOME\" && exec sleep infinity'], [{'name': 'HOME', 'value': '/home/sbx'}])" "the defaults: the names, Recreate, gvisor, no token, non-root, no capabilities, limits, no ingress or egress"
 out=$("$SBX" render-pool --tenant acme --image registry.example/sbx:1)
 like "$out" '# - egress: none\. git.s network commands run on the agent host' "the output names the egress trade-off"
 like "$out" 'automountServiceAccountToken false: the sandbox cannot reach the API server' "... and the token's"
