@@ -103,6 +103,19 @@ like "$out" 'denied request: automountServiceAccountToken must be false' "a temp
 sed 's/^  namespace: sbxsh$/  namespace: default/' "$SBX_TEST_TMP/runc.yaml" >"$SBX_TEST_TMP/runc-default.yaml"
 out=$(k apply -f "$SBX_TEST_TMP/runc-default.yaml" 2>&1); rc=$?
 is "$rc" 0 "... the same template in a namespace the binding does not select: accepted" || diag "$out"
+# A Sandbox written directly (as the controller writes them for claims): the same rules.
+python3 - "$SBX_TEST_TMP/good.yaml" >"$SBX_TEST_TMP/sandbox.yaml" <<'PY'
+import sys, yaml
+t = next(d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "SandboxTemplate")
+pt = t["spec"]["podTemplate"]
+pt["spec"]["containers"][0]["securityContext"]["capabilities"]["add"] = ["NET_ADMIN"]
+print(yaml.safe_dump({"apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox",
+                      "metadata": {"name": "direct", "namespace": "sbxsh"},
+                      "spec": {"podTemplate": pt}}))
+PY
+out=$(k apply -f "$SBX_TEST_TMP/sandbox.yaml" 2>&1); rc=$?
+isnt "$rc" 0 "a Sandbox adding a capability, written directly in namespace sbxsh: denied"
+like "$out" 'denied request: every container must drop ALL capabilities' "... by the capabilities rule"
 python3 - "$C/admission.yaml" >"$SBX_TEST_TMP/badcel.yaml" <<'PY'
 import sys, yaml
 d = next(yaml.safe_load_all(open(sys.argv[1])))
