@@ -50,3 +50,15 @@ fuzz-kwatch: build-fuzz/fuzz-kwatch
 	$(call fuzz_run,kwatch,65536)
 fuzz: fuzz-kwatch
 .PHONY: fuzz-kwatch
+
+# The framing and the upgrade answer's parser under libFuzzer (tests/fuzz/fuzz-ws.c): what
+# the API server sends is untrusted. tests/kube/fuzz-ws.t runs it for a few seconds.
+FUZZ_C += tests/fuzz/fuzz-ws.c
+build-fuzz/fuzz-ws: tests/fuzz/fuzz-ws.c kube/ws.c $(COMMON_SRCS) kube/ws.h $(wildcard common/*.h)
+	$(call fuzz_link,-lcrypto -lcjson)
+fuzz-ws: build-fuzz/fuzz-ws
+	$(call fuzz_run,ws,16384)
+fuzz: fuzz-ws
+.PHONY: fuzz-ws
+# t-exec's TLS server is OpenSSL's (libcurl only pulls libssl in for itself).
+$(BUILD)/tests/kube/t-exec.t: KUBE_LIBS += -lssl
