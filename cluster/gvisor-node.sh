@@ -7,6 +7,8 @@
 #   gvisor-node.sh --check NODE     from any machine with kubectl and the admin kubeconfig:
 #                                   start one pod under gvisor on NODE (the last step, which
 #                                   an agent node without a kubeconfig cannot do itself)
+#   gvisor-node.sh --template-only  only the containerd template(s), nothing installed or
+#                                   restarted: for a node image baked before k3s first starts
 #
 # The runtime goes into k3s's containerd config *template*, not config.toml (k3s rewrites
 # that at every start): config-v3.toml.tmpl (containerd 2.x, k3s 1.31+) and config.toml.tmpl
@@ -30,9 +32,10 @@ usage() {
     exit 2
 }
 
-dry=0 check_node=
+dry=0 check_node='' template_only=0
 case ${1:-} in
 --dry-run) dry=1; [ $# -eq 1 ] || usage ;;
+--template-only) template_only=1; [ $# -eq 1 ] || usage ;;
 --check) [ $# -eq 2 ] || usage; check_node=$2 ;;
 "") ;;
 *) usage ;;
@@ -101,13 +104,15 @@ if [ -n "$check_node" ]; then
     exit
 fi
 
-if [ "$dry" = 0 ] && [ "$(id -u)" != 0 ]; then
+data=${SBX_K3S_DATA_DIR:-/var/lib/rancher/k3s}
+tmpl_dir=$data/agent/etc/containerd
+if [ "$dry" = 0 ] && [ "$template_only" = 0 ] && [ "$(id -u)" != 0 ]; then
     echo "gvisor-node.sh: run as root (it installs binaries and edits k3s's containerd template)" >&2
     exit 1
 fi
-data=${SBX_K3S_DATA_DIR:-/var/lib/rancher/k3s}
-tmpl_dir=$data/agent/etc/containerd
-if [ -f /etc/systemd/system/k3s.service ]; then
+if [ "$template_only" = 1 ]; then
+    unit=none
+elif [ -f /etc/systemd/system/k3s.service ]; then
     unit=k3s
 elif [ -f /etc/systemd/system/k3s-agent.service ]; then
     unit=k3s-agent
@@ -121,7 +126,9 @@ fi
 
 # 1. runsc and containerd-shim-runsc-v1, checked against their sha512 files.
 bins=(runsc containerd-shim-runsc-v1)
-if [ -x /usr/local/bin/runsc ] && [ -x /usr/local/bin/containerd-shim-runsc-v1 ]; then
+if [ "$template_only" = 1 ]; then
+    :
+elif [ -x /usr/local/bin/runsc ] && [ -x /usr/local/bin/containerd-shim-runsc-v1 ]; then
     done_step "runsc and containerd-shim-runsc-v1 in /usr/local/bin"
 else
     if [ -n "${SBX_DL:-}" ]; then
@@ -191,6 +198,8 @@ for t in "${targets[@]}"; do
         changed=1
     fi
 done
+
+[ "$template_only" = 1 ] && exit 0
 
 # 3. k3s regenerates config.toml from the template at start.
 # shellcheck disable=SC2317 # run through step

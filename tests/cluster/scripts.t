@@ -91,6 +91,41 @@ out=$(SBX_K3S_DATA_DIR=$k3s SBX_DL=$T/dl "$C/gvisor-node.sh" --dry-run 2>&1)
 is "$(steps "$out" | grep -v 'sha512\|/usr/local/bin')" "the runsc runtime in $tmpl/config-v3.toml.tmpl: already done
 containerd's config names runsc: already done
 start one pod under the gvisor RuntimeClass on $node" "gvisor-node.sh run again: nothing to redo but the check"
+# The templates written for real (--template-only: no binaries, no restart, no root needed).
+k3s2=$T/k3s2
+t2=$k3s2/agent/etc/containerd
+out=$(SBX_K3S_DATA_DIR=$k3s2 "$C/gvisor-node.sh" --template-only 2>&1); rc=$?
+is "$rc" 0 "gvisor-node.sh --template-only: exit 0" || diag "$out"
+is "$(cat "$t2/config-v3.toml.tmpl" 2>&1)" "{{ template \"base\" . }}
+
+# BEGIN sbxsh: gVisor (cluster/gvisor-node.sh)
+[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runsc]
+  runtime_type = 'io.containerd.runsc.v1'
+# END sbxsh" "... config-v3.toml.tmpl: k3s's base template, then the runsc runtime (containerd 2)"
+is "$(cat "$t2/config.toml.tmpl" 2>&1)" "{{ template \"base\" . }}
+
+# BEGIN sbxsh: gVisor (cluster/gvisor-node.sh)
+[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runsc]
+  runtime_type = \"io.containerd.runsc.v1\"
+# END sbxsh" "... config.toml.tmpl: the same for containerd 1"
+before=$(cat "$t2"/*.tmpl)
+out=$(SBX_K3S_DATA_DIR=$k3s2 "$C/gvisor-node.sh" --template-only 2>&1)
+is "$(cat "$t2"/*.tmpl)" "$before" "... run again: the templates unchanged"
+like "$out" 'already done' "... and it says so"
+rm -rf "$k3s2"
+mkdir -p "$t2"
+printf 'version = 2
+[plugins."io.containerd.grpc.v1.cri".registry]
+  config_path = "/etc/x"
+' >"$t2/config.toml.tmpl"
+SBX_K3S_DATA_DIR=$k3s2 "$C/gvisor-node.sh" --template-only >/dev/null 2>&1
+SBX_K3S_DATA_DIR=$k3s2 "$C/gvisor-node.sh" --template-only >/dev/null 2>&1
+is "$(head -3 "$t2/config.toml.tmpl")" 'version = 2
+[plugins."io.containerd.grpc.v1.cri".registry]
+  config_path = "/etc/x"' "your config.toml.tmpl keeps what it had"
+is "$(grep -c 'containerd.runtimes.runsc\]' "$t2/config.toml.tmpl")" 1 "... with the runsc section appended once, after two runs"
+ok "... and no config-v3.toml.tmpl hides it" test ! -e "$t2/config-v3.toml.tmpl"
+
 out=$("$C/gvisor-node.sh" --bogus 2>&1); rc=$?
 is "$rc" 2 "gvisor-node.sh with an unknown option: the usage, exit 2"
 
