@@ -110,6 +110,8 @@ is "$(fake_curl "$C/w1" | jq -c '.status.sandbox.podIPs | length')" "1" "...and 
 is "$(fake_curl "$PODS?labelSelector=agents.x-k8s.io/sandbox-name-hash%3D$(fake_curl "$SB/$sbname" | jq -r '.status.selector | split("=")[1]')" | jq -r '.items[].metadata.name')" \
    "$sbname" "the pod is found by the sandbox's name-hash label"
 lastrv=$(jq -r .object.metadata.resourceVersion <<<"$ev" | tail -n 1)
+is "$(fake_state | jq -c '.claims[] | select(.name == "w1") | [.readyMs > 0, .launchType]')" '[true,"warm"]' \
+   "/fake/state gives the fake's own time from POST to bound and Ready (for bench/)"
 
 # -- resume, patch, conflicts
 out=$(fake_curl -w '\n%{http_code}' -X PATCH -H "$MP" -d '{"metadata":{"labels":{"seen":"yes"}}}' "$C/w1")
@@ -218,7 +220,16 @@ is "$(jq -c '[(.stdout | length), .close]' <<<"$out")" '[100000,1000]' "...once 
     sh -c "setsid sh -c 'exec sleep $((800000 + RANDOM))' </dev/null >/dev/null 2>&1 &" >/dev/null
 olduid=$(fake_curl "$PODS/$sbname" | jq -r .metadata.uid)
 oldpids=$(fake_state | jq -r --arg n "$sbname" '.pods[] | select(.name == $n) | .pids[]')
+L=$((700000 + RANDOM))
+"$WS" "$FAKE_URL$PODS/$sbname/exec" "$FAKE_CA" "$FAKE_TOKEN" v5.channel.k8s.io -- \
+    sh -c "echo started; exec sleep $L" >"$SBX_TEST_TMP/ws.out" &
+wspid=$!
+for _ in $(seq 100); do pgrep -f "^sleep $L\$" >/dev/null && break; sleep 0.1; done
 fake_fault "delete-pod=$sbname"
+for _ in $(seq 300); do kill -0 $wspid 2>/dev/null || break; sleep 0.1; done
+kill $wspid 2>/dev/null; wait $wspid
+is "$(jq -c '[.stdout, (.error | fromjson | .details.causes[0].message), .close]' "$SBX_TEST_TMP/ws.out")" '["started\n","137",1000]' \
+   "delete-pod under a running exec: the command dies as by SIGKILL (exit code 137), the stream ends cleanly"
 ok "delete-pod: a new pod of that name becomes ready" \
     wait_for "the new pod" ".metadata.uid != \"$olduid\" and (.status.conditions // [] | map(select(.type == \"Ready\"))[0].status == \"True\")" "$PODS/$sbname"
 left=""
@@ -227,12 +238,16 @@ is "$left" "" "...and the old pod's processes are gone"
 ok "the claim is Ready again on the new pod" wait_for "w1 Ready again" '.status.conditions[0].status == "True"' "$C/w1"
 
 # -- claim delete: immediate DELETED, then the cascade
+"$WS" "$FAKE_URL$PODS/$sbname/exec" "$FAKE_CA" "$FAKE_TOKEN" v5.channel.k8s.io -- \
+    sh -c 'mkdir -p /workspace/locked/sub && touch /workspace/locked/sub/f && chmod 000 /workspace/locked/sub /workspace/locked' >/dev/null
+poddir=$(fake_state | jq -r --arg n "$sbname" '.pods[] | select(.name == $n) | .dir')
 out=$(fake_curl -X DELETE -H "$J" -d '{"propagationPolicy":"Background"}' "$C/w1")
 is "$(jq -c '[.kind, .status, .details.name, .details.kind]' <<<"$out")" '["Status","Success","w1","sandboxclaims"]' \
    "delete: 200 with a Success Status"
 is "$(code "$C/w1")" "404" "...the claim is gone at once"
 ok "...then its sandbox" wait_for "w1's sandbox gone" '.code == 404' "$SB/$sbname"
 ok "...and its pod" wait_for "w1's pod gone" '.code == 404' "$PODS/$sbname"
+ok "...and the pod's directory, unreadable corners and all" test -n "$poddir" -a ! -e "$poddir"
 
 # -- SIGTERM: every pod stopped, nothing left
 pids=$(fake_state | jq -r '.pods[].pids[]' | tr '\n' ' ')

@@ -84,7 +84,8 @@ is "$(k exec "$pod" -- sh -c 'hostname; cat /etc/hostname; ls -d /tmp /workspace
 is "$(k exec "$pod" -- sh -c 'echo x > /workspace/f && cat /workspace/f; touch /usr/x 2>/dev/null || echo ro' 2>&1)" \
    $'x\nro' "the root is writable, the host's /usr is read-only"
 k exec "$pod" -- sh -c "setsid sh -c 'echo \$\$ > /tmp/d.pid; exec sleep $D' </dev/null >/dev/null 2>&1 &"
-is "$(k exec "$pod" -- sh -c 'kill -0 $(cat /tmp/d.pid) && echo alive' 2>&1)" "alive" \
+is "$(k exec "$pod" -- sh -c 'for i in $(seq 100); do [ -s /tmp/d.pid ] && break; sleep 0.1; done
+                               kill -0 $(cat /tmp/d.pid) && echo alive' 2>&1)" "alive" \
    "a daemon started by one exec still runs at the next"
 is "$(k exec "$pod" -- sh -c 'sleep 300 & echo started' 2>&1)" "started" \
    "an exec ends when its command does, even with a child holding its stdout"
@@ -111,10 +112,11 @@ is "$(find "$FAKE_STATE/pods" -mindepth 1 -maxdepth 1 -name "*_${pod}_*" | wc -l
 
 fresh_home
 # kubectl get -w prints every event: the cold start's steps are seen one by one.
+nwatch=$(grep -c 'sandboxclaims?.*watch=true' "$FAKE_LOG")
 k get sandboxclaims -w -o jsonpath='{.metadata.name} {.status.conditions[?(@.type=="Ready")].reason}: {.status.conditions[?(@.type=="Ready")].message}{"\n"}' \
     >"$SBX_TEST_TMP/watch" 2>&1 &
 watcher=$!
-for _ in $(seq 100); do grep -q 'sandboxclaims?.*watch=true' "$FAKE_LOG" && break; sleep 0.1; done
+for _ in $(seq 300); do [ "$(grep -c 'sandboxclaims?.*watch=true' "$FAKE_LOG")" -gt "$nwatch" ] && break; sleep 0.1; done
 claim_yaml c2 cold | k create -f - >/dev/null
 is "$(k wait --for=condition=Ready sandboxclaim/c2 --timeout=60s 2>&1)" \
    "sandboxclaim.extensions.agents.x-k8s.io/c2 condition met" "a claim on an empty pool gets Ready (cold start)"
