@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # `sbx exec` and the session lifecycle on one runtime; sourced by
 # exec-runsc.t and exec-bwrap.t with RT set (prove runs the two in parallel), and by
 # tests/kube/exec-kube.t with RT=kube (a pod from tests/kube/fake-apiserver), which
