@@ -17,8 +17,10 @@ SANDBOX_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # runtime_usable RUNTIME: can a sandbox of this kind start here? Prints why not.
 runtime_usable() {
     case $1 in
-    kube) [ -n "${AGENT_SANDBOX_KUBECONFIG:-}" ] && [ -n "${AGENT_SANDBOX_POOL:-}" ] ||
-              { echo "AGENT_SANDBOX_KUBECONFIG and AGENT_SANDBOX_POOL are not set (tests/kube/sbxsh-kube.t sets them)"; return 1; } ;;
+    kube) if [ -z "${AGENT_SANDBOX_KUBECONFIG:-}" ] || [ -z "${AGENT_SANDBOX_POOL:-}" ]; then
+              echo "AGENT_SANDBOX_KUBECONFIG and AGENT_SANDBOX_POOL are not set (tests/kube/sbxsh-kube.t sets them)"
+              return 1
+          fi ;;
     runsc) command -v runsc >/dev/null || { echo "runsc not installed (make deps)"; return 1; } ;;
     bwrap) command -v bwrap >/dev/null || { echo "bubblewrap not installed (make deps)"; return 1; }
            bwrap --ro-bind / / --unshare-user --unshare-pid true 2>/dev/null ||

@@ -37,7 +37,6 @@ is "$fails" 0 "all $N release cleanly"
 for _ in $(seq 300); do [ -z "$(claims)" ] && [ "$(pods | wc -l)" = 5 ] && break; sleep 0.1; done
 is "$(claims)" "" "no claim is left"
 is "$(pods | wc -l)" 5 "no pod is left but the pool's 5"
-holders() { ls "$XDG_RUNTIME_DIR/sbxsh/" 2>/dev/null | grep -c '\.sock$'; }
 for _ in $(seq 100); do [ "$(holders)" = 0 ] && break; sleep 0.1; done
 is "$(holders)" 0 "no holder is left"
 is "$(pgrep -f "sbx-kube stream --state $AGENT_SANDBOX_STATE_DIR" | wc -l)" 0 "no sbx-kube stream is left"

@@ -11,6 +11,8 @@ why=$(kube_skip_reason)
 [ -z "$why" ] || skip_all "$why"
 kube_fake_start --pool t=2 || bail_out "the fake API server did not start"
 export AGENT_SANDBOX_POOL=t RT=kube FAKE_URL FAKE_CA FAKE_TOKEN
+# (Run by exec.sh, in the child: shellcheck cannot see the call.)
+# shellcheck disable=SC2317
 # Deletes the session's pod, and waits (bounded) until the fake has it gone or replaced (its
 # Sandbox makes a new one of the same name): a deletion is asynchronous, as in a cluster.
 kill_sandbox() {

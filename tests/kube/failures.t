@@ -81,7 +81,6 @@ fake_fault clear
 is "$(listing)" "$before" "the host tree is intact after all of it"
 for _ in $(seq 100); do [ -z "$(claims)" ] && break; sleep 0.1; done
 is "$(claims)" "" "no claim is left behind"
-holders() { ls "$XDG_RUNTIME_DIR/sbxsh/" 2>/dev/null | grep -c '\.sock$'; }
 # a session that could not start ends by itself, once its holder is done with it
 for _ in $(seq 200); do [ "$(holders)" = 0 ] && break; sleep 0.1; done
 is "$(holders)" 0 "no holder is left behind"

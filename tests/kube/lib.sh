@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared setup for the kube backend's tests (tests/kube/*.t; source after tests/lib/tap.sh).
 #
 # kube_skip_reason: empty when the backend can be tested here (the fake can run and sbx-kube
@@ -7,6 +8,7 @@
 # kube_env [SESSION]: an isolated HOME, state and runtime directories and a git repository
 #   $PROJ as the code directory, AGENT_SANDBOX_BACKEND=kube.
 # claims / pods: the names of the claims and pods the fake has, one a line.
+# session_pod: the session's pod as kube.json records it; holders: how many holders serve.
 # kube_teardown: releases what the test left (every session of its state directory), stops
 #   the fake (and so every pod).
 KUBE_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -55,8 +57,17 @@ claims() { kube_names sandboxclaims; }
 pods() { kube_names pods; }
 
 # The session's recorded pod (kube.json).
-session_pod() { # [SESSION]
-    sed -n 's/.*"pod":"\([^"]*\)".*/\1/p' "$AGENT_SANDBOX_STATE_DIR/${1:-$AGENT_SANDBOX_SESSION}/kube.json" 2>/dev/null
+session_pod() {
+    sed -n 's/.*"pod":"\([^"]*\)".*/\1/p' "$AGENT_SANDBOX_STATE_DIR/$AGENT_SANDBOX_SESSION/kube.json" 2>/dev/null
+}
+
+# How many holders are serving (their sockets in the runtime directory).
+holders() {
+    local n=0 f
+    for f in "$XDG_RUNTIME_DIR"/sbxsh/*.sock; do
+        [ -e "$f" ] && n=$((n + 1))
+    done
+    echo "$n"
 }
 
 kube_teardown() {
