@@ -1,0 +1,551 @@
+#include "cli/interactive.h"
+#include "cli/prompt.h"
+#include "common/util.h"
+#include "session/termfilter.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <pwd.h>
+#include <readline/history.h>
+#include <readline/readline.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SBXSH_PROMPT_VERSION "0.1"
+#define SBXSH_PROMPT_RELEASE "0.1.0"
+
+struct interactive {
+    const sh_options *o;
+    line_exec *x;
+    char *histfile;           /* NULL: no history file (no HOME, no state directory) */
+    int added;                /* entries this session added: what is appended at exit */
+    strbuf entry;             /* the lines of the command being read, for the history */
+    bool entry_done;          /* ... already added (or not to be) */
+    unsigned commands;        /* \#: commands read so far */
+    char user[256], host[256];
+    bool hup;
+};
+
+/* readline's state is global, and so is the one session it serves */
+static interactive *the_ia;
+static strbuf keys = STRBUF_INIT;      /* keys typed ahead during the last command */
+static size_t keys_at;
+static volatile sig_atomic_t got_hup;
+
+/* ---- settings: the sandbox's shell's variables, else the environment's, else bash's ---- */
+
+static const char *setting(const interactive *ia, const char *name)
+{
+    const line_shell_vars *v = line_exec_vars(ia->x);
+    const char *sv = !strcmp(name, "HISTSIZE")       ? v->histsize
+                   : !strcmp(name, "HISTFILESIZE")   ? v->histfilesize
+                   : !strcmp(name, "HISTCONTROL")    ? v->histcontrol
+                   : !strcmp(name, "HISTIGNORE")     ? v->histignore
+                                                     : NULL;
+    if (sv)
+        return sv;
+    return getenv(name);
+}
+
+/* A number of entries: bash's rules (unset: 500; not a number or negative: no limit). */
+static long hist_number(const interactive *ia, const char *name, long dflt)
+{
+    const char *s = setting(ia, name);
+    char *end;
+    long v;
+    if (!s || !*s)
+        return dflt;
+    v = strtol(s, &end, 10);
+    return *end || v < 0 ? -1 : v;
+}
+
+static void apply_histsize(const interactive *ia)
+{
+    long n = hist_number(ia, "HISTSIZE", 500);
+    if (n < 0)
+        unstifle_history();
+    else
+        stifle_history((int)(n > INT_MAX ? INT_MAX : n));
+}
+
+/* ---- the history file -------------------------------------------------------------- */
+
+/* $XDG_STATE_HOME/sbxsh/history, else ~/.local/state/sbxsh/history; the directory made
+ * private (0700), the file 0600. */
+static char *history_path(void)
+{
+    const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+    char *dir, *path;
+    if (state && state[0] == '/')
+        dir = xasprintf("%s/sbxsh", state);
+    else if (home && home[0] == '/')
+        dir = xasprintf("%s/.local/state/sbxsh", home);
+    else
+        return NULL;
+    for (char *p = dir + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(dir, 0700);
+            *p = '/';
+        }
+    }
+    mkdir(dir, 0700);
+    path = xasprintf("%s/history", dir);
+    free(dir);
+    return path;
+}
+
+static void history_save(interactive *ia)
+{
+    int fd;
+    long filesize;
+    if (!ia->histfile || ia->added <= 0)
+        return;
+    /* append_history() does not create the file */
+    fd = open(ia->histfile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return;
+    close(fd);
+    append_history(ia->added < history_length ? ia->added : history_length, ia->histfile);
+    ia->added = 0;
+    /* HISTFILESIZE: by default what HISTSIZE is */
+    filesize = hist_number(ia, "HISTFILESIZE", hist_number(ia, "HISTSIZE", 500));
+    if (filesize >= 0)
+        history_truncate_file(ia->histfile, (int)(filesize > INT_MAX ? INT_MAX : filesize));
+}
+
+/* HISTCONTROL (ignorespace, ignoredups, ignoreboth, erasedups) and HISTIGNORE (patterns,
+ * colon-separated; & is the previous entry), as bash applies them. */
+static void history_add(interactive *ia, const char *line)
+{
+    const char *ctl = setting(ia, "HISTCONTROL"), *ign = setting(ia, "HISTIGNORE");
+    bool ignspace = false, igndups = false, erasedups = false;
+    HIST_ENTRY *last = history_length ? history_get(history_base + history_length - 1) : NULL;
+
+    if (!*line)
+        return;
+    for (const char *p = ctl ? ctl : ""; *p;) {
+        size_t n = strcspn(p, ":");
+        if (n == 11 && !strncmp(p, "ignorespace", n))
+            ignspace = true;
+        else if (n == 10 && !strncmp(p, "ignoredups", n))
+            igndups = true;
+        else if (n == 10 && !strncmp(p, "ignoreboth", n))
+            ignspace = igndups = true;
+        else if (n == 9 && !strncmp(p, "erasedups", n))
+            erasedups = true;
+        p += n + (p[n] == ':');
+    }
+    if (ignspace && (line[0] == ' ' || line[0] == '\t'))
+        return;
+    if (igndups && last && !strcmp(last->line, line))
+        return;
+    for (const char *p = ign ? ign : ""; *p;) {
+        size_t n = strcspn(p, ":");
+        char pat[1024];
+        if (n < sizeof(pat)) {
+            memcpy(pat, p, n);
+            pat[n] = '\0';
+            if (!strcmp(pat, "&") ? last && !strcmp(last->line, line)
+                                  : fnmatch(pat, line, 0) == 0)
+                return;
+        }
+        p += n + (p[n] == ':');
+    }
+    if (erasedups) {
+        for (int i = history_length - 1; i >= 0; i--) {
+            HIST_ENTRY *e = history_get(history_base + i);
+            if (e && !strcmp(e->line, line)) {
+                HIST_ENTRY *gone = remove_history(i);
+                if (gone)
+                    free_history_entry(gone);
+            }
+        }
+    }
+    apply_histsize(ia);
+    add_history(line);
+    ia->added++;
+}
+
+/* ---- the prompt ----------------------------------------------------------------------- */
+
+/* PS1 or PS2 as bash would show it: the shell's (as last reported), else sbxsh's default
+ * PS1, `[sbx:SESSION] \w\$ `. What the sandbox's shell chose passes the terminal filter's
+ * pty mode: colours and titles, never the clipboard or reports. */
+static char *make_prompt(interactive *ia, bool continuation)
+{
+    const line_shell_vars *v = line_exec_vars(ia->x);
+    strbuf ps = STRBUF_INIT, out = STRBUF_INIT;
+    sbx_termfilter tf;
+    prompt_ctx c = {
+        .user = ia->user,
+        .host = ia->host,
+        .cwd = line_exec_cwd(ia->x),
+        .home = getenv("HOME"),
+        .shell = ia->o->dollar0,
+        .version = SBXSH_PROMPT_VERSION,
+        .release = SBXSH_PROMPT_RELEASE,
+        .history_number = (unsigned)(history_base + history_length),
+        .command_number = ia->commands + 1,
+        .root = geteuid() == 0,
+        .now = time(NULL),
+    };
+    const char *t = ttyname(0), *slash;
+
+    if (c.shell && (slash = strrchr(c.shell, '/')))
+        c.shell = slash + 1;
+    c.tty = t ? (strncmp(t, "/dev/", 5) ? t : t + 5) : NULL;
+    if (continuation) {
+        prompt_expand(v->ps2 ? v->ps2 : "> ", &c, &ps);
+    } else if (v->ps1 && v->ps1_expanded) {
+        strbuf_addstr(&ps, v->ps1_expanded);
+    } else if (v->ps1) {
+        prompt_expand(v->ps1, &c, &ps);
+    } else {
+        strbuf fmt = STRBUF_INIT;
+        strbuf_addf(&fmt, "[sbx:%s] \\w\\$ ", line_exec_session(ia->x));
+        prompt_expand(fmt.buf, &c, &ps);
+        strbuf_release(&fmt);
+    }
+    sbx_termfilter_init_pty(&tf);
+    sbx_termfilter_feed(&tf, ps.buf, ps.len, &out);
+    strbuf_release(&ps);
+    return strbuf_detach(&out, NULL);
+}
+
+/* ---- reading a line ---------------------------------------------------------------- */
+
+/* Ctrl-C at the prompt drops the line being typed, as in bash; it is not a
+ * signal for the sandbox (the prompt swaps out the session's forwarding). */
+static void on_prompt_interrupt(int sig)
+{
+    (void)sig;
+    if (write(1, "\n", 1) < 0) {
+        /* nothing to do: the terminal went away */
+    }
+    rl_on_new_line();
+    rl_replace_line("", 0);
+    rl_redisplay();
+}
+
+/* SIGHUP at the prompt: the terminal is gone; the read in progress ends (no SA_RESTART),
+ * the session ends as at Ctrl-D, with the history saved, and sbxsh dies of SIGHUP. */
+static void on_prompt_hup(int sig)
+{
+    (void)sig;
+    got_hup = 1;
+}
+
+/* readline's input: the keys typed ahead first, then the terminal, a byte at a time. */
+static int ia_getc(FILE *f)
+{
+    unsigned char c;
+    if (keys_at < keys.len)
+        return (unsigned char)keys.buf[keys_at++];
+    for (;;) {
+        ssize_t n;
+        if (got_hup)
+            return EOF;
+        n = read(fileno(f), &c, 1);
+        if (n == 1)
+            return c;
+        if (n == 0 || errno != EINTR)
+            return EOF;     /* end of input, or EIO: the terminal went away */
+        rl_check_signals();
+    }
+}
+
+/* bash's exceptions to history expansion: `${!name}`, `$!`, `[!...]` and extglob's `!(`. */
+static int inhibit_expansion(char *s, int i)
+{
+    if (i > 0 && (s[i - 1] == '[' || s[i - 1] == '$'))
+        return 1;
+    if (i > 1 && s[i - 1] == '{' && s[i - 2] == '$')
+        return 1;
+    return s[i + 1] == '(';
+}
+
+static char *read_line(interactive *ia, const char *prompt)
+{
+    struct sigaction sa, ign, old_int, old_hup, old_term, old_quit;
+    char *line;
+
+    memset(&sa, 0, sizeof(sa));
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = on_prompt_interrupt;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &sa, &old_int);
+    sa.sa_handler = on_prompt_hup;
+    sa.sa_flags = 0;
+    sigaction(SIGHUP, &sa, &old_hup);
+    /* at its prompt bash ignores SIGTERM and SIGQUIT */
+    ign = sa;
+    ign.sa_handler = SIG_IGN;
+    sigaction(SIGTERM, &ign, &old_term);
+    sigaction(SIGQUIT, &ign, &old_quit);
+    line = readline(prompt);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGHUP, &old_hup, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGQUIT, &old_quit, NULL);
+    if (got_hup) {
+        /* a line half typed when the terminal went away is not run */
+        free(line);
+        ia->hup = true;
+        return NULL;
+    }
+    return line;
+}
+
+/* One more line of the command for its history entry: bash's cmdhist joins the lines of a
+ * multi-line command with "; ", or a space after what a command continues from. */
+static void entry_add(interactive *ia, const char *line)
+{
+    static const char *const cont[] = { "then", "do", "else", "{", "(", "|", "&&", "||", "in" };
+    if (ia->entry.len) {
+        bool joins = false;
+        size_t n = ia->entry.len;
+        while (n && (ia->entry.buf[n - 1] == ' ' || ia->entry.buf[n - 1] == '\t'))
+            n--;
+        for (size_t i = 0; i < ARRAY_SIZE(cont); i++) {
+            size_t k = strlen(cont[i]);
+            if (n >= k && !memcmp(ia->entry.buf + n - k, cont[i], k) &&
+                (n == k || strchr(" \t;|&({", ia->entry.buf[n - k - 1]) || !isalnum((unsigned char)cont[i][0])))
+                joins = true;
+        }
+        strbuf_addstr(&ia->entry, joins ? " " : "; ");
+    }
+    strbuf_addstr(&ia->entry, line);
+}
+
+int interactive_read(interactive *ia, bool continuation, strbuf *buf)
+{
+    char *prompt, *line, *expanded = NULL;
+    int r;
+
+    if (!continuation) {
+        /* keys typed during the last command come first, as bash reads them */
+        if (keys_at >= keys.len) {
+            strbuf_reset(&keys);
+            keys_at = 0;
+        }
+        line_exec_take_typeahead(ia->x, &keys);
+        strbuf_reset(&ia->entry);
+        ia->entry_done = false;
+        apply_histsize(ia);
+    }
+    prompt = make_prompt(ia, continuation);
+    line = read_line(ia, prompt);
+    free(prompt);
+    if (!line)
+        return 0;
+    /* history expansion, as bash does it on each line read: the result is shown, and an
+     * error (an event not found) or :p runs nothing */
+    r = *line ? history_expand(line, &expanded) : 0;
+    if (r < 0 || r == 2) {
+        if (r < 0)
+            fprintf(stderr, "%s: %s\n", ia->o->progname, expanded);
+        else
+            fprintf(stderr, "%s\n", expanded);
+        if (r == 2)
+            history_add(ia, expanded);
+        free(expanded);
+        free(line);
+        ia->entry_done = true;
+        strbuf_addch(buf, '\n');
+        return 1;
+    }
+    if (r == 1) {
+        fprintf(stderr, "%s\n", expanded);
+        free(line);
+        line = expanded;
+    } else {
+        free(expanded);
+    }
+    entry_add(ia, line);
+    strbuf_addstr(buf, line);
+    strbuf_addch(buf, '\n');
+    free(line);
+    return 1;
+}
+
+void interactive_command_seen(interactive *ia)
+{
+    if (ia->entry_done)
+        return;
+    ia->entry_done = true;
+    ia->commands++;
+    history_add(ia, ia->entry.buf);
+}
+
+/* ---- `history` ---------------------------------------------------------------------- */
+
+static void history_print(long last)
+{
+    int from = 0;
+    if (last >= 0 && last < history_length)
+        from = history_length - (int)last;
+    for (int i = from; i < history_length; i++) {
+        HIST_ENTRY *e = history_get(history_base + i);
+        if (e)
+            printf("%5d  %s\n", history_base + i, e->line);
+    }
+}
+
+static int history_builtin(interactive *ia, const strvec *args)
+{
+    const char *name = ia->o->progname;
+    size_t i = 1;
+
+    if (i < args->n && !strcmp(args->v[i], "--"))
+        i++;
+    if (i == args->n) {
+        history_print(-1);
+        return 0;
+    }
+    const char *a = args->v[i];
+    if (a[0] != '-' || !a[1]) {
+        char *end;
+        long n = strtol(a, &end, 10);
+        if (*end || n < 0) {
+            fprintf(stderr, "%s: history: %s: numeric argument required\n", name, a);
+            return 1;
+        }
+        if (i + 1 < args->n) {
+            fprintf(stderr, "%s: history: too many arguments\n", name);
+            return 1;
+        }
+        history_print(n);
+        return 0;
+    }
+    if (!strcmp(a, "-c")) {
+        clear_history();
+        ia->added = 0;
+        return 0;
+    }
+    if (!strcmp(a, "-d") && i + 1 < args->n) {
+        char *end;
+        long off = strtol(args->v[i + 1], &end, 10);
+        if (*end || off < history_base || off >= history_base + history_length) {
+            fprintf(stderr, "%s: history: %s: history position out of range\n", name,
+                    args->v[i + 1]);
+            return 1;
+        }
+        HIST_ENTRY *gone = remove_history((int)(off - history_base));
+        if (gone)
+            free_history_entry(gone);
+        if (ia->added > 0)
+            ia->added--;
+        return 0;
+    }
+    if (!strcmp(a, "-a")) {
+        history_save(ia);
+        return 0;
+    }
+    if (!strcmp(a, "-w")) {
+        if (ia->histfile && write_history(ia->histfile) == 0)
+            chmod(ia->histfile, 0600);
+        ia->added = 0;
+        return 0;
+    }
+    if (!strcmp(a, "-r")) {
+        if (ia->histfile)
+            read_history(ia->histfile);
+        return 0;
+    }
+    fprintf(stderr, "%s: history: %s: invalid option\n"
+            "history: usage: history [-c] [-d offset] [n] or history -awr\n", name, a);
+    return 2;
+}
+
+bool interactive_builtin(interactive *ia, const sh_parse *p)
+{
+    const sh_andor *ao = p->root ? p->root->items : NULL;
+    const sh_cmd *c;
+    strvec args = STRVEC_INIT;
+    bool is;
+    int status;
+
+    if (!ao || ao->next || !ao->pipes || ao->pipes->next || ao->pipes->bang ||
+        ao->pipes->timed || ao->sep == SH_SEP_AMP)
+        return false;
+    c = ao->pipes->cmds;
+    if (!c || c->next || c->kind != SH_SIMPLE || c->redirs || c->assigns || !c->words)
+        return false;
+    for (const sh_word *w = c->words; w; w = w->next) {
+        strbuf sb = STRBUF_INIT;
+        if (!sh_word_static_value(w, &sb)) {
+            strbuf_release(&sb);
+            strvec_clear(&args);
+            return false;
+        }
+        strvec_push(&args, sb.buf);
+        strbuf_release(&sb);
+    }
+    is = !strcmp(args.v[0], "history");
+    if (is) {
+        fflush(stdout);
+        status = history_builtin(ia, &args);
+        fflush(stdout);
+        line_exec_set_status(ia->x, status);
+    }
+    strvec_clear(&args);
+    return is;
+}
+
+/* ---- the session ---------------------------------------------------------------------- */
+
+interactive *interactive_new(const sh_options *o, line_exec *x)
+{
+    interactive *ia = xcalloc(1, sizeof(*ia));
+    struct passwd *pw = getpwuid(geteuid());
+
+    ia->o = o;
+    ia->x = x;
+    strbuf_init(&ia->entry, 0);
+    snprintf(ia->user, sizeof(ia->user), "%s", pw ? pw->pw_name : "");
+    if (gethostname(ia->host, sizeof(ia->host)) < 0)
+        ia->host[0] = '\0';
+    ia->host[sizeof(ia->host) - 1] = '\0';
+    the_ia = ia;
+    got_hup = 0;
+    rl_catch_signals = 0;
+    rl_readline_name = "sbxsh";
+    rl_getc_function = ia_getc;
+    using_history();
+    history_inhibit_expansion_function = inhibit_expansion;
+    ia->histfile = history_path();
+    if (ia->histfile)
+        read_history(ia->histfile);
+    apply_histsize(ia);
+    /* As interactive bash: Ctrl-Z, and reads or writes from the background, do not stop
+     * the shell itself (a sandbox command at a terminal has its own pty). */
+    signal(SIGTSTP, SIG_IGN);
+    signal(SIGTTIN, SIG_IGN);
+    signal(SIGTTOU, SIG_IGN);
+    return ia;
+}
+
+bool interactive_hung_up(const interactive *ia)
+{
+    return ia->hup;
+}
+
+void interactive_free(interactive *ia)
+{
+    if (!ia)
+        return;
+    history_save(ia);
+    strbuf_release(&ia->entry);
+    free(ia->histfile);
+    if (the_ia == ia)
+        the_ia = NULL;
+    free(ia);
+}
