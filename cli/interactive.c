@@ -4,6 +4,7 @@
 #include "session/termfilter.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -290,7 +291,16 @@ static char *read_line(interactive *ia, const char *prompt)
     ign.sa_handler = SIG_IGN;
     sigaction(SIGTERM, &ign, &old_term);
     sigaction(SIGQUIT, &ign, &old_quit);
+    /* readline's file name completion works from where the next command runs: the synced
+     * tree is the same on both sides */
+    int here = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    bool moved = here >= 0 && chdir(line_exec_cwd(ia->x)) == 0;
     line = readline(prompt);
+    if (moved && fchdir(here) < 0) {
+        /* the directory sbxsh started in is gone: nothing of sbxsh depends on it */
+    }
+    if (here >= 0)
+        close(here);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGHUP, &old_hup, NULL);
     sigaction(SIGTERM, &old_term, NULL);
@@ -500,6 +510,251 @@ bool interactive_builtin(interactive *ia, const sh_parse *p)
     return is;
 }
 
+
+/* ---- completion ----------------------------------------------------------------------- */
+
+/*
+ * Tab completes, as bash would at this prompt: a variable after `$`, a git subcommand after
+ * `git`, a branch after the git commands that take one, a command name where a command goes
+ * (the shell's builtins and keywords, the session's functions and aliases, the programs in
+ * the sandbox's PATH), else a file name, relative to where the next command runs (the synced
+ * tree is the same on both sides). Names that come from the sandbox are offered only when
+ * printable: readline shows them as they are.
+ */
+static const char *const shell_words[] = {
+    "alias", "bg", "bind", "break", "builtin", "caller", "case", "cd", "command", "compgen",
+    "complete", "compopt", "continue", "coproc", "declare", "dirs", "disown", "do", "done",
+    "echo", "elif", "else", "enable", "esac", "eval", "exec", "exit", "export", "false", "fc",
+    "fg", "fi", "for", "function", "getopts", "hash", "help", "history", "if", "in", "jobs",
+    "kill", "let", "local", "logout", "mapfile", "popd", "printf", "pushd", "pwd", "read",
+    "readarray", "readonly", "return", "select", "set", "shift", "shopt", "source", "suspend",
+    "test", "then", "time", "times", "trap", "true", "type", "typeset", "ulimit", "umask",
+    "unalias", "unset", "until", "wait", "while",
+};
+static const char *const git_commands[] = {
+    "add", "am", "apply", "archive", "bisect", "blame", "branch", "bundle", "checkout",
+    "cherry-pick", "clean", "clone", "commit", "config", "describe", "diff", "fetch",
+    "format-patch", "gc", "grep", "init", "log", "ls-files", "merge", "mv", "notes", "pull",
+    "push", "range-diff", "rebase", "reflog", "remote", "reset", "restore", "revert", "rm",
+    "shortlog", "show", "sparse-checkout", "stash", "status", "submodule", "switch", "tag",
+    "worktree",
+};
+static const char *const git_takes_branch[] = {
+    "checkout", "switch", "merge", "rebase", "branch", "log", "diff", "push", "pull", "reset",
+    "cherry-pick", "show", "rev-parse", "tag", "fetch", "worktree",
+};
+
+static strvec cands = STRVEC_INIT;
+static size_t cand_at;
+
+static bool printable_name(const char *s, size_t n)
+{
+    if (!n)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x21 || s[i] == 0x7f)
+            return false;
+    return true;
+}
+
+static void cand_add(const char *text, const char *name, size_t n, const char *prefix)
+{
+    size_t tl = strlen(text);
+    if (!printable_name(name, n) || n < tl || strncmp(name, text, tl))
+        return;
+    for (size_t i = 0; i < cands.n; i++)
+        if (strlen(cands.v[i]) == n + strlen(prefix) && !strncmp(cands.v[i] + strlen(prefix), name, n))
+            return;
+    strvec_pushf(&cands, "%s%.*s", prefix, (int)n, name);
+}
+
+static void cand_add_lines(const char *text, const char *lines, const char *prefix)
+{
+    for (const char *p = lines; *p;) {
+        size_t n = strcspn(p, "\n");
+        cand_add(text, p, n, prefix);
+        p += n + (p[n] == '\n');
+    }
+}
+
+static char *cand_next(const char *text, int state)
+{
+    (void)text;
+    if (!state)
+        cand_at = 0;
+    return cand_at < cands.n ? xstrdup(cands.v[cand_at++]) : NULL;
+}
+
+/* The programs in each directory of the sandbox's PATH (the same files on the host for the
+ * local runtimes: the sandbox's system directories are the host's, read-only). */
+static void add_path_commands(const char *text, const char *path)
+{
+    for (const char *p = path; *p;) {
+        size_t n = strcspn(p, ":");
+        char *dir = xstrndup(p, n);
+        DIR *d = dir[0] == '/' ? opendir(dir) : NULL;
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            if (e->d_name[0] == '.' || strncmp(e->d_name, text, strlen(text)))
+                continue;
+            if (faccessat(dirfd(d), e->d_name, X_OK, 0) == 0)
+                cand_add(text, e->d_name, strlen(e->d_name), "");
+        }
+        if (d)
+            closedir(d);
+        free(dir);
+        p += n + (p[n] == ':');
+    }
+}
+
+/* The git directory of the repository holding dir, or NULL. Read as files, without running
+ * git: the repository's config is one the sandbox's commits pass through. */
+static char *git_dir_of(const char *dir)
+{
+    char *d = xstrdup(dir);
+    for (;;) {
+        char *g = xasprintf("%s/.git", d);
+        struct stat st;
+        if (stat(g, &st) == 0 && S_ISDIR(st.st_mode)) {
+            free(d);
+            return g;
+        }
+        free(g);
+        char *slash = strrchr(d, '/');
+        if (!slash || slash == d) {
+            free(d);
+            return NULL;
+        }
+        *slash = '\0';
+    }
+}
+
+static void add_refs_under(const char *text, const char *root, const char *rel, size_t strip)
+{
+    char *path = xasprintf("%s/%s", root, rel);
+    DIR *d = opendir(path);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char *sub = xasprintf("%s/%s", rel, e->d_name);
+        char *full = xasprintf("%s/%s", root, sub);
+        struct stat st;
+        if (lstat(full, &st) == 0 && S_ISDIR(st.st_mode))
+            add_refs_under(text, root, sub, strip);
+        else if (S_ISREG(st.st_mode))
+            cand_add(text, sub + strip, strlen(sub + strip), "");
+        free(sub);
+        free(full);
+    }
+    if (d)
+        closedir(d);
+    free(path);
+}
+
+static void add_branches(const char *text, const char *cwd)
+{
+    char *gd = git_dir_of(cwd), *packed, *buf = NULL;
+    size_t len;
+    sbx_err err;
+    if (!gd)
+        return;
+    add_refs_under(text, gd, "refs/heads", strlen("refs/heads/"));
+    add_refs_under(text, gd, "refs/remotes", strlen("refs/remotes/"));
+    add_refs_under(text, gd, "refs/tags", strlen("refs/tags/"));
+    packed = xasprintf("%s/packed-refs", gd);
+    if (read_file(packed, (size_t)16 << 20, &buf, &len, &err) == 0) {
+        for (char *line = buf; line && *line;) {
+            char *nl = strchr(line, '\n'), *ref = strchr(line, ' ');
+            if (nl)
+                *nl = '\0';
+            if (line[0] != '#' && line[0] != '^' && ref) {
+                ref++;
+                static const char *const pre[] = { "refs/heads/", "refs/remotes/", "refs/tags/" };
+                for (size_t i = 0; i < ARRAY_SIZE(pre); i++)
+                    if (!strncmp(ref, pre[i], strlen(pre[i])))
+                        cand_add(text, ref + strlen(pre[i]), strlen(ref + strlen(pre[i])), "");
+            }
+            line = nl ? nl + 1 : NULL;
+        }
+        free(buf);
+    }
+    free(packed);
+    free(gd);
+}
+
+/* The words of the simple command the cursor is in, before the word being completed. */
+static int words_before(int start, strvec *words)
+{
+    int from = start;
+    while (from > 0 && !strchr(";|&(`\n", rl_line_buffer[from - 1]))
+        from--;
+    for (int i = from; i < start;) {
+        while (i < start && (rl_line_buffer[i] == ' ' || rl_line_buffer[i] == '\t'))
+            i++;
+        int b = i;
+        while (i < start && rl_line_buffer[i] != ' ' && rl_line_buffer[i] != '\t')
+            i++;
+        if (i > b)
+            strvec_pushf(words, "%.*s", i - b, rl_line_buffer + b);
+    }
+    return (int)words->n;
+}
+
+static char **ia_complete(const char *text, int start, int end)
+{
+    interactive *ia = the_ia;
+    strvec words = STRVEC_INIT;
+
+    (void)end;
+
+    strvec_clear(&cands);
+    if (!ia)
+        return NULL;
+    words_before(start, &words);
+    rl_attempted_completion_over = 1;
+    if (text[0] == '$' || (start > 0 && rl_line_buffer[start - 1] == '$')) {
+        strbuf fn = STRBUF_INIT, vars = STRBUF_INIT;
+        sbx_err err;
+        bool dollar = text[0] == '$';
+        if (line_exec_names(ia->x, &fn, &vars, &err) == 0)
+            cand_add_lines(dollar ? text + 1 : text, vars.buf ? vars.buf : "", dollar ? "$" : "");
+        strbuf_release(&fn);
+        strbuf_release(&vars);
+        rl_completion_append_character = ' ';
+    } else if (words.n == 1 && !strcmp(words.v[0], "git") && text[0] != '-') {
+        for (size_t i = 0; i < ARRAY_SIZE(git_commands); i++)
+            cand_add(text, git_commands[i], strlen(git_commands[i]), "");
+    } else if (words.n >= 2 && !strcmp(words.v[0], "git") && text[0] != '-' &&
+               !strchr(text, '/' ) ) {
+        for (size_t i = 0; i < ARRAY_SIZE(git_takes_branch); i++)
+            if (!strcmp(words.v[1], git_takes_branch[i]))
+                add_branches(text, line_exec_cwd(ia->x));
+        if (!cands.n)
+            goto files;
+    } else if (words.n == 0 && !strchr(text, '/') && text[0]) {
+        strbuf fn = STRBUF_INIT, vars = STRBUF_INIT;
+        sbx_err err;
+        for (size_t i = 0; i < ARRAY_SIZE(shell_words); i++)
+            cand_add(text, shell_words[i], strlen(shell_words[i]), "");
+        if (line_exec_names(ia->x, &fn, &vars, &err) == 0 && fn.len)
+            cand_add_lines(text, fn.buf, "");
+        strbuf_release(&fn);
+        strbuf_release(&vars);
+        add_path_commands(text, line_exec_sandbox_path(ia->x));
+    } else {
+files:
+        /* file names, from where the next command runs (read_line is there) */
+        strvec_clear(&words);
+        rl_attempted_completion_over = 0;
+        return NULL;
+    }
+    strvec_clear(&words);
+    if (!cands.n)
+        return NULL;
+    return rl_completion_matches(text, cand_next);
+}
+
 /* ---- the session ---------------------------------------------------------------------- */
 
 interactive *interactive_new(const sh_options *o, line_exec *x)
@@ -519,6 +774,7 @@ interactive *interactive_new(const sh_options *o, line_exec *x)
     rl_catch_signals = 0;
     rl_readline_name = "sbxsh";
     rl_getc_function = ia_getc;
+    rl_attempted_completion_function = ia_complete;
     using_history();
     history_inhibit_expansion_function = inhibit_expansion;
     ia->histfile = history_path();

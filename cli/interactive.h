@@ -3,8 +3,8 @@
  * bash's escapes; cli/prompt.h), readline with its history in
  * $XDG_STATE_HOME/sbxsh/history (HISTSIZE, HISTFILESIZE, HISTCONTROL, HISTIGNORE; appended
  * at exit, as bash with histappend, so sessions share it), history expansion (`!!`, `!$`,
- * `!n`, `^a^b`), the `history` builtin, Ctrl-C at the prompt, the signals bash ignores
- * there, and the keys typed ahead while a command ran.
+ * `!n`, `^a^b`), the `history` builtin, Tab completion, Ctrl-C at the prompt, the signals
+ * bash ignores there, and the keys typed ahead while a command ran.
  */
 #ifndef SBX_CLI_INTERACTIVE_H
 #define SBX_CLI_INTERACTIVE_H

@@ -65,7 +65,9 @@
  * Keys typed on a pty while a chunk ran that no program read (the next command typed
  * ahead, after a Ctrl-C or while `make` runs) wait in the pty's input queue, where bash
  * would have read them at its next prompt. At a chunk's end on a pty, its "next" report
- * first asks for them with a "typeahead" record: sbxsh then stops relaying the terminal
+ * first asks for them: `read -p typeahead` writes "typeahead" (no NUL: read's prompt) on
+ * fd 199 once it has turned the pty's echo off, so that not even the mark is echoed,
+ * whatever the scheduling. sbxsh then stops relaying the terminal
  * (what is typed from then on stays in the local terminal, for the prompt) and sends a NUL
  * after all it has relayed (sbx_session_tty_mark). The shell reads up to that NUL, so it
  * gets exactly the keys sent before it, none lost in flight; `read -n` turns canonical mode
@@ -76,8 +78,7 @@
  * tripping set -e or an ERR trap.
  */
 #define TYPEAHEAD                                                                               \
-    "builtin printf 'typeahead\\0' >&199; "                                                     \
-    "IFS= builtin read -r -s -t 10 -n 65536 -d '' __sbx_t <&198 || :; "
+    "IFS= builtin read -r -s -t 10 -n 65536 -d '' -p typeahead __sbx_t <&198 2>&199 || :; "
 
 /*
  * What the prompt needs of the shell's state, after the "next" report of interactive mode
@@ -226,6 +227,43 @@ void line_exec_set_status(line_exec *x, int status)
     x->npipestatus = 0;
     free(x->last_arg);
     x->last_arg = NULL;
+}
+
+/*
+ * The names the session's shell knows, for completion: a query written on the script
+ * stream, answered on fd 199 without a sync (nothing can have changed), while the terminal
+ * stays the prompt's. It leaves $? and $_ as they were (saved first, $_ given back by the
+ * last `:`; $? is set again by the next command's prefix, as after a host part).
+ */
+#define NAMES_QUERY                                                                             \
+    "{ __sbx_s=$? __sbx_a=$_; { builtin compgen -A function -A alias; builtin printf '\\0'; "    \
+    "builtin compgen -v; builtin printf '\\0'; } >&199 2>/dev/null; "                             \
+    "builtin unset -v __sbx_s; : \"$__sbx_a\"; builtin unset -v __sbx_a; } 2>/dev/null\n"
+
+int line_exec_names(line_exec *x, strbuf *functions, strbuf *variables, sbx_err *err)
+{
+    int status = x->last_status;
+    if (!x->shell_running || x->fork_reports)
+        return 0;   /* no shell yet (nothing defined), or one whose DEBUG trap would see this */
+    if (sbx_session_write(x->sess, x->script_fd, NAMES_QUERY, strlen(NAMES_QUERY), err) < 0 ||
+        sbx_session_read_record(x->sess, 199, '\0', functions, err) < 0 ||
+        sbx_session_read_record(x->sess, 199, '\0', variables, err) < 0)
+        return -1;
+    x->shell_line++;
+    /* $? is given back by the next command's prefix; $_ is already */
+    x->last_status = status;
+    x->sandbox_stale = true;
+    free(x->last_arg);
+    x->last_arg = NULL;
+    return 0;
+}
+
+const char *line_exec_sandbox_path(const line_exec *x)
+{
+    for (size_t i = 0; i < x->env.n; i++)
+        if (!strncmp(x->env.v[i], "PATH=", 5))
+            return x->env.v[i] + 5;
+    return "";
 }
 
 void line_exec_take_typeahead(line_exec *x, strbuf *out)
@@ -684,17 +722,29 @@ static int shell_read_one_report(line_exec *x, strbuf *rec,
     for (int i = 0; i < n; i++) {
         int r;
         starts[i] = rec->len;
+        /* on a pty, a "next" report first asks for the keys typed ahead (TYPEAHEAD):
+         * "typeahead" without a NUL, told from "done" and "next" by its first 4 bytes */
+        if (i == 0 && x->o.tty && x->o.interactive) {
+            r = sbx_session_read_bytes(x->sess, 199, 4, rec, err);
+            if (r > 0 && !strcmp(rec->buf, "type")) {
+                strbuf_reset(rec);
+                r = sbx_session_read_bytes(x->sess, 199, 5, rec, err);
+                if (r <= 0)
+                    return r;
+                if (strcmp(rec->buf, "ahead"))
+                    return sbx_errf(err, "the sandbox's shell sent a malformed status report");
+                if (sbx_session_tty_mark(x->sess, err) < 0)
+                    return -1;
+                strbuf_reset(rec);
+                i--;
+                continue;
+            }
+            if (r <= 0)
+                return r;
+        }
         r = sbx_session_read_record(x->sess, 199, '\0', rec, err);
         if (r <= 0)
             return r;
-        /* on a pty, a "next" report first asks for the keys typed ahead (TYPEAHEAD) */
-        if (i == 0 && x->o.tty && x->o.interactive && !strcmp(rec->buf, "typeahead")) {
-            if (sbx_session_tty_mark(x->sess, err) < 0)
-                return -1;
-            strbuf_reset(rec);
-            i--;
-            continue;
-        }
         /* interactive mode: the prompt's fields follow a "next" report (PROMPT_PRE) */
         if (i == 0 && x->o.interactive && !strcmp(rec->buf, "next"))
             n = REPORT_FIELDS + PROMPT_FIELDS;

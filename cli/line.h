@@ -127,6 +127,12 @@ const char *line_exec_session(const line_exec *x);
 /* A command sbxsh ran itself (`history`) ended with status: $? for what follows. */
 void line_exec_set_status(line_exec *x, int status);
 
+/* For completion: the names of the session shell's functions and aliases, and of its
+ * variables, newline-separated (nothing before its shell has started). */
+int line_exec_names(line_exec *x, strbuf *functions, strbuf *variables, sbx_err *err);
+/* The PATH sandbox commands start with. */
+const char *line_exec_sandbox_path(const line_exec *x);
+
 /* At a terminal: the keys typed while the last command ran that no program read (the next
  * command typed ahead), moved to out, for the prompt to read first as bash would. */
 void line_exec_take_typeahead(line_exec *x, strbuf *out);

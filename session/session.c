@@ -1082,6 +1082,30 @@ int sbx_session_read_record(sbx_session *s, int child_fd, int delim, strbuf *out
     }
 }
 
+int sbx_session_read_bytes(sbx_session *s, int child_fd, size_t n, strbuf *out, sbx_err *err)
+{
+    outfd *o = out_by_child(s, child_fd);
+    if (!o || o->mode != SBX_FD_API_OUT)
+        return sbx_errf(err, "fd %d is not an API output of the command", child_fd);
+    for (;;) {
+        if (o->q.len >= n) {
+            strbuf_add(out, o->q.buf, n);
+            strbuf_remove(&o->q, 0, n);
+            credit(s, o, n);
+            sock_write(s);
+            return 1;
+        }
+        if (s->failed)
+            return fail(s, err);
+        if (o->eof || s->exited) {
+            strbuf_add(out, o->q.buf, o->q.len);
+            strbuf_reset(&o->q);
+            return 0;
+        }
+        pump(s, -1);
+    }
+}
+
 int sbx_session_signal(sbx_session *s, int signo, sbx_err *err)
 {
     if (s->failed)

@@ -148,6 +148,9 @@ int sbx_session_close_fd(sbx_session *s, int child_fd, sbx_err *err);
  * (returning 0) when the command exits. */
 int sbx_session_read_record(sbx_session *s, int child_fd, int delim, strbuf *out,
                             sbx_err *err);
+/* The same for exactly n bytes: 1 when they came, 0 at end of file or exit (out then
+ * holds what came). */
+int sbx_session_read_bytes(sbx_session *s, int child_fd, size_t n, strbuf *out, sbx_err *err);
 /* A sync round: host changes in, sandbox changes back. Relays meanwhile. */
 int sbx_session_sync(sbx_session *s, sbx_err *err);
 /* Sends a signal to the running command's process group. */
