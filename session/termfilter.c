@@ -185,7 +185,14 @@ void sbx_termfilter_feed(sbx_termfilter *f, const void *buf, size_t len, strbuf 
             f->state = T_GROUND;
             if (c >= 0x80 && c <= 0x9f)
                 break;          /* U+0080..U+009F: a C1 control, dropped */
-            strbuf_addch(out, 0xc2);
+            /* U+00A0..U+00BF passes whole; a 0xc2 without its continuation byte is
+             * dropped, so that no byte let through later (after dropped ones: "\xc2\x01\x9d")
+             * can complete it into a C1 control */
+            if (c >= 0xa0 && c <= 0xbf) {
+                strbuf_addch(out, 0xc2);
+                strbuf_addch(out, c);
+                break;
+            }
             ground(f, c, out);
             break;
         case T_ESC:
@@ -211,9 +218,14 @@ void sbx_termfilter_feed(sbx_termfilter *f, const void *buf, size_t len, strbuf 
                 /* a control cancels the sequence and is run (plain mode drops both) */
                 f->state = T_GROUND;
                 ground(f, c, out);
+            } else if (f->pty && c >= 0x80) {
+                /* not a sequence: the ESC goes, the byte is judged as text (0xc2 may
+                 * start a C1 control) */
+                f->state = T_GROUND;
+                ground(f, c, out);
             } else {
                 /* ESC x: dropped with its byte, or in pty mode kept (ESC 7, ESC =, ESC M) */
-                if (f->pty && c != 0x7f) {
+                if (f->pty && c >= 0x30 && c <= 0x7e) {
                     strbuf_addch(out, 0x1b);
                     strbuf_addch(out, c);
                 }

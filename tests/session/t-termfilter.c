@@ -128,6 +128,9 @@ int main(void)
         is_str(filter(big, strlen(big), 1000), "X", "overlong SGR dropped whole");
     }
     is_str(F("a\x1b[1\nb"), "a\nb", "a newline inside a sequence cancels it");
+    is_str(F("a\xc2\x01\x9d" "52;c;x\x07" "b"), "a\x9d" "52;c;x\x07" "b",
+           "a 0xc2 whose next byte is dropped cannot pair with a later one into a C1 control");
+    is_str(P("a\xc2\x01\x9b" "2J"), "a\x01\x9b" "2J", "...nor in pty mode");
     pty_mode();
     return done_testing();
 }
