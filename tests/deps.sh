@@ -5,7 +5,7 @@ set -eu
 pkgs="
   build-essential clang libclang-rt-14-dev pkg-config
   libcjson-dev libreadline-dev libcurl4-openssl-dev libyaml-dev libssl-dev musl-tools
-  bash git openssh-client perl python3 openssl jq
+  bash git openssh-client perl python3 openssl jq curl
   runsc bubblewrap iproute2 util-linux procps psmisc
   rsync tar hyperfine valgrind strace
 "

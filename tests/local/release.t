@@ -47,8 +47,12 @@ for rt in bwrap runsc; do
     for _ in $(seq 100); do gone "$h" && break; sleep 0.1; done
     ok "$rt: ...and the old holder has gone: one holder per session" gone "$h"
     is "$(sandbox_pid)" "$sb" "$rt: ...the sandbox is the same one"
-    "$SBX" release >/dev/null 2>&1
+    out=$("$SBX" release 2>&1)
+    rc=$?
+    is "$rc" 0 "$rt: sbx release of the session: 0" || diag "sbx release said: $out"
     out=$("$SBX" release --force 2>&1)
-    is "$?" 1 "$rt: sbx release --force of a session that is not there: 1"
+    rc=$?
+    is "$rc" 1 "$rt: sbx release --force of a session that is not there: 1" ||
+        diag "sbx release --force said: $out"
 done
 done_testing
