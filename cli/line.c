@@ -232,29 +232,31 @@ void line_exec_set_status(line_exec *x, int status)
 /*
  * The names the session's shell knows, for completion: a query written on the script
  * stream, answered on fd 199 without a sync (nothing can have changed), while the terminal
- * stays the prompt's. It leaves $? and $_ as they were (saved first, $_ given back by the
- * last `:`; $? is set again by the next command's prefix, as after a host part).
+ * stays the prompt's. $? and $_ are the next command's prefix's to give back, as after a
+ * host part: $? is kept here, $_ comes back as the query's third record.
  */
 #define NAMES_QUERY                                                                             \
-    "{ __sbx_s=$? __sbx_a=$_; { builtin compgen -A function -A alias; builtin printf '\\0'; "    \
-    "builtin compgen -v; builtin printf '\\0'; } >&199 2>/dev/null; "                             \
-    "builtin unset -v __sbx_s; : \"$__sbx_a\"; builtin unset -v __sbx_a; } 2>/dev/null\n"
+    "{ __sbx_a=$_; { builtin compgen -A function -A alias; builtin printf '\\0'; "               \
+    "builtin compgen -v; builtin printf '\\0%s\\0' \"$__sbx_a\"; } >&199 2>/dev/null; "           \
+    "builtin unset -v __sbx_a; } 2>/dev/null\n"
 
 int line_exec_names(line_exec *x, strbuf *functions, strbuf *variables, sbx_err *err)
 {
-    int status = x->last_status;
+    strbuf last = STRBUF_INIT;
     if (!x->shell_running || x->fork_reports)
         return 0;   /* no shell yet (nothing defined), or one whose DEBUG trap would see this */
     if (sbx_session_write(x->sess, x->script_fd, NAMES_QUERY, strlen(NAMES_QUERY), err) < 0 ||
         sbx_session_read_record(x->sess, 199, '\0', functions, err) < 0 ||
-        sbx_session_read_record(x->sess, 199, '\0', variables, err) < 0)
+        sbx_session_read_record(x->sess, 199, '\0', variables, err) < 0 ||
+        sbx_session_read_record(x->sess, 199, '\0', &last, err) < 0) {
+        strbuf_release(&last);
         return -1;
+    }
     x->shell_line++;
-    /* $? is given back by the next command's prefix; $_ is already */
-    x->last_status = status;
     x->sandbox_stale = true;
     free(x->last_arg);
-    x->last_arg = NULL;
+    x->last_arg = xstrndup(last.buf ? last.buf : "", strnlen(last.buf ? last.buf : "", last.len));
+    strbuf_release(&last);
     return 0;
 }
 

@@ -40,6 +40,13 @@ tmux_type 'echo $ZEBRA_VA'; tmux_keys Tab
 ok "a variable of the session completes after \$" tmux_wait 'echo \$ZEBRA_VAR_Q ?$'
 tmux_keys Enter
 ok "...and it is the session's" tmux_wait $'\nstriped\n'
+# asking the session's shell for names leaves its $? and $_ as they were
+tmux_type 'echo x last-arg-zz; false'; tmux_keys Enter
+tmux_wait $'\nx last-arg-zz\n'
+tmux_type 'echo "$? $_" $ZEBRA_V'; tmux_keys Tab
+tmux_wait 'ZEBRA_VAR_Q ?$'
+tmux_keys Enter
+ok "after a completion \$? and \$_ are the last command's" tmux_wait $'\n1 false striped\n'
 tmux_type 'base6'; tmux_keys Tab
 ok "a program in the sandbox's PATH completes as a command" tmux_wait 'base64 ?$'
 tmux_keys C-u
