@@ -228,7 +228,7 @@ static char *make_prompt(interactive *ia, bool continuation)
 static void on_prompt_interrupt(int sig)
 {
     (void)sig;
-    if (write(1, "\n", 1) < 0) {
+    if (write(2, "\n", 1) < 0) {
         /* nothing to do: the terminal went away */
     }
     rl_on_new_line();
@@ -773,6 +773,9 @@ interactive *interactive_new(const sh_options *o, line_exec *x)
     got_hup = 0;
     rl_catch_signals = 0;
     rl_readline_name = "sbxsh";
+    /* as bash: the prompt and the line being edited go to stderr, so `sbxsh >log` still
+     * shows them */
+    rl_outstream = stderr;
     rl_getc_function = ia_getc;
     rl_attempted_completion_function = ia_complete;
     using_history();
