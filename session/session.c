@@ -34,6 +34,7 @@
 #define CREDIT_BATCH (32u * 1024)
 #define HELLO_TIMEOUT_MS 30000
 #define TYPED_MAX (64u * 1024)
+#define PROGRESS_DELAY_NS (500u * 1000000)
 
 typedef struct outfd {
     int child_fd;
@@ -72,6 +73,12 @@ struct sbx_session {
     bool tty_paused;    /* the caller has the terminal back (sbx_session_tty_pause) */
     bool tty_held;      /* the terminal is not read until the next resume (tty_mark) */
     strbuf typed;       /* the terminal's bytes sent since the last resume (the last 64 KiB) */
+    /* a progress line (starting the sandbox, the first sync): shown once it has lasted
+     * PROGRESS_DELAY_NS, on one line of stderr, and erased before anything else reaches
+     * the terminal, so that it leaves no trace */
+    strbuf progress;
+    uint64_t progress_due;
+    bool progress_shown;
     struct termios saved_tio;
     outfd outs[MAX_FDS];
     size_t nouts;
@@ -224,6 +231,34 @@ static void handle_output(sbx_session *s, uint32_t fd, const char *p, size_t n)
         strbuf_add(&o->q, p, n);
 }
 
+/* The progress line goes (the cursor back at the start of an empty line), and any that is
+ * still due is forgotten. */
+static void progress_clear(sbx_session *s)
+{
+    if (s->progress_shown) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+        s->progress_shown = false;
+    }
+    strbuf_reset(&s->progress);
+    s->progress_due = 0;
+}
+
+/* Shows the progress line once it is due: within the terminal's width, so that erasing
+ * one line erases it all. */
+static void progress_show(sbx_session *s, bool now)
+{
+    struct winsize ws;
+    size_t n = s->progress.len;
+    if (!n || s->progress_shown || (!now && now_ns() < s->progress_due))
+        return;
+    if (ioctl(2, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 8 && n + 8 > ws.ws_col)
+        n = ws.ws_col - 8;
+    fprintf(stderr, "sbxsh: %.*s", (int)n, s->progress.buf);
+    fflush(stderr);
+    s->progress_shown = true;
+}
+
 /* One frame from the holder; an unknown or malformed one fails the call, since
  * holder and client are the same build and disagreeing means a bug. */
 static void handle_frame(sbx_session *s, int type, proto_reader *r)
@@ -255,6 +290,7 @@ static void handle_frame(sbx_session *s, int type, proto_reader *r)
             set_failed(s, "malformed exit status from the session holder");
             return;
         }
+        progress_clear(s);
         s->exited = true;
         s->exit.wait_status = (int)ws;
         s->exit.spawn_failed = kind == SYNC_SPAWN_FAILED;
@@ -262,6 +298,7 @@ static void handle_frame(sbx_session *s, int type, proto_reader *r)
         return;
     }
     case P_SYNC_DONE:
+        progress_clear(s);
         s->got_sync_done = true;
         return;
     case P_RELEASED:
@@ -277,6 +314,7 @@ static void handle_frame(sbx_session *s, int type, proto_reader *r)
     case P_WARNING:
         if (proto_get_str(r, &str, &len) == 0) {
             char *msg = xstrndup(str, len);
+            progress_clear(s);
             if (s->opts.warning)
                 s->opts.warning(s->opts.warning_ctx, msg);
             else
@@ -285,10 +323,17 @@ static void handle_frame(sbx_session *s, int type, proto_reader *r)
         }
         return;
     case P_PROGRESS:
-        if (proto_get_str(r, &str, &len) == 0 && isatty(2))
-            fprintf(stderr, "sbxsh: %.*s%s", (int)len, str, s->raw ? "\r\n" : "\n");
+        /* a new phase replaces the line at once when one shows, else waits its turn */
+        if (proto_get_str(r, &str, &len) == 0 && isatty(2)) {
+            bool shown = s->progress_shown;
+            progress_clear(s);
+            strbuf_add(&s->progress, str, len);
+            s->progress_due = now_ns() + PROGRESS_DELAY_NS;
+            progress_show(s, shown);
+        }
         return;
     case P_ERROR:
+        progress_clear(s);
         if (proto_get_str(r, &str, &len) == 0)
             set_failed(s, "%.*s", (int)len, str);
         else
@@ -380,6 +425,8 @@ static void relay_input(sbx_session *s, infd *in)
  * PIPE_BUF at a time), and credits the holder for what was consumed. */
 static void relay_output(sbx_session *s, outfd *o)
 {
+    if (s->progress_shown && o->q.len && isatty(o->local_fd))
+        progress_clear(s);
     while (o->q.len) {
         ssize_t n;
         if (o->capped && o->nowait) {
@@ -476,7 +523,15 @@ static void pump(sbx_session *s, int timeout_ms)
             who[n++] = o;
         }
     }
-    if (poll(pfd, n, timeout_ms) < 0) {
+    if (s->progress.len && !s->progress_shown) {
+        uint64_t now = now_ns();
+        int due = s->progress_due > now ? (int)((s->progress_due - now) / 1000000) + 1 : 0;
+        if (timeout_ms < 0 || due < timeout_ms)
+            timeout_ms = due;
+    }
+    int pr = poll(pfd, n, timeout_ms);
+    progress_show(s, false);
+    if (pr < 0) {
         if (errno != EINTR)
             set_failed(s, "poll: %s", strerror(errno));
         return;
@@ -684,6 +739,7 @@ int sbx_session_open(sbx_config *cfg, const sbx_open_opts *opts, sbx_session **o
         framebuf_out_init(&s->out);
         strbuf_init(&s->status, 0);
         strbuf_init(&s->typed, 0);
+        strbuf_init(&s->progress, 0);
         set_nonblock(fd, true);
         if (hello(s, err) == 0) {
             free(sock);
@@ -784,6 +840,7 @@ int sbx_session_tty_pause(sbx_session *s, sbx_err *err)
     /* what the command wrote so far reaches the terminal before the caller writes to it */
     while (!s->failed && !outputs_drained(s))
         pump(s, -1);
+    progress_clear(s);
     restore_tty(s);
     s->tty_paused = true;
     return s->failed ? fail(s, err) : 0;
@@ -857,7 +914,9 @@ void sbx_session_close(sbx_session *s)
     framebuf_in_release(&s->in);
     framebuf_out_release(&s->out);
     strbuf_release(&s->status);
+    progress_clear(s);
     strbuf_release(&s->typed);
+    strbuf_release(&s->progress);
     free(s);
 }
 

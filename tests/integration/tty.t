@@ -4,7 +4,8 @@
 # exactly as it was after a command, after `exit`, and when sbxsh is killed (SIGTERM, SIGHUP,
 # SIGUSR1) in the middle of one; Ctrl-C ends the foreground command, not the shell; Ctrl-Z
 # cannot leave a command stopped for good; OSC 52 (the clipboard), a title report and
-# file: links never reach the terminal while colours, cursor moves and titles do. Without a
+# file: links never reach the terminal while colours, cursor moves and titles do; a slow
+# first sync shows one progress line that is gone once it is done. Without a
 # terminal (or with stderr sent elsewhere) commands get pipes, as before. bwrap for most,
 # runsc once for the pty path.
 . "$(dirname "$0")/lib.sh"
@@ -151,5 +152,23 @@ else
     skip "runsc: $why"
     skip "runsc: $why"
 fi
+# ---- progress: a first sync that takes a while shows one line, gone once done --------------
+BIG=$SBX_TEST_TMP/big
+mkdir -p "$BIG" && (cd "$BIG" && seq 1 10000 | sed 's/^/f/' | xargs touch) || bail_out "cannot make $BIG"
+tmux_run clear
+tmux_cmd clear-history
+tmux_cmd pipe-pane -o "cat >$T/progress.raw"
+tmux_run "cd $BIG && AGENT_SANDBOX_CODE_DIRS=$BIG AGENT_SANDBOX_SESSION=tty-big-$$ $SBXSH -c 'bash -c \"echo after-sync\"'; cd $CODE" 180
+tmux_cmd pipe-pane
+screen=$(tmux_screen)
+like "$screen" $'\nafter-sync\n' "the command of a new session with 10,000 files ran"
+unlike "$screen" 'sbxsh: (starting|syncing)' "no progress line is left on the screen"
+if grep -q 'syncing the code directories' "$T/progress.raw"; then
+    ok "the progress line that showed was erased (CR, erase line) before the output" \
+        grep -qaP 'syncing the code directories into the sandbox\.\.\.\r\x1b\[K' "$T/progress.raw"
+else
+    skip "the first sync took under half a second here: no progress line was due"
+fi
+"$SBX" release --session "tty-big-$$" >/dev/null 2>&1
 [ "$tap_failed" = 0 ] || diag "the screen at the end:" "$(tmux_screen)"
 done_testing
