@@ -30,11 +30,11 @@
 #   nothing and is counted apart. sbxsh agrees with such a case when it matches a bash run.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
-mode=-c runtime=${AGENT_SANDBOX_LOCAL_RUNTIME:-bwrap} show=15 list= recheck=${PARITY_RECHECK:-20}
+mode=-c runtime=${AGENT_SANDBOX_LOCAL_RUNTIME:-bwrap} show=15 list='' recheck=${PARITY_RECHECK:-20}
 while [ $# -gt 1 ]; do
     case $1 in
     --stdin) mode=stdin; shift ;;
-    --file) mode=file; shift ;;
+    --file) mode='file'; shift ;;
     --runtime) runtime=$2; shift 2 ;;
     --show) show=$2; shift 2 ;;
     --list) list=$2; shift 2 ;;
@@ -62,7 +62,7 @@ nocaps=()
 if [ -n "$list" ]; then
     ids=$(cat "$list")
 else
-    ids=$(cd "$cases" && ls -d */*.sh | sed 's/\.sh$//')
+    ids=$(cd "$cases" && printf '%s\n' */*.sh | sed 's/\.sh$//')
 fi
 
 # side NAME INPUT CMD...: runs CMD in a fresh $d with stdin from INPUT; leaves NAME.out,
@@ -148,8 +148,8 @@ for id in $ids; do
     if [ "$shown" -lt "$show" ]; then
         shown=$((shown + 1))
         echo "--- $id differs$([ "$stable" = 1 ] || echo ' (bash differs from itself too)')"
-        diff <(cat "$work/out/b.out"; echo ==stderr==; cat "$work/out/b.err") \
-             <(cat "$work/out/s.out"; echo ==stderr==; cat "$work/out/s.err") | head -12
+        diff <(cat "$work/out/b.out"; echo '==stderr=='; cat "$work/out/b.err") \
+             <(cat "$work/out/s.out"; echo '==stderr=='; cat "$work/out/s.err") | head -12
     fi
 done
 [ -n "$unstable_ids" ] && echo "--- bash differs from itself on:$unstable_ids"

@@ -29,6 +29,7 @@ for i in 1 2 3 4 5; do
         "$C" >/dev/null &
     posts="${posts:-} $!"
 done
+# shellcheck disable=SC2086 # the background jobs' pids, one word each
 wait $posts
 ok "all five claims get Ready" wait_for "five Ready claims" \
     '[.items[] | select(.status.conditions[0].status == "True" and .status.sandbox.name != null)] | length == 5' "$C"

@@ -6,7 +6,8 @@
 . "$(dirname "$0")/fake.sh"
 
 command -v runsc >/dev/null || skip_all "runsc is not installed (make deps)"
-runsc --network=none --ignore-cgroups $([ "$(id -u)" = 0 ] || echo --rootless) do /bin/true >/dev/null 2>&1 ||
+# shellcheck disable=SC2046 # --rootless or nothing: one word or none
+runsc --network=none --ignore-cgroups $([ "$(id -u)" = 0 ] || echo --rootless) 'do' /bin/true >/dev/null 2>&1 ||
     skip_all "runsc cannot start a sandbox on this machine"
 for c in openssl curl jq; do command -v $c >/dev/null || skip_all "$c is not installed (make deps)"; done
 
@@ -15,8 +16,7 @@ WS=$(dirname "$0")/ws-exec.py
 C=/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/default/sandboxclaims
 PODS=/api/v1/namespaces/default/pods
 wait_for() { # DESCRIPTION JQ-TEST PATH (bounded: 60 s)
-    local i
-    for i in $(seq 600); do
+    for _ in $(seq 600); do
         fake_curl "$3" | jq -e "$2" >/dev/null 2>&1 && return 0
         sleep 0.1
     done

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers for tests that run tests/kube/fake-apiserver (source after tests/lib/tap.sh).
 #
 # fake_skip_reason: empty when the fake can run here, else why not (for skip_all).
@@ -32,10 +33,9 @@ fake_start() {
         --log "$FAKE_LOG" "$@" </dev/null >"$SBX_TEST_TMP/fake.out" 2>&1 &
     FAKE_PID=$!
     trap 'fake_kill; tap_cleanup' EXIT
-    local i
-    for i in $(seq 300); do
+    for _ in $(seq 300); do
         [ -e "$FAKE_KUBECONFIG" ] && break
-        kill -0 $FAKE_PID 2>/dev/null || break
+        kill -0 "$FAKE_PID" 2>/dev/null || break
         sleep 0.1
     done
     if [ ! -e "$FAKE_KUBECONFIG" ]; then
@@ -65,13 +65,12 @@ fake_state() { fake_curl /fake/state; }
 
 fake_stop() {
     [ -n "${FAKE_PID:-}" ] || return 0
-    kill -TERM $FAKE_PID 2>/dev/null
-    local i
-    for i in $(seq 300); do
-        kill -0 $FAKE_PID 2>/dev/null || break
+    kill -TERM "$FAKE_PID" 2>/dev/null
+    for _ in $(seq 300); do
+        kill -0 "$FAKE_PID" 2>/dev/null || break
         sleep 0.1
     done
-    wait $FAKE_PID
+    wait "$FAKE_PID"
     local rc=$?
     FAKE_PID=
     return $rc
@@ -80,8 +79,7 @@ fake_stop() {
 # At exit, whatever happened: the fake (and with it, every pod) goes.
 fake_kill() {
     [ -n "${FAKE_PID:-}" ] || return 0
-    kill -TERM $FAKE_PID 2>/dev/null
-    local i
-    for i in $(seq 100); do kill -0 $FAKE_PID 2>/dev/null || return 0; sleep 0.1; done
-    kill -KILL $FAKE_PID 2>/dev/null
+    kill -TERM "$FAKE_PID" 2>/dev/null
+    for _ in $(seq 100); do kill -0 "$FAKE_PID" 2>/dev/null || return 0; sleep 0.1; done
+    kill -KILL "$FAKE_PID" 2>/dev/null
 }

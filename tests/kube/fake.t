@@ -28,8 +28,7 @@ token_of() { awk -v u="$1" '/^users:/ { s = 1 } s && $0 == "- name: " u { f = 1 
 code() { local p=$1; shift; fake_curl -o /dev/null -w '%{http_code}' "$@" "$p"; }
 # wait_for DESCRIPTION JQ-TEST PATH: polls (bounded, 30 s) until the object at PATH passes
 wait_for() {
-    local i
-    for i in $(seq 300); do
+    for _ in $(seq 300); do
         fake_curl "$3" | jq -e "$2" >/dev/null 2>&1 && return 0
         sleep 0.1
     done

@@ -108,7 +108,7 @@ like "$(k get sandbox "$sb" 2>&1)" '^Error from server \(NotFound\): sandboxes.a
      "its sandbox is gone"
 for _ in $(seq 100); do pgrep -f "^sleep $D\$" >/dev/null || break; sleep 0.1; done
 is "$(pgrep -f "^sleep $D\$")" "" "the pod's processes are gone (the daemon with them)"
-is "$(ls "$FAKE_STATE/pods" | grep -c "_${pod}_")" "0" "the pod's directory is gone"
+is "$(find "$FAKE_STATE/pods" -mindepth 1 -maxdepth 1 -name "*_${pod}_*" | wc -l)" "0" "the pod's directory is gone"
 
 fresh_home
 # kubectl get -w prints every event: the cold start's steps are seen one by one.

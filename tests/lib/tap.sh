@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # TAP helpers for shell integration tests; source it from a *.t script:
 #
 #   . "$(dirname "$0")/../lib/tap.sh"

@@ -4,6 +4,7 @@
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/lib.sh"
 local_env
+# shellcheck disable=SC2154 # p is the loop's own variable, in the trap's string
 trap 'for p in ${stopped:-}; do kill -CONT "$p" 2>/dev/null; done; local_teardown; tap_cleanup' EXIT
 
 holder_pid() { "$SBX" status --json 2>/dev/null | sed -n 's/.*"holder_pid":\([0-9]*\).*/\1/p'; }
