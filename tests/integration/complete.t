@@ -15,7 +15,7 @@ setup_session "complete-$$" bwrap
 cd "$CODE" || bail_out "no code dir"
 export XDG_STATE_HOME=$SBX_TEST_TMP/xdg-state GIT_CONFIG_NOSYSTEM=1
 printf '[user]\n\tname = T\n\temail = t@example.com\n[init]\n\tdefaultBranch = main\n' >"$HOME/.gitconfig"
-git init -q . && git commit -q --allow-empty -m base && git branch feature-zebra-42 ||
+{ git init -q . && git commit -q --allow-empty -m base && git branch feature-zebra-42; } ||
     bail_out "cannot make the repository"
 mkdir -p deep/inner && echo x >deep/inner/only-file-here.txt
 if [ "$(id -u)" = 0 ]; then D='#'; else D='$'; fi

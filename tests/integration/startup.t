@@ -26,8 +26,10 @@ printf '%s\n' 'PS1="rc> "' 'greet() { echo "hi $1"; }' 'order=sbxshrc' >"$HOME/.
 printf '%s\n' 'order=rcfile' >"$SBX_TEST_TMP/other-rc"
 
 out=$(inter $'greet you\necho "order=$order"' -i)
+# shellcheck disable=SC2088 # "~/" in a test's name is the text the person reads, not a path
 like "$out" $'\nhi you\n' "~/.sbxshrc's function is there at the prompt"
 like "$out" 'rc> ' "...and its PS1"
+# shellcheck disable=SC2088 # as above
 like "$out" $'\norder=sbxshrc sandbox-bashrc\n' "~/.sbxshrc runs first, then the sandbox's ~/.bashrc"
 out=$(inter 'echo "order=$order."' --norc -i)
 like "$out" $'\norder=.\n' "--norc: neither"
@@ -39,6 +41,7 @@ out=$(inter 'echo "order=$order."' -i)
 like "$out" $'\norder= sandbox-bashrc.\n' "no ~/.sbxshrc: the sandbox's ~/.bashrc still runs (when its shell starts)"
 printf 'echo "oops' >"$HOME/.sbxshrc"
 out=$(inter 'echo still-here' -i)
+# shellcheck disable=SC2088 # as above: the message names the file as the person wrote it
 like "$out" '~/.sbxshrc: line [0-9]+: unexpected EOF' "a syntax error in ~/.sbxshrc is reported with its name"
 like "$out" $'\nstill-here\n' "...and the shell goes on"
 rm "$HOME/.sbxshrc"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # A terminal a person would use, for integration tests: a tmux server of the test's own
 # (its socket under $SBX_TEST_TMP) with one window running a plain host bash, into which
 # the test types and whose screen it reads.
@@ -13,7 +14,8 @@
 # Waits are bounded (60 s by default) and never fixed sleeps: each polls the screen.
 
 TMUX_SOCK=$SBX_TEST_TMP/tmux.sock
-TMUX_WHY=
+# the reason tmux_usable gives, read by the test that sources this file
+export TMUX_WHY=
 tmux_usable() {
     command -v tmux >/dev/null || { TMUX_WHY="tmux not installed (it drives a real terminal: make deps)"; return 1; }
     return 0

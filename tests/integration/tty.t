@@ -154,7 +154,9 @@ else
 fi
 # ---- progress: a first sync that takes a while shows one line, gone once done --------------
 BIG=$SBX_TEST_TMP/big
-mkdir -p "$BIG" && (cd "$BIG" && seq 1 10000 | sed 's/^/f/' | xargs touch) || bail_out "cannot make $BIG"
+if ! mkdir -p "$BIG" || ! (cd "$BIG" && seq 1 10000 | sed 's/^/f/' | xargs touch); then
+    bail_out "cannot make $BIG"
+fi
 tmux_run clear
 tmux_cmd clear-history
 tmux_cmd pipe-pane -o "cat >$T/progress.raw"
