@@ -6,9 +6,21 @@
  * loop reads them after poll(), so that nothing but write(2) runs in a handler. */
 static int sig_pipe[2] = { -1, -1 };
 
+/* In a command's child before its exec (agent_in_child), a signal does what its default
+ * would: the command was signalled before it started, and the agent must not hear of it. */
+static void in_child_default(int sig)
+{
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 static void on_sigchld(int sig)
 {
     int saved = errno;
+    if (agent_in_child) {
+        in_child_default(sig);
+        return;
+    }
     ssize_t r = write(sig_pipe[1], "c", 1);
     (void)r;
     (void)sig;
@@ -19,6 +31,10 @@ static void on_sigchld(int sig)
 static void on_term(int sig)
 {
     int saved = errno;
+    if (agent_in_child) {
+        in_child_default(sig);
+        return;
+    }
     ssize_t r = write(sig_pipe[1], "t", 1);
     (void)r;
     (void)sig;
@@ -68,6 +84,7 @@ static void drop_connection(agent *a)
         a->tx_active = false;
     }
     a->nfinals = a->nsending = a->nbarred = 0;
+    agent_spare_discard(a);
     framebuf_in_reset(&a->in);
     framebuf_out_reset(&a->out);
     a->hello_seen = false;
@@ -588,6 +605,7 @@ static void agent_init(agent *a, const agent_opts *o)
         if (!ok)
             a->pair_id = a->applied_push_seq = a->pull_seq = 0;
     }
+    agent_spawn_init();
     if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
         perror("sbx-agent: pipe");
         exit(1);
@@ -610,6 +628,7 @@ static void agent_init(agent *a, const agent_opts *o)
 static void agent_release(agent *a)
 {
     drop_connection(a);
+    agent_spare_discard(a);
     while (a->nchans)
         agent_free_chan_at(a, 0);
     free(a->chans);

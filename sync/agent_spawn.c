@@ -1,6 +1,50 @@
 /* sbx-agent's spawning: a command's pipes (or pty) per the RUN's fd map, fork, the child's
- * fds put in place, and exec with a PATH search; a failure becomes the channel's EXIT. */
+ * fds put in place, and exec with a PATH search; a failure becomes the channel's EXIT. A RUN
+ * the warm spare fits skips the fork and the setup (agent_spare.c). */
 #include "sync/agent_int.h"
+
+/*
+ * Spawning less: under gVisor every system call costs 28-54 us, so the child does only what a
+ * command needs changed from the agent's state, and what can be done once is done at start:
+ *   - signals: exec resets a handled signal to its default by itself; only an ignored one
+ *     (SIG_IGN survives exec) and the blocked mask would reach the command. The agent
+ *     ignores SIGPIPE and SIGHUP, and whatever it inherited ignored at start
+ *     (agent_spawn_init() lists those); its mask is emptied once at start and never changes.
+ *     The child resets just that list, not all 64 signals one by one.
+ *   - the agent's handlers (SIGCHLD, SIGTERM, SIGINT) may still run in the child between the
+ *     fork and the exec: agent_in_child tells them so, and they act as the default would.
+ *   - fds: every fd of the agent is close-on-exec (agent_main.c marks the inherited ones
+ *     once), so nothing is closed one by one; a pipe end is moved out of the way only when it
+ *     sits where a child fd must go.
+ */
+volatile sig_atomic_t agent_in_child;
+static int reset_sigs[65];
+static size_t nreset_sigs;
+
+/* Once, before the agent sets its own dispositions: which signals its children must have
+ * reset (the ones it ignores, and any it inherited ignored), and an empty mask. */
+void agent_spawn_init(void)
+{
+    sigset_t none;
+    reset_sigs[nreset_sigs++] = SIGPIPE;
+    reset_sigs[nreset_sigs++] = SIGHUP;
+    for (int s = 1; s < 65; s++) {
+        struct sigaction sa;
+        if (s == SIGPIPE || s == SIGHUP || s == SIGKILL || s == SIGSTOP)
+            continue;
+        if (sigaction(s, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
+            reset_sigs[nreset_sigs++] = s;
+    }
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* In the child: the dispositions the agent changed back to their defaults. */
+static void child_signals(void)
+{
+    for (size_t i = 0; i < nreset_sigs; i++)
+        signal(reset_sigs[i], SIG_DFL);
+}
 
 /* ---- spawning ------------------------------------------------------------------------------ */
 
@@ -58,28 +102,18 @@ static void exec_in_path(const char *exe, char **argv, char **env, int errpipe)
 
 /* A path from the host as this agent sees it: --root-prefix (tests run the agent as a plain
  * process on a second tree) goes in front. */
-static void prefixed(agent *a, const char *path, char *out, size_t outsz)
+void agent_prefixed(agent *a, const char *path, char *out, size_t outsz)
 {
     snprintf(out, outsz, "%s%s", a->o->root_prefix ? a->o->root_prefix : "", path);
 }
 
 /*
- * What agent_spawn() prepares before the fork, for the child to put in place. ch->fds[i]
- * (i < npipes) is our end of a pipe whose other end is child_end[i], to become the child's
- * ch->fds[i].child_fd; a shared fd (2 written on 1's pipe: SBX_FD_RELAY_OUT) becomes a dup
- * of the pipe of ch->fds[shared_of[k]]. With a tty, the pty's two entries (our master for
- * fds 0 and 1) come last in ch->fds and the slave becomes the child's 0, 1 and 2.
+ * spawn_plan (agent_int.h): ch->fds[i] (i < npipes) is our end of a pipe whose other end is
+ * child_end[i], to become the child's ch->fds[i].child_fd; a shared fd (2 written on 1's
+ * pipe: SBX_FD_RELAY_OUT) becomes a dup of the pipe of ch->fds[shared_of[k]]. With a tty,
+ * the pty's two entries (our master for fds 0 and 1) come last in ch->fds and the slave
+ * becomes the child's 0, 1 and 2.
  */
-typedef struct spawn_plan {
-    int child_end[WIRE_MAX_FDS + 2];
-    int shared_fd[WIRE_MAX_FDS], shared_of[WIRE_MAX_FDS];
-    size_t nshared;
-    bool tty_fds_added;   /* the pty's two entries are at the end of ch->fds */
-    int errpipe[2];       /* the child's exec failure, as child_fail() writes it */
-    int master, slave;    /* the pty, or -1 */
-    int maxfd;            /* the highest child fd: the child moves its ends above it first */
-    char cwd[SYNC_MAX_PATH * 2 + 2];
-} spawn_plan;
 
 /* Records why the command cannot start; its EXIT (kind 2) carries it. */
 static void spawn_error(achan *ch, int err, const char *fmt, const char *what)
@@ -111,7 +145,7 @@ static int open_pty(achan *ch, const wire_run *run, spawn_plan *sp)
 
 /* One pipe per fd of the RUN's map (a tty's 0-2 are the pty's), or a note that the fd
  * shares the pipe of the nearest output fd before it. */
-static int make_pipes(achan *ch, const wire_run *run, spawn_plan *sp)
+int agent_make_pipes(achan *ch, const wire_run *run, spawn_plan *sp)
 {
     for (size_t i = 0; i < run->nfds; i++) {
         achan_fd *f;
@@ -176,28 +210,33 @@ static void add_pty_fds(achan *ch, spawn_plan *sp)
     ch->stderr_at = ch->nfds;
 }
 
-/* In the child, never returns: a new session (the pty as its controlling terminal), default
- * signals, the fd map in place (every unmapped fd of 0-2 is /dev/null), the cwd, exec. Any
- * failure goes to the parent through the error pipe. */
-static void run_child(achan *ch, const wire_run *run, spawn_plan *sp)
+/* In the child: a new session (the pty as its controlling terminal), default signals, the fd
+ * map in place (every unmapped fd of 0-2 is /dev/null). Any failure goes to the parent
+ * through the error pipe. */
+void agent_child_setup(achan *ch, spawn_plan *sp)
 {
-    sigset_t all;
     int high[WIRE_MAX_FDS + 2];
     size_t npipes = ch->nfds - (ch->tty ? 2 : 0);
     int errfd = sp->errpipe[1];
+    agent_in_child = 1;
     close(sp->errpipe[0]);
+    /* the error pipe where no child fd goes (usually it is there already) */
+    if (errfd <= sp->maxfd && (errfd = sp->errpipe[1] =
+                               fcntl(errfd, F_DUPFD_CLOEXEC, sp->maxfd + 1)) < 0)
+        _exit(127);
     setsid();
     if (ch->tty && ioctl(sp->slave, TIOCSCTTY, 0) < 0)
         child_fail(errfd, errno, "cannot set the controlling terminal", NULL);
-    for (int s = 1; s < 65; s++)
-        signal(s, SIG_DFL);
-    sigemptyset(&all);
-    sigprocmask(SIG_SETMASK, &all, NULL);
-    /* Move our ends out of the way first, then into place. */
+    child_signals();
+    /* An end that sits where a child fd goes is moved out of the way first (usually none
+     * is: the agent's own 0-2 are taken, and the map's fds are few and low). */
     for (size_t i = 0; i < npipes; i++) {
-        high[i] = fcntl(sp->child_end[i], F_DUPFD_CLOEXEC, sp->maxfd + 1);
-        if (high[i] < 0)
-            child_fail(errfd, errno, "fcntl", NULL);
+        high[i] = sp->child_end[i];
+        if (high[i] <= sp->maxfd) {
+            high[i] = fcntl(sp->child_end[i], F_DUPFD_CLOEXEC, sp->maxfd + 1);
+            if (high[i] < 0)
+                child_fail(errfd, errno, "fcntl", NULL);
+        }
     }
     if (ch->tty)
         for (int fd = 0; fd <= 2; fd++)
@@ -223,15 +262,22 @@ static void run_child(achan *ch, const wire_run *run, spawn_plan *sp)
                 close(nul);
         }
     }
-    if (chdir(sp->cwd) < 0)
-        child_fail(errfd, errno, "cd", run->cwd);
-    exec_in_path(run->exe, run->argv, run->env, errfd);
+}
+
+/* In the child, never returns: the cwd (shown_cwd as the host named it), then exec. */
+void agent_child_exec(const char *cwd, const char *shown_cwd, const char *exe, char **argv,
+                      char **env, int errfd)
+{
+    if (chdir(cwd) < 0)
+        child_fail(errfd, errno, "cd", shown_cwd);
+    exec_in_path(exe, argv, env, errfd);
+    _exit(127); /* not reached: exec_in_path() execs or fails through child_fail() */
 }
 
 /* After the fork: the error pipe says whether the exec happened (it closes on exec, empty)
  * or why not. Returns true when the command did not start (the child is reaped, the
  * channel's fds closed: its EXIT carries the reason). */
-static bool exec_failed(achan *ch, int errfd, pid_t pid)
+bool agent_exec_failed(achan *ch, int errfd, pid_t pid)
 {
     char buf[300];
     ssize_t n = read_full(errfd, buf, sizeof(buf) - 1);
@@ -253,7 +299,7 @@ static bool exec_failed(achan *ch, int errfd, pid_t pid)
 }
 
 /* Undoes what was set up before a failure ahead of the fork. */
-static void unwind_plan(achan *ch, spawn_plan *sp)
+void agent_unwind_plan(achan *ch, spawn_plan *sp)
 {
     for (size_t i = 0; i < ch->nfds; i++) {
         agent_close_fd(&ch->fds[i]);
@@ -285,11 +331,17 @@ void agent_spawn(agent *a, uint32_t id, wire_run *run)
     XGROW(a->chans, a->achans, a->nchans + 1);
     a->chans[a->nchans++] = ch;
 
+    /* The warm spare, when it fits (then a new one for the next command, made while this
+     * one starts); else the fork below. */
+    if (!ch->tty && agent_spare_take(a, ch, run)) {
+        agent_spare_want(a, run);
+        return;
+    }
     if (ch->tty && open_pty(ch, run, &sp) < 0) {
         ch->state = CH_DRAINING;
         return;
     }
-    if (make_pipes(ch, run, &sp) < 0)
+    if (agent_make_pipes(ch, run, &sp) < 0)
         goto fail;
     if (ch->tty)
         add_pty_fds(ch, &sp);
@@ -297,11 +349,13 @@ void agent_spawn(agent *a, uint32_t id, wire_run *run)
         spawn_error(ch, errno, "%s: %s", "pipe");
         goto fail;
     }
-    prefixed(a, run->cwd, sp.cwd, sizeof(sp.cwd));
+    agent_prefixed(a, run->cwd, sp.cwd, sizeof(sp.cwd));
 
     pid = fork();
-    if (pid == 0)
-        run_child(ch, run, &sp);
+    if (pid == 0) {
+        agent_child_setup(ch, &sp);
+        agent_child_exec(sp.cwd, run->cwd, run->exe, run->argv, run->env, sp.errpipe[1]);
+    }
     close(sp.errpipe[1]);
     for (size_t i = 0; i < ch->nfds - (ch->tty ? 2 : 0); i++)
         close(sp.child_end[i]);
@@ -315,13 +369,14 @@ void agent_spawn(agent *a, uint32_t id, wire_run *run)
         ch->state = CH_DRAINING;
         return;
     }
-    if (exec_failed(ch, sp.errpipe[0], pid)) {
+    if (agent_exec_failed(ch, sp.errpipe[0], pid))
         ch->state = CH_DRAINING;
-        return;
-    }
-    ch->pid = pid;
+    else
+        ch->pid = pid;
+    if (!ch->tty)
+        agent_spare_want(a, run);
     return;
 fail:
-    unwind_plan(ch, &sp);
+    agent_unwind_plan(ch, &sp);
     ch->state = CH_DRAINING;
 }
