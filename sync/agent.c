@@ -560,6 +560,7 @@ static int event_loop(agent *a)
         write_host(a);
         if (a->in_fd < 0 && !a->o->listen_path)
             break;
+        agent_spare_idle(a);
 
         build_pollset(a, &ps);
         timeout = poll_timeout(a);

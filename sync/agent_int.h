@@ -175,7 +175,11 @@ typedef struct agent {
     bool quit;
     bool net_noticed;     /* the no-network notice reached a command (agent_net_notice) */
     aspare spare;
-    bool no_spare;        /* SBX_AGENT_NO_SPARE in the agent's environment: never make one */
+    /* the fd map of the last non-tty command: the next spare's, made once idle */
+    bool want_spare;
+    size_t want_n;
+    uint16_t want_fd[WIRE_MAX_FDS];
+    uint8_t want_out[WIRE_MAX_FDS];
 } agent;
 
 /* The functions the files share, by the file that defines them; each one's lead comment is at
@@ -229,6 +233,7 @@ void agent_prefixed(agent *a, const char *path, char *out, size_t outsz);
 /* ---- agent_spare.c ------------------------------------------------------------------------- */
 bool agent_spare_take(agent *a, achan *ch, const wire_run *run);
 void agent_spare_want(agent *a, const wire_run *run);
+void agent_spare_idle(agent *a);
 void agent_spare_discard(agent *a);
 bool agent_spare_reaped(agent *a, pid_t pid);
 

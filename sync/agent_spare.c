@@ -7,9 +7,12 @@
 
 /*
  * Its life:
- *   none     -> made    agent_spare_want(), after a non-tty command started (by the spare or
- *                       by a fork): one fork for the next command with the same fd map, while
- *                       this one starts (its exec and start-up take longer than our fork).
+ *   none     -> made    agent_spare_idle(), when the agent is idle (no command in flight,
+ *                       nothing queued for the host) and a non-tty command ran since the last
+ *                       spare: one fork for the next command with that command's fd map. Not
+ *                       while a command starts or runs: under gVisor the fork's work in the
+ *                       Sentry competes with the command's exec and start-up, and made then
+ *                       the spare cost the back-to-back command more than it saved.
  *   made     -> taken   agent_spare_take(), by a RUN with the same fd map and no tty: the
  *                       request goes down its pipe, the channel takes its pipes and pid, and
  *                       waits for the exec as after a fork (agent_exec_failed()).
@@ -199,14 +202,32 @@ fail:
     agent_unwind_plan(&tmp, &sp);
 }
 
-/* After a non-tty command started: a spare for the next one with its fd map, unless there is
- * one already. */
+/* Wants the fd map of run (a non-tty command that just started) for the next spare; a spare
+ * of another map is discarded (the latest map is the likeliest next). */
 void agent_spare_want(agent *a, const wire_run *run)
 {
-    if (a->spare.pid && same_map(&a->spare, run))
+    if (a->spare.pid && !same_map(&a->spare, run))
+        agent_spare_discard(a);
+    a->want_spare = true;
+    a->want_n = run->nfds;
+    memcpy(a->want_fd, run->fd, sizeof(a->want_fd));
+    memcpy(a->want_out, run->fd_out, sizeof(a->want_out));
+}
+
+/* Each turn of the loop, before it sleeps: makes the wanted spare once the agent is idle (see
+ * the life above). A fork that fails (the pids limit) is not retried until the next command. */
+void agent_spare_idle(agent *a)
+{
+    wire_run shape = { .nfds = a->want_n };
+    if (!a->want_spare || a->spare.pid || a->in_fd < 0 || framebuf_pending(&a->out))
         return;
-    agent_spare_discard(a);
-    make_spare(a, run);
+    for (size_t i = 0; i < a->nchans; i++)
+        if (!a->chans[i]->orphan && a->chans[i]->state != CH_DONE)
+            return;
+    a->want_spare = false;
+    memcpy(shape.fd, a->want_fd, sizeof(shape.fd));
+    memcpy(shape.fd_out, a->want_out, sizeof(shape.fd_out));
+    make_spare(a, &shape);
 }
 
 /* Kills the spare and closes our ends of its pipes (its zombie is reaped by agent_reap()). */
