@@ -6,8 +6,8 @@
  * loop reads them after poll(), so that nothing but write(2) runs in a handler. */
 static int sig_pipe[2] = { -1, -1 };
 
-/* In a command's child before its exec (agent_in_child), a signal does what its default
- * would: the command was signalled before it started, and the agent must not hear of it. */
+/* In a command's child before its exec (not agent_pid), a signal does what its default would:
+ * the command was signalled before it started, and the agent must not hear of it. */
 static void in_child_default(int sig)
 {
     signal(sig, SIG_DFL);
@@ -17,8 +17,9 @@ static void in_child_default(int sig)
 static void on_sigchld(int sig)
 {
     int saved = errno;
-    if (agent_in_child) {
+    if (getpid() != agent_pid) {
         in_child_default(sig);
+        errno = saved;
         return;
     }
     ssize_t r = write(sig_pipe[1], "c", 1);
@@ -31,8 +32,9 @@ static void on_sigchld(int sig)
 static void on_term(int sig)
 {
     int saved = errno;
-    if (agent_in_child) {
+    if (getpid() != agent_pid) {
         in_child_default(sig);
+        errno = saved;
         return;
     }
     ssize_t r = write(sig_pipe[1], "t", 1);
@@ -84,7 +86,6 @@ static void drop_connection(agent *a)
         a->tx_active = false;
     }
     a->nfinals = a->nsending = a->nbarred = 0;
-    agent_spare_discard(a);
     framebuf_in_reset(&a->in);
     framebuf_out_reset(&a->out);
     a->hello_seen = false;
@@ -560,7 +561,6 @@ static int event_loop(agent *a)
         write_host(a);
         if (a->in_fd < 0 && !a->o->listen_path)
             break;
-        agent_spare_idle(a);
 
         build_pollset(a, &ps);
         timeout = poll_timeout(a);
@@ -629,7 +629,6 @@ static void agent_init(agent *a, const agent_opts *o)
 static void agent_release(agent *a)
 {
     drop_connection(a);
-    agent_spare_discard(a);
     while (a->nchans)
         agent_free_chan_at(a, 0);
     free(a->chans);

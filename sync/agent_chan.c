@@ -170,8 +170,6 @@ void agent_reap(agent *a)
                 continue;
             break;
         }
-        if (agent_spare_reaped(a, pid))
-            continue;
         for (size_t i = 0; i < a->nchans; i++) {
             achan *ch = a->chans[i];
             if (ch->pid != pid)

@@ -5,7 +5,6 @@
  *   agent_chan.c   channels: a command's fds, its exit, the drain of its outputs, SYNC's output
  *                  barrier, relaying output and input;
  *   agent_spawn.c  starting a command: pipes or a pty, the fd map, fork and exec;
- *   agent_spare.c  the warm spare: a child forked and set up ahead of the next command;
  *   agent_sync.c   sync rounds: the tree from CONFIG, scans, the finals a round carries, the
  *                  state file.
  * agent.h is the API (what agent_main.c calls).
@@ -105,30 +104,6 @@ typedef struct achan {
     achan_fd fds[WIRE_MAX_FDS + 2];
 } achan;
 
-/*
- * The warm spare (agent_spare.c): a child forked and set up ahead of the next command, so
- * that the fork and the child's setup are off the command's path. It is what a command's
- * child is just before its exec (its own session, default signals, its pipes in place as the
- * fd map says, every other fd closed), blocked on a read of its request pipe. A RUN whose fd
- * map is the spare's (and no tty) hands it exe, cwd, argv and env there; the spare changes
- * directory and execs exactly as a fresh child would (the same PATH search, the same error
- * reports on the error pipe), so the command is the same program with the same argv, env,
- * cwd and inherited state. Any other RUN takes the fork path (agent_spawn.c).
- */
-typedef struct aspare {
-    pid_t pid;            /* 0: no spare */
-    int ctl;              /* the request pipe's write end */
-    int errfd;            /* the error pipe's read end: EOF once it exec'd */
-    size_t room;          /* the request pipe's capacity: a larger request takes the fork path */
-    size_t nfds;          /* our ends of its pipes, as the channel will own them */
-    achan_fd fds[WIRE_MAX_FDS];
-    size_t stderr_at;
-    /* the fd map it was made for */
-    size_t map_n;
-    uint16_t map_fd[WIRE_MAX_FDS];
-    uint8_t map_out[WIRE_MAX_FDS];
-} aspare;
-
 typedef struct final {
     bool is_exit;
     uint32_t chan;        /* EXIT */
@@ -174,12 +149,6 @@ typedef struct agent {
     int64_t idle_since;
     bool quit;
     bool net_noticed;     /* the no-network notice reached a command (agent_net_notice) */
-    aspare spare;
-    /* the fd map of the last non-tty command: the next spare's, made once idle */
-    bool want_spare;
-    size_t want_n;
-    uint16_t want_fd[WIRE_MAX_FDS];
-    uint8_t want_out[WIRE_MAX_FDS];
 } agent;
 
 /* The functions the files share, by the file that defines them; each one's lead comment is at
@@ -208,34 +177,7 @@ void agent_net_notice(agent *a);
 /* ---- agent_spawn.c ------------------------------------------------------------------------- */
 void agent_spawn(agent *a, uint32_t id, wire_run *run);
 void agent_spawn_init(void);
-extern volatile sig_atomic_t agent_in_child;
-
-/* What agent_spawn() (and a spare) prepares before the fork, for the child to put in place:
- * see agent_spawn.c. */
-typedef struct spawn_plan {
-    int child_end[WIRE_MAX_FDS + 2];
-    int shared_fd[WIRE_MAX_FDS], shared_of[WIRE_MAX_FDS];
-    size_t nshared;
-    bool tty_fds_added;   /* the pty's two entries are at the end of ch->fds */
-    int errpipe[2];       /* the child's exec failure, as child_fail() writes it */
-    int master, slave;    /* the pty, or -1 */
-    int maxfd;            /* the highest child fd: the child moves its ends above it first */
-    char cwd[SYNC_MAX_PATH * 2 + 2];
-} spawn_plan;
-int agent_make_pipes(achan *ch, const wire_run *run, spawn_plan *sp);
-void agent_unwind_plan(achan *ch, spawn_plan *sp);
-void agent_child_setup(achan *ch, spawn_plan *sp);
-SBX_NORETURN void agent_child_exec(const char *cwd, const char *shown_cwd, const char *exe,
-                                   char **argv, char **env, int errfd);
-bool agent_exec_failed(achan *ch, int errfd, pid_t pid);
-void agent_prefixed(agent *a, const char *path, char *out, size_t outsz);
-
-/* ---- agent_spare.c ------------------------------------------------------------------------- */
-bool agent_spare_take(agent *a, achan *ch, const wire_run *run);
-void agent_spare_want(agent *a, const wire_run *run);
-void agent_spare_idle(agent *a);
-void agent_spare_discard(agent *a);
-bool agent_spare_reaped(agent *a, pid_t pid);
+extern pid_t agent_pid;
 
 /* ---- agent_sync.c -------------------------------------------------------------------------- */
 bool agent_host_wants_write(const agent *a);

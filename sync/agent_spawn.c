@@ -1,7 +1,9 @@
-/* sbx-agent's spawning: a command's pipes (or pty) per the RUN's fd map, fork, the child's
- * fds put in place, and exec with a PATH search; a failure becomes the channel's EXIT. A RUN
- * the warm spare fits skips the fork and the setup (agent_spare.c). */
+/* sbx-agent's spawning: a command's pipes (or pty) per the RUN's fd map, a child (a clone
+ * that shares our memory until its exec), its fds put in place, and exec with a PATH search;
+ * a failure becomes the channel's EXIT. */
 #include "sync/agent_int.h"
+
+#include <sched.h>
 
 /*
  * Spawning less: under gVisor every system call costs 28-54 us, so the child does only what a
@@ -12,12 +14,19 @@
  *     (agent_spawn_init() lists those); its mask is emptied once at start and never changes.
  *     The child resets just that list, not all 64 signals one by one.
  *   - the agent's handlers (SIGCHLD, SIGTERM, SIGINT) may still run in the child between the
- *     fork and the exec: agent_in_child tells them so, and they act as the default would.
+ *     clone and the exec: they see they are not in the agent (agent_pid) and act as the default
+ *     would.
+ *   - no copy of the agent: the child is a clone sharing the agent's memory, the agent
+ *     suspended until the child's exec (CLONE_VM | CLONE_VFORK, as posix_spawn does), so
+ *     there is no address space to copy (under gVisor's ptrace platform a fork makes one) and
+ *     the agent's pages are not left copy-on-write for its next writes. The agent waited for
+ *     the exec anyway (the error pipe). The child therefore writes nothing of the agent's:
+ *     only its own stack (spawn_stack) and its own fd table and dispositions.
  *   - fds: every fd of the agent is close-on-exec (agent_main.c marks the inherited ones
  *     once), so nothing is closed one by one; a pipe end is moved out of the way only when it
  *     sits where a child fd must go.
  */
-volatile sig_atomic_t agent_in_child;
+pid_t agent_pid;
 static int reset_sigs[65];
 static size_t nreset_sigs;
 
@@ -26,6 +35,7 @@ static size_t nreset_sigs;
 void agent_spawn_init(void)
 {
     sigset_t none;
+    agent_pid = getpid();
     reset_sigs[nreset_sigs++] = SIGPIPE;
     reset_sigs[nreset_sigs++] = SIGHUP;
     for (int s = 1; s < 65; s++) {
@@ -102,18 +112,28 @@ static void exec_in_path(const char *exe, char **argv, char **env, int errpipe)
 
 /* A path from the host as this agent sees it: --root-prefix (tests run the agent as a plain
  * process on a second tree) goes in front. */
-void agent_prefixed(agent *a, const char *path, char *out, size_t outsz)
+static void prefixed(agent *a, const char *path, char *out, size_t outsz)
 {
     snprintf(out, outsz, "%s%s", a->o->root_prefix ? a->o->root_prefix : "", path);
 }
 
 /*
- * spawn_plan (agent_int.h): ch->fds[i] (i < npipes) is our end of a pipe whose other end is
- * child_end[i], to become the child's ch->fds[i].child_fd; a shared fd (2 written on 1's
- * pipe: SBX_FD_RELAY_OUT) becomes a dup of the pipe of ch->fds[shared_of[k]]. With a tty,
- * the pty's two entries (our master for fds 0 and 1) come last in ch->fds and the slave
- * becomes the child's 0, 1 and 2.
+ * What agent_spawn() prepares before the clone, for the child to put in place. ch->fds[i]
+ * (i < npipes) is our end of a pipe whose other end is child_end[i], to become the child's
+ * ch->fds[i].child_fd; a shared fd (2 written on 1's pipe: SBX_FD_RELAY_OUT) becomes a dup
+ * of the pipe of ch->fds[shared_of[k]]. With a tty, the pty's two entries (our master for
+ * fds 0 and 1) come last in ch->fds and the slave becomes the child's 0, 1 and 2.
  */
+typedef struct spawn_plan {
+    int child_end[WIRE_MAX_FDS + 2];
+    int shared_fd[WIRE_MAX_FDS], shared_of[WIRE_MAX_FDS];
+    size_t nshared;
+    bool tty_fds_added;   /* the pty's two entries are at the end of ch->fds */
+    int errpipe[2];       /* the child's exec failure, as child_fail() writes it */
+    int master, slave;    /* the pty, or -1 */
+    int maxfd;            /* the highest child fd: the child moves its ends above it first */
+    char cwd[SYNC_MAX_PATH * 2 + 2];
+} spawn_plan;
 
 /* Records why the command cannot start; its EXIT (kind 2) carries it. */
 static void spawn_error(achan *ch, int err, const char *fmt, const char *what)
@@ -145,7 +165,7 @@ static int open_pty(achan *ch, const wire_run *run, spawn_plan *sp)
 
 /* One pipe per fd of the RUN's map (a tty's 0-2 are the pty's), or a note that the fd
  * shares the pipe of the nearest output fd before it. */
-int agent_make_pipes(achan *ch, const wire_run *run, spawn_plan *sp)
+static int make_pipes(achan *ch, const wire_run *run, spawn_plan *sp)
 {
     for (size_t i = 0; i < run->nfds; i++) {
         achan_fd *f;
@@ -210,19 +230,18 @@ static void add_pty_fds(achan *ch, spawn_plan *sp)
     ch->stderr_at = ch->nfds;
 }
 
-/* In the child: a new session (the pty as its controlling terminal), default signals, the fd
- * map in place (every unmapped fd of 0-2 is /dev/null). Any failure goes to the parent
- * through the error pipe. */
-void agent_child_setup(achan *ch, spawn_plan *sp)
+/* In the child, never returns: a new session (the pty as its controlling terminal), default
+ * signals, the fd map in place (every unmapped fd of 0-2 is /dev/null), the cwd, exec. Any
+ * failure goes to the parent through the error pipe. It runs in the agent's memory (see the
+ * top): it writes nothing but its own stack. */
+SBX_NORETURN static void run_child(const achan *ch, const wire_run *run, const spawn_plan *sp)
 {
     int high[WIRE_MAX_FDS + 2];
     size_t npipes = ch->nfds - (ch->tty ? 2 : 0);
     int errfd = sp->errpipe[1];
-    agent_in_child = 1;
     close(sp->errpipe[0]);
     /* the error pipe where no child fd goes (usually it is there already) */
-    if (errfd <= sp->maxfd && (errfd = sp->errpipe[1] =
-                               fcntl(errfd, F_DUPFD_CLOEXEC, sp->maxfd + 1)) < 0)
+    if (errfd <= sp->maxfd && (errfd = fcntl(errfd, F_DUPFD_CLOEXEC, sp->maxfd + 1)) < 0)
         _exit(127);
     setsid();
     if (ch->tty && ioctl(sp->slave, TIOCSCTTY, 0) < 0)
@@ -262,22 +281,16 @@ void agent_child_setup(achan *ch, spawn_plan *sp)
                 close(nul);
         }
     }
-}
-
-/* In the child, never returns: the cwd (shown_cwd as the host named it), then exec. */
-void agent_child_exec(const char *cwd, const char *shown_cwd, const char *exe, char **argv,
-                      char **env, int errfd)
-{
-    if (chdir(cwd) < 0)
-        child_fail(errfd, errno, "cd", shown_cwd);
-    exec_in_path(exe, argv, env, errfd);
+    if (chdir(sp->cwd) < 0)
+        child_fail(errfd, errno, "cd", run->cwd);
+    exec_in_path(run->exe, run->argv, run->env, errfd);
     _exit(127); /* not reached: exec_in_path() execs or fails through child_fail() */
 }
 
-/* After the fork: the error pipe says whether the exec happened (it closes on exec, empty)
+/* After the clone: the error pipe says whether the exec happened (it closes on exec, empty)
  * or why not. Returns true when the command did not start (the child is reaped, the
  * channel's fds closed: its EXIT carries the reason). */
-bool agent_exec_failed(achan *ch, int errfd, pid_t pid)
+static bool exec_failed(achan *ch, int errfd, pid_t pid)
 {
     char buf[300];
     ssize_t n = read_full(errfd, buf, sizeof(buf) - 1);
@@ -298,8 +311,24 @@ bool agent_exec_failed(achan *ch, int errfd, pid_t pid)
     return true;
 }
 
-/* Undoes what was set up before a failure ahead of the fork. */
-void agent_unwind_plan(achan *ch, spawn_plan *sp)
+/* The child's stack: one child at a time runs on it (the agent is suspended until its exec). */
+static char spawn_stack[64 * 1024] __attribute__((aligned(64)));
+
+typedef struct spawn_child {
+    const achan *ch;
+    const wire_run *run;
+    const spawn_plan *sp;
+} spawn_child;
+
+/* The clone's start (never returns). */
+static int spawn_child_main(void *arg)
+{
+    const spawn_child *c = arg;
+    run_child(c->ch, c->run, c->sp);
+}
+
+/* Undoes what was set up before a failure ahead of the clone. */
+static void unwind_plan(achan *ch, spawn_plan *sp)
 {
     for (size_t i = 0; i < ch->nfds; i++) {
         agent_close_fd(&ch->fds[i]);
@@ -331,17 +360,11 @@ void agent_spawn(agent *a, uint32_t id, wire_run *run)
     XGROW(a->chans, a->achans, a->nchans + 1);
     a->chans[a->nchans++] = ch;
 
-    /* The warm spare, when it fits (then a new one for the next command, made while this
-     * one starts); else the fork below. */
-    if (!ch->tty && agent_spare_take(a, ch, run)) {
-        agent_spare_want(a, run);
-        return;
-    }
     if (ch->tty && open_pty(ch, run, &sp) < 0) {
         ch->state = CH_DRAINING;
         return;
     }
-    if (agent_make_pipes(ch, run, &sp) < 0)
+    if (make_pipes(ch, run, &sp) < 0)
         goto fail;
     if (ch->tty)
         add_pty_fds(ch, &sp);
@@ -349,12 +372,12 @@ void agent_spawn(agent *a, uint32_t id, wire_run *run)
         spawn_error(ch, errno, "%s: %s", "pipe");
         goto fail;
     }
-    agent_prefixed(a, run->cwd, sp.cwd, sizeof(sp.cwd));
+    prefixed(a, run->cwd, sp.cwd, sizeof(sp.cwd));
 
-    pid = fork();
-    if (pid == 0) {
-        agent_child_setup(ch, &sp);
-        agent_child_exec(sp.cwd, run->cwd, run->exe, run->argv, run->env, sp.errpipe[1]);
+    {
+        spawn_child c = { ch, run, &sp };
+        pid = clone(spawn_child_main, spawn_stack + sizeof(spawn_stack),
+                    CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
     }
     close(sp.errpipe[1]);
     for (size_t i = 0; i < ch->nfds - (ch->tty ? 2 : 0); i++)
@@ -369,14 +392,13 @@ void agent_spawn(agent *a, uint32_t id, wire_run *run)
         ch->state = CH_DRAINING;
         return;
     }
-    if (agent_exec_failed(ch, sp.errpipe[0], pid))
+    if (exec_failed(ch, sp.errpipe[0], pid)) {
         ch->state = CH_DRAINING;
-    else
-        ch->pid = pid;
-    if (!ch->tty)
-        agent_spare_want(a, run);
+        return;
+    }
+    ch->pid = pid;
     return;
 fail:
-    agent_unwind_plan(ch, &sp);
+    unwind_plan(ch, &sp);
     ch->state = CH_DRAINING;
 }

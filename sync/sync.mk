@@ -5,7 +5,7 @@ SYNC_COMMON := sync/wire.c sync/safefs.c sync/ignore.c sync/gitpolicy.c sync/man
                sync/delta.c sync/apply.c
 SYNC_CONN := sync/conn.c sync/conn_host.c sync/conn_request.c sync/conn_wait.c
 LIB_SRCS += $(SYNC_COMMON) $(SYNC_CONN)
-AGENT_SRCS += $(SYNC_COMMON) sync/agent.c sync/agent_chan.c sync/agent_spawn.c sync/agent_spare.c sync/agent_sync.c sync/dnsstub.c
+AGENT_SRCS += $(SYNC_COMMON) sync/agent.c sync/agent_chan.c sync/agent_spawn.c sync/agent_sync.c sync/dnsstub.c
 AGENT_MAIN := sync/agent_main.c
 TEST_C += tests/sync/t-wire.c tests/sync/t-ignore.c tests/sync/t-gitpolicy.c tests/sync/t-manifest.c \
           tests/sync/t-delta.c tests/sync/t-sparse.c \

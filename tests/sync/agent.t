@@ -88,32 +88,14 @@ idle=$!
 for _ in $(seq 200); do kill -0 "$idle" 2>/dev/null || break; sleep 0.05; done
 ok "--idle-timeout: the agent exits without a host" bash -c "! kill -0 $idle 2>/dev/null"
 
-# Signals the agent inherited ignored are not its commands': neither on the fork path (the
-# first command of a connection) nor on the warm spare (the ones after it, each made while the
-# agent waited for the next), nor after a command ignored more.
+# Signals the agent inherited ignored are not its commands' (it resets those, and the ones it
+# ignores itself, in each child), nor what an earlier command ignored.
 tp='trap -p; echo "run:$(trap -p | wc -l):$(ps -o comm= -p $$)"; trap "" INT TERM HUP USR2'
 "$SYNC_RUN" --code "$code" --agent "trap '' USR1 QUIT; exec '$SBX_AGENT' --root-prefix '$prefix'" \
     -- "$tp" "$tp" "$tp" >"$T/traps" 2>&1
 is "$(cat "$T/traps")" "run:0:bash
 run:0:bash
-run:0:bash" "a signal the agent inherited ignored is default in each command, forked or spare"
-# The spare, as a host with no command running sees it: one child of the agent's, named
-# sbx-spare; the agent killed, it goes too (its request pipe's EOF).
-sh -c "trap '' USR1; exec '$SBX_AGENT' --listen '$T/ign.sock' --root-prefix '$prefix'" &
-ign=$!
-for _ in $(seq 400); do [ -S "$T/ign.sock" ] && break; sleep 0.05; done
-"$SYNC_RUN" --code "$code" --state "$T/ign.state" --socket "$T/ign.sock" --hold "$T/go" \
-    -- true >/dev/null 2>&1 &
-holder=$!
-for _ in $(seq 400); do spare=$(pgrep -x sbx-spare -P "$ign") && break; sleep 0.05; done
-is "$(pgrep -x sbx-spare -P "$ign" | wc -l)" "1" "an idle agent with a host keeps one spare (sbx-spare)"
-kill -9 "$ign"
-wait "$ign" 2>/dev/null
-for _ in $(seq 400); do kill -0 "$spare" 2>/dev/null || break; sleep 0.05; done
-ok "the agent killed, its spare exits by itself" test -n "$spare" -a ! -d "/proc/$spare/fd"
-touch "$T/go"
-wait "$holder"
-
+run:0:bash" "a signal the agent inherited ignored is default in each command"
 # The static build speaks the same protocol.
 if [ -x "$SBXSH_BIN/sbx-agent-static" ]; then
     rm -rf "$prefix" && mkdir -p "$prefix"

@@ -4,13 +4,11 @@
  * stdout and stderr; exits with the last command's status (as bash would report it), or 125
  * when sync or the agent fails. Warnings go to stderr.
  *
- *   sync-run --code DIR [--code DIR2] [--state FILE] [--stats] [--hold FILE]
+ *   sync-run --code DIR [--code DIR2] [--state FILE] [--stats]
  *            (--agent 'SHELL COMMAND' | --socket PATH) -- COMMAND [COMMAND...]
  *
  * --agent runs the agent (through /bin/sh -c) on pipes; --socket connects to an agent
- * listening there. --stats prints the connection's counters to stderr at the end. --hold
- * keeps the connection open after the commands until FILE exists (at most 60 s), so that a
- * test can look at an agent with a host and no command.
+ * listening there. --stats prints the connection's counters to stderr at the end.
  */
 #include "sync/conn.h"
 #include "common/strvec.h"
@@ -41,7 +39,7 @@ static const sync_conn_ops ops = { .warning = on_warning, .error = on_error };
 int main(int argc, char **argv)
 {
     strvec codes = STRVEC_INIT;
-    const char *state = NULL, *agent_cmd = NULL, *sock = NULL, *hold = NULL;
+    const char *state = NULL, *agent_cmd = NULL, *sock = NULL;
     char **cmds = NULL;
     bool stats = false;
     sync_config cfg = { 0 };
@@ -63,14 +61,12 @@ int main(int argc, char **argv)
             sock = argv[++i];
         } else if (!strcmp(argv[i], "--stats")) {
             stats = true;
-        } else if (!strcmp(argv[i], "--hold") && i + 1 < argc) {
-            hold = argv[++i];
         } else if (!strcmp(argv[i], "--") && i + 1 < argc) {
             cmds = argv + i + 1;
             break;
         } else {
             fprintf(stderr, "usage: sync-run --code DIR [--state F] [--stats] "
-                    "[--hold FILE] (--agent CMD | --socket PATH) -- COMMAND...\n");
+                    "(--agent CMD | --socket PATH) -- COMMAND...\n");
             return 2;
         }
     }
@@ -133,8 +129,6 @@ int main(int argc, char **argv)
                 fprintf(stderr, "sync-run: %s\n", st.message);
         }
     }
-    for (int i = 0; hold && i < 600 && access(hold, F_OK) < 0; i++)
-        usleep(100 * 1000);
     if (stats) {
         sync_conn_stats s;
         sync_conn_stats_get(conn, &s);

@@ -1,4 +1,0 @@
-#!/bin/bash
-# The warm spare under bubblewrap; see spare.sh.
-RT=bwrap
-. "$(dirname "$0")/spare.sh"
