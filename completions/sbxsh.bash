@@ -47,7 +47,7 @@ _sbx()
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
     local cmd=${COMP_WORDS[1]}
     if ((COMP_CWORD == 1)); then
-        COMPREPLY=($(compgen -W "exec release status ls doctor --help --version" -- "$cur"))
+        COMPREPLY=($(compgen -W "exec release status ls doctor render-pool --help --version" -- "$cur"))
         return
     fi
     if [[ $prev == --session ]]; then
@@ -69,6 +69,13 @@ _sbx()
     status) COMPREPLY=($(compgen -W "--session --json --help" -- "$cur")) ;;
     ls) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
     doctor) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
+    render-pool)
+        # after an option that takes a value: the value (only --runtime's are known)
+        if [[ $prev == --runtime ]]; then
+            COMPREPLY=($(compgen -W "gvisor kata" -- "$cur"))
+        elif ! [[ $prev =~ ^--(tenant|image|replicas|cache-mount|egress-cidr|cpu|memory|disk|namespace)$ ]]; then
+            COMPREPLY=($(compgen -W "--tenant --image --runtime --replicas --cache-mount --egress-cidr --dns --router-ingress --cpu --memory --disk --namespace --help" -- "$cur"))
+        fi ;;
     esac
 }
 complete -F _sbx sbx

@@ -29,12 +29,25 @@ complete -c sbxsh -s o -x -a 'allexport braceexpand emacs errexit errtrace funct
 complete -c sbxsh -s O -x -a 'autocd cdspell checkwinsize dotglob expand_aliases extglob failglob globstar inherit_errexit lastpipe nocaseglob nocasematch nullglob xpg_echo' -d 'shopt option'
 
 # sbx
-set -l sbx_cmds exec release status ls doctor
+set -l sbx_cmds exec release status ls doctor render-pool
 complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a exec -d 'Run a command in a sandbox'
 complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a release -d 'Pull the last changes, stop and delete the sandbox'
 complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a status -d 'Show a session'
 complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a ls -d 'List the sessions'
 complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a doctor -d 'Check what sbxsh needs here'
+complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a render-pool -d 'Print a Kubernetes warm pool'
+complete -c sbx -n "__fish_seen_subcommand_from render-pool" -l tenant -x -d 'The tenant'
+complete -c sbx -n "__fish_seen_subcommand_from render-pool" -l image -x -d 'The runtime image'
+complete -c sbx -n "__fish_seen_subcommand_from render-pool" -l runtime -x -a 'gvisor kata' -d 'The runtime class'
+complete -c sbx -n "__fish_seen_subcommand_from render-pool" -l replicas -x -d 'Warm sandboxes kept ready'
+complete -c sbx -n "__fish_seen_subcommand_from render-pool" -l cache-mount -x -d "Where the tenant's package cache is mounted"
+complete -c sbx -n "__fish_seen_subcommand_from render-pool" -l egress-cidr -x -d 'Allow TCP to CIDR:PORT'
+complete -c sbx -n "__fish_seen_subcommand_from render-pool" -l dns -d 'Allow the cluster DNS'
+complete -c sbx -n "__fish_seen_subcommand_from render-pool" -l router-ingress -d 'Keep the sandbox-router ingress rule'
+complete -c sbx -n "__fish_seen_subcommand_from render-pool" -l cpu -x -d 'CPU limit'
+complete -c sbx -n "__fish_seen_subcommand_from render-pool" -l memory -x -d 'Memory limit'
+complete -c sbx -n "__fish_seen_subcommand_from render-pool" -l disk -x -d 'Ephemeral storage limit'
+complete -c sbx -n "__fish_seen_subcommand_from render-pool" -l namespace -x -d 'The sandbox namespace'
 complete -c sbx -n "__fish_seen_subcommand_from exec release status" -l session -x -a '(__sbxsh_sessions)' -d 'The session'
 complete -c sbx -n "__fish_seen_subcommand_from release" -l timeout -x -d 'How long to wait for the holder'
 complete -c sbx -n "__fish_seen_subcommand_from release" -l force -d 'Kill the holder and the sandbox, pull nothing'

@@ -4,7 +4,9 @@
  * One client holds one libcurl easy handle, so that a holder's requests reuse one
  * connection (and its TLS session). Credentials come from the kube_target: a bearer
  * token (token_file re-read and the exec plugin re-run on a 401, once), a client
- * certificate from memory, basic auth.
+ * certificate from memory, basic auth. As kubectl, no credential is sent to an http://
+ * server (only https). The token file is also re-read each minute (it rotates);
+ * the exec plugin's credential is kept until its expirationTimestamp.
  *
  * Errors: a non-2xx answer is -1 with a message built from the Status object that
  * says what to fix ("sbxsh's user system:serviceaccount:ns:x may not create
@@ -28,6 +30,7 @@
 #include <stdint.h>
 
 #include "common/strbuf.h"
+#include "common/strvec.h"
 #include "common/util.h"
 #include "kube/kubeconfig.h"
 
@@ -96,5 +99,10 @@ int kube_watch(kube_client *c, const char *path, const char *field_selector,
  * appended to hdrs. The caller curl_easy_cleanup()s it. */
 void *kube_client_connect_only(kube_client *c, const char *path, strvec *hdrs,
                                sbx_err *err);
+
+/* After the server said 401 to a request made outside kube_request (the exec upgrade):
+ * gets a new credential (the exec plugin run again, the token file re-read). 0 when there
+ * is a new one to try (call kube_client_connect_only again), -1 with err otherwise. */
+int kube_client_reauth(kube_client *c, sbx_err *err);
 
 #endif

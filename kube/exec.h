@@ -28,6 +28,12 @@ typedef struct kube_exec_opts {
     bool stdin_;            /* open channel 0 */
     bool tty;               /* a pty in the pod (then no stderr channel) */
     bool no_stderr;         /* do not ask for channel 2 */
+    unsigned timeout_ms;    /* bounds the upgrade and each blocking send (0: 30 s) */
+    unsigned keepalive_ms;  /* kube_exec_relay() pings after this long without a byte from
+                               the server, and gives the connection up after 12 times as
+                               long plus a second, as kubectl (0: 5 s) */
+    bool (*interrupted)(void *ctx); /* polled by every wait (NULL: nothing interrupts) */
+    void *interrupt_ctx;
 } kube_exec_opts;
 
 /* container NULL: the pod's only (or first) container. Returns after the 101. */
@@ -43,13 +49,22 @@ int kube_exec_fd(const kube_exec *x);
 
 /* Sends bytes on stdin (channel 0), a resize (channel 4), or stdin's end (v5: the
  * [255,0] CLOSE message; v4 has none, and it returns 1: the caller must close the
- * exec to end stdin). Blocks until sent (bounded by the client's timeout). */
+ * exec to end stdin). Blocks until sent (each bit of progress bounded by o->timeout_ms;
+ * what arrives meanwhile is kept for kube_exec_recv). */
 int kube_exec_send_stdin(kube_exec *x, const void *buf, size_t len, sbx_err *err);
 int kube_exec_resize(kube_exec *x, unsigned cols, unsigned rows, sbx_err *err);
 int kube_exec_close_stdin(kube_exec *x, sbx_err *err);
 
+/* The same without blocking, for a caller's own poll loop: kube_exec_queue_stdin() only
+ * queues (messages of at most 64 KiB); kube_exec_flush() writes what is queued until the
+ * socket would block (0: all sent, 1: some left, -1: error); kube_exec_want_write() says
+ * whether something is left (then poll kube_exec_fd() for POLLOUT too). */
+int kube_exec_queue_stdin(kube_exec *x, const void *buf, size_t len, sbx_err *err);
+int kube_exec_flush(kube_exec *x, sbx_err *err);
+bool kube_exec_want_write(const kube_exec *x);
+
 /* One message's worth of what arrived, without blocking when nothing has:
- *   returns 1 with *channel (1 stdout, 2 stderr) and *data/*len (valid until the next
+ *   returns 1 with *channel (1 stdout, 2 stderr) and *data, *len (valid until the next
  *   call) for output; 0 when nothing is ready; KUBE_EXEC_DONE when the process ended
  *   (status read, Close seen or the stream ended after the status); -1 on error (a
  *   protocol violation, the connection lost before the status: err says which).
@@ -61,8 +76,12 @@ int kube_exec_recv(kube_exec *x, int *channel, const void **data, size_t *len, s
  * status was another failure (message then says what, e.g. the container not found). */
 int kube_exec_exit_code(const kube_exec *x, const char **message);
 
-/* Pumps until the process ends: in_fd (or -1) to stdin (EOF closes stdin), stdout and
- * stderr to out_fd and err_fd (-1: dropped). *exit_code as kube_exec_exit_code(). */
+/* Pumps until the process ends: in_fd (or -1) to stdin (EOF closes stdin; on v4, which
+ * cannot say so, stdin then just stays open), stdout and stderr to out_fd and err_fd (-1:
+ * dropped). *exit_code as kube_exec_exit_code(). The fds' flags are left alone: a blocking
+ * out_fd that its reader does not drain holds the relay (and so the server) back. Returns
+ * -1 when the connection is lost (no byte for the keepalive's limit, a send stuck for the
+ * timeout, an end before the status), on a protocol error, or when interrupted. */
 int kube_exec_relay(kube_exec *x, int in_fd, int out_fd, int err_fd, int *exit_code,
                     sbx_err *err);
 

@@ -39,3 +39,26 @@ $(BUILD)/tests/kube/%.t: tests/kube/%.c $(BUILD)/libkube.a $(BUILD)/libsbx.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -MF $(BUILD)/tests/kube/$*.d -MT $@ $(LDFLAGS) -o $@ $< \
 	    $(BUILD)/libkube.a $(BUILD)/libsbx.a $(KUBE_LIBS) $(LDLIBS)
+
+# The watch stream's parser (kube/kwatch.c, bytes from the API server) under libFuzzer
+# (clang): `make fuzz` runs it FUZZ_SECONDS from the seeds in tests/fuzz/corpus-kwatch;
+# tests/kube/fuzz-kwatch.t runs it for a few seconds in make check.
+FUZZ_C += tests/fuzz/fuzz-kwatch.c
+build-fuzz/fuzz-kwatch: tests/fuzz/fuzz-kwatch.c kube/kwatch.c $(COMMON_SRCS) kube/kwatch.h $(wildcard common/*.h)
+	$(call fuzz_link,-lcjson)
+fuzz-kwatch: build-fuzz/fuzz-kwatch
+	$(call fuzz_run,kwatch,65536)
+fuzz: fuzz-kwatch
+.PHONY: fuzz-kwatch
+
+# The framing and the upgrade answer's parser under libFuzzer (tests/fuzz/fuzz-ws.c): what
+# the API server sends is untrusted. tests/kube/fuzz-ws.t runs it for a few seconds.
+FUZZ_C += tests/fuzz/fuzz-ws.c
+build-fuzz/fuzz-ws: tests/fuzz/fuzz-ws.c kube/ws.c $(COMMON_SRCS) kube/ws.h $(wildcard common/*.h)
+	$(call fuzz_link,-lcrypto -lcjson)
+fuzz-ws: build-fuzz/fuzz-ws
+	$(call fuzz_run,ws,16384)
+fuzz: fuzz-ws
+.PHONY: fuzz-ws
+# t-exec's TLS server is OpenSSL's (libcurl only pulls libssl in for itself).
+$(BUILD)/tests/kube/t-exec.t: KUBE_LIBS += -lssl

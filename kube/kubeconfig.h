@@ -36,7 +36,10 @@ typedef struct kube_exec_plugin {
                                they contain a '/', as kubectl does */
     strvec args;
     strvec env;             /* NAME=VALUE, added to the plugin's environment */
-    char *api_version;      /* "client.authentication.k8s.io/v1" */
+    char *api_version;      /* "client.authentication.k8s.io/v1" (or v1beta1) */
+    char *interactive_mode; /* "Never", "IfAvailable", "Always"; NULL when not given
+                               (v1beta1); stdin is the plugin's only when it may be
+                               interactive and is a terminal */
     bool provide_cluster_info;
     char *install_hint;     /* shown when the command is missing, or NULL */
 } kube_exec_plugin;
@@ -53,9 +56,11 @@ typedef struct kube_target {
     bool insecure;          /* insecure-skip-tls-verify */
     char *tls_server_name;  /* or NULL */
     char *proxy_url;        /* or NULL */
-    /* Credentials: at most one of token/token_file is used (token wins, as kubectl) */
+    /* Credentials. A readable token_file wins over token, as kubectl's round tripper:
+     * token is what is sent when the file cannot be read. */
     char *token;            /* or NULL */
-    char *token_file;       /* re-read when the server says 401, or NULL */
+    char *token_file;       /* absolute; re-read each minute and when the server says
+                               401, or NULL */
     kube_exec_plugin *exec; /* or NULL */
     char *username, *password; /* basic auth, or NULL */
 } kube_target;
@@ -72,6 +77,8 @@ typedef struct kube_load_opts {
 
 int kube_target_load(const kube_load_opts *o, kube_target *t, sbx_err *err);
 void kube_target_free(kube_target *t);
+/* A deep copy of src into dst (what kube_client_new keeps). */
+void kube_target_copy(kube_target *dst, const kube_target *src);
 
 /* The credential an exec plugin gave: a token and/or a client certificate, valid until
  * expires (unix seconds; 0: no expiry given, valid for this process's life). */
@@ -81,8 +88,9 @@ typedef struct kube_credential {
     int64_t expires;
 } kube_credential;
 
-/* Runs t->exec (stdin not a terminal, stdout read as ExecCredential JSON, bounded in time
- * and size) and fills cred. Errors quote the plugin's stderr tail. */
+/* Runs t->exec (stdin /dev/null unless interactiveMode allows a terminal and stdin is one;
+ * KUBERNETES_EXEC_INFO set as client-go sets it; stdout read as ExecCredential JSON, at
+ * most 1 MiB; killed after 60 s) and fills cred. Errors quote the plugin's stderr tail. */
 int kube_exec_credential(const kube_target *t, kube_credential *cred, sbx_err *err);
 void kube_credential_free(kube_credential *cred);
 

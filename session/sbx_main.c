@@ -6,6 +6,7 @@
  *   sbx status [--session S] [--json]
  *   sbx ls [--json]
  *   sbx doctor
+ *   sbx render-pool --tenant T --image IMG [...]   (session/render_pool.c)
  */
 #include <dirent.h>
 #include <errno.h>
@@ -31,6 +32,7 @@
 #include "session/backend.h"
 #include "session/config.h"
 #include "common/fsutil.h"
+#include "session/render_pool.h"
 #include "session/session.h"
 
 static const char usage_main[] =
@@ -50,6 +52,9 @@ static const char usage_main[] =
     "  ls [--json]      list the sessions on this machine\n"
     "  doctor           check the runtime, user namespaces, the agent and the\n"
     "                   directories, and say what to fix\n"
+    "  render-pool --tenant T --image IMG [...]\n"
+    "                   print a Kubernetes warm pool (SandboxTemplate and\n"
+    "                   SandboxWarmPool) with secure defaults, for cluster/\n"
     "\n"
     "Run `sbx COMMAND --help` for a command's options. The session defaults to the one\n"
     "sbxsh uses here: AGENT_SANDBOX_SESSION, else named after the code directories\n"
@@ -828,7 +833,7 @@ int main(int argc, char **argv)
         int (*fn)(int, char **);
     } cmds[] = {
         { "exec", cmd_exec }, { "release", cmd_release }, { "status", cmd_status },
-        { "ls", cmd_ls }, { "doctor", cmd_doctor },
+        { "ls", cmd_ls }, { "doctor", cmd_doctor }, { "render-pool", sbx_render_pool },
     };
 
     if (argc < 2) {

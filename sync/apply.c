@@ -585,6 +585,32 @@ static int agent_entry(apply_rx *rx, const wire_entry *e, sbx_err *err)
         }
         return 0;
     }
+    /* A name the manifest knows nothing of (a first sync, a new file or directory) is
+     * created at once, O_EXCL (mkdirat's EEXIST) being the check that nothing is there;
+     * only when something is does it take the stat and the careful paths below. Inside
+     * gVisor each system call costs tens of microseconds, and a first sync is little else
+     * than these calls: this saves one of the six per file. */
+    if (e->op == WIRE_OP_PUT && (e->ftype == MF_REG || e->ftype == MF_DIR) &&
+        !mf_lookup(rx->t, e->root, e->path, e->path_len)) {
+        if (e->ftype == MF_DIR && mkdirat(dfd, name, 0755) == 0) {
+            record_at(rx, dfd, name, 0, false);
+            free(rx->e_path);
+            rx->e_path = NULL;
+            return 0;
+        }
+        if (e->ftype == MF_REG) {
+            rx->fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                            apply_file_mode(NULL, rx->e_exec));
+            if (rx->fd >= 0) {
+                mf_hash_init(&rx->hs);
+                snprintf(rx->tmp, sizeof(rx->tmp), "%s", name);
+                rx->direct = true;
+                rx->in_entry = true;
+                rx->left = e->size;
+                return 0;
+            }
+        }
+    }
     have_cur = fstatat(dfd, name, &cur, AT_SYMLINK_NOFOLLOW) == 0;
 
     if (e->op == WIRE_OP_DELETE) {
@@ -653,7 +679,8 @@ static int agent_entry(apply_rx *rx, const wire_entry *e, sbx_err *err)
     }
 
     /* A regular file. When nothing is there and the manifest knows nothing of it (a first
-     * sync, a new file), write it in place: no rename per file. */
+     * sync, a new file), it was written in place above (no rename per file); here when
+     * that failed, or something is there. */
     mf_hash_init(&rx->hs);
     if (!have_cur && !mf_lookup(rx->t, e->root, e->path, e->path_len)) {
         rx->fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,

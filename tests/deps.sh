@@ -5,9 +5,9 @@ set -eu
 pkgs="
   build-essential clang libclang-rt-14-dev pkg-config
   libcjson-dev libreadline-dev libcurl4-openssl-dev libyaml-dev libssl-dev musl-tools
-  bash git openssh-client perl python3 openssl jq
+  bash git openssh-client perl python3 python3-yaml openssl jq curl
   runsc bubblewrap iproute2 util-linux procps psmisc
-  rsync tar hyperfine valgrind strace
+  rsync tar hyperfine valgrind strace shellcheck debootstrap
 "
 if [ "$(id -u)" != 0 ]; then
     if command -v sudo >/dev/null; then exec sudo "$0" "$@"; fi

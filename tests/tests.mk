@@ -2,7 +2,7 @@
 # into $(BUILD)/tests/<part>/t-*.t; shell tests are tests/<part>/*.t.
 # SBX_TEST_FILTER=part limits `make check` to tests/<part>.
 
-TEST_PARTS := common shell router sync session local kube cli integration
+TEST_PARTS := common shell router sync session local kube cli cluster integration
 TEST_SH = $(wildcard $(addsuffix /*.t,$(addprefix tests/,$(TEST_PARTS))))
 PROVE ?= prove
 PROVE_FLAGS ?= -j2

@@ -19,13 +19,15 @@ for o in $opts; do
     ok "sbxsh $o: in the zsh completion" grep -q -- "'$o\\[" "$comp_zsh"
     ok "sbxsh $o: in the fish completion" grep -q -- "-l ${o#--}\\b" "$comp_fish"
 done
+# shellcheck disable=SC2013 # the matches are variable names, one word each
 for v in $(grep -oE 'AGENT_SANDBOX_[A-Z_]+' <<<"$help" | sort -u); do
     ok "sbxsh --help's $v: in the man page" grep -q "$v" "$top/doc/sbxsh.1"
 done
 
 # sbx's commands and each command's options, as their --help texts list them.
-cmds=$("$SBX" --help | sed -n 's/^  \([a-z]\+\) .*/\1/p; s/^  \([a-z]\+\)$/\1/p' | sort -u)
-is "$(echo $cmds)" "doctor exec ls release status" "sbx --help lists its commands"
+cmds=$("$SBX" --help | sed -n 's/^  \([a-z-]\+\) .*/\1/p; s/^  \([a-z-]\+\)$/\1/p' | sort -u)
+# shellcheck disable=SC2086,SC2116 # echo joins the names with single spaces
+is "$(echo $cmds)" "doctor exec ls release render-pool status" "sbx --help lists its commands"
 for c in $cmds; do
     ok "sbx $c: in the man page" grep -q "^\\.B $c\$" "$top/doc/sbx.1"
     ok "sbx $c: in the bash completion" grep -q "\\b$c\\b" "$comp_bash"
@@ -36,15 +38,15 @@ for c in $cmds; do
         ok "sbx $c $o: in the man page" grep -q -- "${o//-/\\\\-}" "$top/doc/sbx.1"
         ok "sbx $c $o: in the bash completion" \
             grep -q -- "$o\\b" <(sed -n "/^    $c)/,/;;/p" "$comp_bash")
-        ok "sbx $c $o: in the fish completion" grep -qE -- "from [a-z ]*$c[a-z ]*\" -l ${o#--}\\b" "$comp_fish"
+        ok "sbx $c $o: in the fish completion" grep -qE -- "from [a-z ]*${c}[a-z ]*\" -l ${o#--}\\b" "$comp_fish"
     done
 done
 
 # The bash completion works in bash.
 out=$(bash -c '. "$1"; COMP_WORDS=(sbxsh --ro); COMP_CWORD=1; _sbxsh; echo "${COMPREPLY[*]}"' _ "$comp_bash" 2>&1)
 is "$out" "--route" "bash completion completes sbxsh --ro"
-out=$(bash -c '. "$1"; COMP_WORDS=(sbx re); COMP_CWORD=1; _sbx; echo "${COMPREPLY[*]}"' _ "$comp_bash" 2>&1)
-is "$out" "release" "bash completion completes sbx re"
+out=$(bash -c '. "$1"; COMP_WORDS=(sbx rel); COMP_CWORD=1; _sbx; echo "${COMPREPLY[*]}"' _ "$comp_bash" 2>&1)
+is "$out" "release" "bash completion completes sbx rel"
 out=$(bash -c '. "$1"; COMP_WORDS=(sbxsh -o pipe); COMP_CWORD=2; _sbxsh; echo "${COMPREPLY[*]}"' _ "$comp_bash" 2>&1)
 is "$out" "pipefail" "bash completion completes -o names"
 if command -v zsh >/dev/null; then

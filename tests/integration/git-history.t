@@ -23,7 +23,7 @@ for rt in $runtimes; do
         continue
     fi
     setup_session "gh-$rt-$$" "$rt"
-    rm -rf "$CODE"/* "$CODE"/.[!.]* 2>/dev/null
+    rm -rf "${CODE:?}"/* "$CODE"/.[!.]* 2>/dev/null
     cd "$CODE" || bail_out "no code dir"
     printf '[user]\n\tname = T\n\temail = t@example.com\n' > "$HOME/.gitconfig"
     git init -q . && git symbolic-ref HEAD refs/heads/main

@@ -27,7 +27,7 @@ for rt in $runtimes; do
         continue
     fi
     setup_session "race-$rt-$$" "$rt"
-    rm -rf "$CODE"/* "$CODE"/.[!.]* 2>/dev/null
+    rm -rf "${CODE:?}"/* "$CODE"/.[!.]* 2>/dev/null
     cd "$CODE" || bail_out "no code dir"
     W=$SBX_TEST_TMP/world-$rt
     MARK=$W/MARKER
@@ -37,6 +37,7 @@ for rt in $runtimes; do
     # The remote: a bare repository on the host, outside the code directory
     # (a local remote the host's own config names: allowed on the host).
     git init -q --bare "$W/remote.git"
+    # shellcheck disable=SC2015 # any failure of the chain bails out
     git init -q . && git commit -q --allow-empty -m one && git remote add origin "$W/remote.git" &&
         git push -q origin HEAD:main || bail_out "cannot set up the repository"
     # A host directory with a hostile .git, as the sandbox's copy of the code has.

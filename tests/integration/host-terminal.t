@@ -26,8 +26,11 @@ on_pty() {
     od -An -v -tx1 "$SBX_TEST_TMP/$1.raw" | tr -d ' \n'
 }
 has() { case $1 in *"$2"*) return 0 ;; esac; return 1; }
+# shellcheck disable=SC2034 # read inside the eval strings below
 ESC_OSC52=1b5d3532     # ESC ] 5 2
+# shellcheck disable=SC2034 # read inside the eval strings below
 ESC_OSC0=1b5d303b      # ESC ] 0 ;
+# shellcheck disable=SC2034 # read inside the eval strings below
 ESC_CLEAR=1b5b324a     # ESC [ 2 J
 SGR_RED=1b5b33316d     # ESC [ 3 1 m
 
@@ -53,6 +56,7 @@ is "$(tr -d '\r' <"$SBX_TEST_TMP/order.raw" | tr '\n' ,)" "one,two,three," \
 # A file name chosen like the sandbox chose it: two branches change it, and
 # the host's `git pull . x` merges them, printing `Auto-merging NAME`.
 name=$(printf 'a\033]0;TITLE\a\033]52;c;R0lUUFdO\ab')
+# shellcheck disable=SC2015 # any failure of the chain bails out
 printf '1\n2\n3\n4\n5\n' >"$name" && git add -A && git commit -qm base &&
     git checkout -qb x && printf '1\nX\n3\n4\n5\n' >"$name" && git commit -qam x &&
     git checkout -q main && printf '1\n2\n3\n4\nY\n' >"$name" && git commit -qam y ||

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared setup for integration tests: an isolated session per test file.
 #
 #   . "$(dirname "$0")/lib.sh"
@@ -92,11 +93,12 @@ start_git_daemon() {
     local probe=$GITROOT/$probe_name
     git init -q --bare "$probe"
     for port in $(seq 19418 19460); do
-        git daemon --reuseaddr --listen=127.0.0.1 --port=$port --base-path="$GITROOT" \
+        git daemon --reuseaddr --listen=127.0.0.1 "--port=$port" --base-path="$GITROOT" \
             --export-all --enable=receive-pack --pid-file="$SBX_TEST_TMP/daemon.pid" \
             --detach "$GITROOT" 2>/dev/null || continue
         for _ in $(seq 50); do
             if git ls-remote "git://127.0.0.1:$port/$probe_name" >/dev/null 2>&1; then
+                # shellcheck disable=SC2034 # read by the test files that source this one
                 GITBASE=git://127.0.0.1:$port
                 return 0
             fi

@@ -69,7 +69,7 @@ for rt in $runtimes; do
         id=${f%.name}
         [ "$(cat "$f")" = @setup ] && continue
         setup=
-        first=$(ls "${id%-*}"-*.name | head -1)
+        first=$(printf '%s\n' "${id%-*}"-*.name | head -1)
         [ "$(cat "$first")" = @setup ] && setup=$(cat "${first%.name}.sh")
         if [ -n "$setup" ] && [ -z "$have_daemon" ]; then
             skip "$rt: $(cat "$f"): git daemon could not start on loopback"

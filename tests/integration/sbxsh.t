@@ -12,7 +12,7 @@ for rt in $runtimes; do
         continue
     fi
     setup_session "it-$rt-$$" "$rt"
-    rm -rf "$CODE"/* "$CODE"/.[!.]* 2>/dev/null
+    rm -rf "${CODE:?}"/* "$CODE"/.[!.]* 2>/dev/null
     cd "$CODE" || bail_out "no code dir"
 
     # The README quick start.
@@ -113,7 +113,7 @@ rc=0" "$rt: a background process holding stdout does not hold the command's retu
     printf 'alias ll="ls -l"\nexport SNAPVAR=from-snapshot\n' > "$snap"
     cwdfile=/tmp/sbxsh-it-$$-$rt-cwd
     rm -f "$cwdfile"
-    out=$(cd sub && AGENT_SANDBOX_TASK_FILES=$snap AGENT_SANDBOX_SYNC_PATHS=/tmp/sbxsh-it-$$-*-cwd \
+    out=$(cd sub && AGENT_SANDBOX_TASK_FILES=$snap AGENT_SANDBOX_SYNC_PATHS="/tmp/sbxsh-it-$$-*-cwd" \
           "$SBXSH" -c -l "source $snap && eval 'cd dir && echo \$SNAPVAR' < /dev/null && pwd -P >| $cwdfile" 2>&1)
     is "$out" from-snapshot "$rt: agent shape: the snapshot was sourced in the sandbox"
     is "$(cat "$cwdfile" 2>&1)" "$CODE/sub/dir" "$rt: agent shape: the cwd file came back to the host"

@@ -34,8 +34,8 @@ check() {
     rm -rf "$d"; mkdir -p "$d/tmp"
     (cd "$d" && timeout 20 "$SBXSH" <"$SBX_TEST_TMP/in" >"$SBX_TEST_TMP/got.out" 2>"$SBX_TEST_TMP/got.err"
      echo "status=$?" >>"$SBX_TEST_TMP/got.out")
-    is "$(cat "$SBX_TEST_TMP/got.out"; echo ==stderr==; cat "$SBX_TEST_TMP/got.err")" \
-       "$(cat "$SBX_TEST_TMP/want.out"; echo ==stderr==; cat "$SBX_TEST_TMP/want.err")" "$rt: $name"
+    is "$(cat "$SBX_TEST_TMP/got.out"; echo '==stderr=='; cat "$SBX_TEST_TMP/got.err")" \
+       "$(cat "$SBX_TEST_TMP/want.out"; echo '==stderr=='; cat "$SBX_TEST_TMP/want.err")" "$rt: $name"
     rm -rf "$d"
 }
 
@@ -62,8 +62,8 @@ check_agent() {
     printf '%s' "$3" >&7
     exec 7>&-
     wait
-    is "$(cat "$SBX_TEST_TMP/got.out"; echo ==stderr==; cat "$SBX_TEST_TMP/got.err")" \
-       "$(cat "$SBX_TEST_TMP/want.out"; echo ==stderr==; cat "$SBX_TEST_TMP/want.err")" "$rt: $name"
+    is "$(cat "$SBX_TEST_TMP/got.out"; echo '==stderr=='; cat "$SBX_TEST_TMP/got.err")" \
+       "$(cat "$SBX_TEST_TMP/want.out"; echo '==stderr=='; cat "$SBX_TEST_TMP/want.err")" "$rt: $name"
     rm -rf "$d" "$SBX_TEST_TMP/fifo"
 }
 
@@ -73,7 +73,7 @@ for rt in $runtimes; do
         continue
     fi
     setup_session "stdin-$rt-$$" "$rt"
-    rm -rf "$CODE"/* "$CODE"/.[!.]* 2>/dev/null
+    rm -rf "${CODE:?}"/* "$CODE"/.[!.]* 2>/dev/null
     git -C "$CODE" init -q
     cd "$CODE" || bail_out "no code dir"
 

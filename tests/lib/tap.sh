@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # TAP helpers for shell integration tests; source it from a *.t script:
 #
 #   . "$(dirname "$0")/../lib/tap.sh"
@@ -42,13 +43,14 @@ ok() {
     tap_result $? "$name"
 }
 
-# is GOT WANT NAME
+# is GOT WANT NAME (returns 1 when it failed, for `is ... || diag ...`)
 is() {
     if [ "$1" = "$2" ]; then
         tap_result 0 "$3"
     else
         tap_result 1 "$3"
         diag "     got: $(printf '%q' "$1")" "expected: $(printf '%q' "$2")"
+        return 1
     fi
 }
 

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # AGENT_SANDBOX_LOCAL_NETWORK=allowlist on one runtime; sourced by egress-runsc.t and
 # egress-bwrap.t with RT set. A python3 http.server on the host's loopback stands in for a
 # registry, reached by the name "localhost" (which resolves to 127.0.0.1 on the host, so
@@ -80,7 +81,7 @@ like "$(cat "$E")" "ports 443 and 80 only; add localhost:$((port == 65535 ? 1 : 
 out=$(run $S "$list" "curl -sS --connect-timeout 10 --noproxy '*' http://127.0.0.1:$port/index.txt; echo \"curl=\$?\"")
 is "$out" "curl=7" "$RT: no network outside the proxy (a direct connect to the host's loopback fails)"
 
-out=$(run $S-b "localhost:$port" "$curl_p -p http://localhost:$port/index.txt; echo \"curl=\$?\"")
+out=$(run "$S"-b "localhost:$port" "$curl_p -p http://localhost:$port/index.txt; echo \"curl=\$?\"")
 is "$out" "curl=56" "$RT: a name resolving to loopback is refused unless its range is listed"
 like "$(cat "$E")" "it resolves to 127\.0\.0\.1, a loopback address \(127\.0\.0\.0/8\); list that range in AGENT_SANDBOX_EGRESS" \
      "$RT: ...saying which range to list"
@@ -96,32 +97,32 @@ out=$(AGENT_SANDBOX_LOCAL_NETWORK=allowlist AGENT_SANDBOX_EGRESS="$list" "$SBX" 
 like "$out" "ok    network: allowlist, HTTP\(S\) through [^ ]*/sbx-egress to localhost:$port,127\.0\.0\.0/8" \
      "$RT: sbx doctor shows the mode, the list and the proxy"
 pid=$(printf '%s\n' "$st" | sed -n 's/.*proxy pid \([0-9]*\).*/\1/p')
-is "$(cat /proc/$pid/comm 2>/dev/null)" "sbx-egress" "$RT: the proxy is a host process of its own"
+is "$(cat "/proc/$pid/comm" 2>/dev/null)" "sbx-egress" "$RT: the proxy is a host process of its own"
 AGENT_SANDBOX_SESSION=$S "$SBX" release >/dev/null 2>&1
 ok "$RT: sbx release ends the proxy" gone "$pid"
 
-run $S-c "$list" true
+run "$S"-c "$list" true
 pid=$(AGENT_SANDBOX_SESSION=$S-c "$SBX" status 2>&1 | sed -n 's/.*proxy pid \([0-9]*\).*/\1/p')
 ok "$RT: a new session's proxy runs" test -n "$pid" -a -e "/proc/${pid:-0}"
 AGENT_SANDBOX_SESSION=$S-c "$SBX" release --force >/dev/null 2>&1
 ok "$RT: sbx release --force ends it too" gone "${pid:-0}"
 
-run $S-c "$list" true
+run "$S"-c "$list" true
 pid=$(AGENT_SANDBOX_SESSION=$S-c "$SBX" status 2>&1 | sed -n 's/.*proxy pid \([0-9]*\).*/\1/p')
 sb=$(sed -n 's/^{"runtime":"[a-z]*","id":"[^"]*","pid":\([0-9]*\).*/\1/p' "$AGENT_SANDBOX_STATE_DIR/$S-c/sandbox.json")
 [ -n "$sb" ] && kill -9 "$sb"
 for _ in $(seq 100); do gone "${pid:-0}" && break; sleep 0.1; done
 ok "$RT: the proxy goes when its sandbox dies" gone "${pid:-0}"
-out=$(run $S-c "$list" "$curl_p -p http://localhost:$port/index.txt")
+out=$(run "$S"-c "$list" "$curl_p -p http://localhost:$port/index.txt")
 is "$out" registry-ok "$RT: ...and the next command's new sandbox gets a new one"
 AGENT_SANDBOX_SESSION=$S-c "$SBX" release >/dev/null 2>&1
 
 # ---- a holder that dies -------------------------------------------------------------------
-run $S-c "$list" true
+run "$S"-c "$list" true
 pid=$(AGENT_SANDBOX_SESSION=$S-c "$SBX" status 2>&1 | sed -n 's/.*proxy pid \([0-9]*\).*/\1/p')
 holder=$(AGENT_SANDBOX_SESSION=$S-c "$SBX" status 2>&1 | sed -n 's/^holder: *running (pid \([0-9]*\)).*/\1/p')
 [ -n "$holder" ] && kill -9 "$holder"
-out=$(run $S-c "$list" "$curl_p -p http://localhost:$port/index.txt")
+out=$(run "$S"-c "$list" "$curl_p -p http://localhost:$port/index.txt")
 is "$out" registry-ok "$RT: after the holder dies, the next command reattaches and still goes through"
 is "$(AGENT_SANDBOX_SESSION=$S-c "$SBX" status 2>&1 | sed -n 's/.*proxy pid \([0-9]*\).*/\1/p')" "$pid" \
    "$RT: ...through the same proxy (it lives with the sandbox, not the holder)"

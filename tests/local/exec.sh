@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # `sbx exec` and the session lifecycle on one runtime; sourced by
 # exec-runsc.t and exec-bwrap.t with RT set (prove runs the two in parallel).
 HERE=$(cd "$(dirname "$0")" && pwd)

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared setup for tests/local/*.t (sourced after tests/lib/tap.sh).
 #
 # local_env: an isolated world under $SBX_TEST_TMP: a HOME, a state
@@ -26,8 +27,9 @@ runtime_skip_reason() {
     case $1 in
     runsc)
         command -v runsc >/dev/null || { echo "runsc is not installed (make deps)"; return; }
+        # shellcheck disable=SC2046 # --rootless or nothing: one word or none
         runsc --network=none --ignore-cgroups $([ "$(id -u)" = 0 ] || echo --rootless) \
-            do /bin/true >/dev/null 2>&1 ||
+            'do' /bin/true >/dev/null 2>&1 ||
             echo "runsc cannot start a sandbox on this machine"
         ;;
     bwrap)

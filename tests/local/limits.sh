@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The sandbox's limits on one runtime, end to end through `sbx exec`; sourced
 # by limits-runsc.t and limits-bwrap.t with RT set (prove runs them in
 # parallel). A fork bomb and a memory hog hit the limits, the host and the

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Disk and time on pulls, on one runtime; sourced by quota-runsc.t and quota-bwrap.t with RT
 # set (issue 8, item 4): a sparse 10 GB file comes back sparse; a pull over
 # AGENT_SANDBOX_DISK_MAX fails with 125 and leaves the host tree as it was, and the session
@@ -25,7 +26,7 @@ teardown() {
 trap teardown EXIT
 session() { export AGENT_SANDBOX_SESSION=$1-$RT; sessions+=("$AGENT_SANDBOX_SESSION"); }
 S() { timeout -s KILL "$1" "$SBXSH" -c "$2"; }   # SECONDS LINE
-stages() { ls -d "$PROJ"/.sbx-stage-* 2>/dev/null | wc -l; }
+stages() { find "$PROJ" -maxdepth 1 -name '.sbx-stage-*' | wc -l; }
 listing() { (cd "$PROJ" && find . -path ./.git -prune -o -printf '%p %s %y\n' | sort); }
 push_bytes() { "$SBX" status --json | sed -n 's/.*"push_bytes":\([0-9]*\).*/\1/p'; }
 
@@ -89,7 +90,7 @@ interrupted() {
     else
         is "$2" "$3" "interrupt: $4 to sbxsh during the pull returns $3 (as bash's caller sees)"
         ok "interrupt: ...with no partial file (${size:-none})" test -z "$size"
-        [ -n "$size" ] && diag "$(ls -la "$PROJ"; cat "$XDG_RUNTIME_DIR"/sbxsh/int-$RT.log)"
+        [ -n "$size" ] && diag "$(ls -la "$PROJ"; cat "$XDG_RUNTIME_DIR/sbxsh/int-$RT.log")"
     fi
 }
 # (sbxsh itself in the background, not a function: $! must be sbxsh's pid.)

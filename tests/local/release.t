@@ -4,6 +4,7 @@
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/lib.sh"
 local_env
+# shellcheck disable=SC2154 # p is the loop's own variable, in the trap's string
 trap 'for p in ${stopped:-}; do kill -CONT "$p" 2>/dev/null; done; local_teardown; tap_cleanup' EXIT
 
 holder_pid() { "$SBX" status --json 2>/dev/null | sed -n 's/.*"holder_pid":\([0-9]*\).*/\1/p'; }
@@ -47,8 +48,12 @@ for rt in bwrap runsc; do
     for _ in $(seq 100); do gone "$h" && break; sleep 0.1; done
     ok "$rt: ...and the old holder has gone: one holder per session" gone "$h"
     is "$(sandbox_pid)" "$sb" "$rt: ...the sandbox is the same one"
-    "$SBX" release >/dev/null 2>&1
+    out=$("$SBX" release 2>&1)
+    rc=$?
+    is "$rc" 0 "$rt: sbx release of the session: 0" || diag "sbx release said: $out"
     out=$("$SBX" release --force 2>&1)
-    is "$?" 1 "$rt: sbx release --force of a session that is not there: 1"
+    rc=$?
+    is "$rc" 1 "$rt: sbx release --force of a session that is not there: 1" ||
+        diag "sbx release --force said: $out"
 done
 done_testing

@@ -26,7 +26,7 @@ git init -q "$T/seed" && (cd "$T/seed" && echo one > f && git add f && git commi
 # git daemon on a free loopback port.
 daemon_pid=
 for port in $(shuf -i 20000-60000 -n 20); do
-    git daemon --reuseaddr --listen=127.0.0.1 --port=$port --base-path="$T/srv" --export-all \
+    git daemon --reuseaddr --listen=127.0.0.1 "--port=$port" --base-path="$T/srv" --export-all \
         --enable=receive-pack --informative-errors "$T/srv" 2>"$T/daemon.log" &
     daemon_pid=$!
     for _ in $(seq 50); do
@@ -47,7 +47,7 @@ mkdir -p "$CODE/sub"
 git init -q "$CODE/vendor/lib" && (cd "$CODE/vendor/lib" && echo lib > l && git add l &&
     git commit -qm lib)
 export AGENT_SANDBOX_CODE_DIRS=$CODE
-cd "$CODE"
+cd "$CODE" || bail_out "cannot enter $CODE"
 
 run() { "$RUN" "$@"; }
 

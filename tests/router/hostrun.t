@@ -17,7 +17,7 @@ git -c user.name=t -c user.email=t@t commit -q --allow-empty -m init
 export AGENT_SANDBOX_CODE_DIRS=$PWD
 
 compare() { # LINE [route-run options...]
-    local line=$1 bout berr bst sout serr sst
+    local line=$1 bout berr sout serr
     shift
     bout=$(bash "$@" -c "$line" sbxsh 2>"$SBX_TEST_TMP/berr"; echo "[$?]")
     sout=$("$RUN" "$@" "$line" 2>"$SBX_TEST_TMP/serr"; echo "[$?]")

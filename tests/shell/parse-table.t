@@ -12,11 +12,12 @@ bash_ver=$(bash -c 'echo "${BASH_VERSINFO[0]}.${BASH_VERSINFO[1]}.${BASH_VERSINF
 case $bash_ver in 5.2.*) with_bash=1 ;; *) with_bash=0 ;; esac
 
 in=$SBX_TEST_TMP/in
-name= code= opts= nofinal= status= stderr= bug= state=none ncases=0
+name='' code='' opts='' nofinal='' status='' stderr='' bug='' state=none ncases=0
 
 run_case() {
-    local got_err got_rc exp_err= line
+    local got_err got_rc exp_err='' line
     if [ -n "$nofinal" ]; then printf '%s' "${code%$'\n'}" >"$in"; else printf '%s' "$code" >"$in"; fi
+    # shellcheck disable=SC2086 # the case's options, one word each
     got_err=$("$pc" $opts <"$in" 2>&1 >/dev/null)
     got_rc=$?
     while IFS= read -r line; do exp_err+="sbxsh: $line"$'\n'; done <<<"${stderr%$'\n'}"
@@ -29,6 +30,7 @@ run_case() {
         return 0
     fi
     local berr brc baccept=0 oaccept=0
+    # shellcheck disable=SC2086 # the case's options, one word each
     berr=$(LC_ALL=C.UTF-8 bash $opts -n <"$in" 2>&1 >/dev/null)
     brc=$?
     if [ "$brc" = 0 ] && ! grep -v 'warning:' <<<"$berr" | grep -q .; then baccept=1; fi
@@ -40,7 +42,7 @@ while IFS= read -r line || [ -n "$line" ]; do
     case $state:$line in
     *:'#### '*)
         [ "$state" = none ] || [ -z "$name" ] || bail_out "case '$name' has no ## status line"
-        name=${line#'#### '} code= opts= nofinal= status= stderr= bug= state=code ;;
+        name=${line#'#### '} code='' opts='' nofinal='' status='' stderr='' bug='' state=code ;;
     code:'## options: '*) opts=${line#'## options: '} ;;
     code:'## no-final-newline') nofinal=1 ;;
     code:'## bash-5.2.15-accepts') bug=1 ;;

@@ -26,7 +26,9 @@ trap 'local_teardown; tap_cleanup' EXIT
 
 # client K RT: ROUNDS commands; failures go to $SBX_TEST_TMP/fail.K, counts to count.K
 client() {
-    local k=$1 rt=$2 i sz psz out want cmds=0 bytes=0 fail=$SBX_TEST_TMP/fail.$k
+    local k=$1 rt=$2 i sz psz out want cmds=0 bytes=0
+    # a second local: the words of one are expanded before any of its assignments
+    local fail=$SBX_TEST_TMP/fail.$k
     : >"$fail"
     mkdir -p "s$k" "h$k"
     for ((i = 1; i <= ROUNDS; i++)); do

@@ -1,0 +1,85 @@
+# shellcheck shell=bash
+# Helpers for tests that run tests/kube/fake-apiserver (source after tests/lib/tap.sh).
+#
+# fake_skip_reason: empty when the fake can run here, else why not (for skip_all).
+# fake_start ARGS...: starts the fake (--port 0, its kubeconfig and state directory under
+#   $SBX_TEST_TMP, plus ARGS), waits (bounded) for the kubeconfig it writes once it listens,
+#   and sets FAKE_PID, FAKE_KUBECONFIG, FAKE_STATE, FAKE_URL, FAKE_CA (a PEM file) and
+#   FAKE_TOKEN (the admin user's token). The fake is killed at exit if a test did not stop it.
+# fake_curl [CURL ARGS...] PATH: curl to the fake as the admin user (-s, the CA checked).
+# fake_fault SPEC: injects a fault at run time (POST /fake/fault); fails if it was refused.
+# fake_state: GET /fake/state (JSON: pods with their host pids and directories, faults).
+# fake_stop: SIGTERM, then waits (bounded) for the fake to exit; returns its exit status.
+
+FAKE_BIN=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/fake-apiserver
+
+fake_skip_reason() {
+    local c
+    for c in openssl curl bwrap; do
+        command -v $c >/dev/null || { echo "$c is not installed (make deps)"; return; }
+    done
+    [ -x /usr/bin/python3 ] || { echo "/usr/bin/python3 is not installed"; return; }
+    bwrap --unshare-user --unshare-pid --ro-bind /usr /usr --symlink usr/lib64 /lib64 \
+        --symlink usr/lib /lib --symlink usr/bin /bin --proc /proc --dev /dev \
+        /bin/true >/dev/null 2>&1 || echo "bubblewrap cannot create user namespaces here"
+}
+
+fake_start() {
+    FAKE_KUBECONFIG=$SBX_TEST_TMP/fake.kubeconfig
+    FAKE_STATE=$SBX_TEST_TMP/fake.state
+    FAKE_LOG=$SBX_TEST_TMP/fake.log
+    rm -f "$FAKE_KUBECONFIG"
+    "$FAKE_BIN" --port 0 --kubeconfig "$FAKE_KUBECONFIG" --state-dir "$FAKE_STATE" \
+        --log "$FAKE_LOG" "$@" </dev/null >"$SBX_TEST_TMP/fake.out" 2>&1 &
+    FAKE_PID=$!
+    trap 'fake_kill; tap_cleanup' EXIT
+    for _ in $(seq 300); do
+        [ -e "$FAKE_KUBECONFIG" ] && break
+        kill -0 "$FAKE_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    if [ ! -e "$FAKE_KUBECONFIG" ]; then
+        diag "the fake did not write its kubeconfig within 30 s:" "$(cat "$SBX_TEST_TMP/fake.out")"
+        return 1
+    fi
+    FAKE_URL=$(sed -n 's/^ *server: //p' "$FAKE_KUBECONFIG")
+    FAKE_CA=$SBX_TEST_TMP/fake-ca.pem
+    sed -n 's/^ *certificate-authority-data: //p' "$FAKE_KUBECONFIG" | base64 -d >"$FAKE_CA"
+    FAKE_TOKEN=$(awk '/^users:/ { s = 1 } s && /^- name: fake-admin$/ { u = 1 } u && /token:/ { print $2; exit }' \
+        "$FAKE_KUBECONFIG")
+}
+
+fake_curl() {
+    local path=${!#}
+    curl -s --max-time 60 --cacert "$FAKE_CA" -H "Authorization: Bearer $FAKE_TOKEN" \
+        "${@:1:$#-1}" "$FAKE_URL$path"
+}
+
+fake_fault() {
+    local out
+    out=$(fake_curl -w '\n%{http_code}' -X POST --data-binary "$1" /fake/fault)
+    [ "${out##*$'\n'}" = 200 ] || { diag "fault $1 refused: $out"; return 1; }
+}
+
+fake_state() { fake_curl /fake/state; }
+
+fake_stop() {
+    [ -n "${FAKE_PID:-}" ] || return 0
+    kill -TERM "$FAKE_PID" 2>/dev/null
+    for _ in $(seq 300); do
+        kill -0 "$FAKE_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    wait "$FAKE_PID"
+    local rc=$?
+    FAKE_PID=
+    return $rc
+}
+
+# At exit, whatever happened: the fake (and with it, every pod) goes.
+fake_kill() {
+    [ -n "${FAKE_PID:-}" ] || return 0
+    kill -TERM "$FAKE_PID" 2>/dev/null
+    for _ in $(seq 100); do kill -0 "$FAKE_PID" 2>/dev/null || return 0; sleep 0.1; done
+    kill -KILL "$FAKE_PID" 2>/dev/null
+}
