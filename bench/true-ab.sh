@@ -5,23 +5,25 @@
 # Prints a Markdown table of medians (and the spread between the quartiles), each with its
 # ratio to `bash -c true` on the host and its change against the first build.
 #
-#   bench/true-ab.sh [--runs N] [--runtimes bwrap,runsc] [--dir DIR] DIR [DIR...]
+#   bench/true-ab.sh [--runs N] [--clients K] [--runtimes bwrap,runsc] [--dir DIR] DIR [DIR...]
 #
 # Each DIR is a built tree (`make`): its sbxsh, sbx and sbx-agent are used; builds are named
-# A, B, C... in that order. --runs (default 100) rounds after 5 warm-up rounds. Sessions and
-# state live under --dir (default /dev/shm) and are released on exit.
+# A, B, C... in that order. --runs (default 100) rounds after 5 warm-up rounds. --clients K
+# (default 1): each sample is K clients of the session running `sbxsh -c true` at once, timed
+# until the last one ends (bash's column: K `bash -c true` at once). Sessions and state live
+# under --dir (default /dev/shm) and are released on exit.
 set -u
-runs=100 runtimes=bwrap,runsc dir=/dev/shm
+runs=100 clients=1 runtimes=bwrap,runsc dir=/dev/shm
 [ -d "$dir" ] && [ -w "$dir" ] || dir=${TMPDIR:-/tmp}
 usage() { sed -n '/^#   bench/p' "$0" | sed 's/^# *//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in
-    --runs | --runtimes | --dir) [ $# -ge 2 ] || usage; printf -v "${1#--}" %s "$2"; shift 2 ;;
+    --runs | --clients | --runtimes | --dir) [ $# -ge 2 ] || usage; printf -v "${1#--}" %s "$2"; shift 2 ;;
     -*) usage ;;
     *) break ;;
     esac
 done
-[ $# -ge 1 ] && [[ $runs =~ ^[1-9][0-9]*$ ]] || usage
+[ $# -ge 1 ] && [[ $runs =~ ^[1-9][0-9]*$ && $clients =~ ^[1-9][0-9]*$ ]] || usage
 builds=() dirs=()
 for d in "$@"; do
     d=$(cd "$d" && pwd) || exit 1
@@ -67,7 +69,15 @@ declare -A t # COL -> the times in microseconds, space-separated
 for ((r = -5; r < runs; r++)); do
     for c in "${cols[@]}"; do
         s=${EPOCHREALTIME/./}
-        ${cmd[$c]} || { echo "$0: $c failed: ${cmd[$c]}" >&2; exit 1; }
+        if [ "$clients" = 1 ]; then
+            ${cmd[$c]} || { echo "$0: $c failed: ${cmd[$c]}" >&2; exit 1; }
+        else
+            pids=()
+            for ((k = 0; k < clients; k++)); do ${cmd[$c]} & pids+=($!); done
+            for p in "${pids[@]}"; do
+                wait "$p" || { echo "$0: $c failed: ${cmd[$c]}" >&2; exit 1; }
+            done
+        fi
         e=${EPOCHREALTIME/./}
         [ $r -ge 0 ] && t[$c]+="$((e - s)) "
     done
@@ -75,8 +85,8 @@ done
 q() { tr ' ' '\n' | sed '/^$/d' | sort -n | awk -v p="$1" '{ v[NR] = $1 } END { i = int(NR * p); if (i < 1) i = 1; printf "%.1f", v[i] / 1000 }'; }
 declare -A med
 for c in "${cols[@]}"; do med[$c]=$(q 0.5 <<<"${t[$c]}"); done
-printf 'Medians of %s interleaved runs (after 5 warm-up rounds), in ms, [lower-upper quartile]; load average %s at the end.\n\n' \
-    "$runs" "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf 'Medians of %s interleaved runs (after 5 warm-up rounds)%s, in ms, [lower-upper quartile]; load average %s at the end.\n\n' \
+    "$runs" "$([ "$clients" = 1 ] || echo ", each $clients clients at once")" "$(cut -d' ' -f1-3 /proc/loadavg)"
 printf '| what | `bash -c true` on the host |'
 for rt in "${rts[@]}"; do
     for ab in "${builds[@]}"; do printf ' %s, %s |' "$rt" "$ab"; done
