@@ -319,8 +319,8 @@ typedef struct spawn_child {
 /* The clone's start (never returns). */
 static int spawn_child_main(void *arg)
 {
-    const spawn_child *c = arg;
-    run_child(c->ch, c->run, c->sp, &((spawn_child *)arg)->rep);
+    spawn_child *c = arg;
+    run_child(c->ch, c->run, c->sp, &c->rep);
 }
 
 /* Undoes what was set up before a failure ahead of the clone. */

@@ -66,23 +66,24 @@ is "$(C 'bash -c "trap -p"; echo end')" "end" "...nor a child of it"
 C 'yes | head -c 1 >/dev/null; yes; echo "yes=$?" >&2' 2>"$T/e" | head -c 1 >/dev/null
 is "$(cat "$T/e")" "yes=141" "SIGPIPE is the default's (141)"
 
-# SIGINT (Ctrl-C; sbxsh forwards it) and SIGTERM to a running command.
+# SIGINT (Ctrl-C; sbxsh forwards it) and SIGTERM to a running command (each its own output
+# file: a "ready" left by the last one would send the signal before the command started).
 "$SBXSH" -c 'trap "echo got-int; exit 130" INT; echo ready; while :; do sleep 0.1; done' \
-    >"$T/sig" 2>&1 &
+    >"$T/sig1" 2>&1 &
 pid=$!
-for _ in $(seq 200); do grep -q ready "$T/sig" 2>/dev/null && break; sleep 0.05; done
+for _ in $(seq 400); do grep -q ready "$T/sig1" 2>/dev/null && break; sleep 0.05; done
 kill -INT $pid
 wait $pid
-is "$?/$(tr '\n' ' ' <"$T/sig")" "130/ready got-int " "SIGINT reaches a running command's trap"
-"$SBXSH" -c 'echo ready; exec sleep 300' >"$T/sig" 2>&1 &
+is "$?/$(tr '\n' ' ' <"$T/sig1")" "130/ready got-int " "SIGINT reaches a running command's trap"
+"$SBXSH" -c 'echo ready; exec sleep 300' >"$T/sig2" 2>&1 &
 pid=$!
-for _ in $(seq 200); do grep -q ready "$T/sig" 2>/dev/null && break; sleep 0.05; done
+for _ in $(seq 400); do grep -q ready "$T/sig2" 2>/dev/null && break; sleep 0.05; done
 kill -TERM $pid
 wait $pid
 is "$?" 143 "SIGTERM ends a running command with the default action (143)"
-"$SBXSH" -c 'echo ready; sleep 300' >"$T/sig" 2>&1 &
+"$SBXSH" -c 'echo ready; sleep 300' >"$T/sig3" 2>&1 &
 pid=$!
-for _ in $(seq 200); do grep -q ready "$T/sig" 2>/dev/null && break; sleep 0.05; done
+for _ in $(seq 400); do grep -q ready "$T/sig3" 2>/dev/null && break; sleep 0.05; done
 kill -INT $pid
 wait $pid
 is "$?" 130 "SIGINT ends a command in its foreground job (130)"
