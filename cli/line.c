@@ -1,4 +1,5 @@
 #include "cli/line.h"
+#include "cli/prompt.h"
 #include "common/strbuf.h"
 #include "session/backend.h"
 #include "session/config.h"
@@ -29,10 +30,11 @@
  *
  * SETRC_DEF sets up __sbx_setrc, which sets $? (and, through its last
  * argument, $_) without a fork. REPORT_DEF sets up __sbx_report, which
- * tells us how a chunk ended, as six NUL-terminated fields on fd 199: a
+ * tells us how a chunk ended, as eight NUL-terminated fields on fd 199: a
  * kind ("done" after the chunk, "next" on the line after it), the status,
- * the flags ($-), the set -o options, the cwd, PS4 and PIPESTATUS (its
- * statuses, each followed by a space). The cwd is what the
+ * the flags ($-), the set -o options, the cwd, PS4, PIPESTATUS (its
+ * statuses, each followed by a space) and the keys typed ahead on a pty
+ * (TYPEAHEAD; empty elsewhere). The cwd is what the
  * pwd builtin says (bash's own record of it, not $PWD, which the user may
  * unset or assign), followed by its newline; empty when it cannot say (a
  * deleted directory). Both are called as
@@ -49,13 +51,50 @@
     "builtin printf '%s\\0' \"$1\" \"$2\" \"$-\" \"$SHELLOPTS\" >&199; builtin pwd >&199; "         \
     "case $- in *v*) builtin set +v;; esac; "                                                   \
     "builtin printf '\\0%s\\0' \"$PS4\" >&199; builtin printf '%s ' \"${__sbx_p[@]}\" >&199; "      \
-    "builtin printf '\\0' >&199; builtin unset -v __sbx_s __sbx_p __sbx_a; return \"$2\"; }; "
+    "builtin printf '\\0' >&199; builtin printf '%s\\0' \"${__sbx_t-}\" \"${__sbx_v[@]}\" >&199; "  \
+    "builtin unset -v __sbx_s __sbx_p __sbx_a __sbx_t __sbx_v; return \"$2\"; }; "
 /* A report of KIND. $?, PIPESTATUS and $_ are saved first, by one
  * assignment (a definition sets $? to 0, an assignment sets $_ to ""), and
  * come back through the call's arguments. */
-#define REPORT(kind)                                                                            \
-    "{ __sbx_s=$? __sbx_p=(\"${PIPESTATUS[@]}\") __sbx_a=$_; " REPORT_DEF "__sbx_report " kind  \
-    " \"$__sbx_s\" \"$__sbx_a\" && { " SETRC_DEF "__sbx_setrc 0 \"$_\"; }; } 2>/dev/null"
+#define REPORT_T(kind, pre)                                                                     \
+    "{ __sbx_s=$? __sbx_p=(\"${PIPESTATUS[@]}\") __sbx_a=$_; " pre REPORT_DEF "__sbx_report "     \
+    kind " \"$__sbx_s\" \"$__sbx_a\" && { " SETRC_DEF "__sbx_setrc 0 \"$_\"; }; } 2>/dev/null"
+#define REPORT(kind) REPORT_T(kind, "")
+
+/*
+ * Keys typed on a pty while a chunk ran that no program read (the next command typed
+ * ahead, after a Ctrl-C or while `make` runs) wait in the pty's input queue, where bash
+ * would have read them at its next prompt. At a chunk's end on a pty, its "next" report
+ * first asks for them: `read -p typeahead` writes "typeahead" (no NUL: read's prompt) on
+ * fd 199 once it has turned the pty's echo off, so that not even the mark is echoed,
+ * whatever the scheduling. sbxsh then stops relaying the terminal
+ * (what is typed from then on stays in the local terminal, for the prompt) and sends a NUL
+ * after all it has relayed (sbx_session_tty_mark). The shell reads up to that NUL, so it
+ * gets exactly the keys sent before it, none lost in flight; `read -n` turns canonical mode
+ * off while it reads (a half-typed line comes too), -s keeps them from being echoed twice,
+ * and the timeout only bounds a client that went away. They become the report's eighth
+ * field, which sbxsh types into its prompt once checked to be what it sent
+ * (take_typeahead). $? and the rest are saved before; `|| :` keeps a failed read from
+ * tripping set -e or an ERR trap.
+ */
+#define TYPEAHEAD                                                                               \
+    "IFS= builtin read -r -s -t 10 -n 65536 -d '' -p typeahead __sbx_t <&198 2>&199 || :; "
+
+/*
+ * What the prompt needs of the shell's state, after the "next" report of interactive mode
+ * (PROMPT_FIELDS more fields): PS1 and PS2 (each with an "s" before it when set), HISTSIZE,
+ * HISTFILESIZE, HISTCONTROL, HISTIGNORE, and PS1 expanded as bash would, only when it needs
+ * the shell (prompt_needs_shell: a $ or `), with $? as the command left it. That expansion
+ * runs in a command substitution: an error in it (`set -u`, a bad substitution) must not
+ * abandon the report. The `x` keeps the prompt's trailing newlines.
+ */
+#define PROMPT_PRE                                                                              \
+    "__sbx_e=; case ${PS1-} in *[\\$\\`]*) __sbx_e=$(builtin set +u; "                             \
+    "__sbx_r() { return \"$1\"; }; __sbx_r \"$__sbx_s\"; builtin printf '%sx' \"${PS1@P}\"); "        \
+    "__sbx_e=${__sbx_e%x};; esac; "                                                            \
+    "__sbx_v=(\"${PS1+s}${PS1-}\" \"${PS2+s}${PS2-}\" \"${HISTSIZE-}\" \"${HISTFILESIZE-}\" "         \
+    "\"${HISTCONTROL-}\" \"${HISTIGNORE-}\" \"$__sbx_e\"); builtin unset -v __sbx_e; "
+#define PROMPT_FIELDS 7
 
 /*
  * The same report without a simple command in the shell itself, once the
@@ -77,12 +116,14 @@
     "POSIXLY_CORRECT=y; unset -f builtin exit; unset -v POSIXLY_CORRECT; "
 /* `exit N` in a subshell, as the builtin whatever functions exist */
 #define FORK_EXIT "POSIXLY_CORRECT=y; exit "
-#define REPORT_FORK(kind)                                                                          \
+#define REPORT_FORK_T(kind, pre)                                                                   \
     "{ ( __sbx_s=$? __sbx_p=(\"${PIPESTATUS[@]}\"); " FORK_OWN_BUILTIN                             \
     "builtin printf '%s\\0' " kind " \"$__sbx_s\" \"$-\" \"$SHELLOPTS\" >&199; "                   \
     "builtin pwd >&199; builtin printf '\\0%s\\0' \"$PS4\" >&199; "                                \
-    "builtin printf '%s ' \"${__sbx_p[@]}\" >&199; builtin printf '\\0' >&199 ) >/dev/null; } "    \
-    "2>/dev/null"
+    "builtin printf '%s ' \"${__sbx_p[@]}\" >&199; " pre "builtin printf '\\0' >&199; "         \
+    "builtin printf '%s\\0' \"${__sbx_t-}\" \"${__sbx_v[@]}\" >&199 ) >/dev/null; } 2>/dev/null"
+
+#define REPORT_FORK(kind) REPORT_FORK_T(kind, "")
 
 /*
  * bash's line counter. bash numbers each line as its parser reads it, and
@@ -102,13 +143,14 @@
  */
 #define SETLINE_FMT "${__sbx_z[LINENO=%u]-}"
 
-#define REPORT_FIELDS 7
+#define REPORT_FIELDS 8
 
 struct line_exec {
     line_opts o;
     sbx_config cfg;
     sbx_session *sess;        /* opened on the first sandbox run */
     bool shell_running;       /* the persistent bash is up */
+    int script_fd;            /* the fd it reads its script on: 0, or 196 on a pty */
     bool shell_ended;         /* ... and has exited; final_status holds its status */
     int final_status;         /* raw wait status */
     int last_status;          /* bash's $? */
@@ -126,6 +168,8 @@ struct line_exec {
     int pipestatus[16];       /* the last pipeline's statuses, when it had 2 to 16 */
     size_t npipestatus;       /* ... and how many; 0 when nothing is to be replayed */
     strvec env;               /* the sandbox commands' environment */
+    strbuf typeahead;         /* keys typed ahead on the pty, for the prompt */
+    line_shell_vars vars;     /* the prompt's variables, as last reported */
 };
 
 /* Where sbxsh starts: the cwd, or "/" when it cannot be read (bash runs on). */
@@ -145,6 +189,7 @@ int line_exec_new(const line_opts *o, line_exec **out, sbx_err *err)
     x->pipefail = o->pipefail;
     x->cwd = current_dir();
     strvec_init(&x->env);
+    strbuf_init(&x->typeahead, 0);
     if (sbx_config_load(&x->cfg, &co, err) < 0) {
         free(x->cwd);
         free(x);
@@ -160,6 +205,75 @@ int line_exec_last_status(const line_exec *x)
     return x->last_status;
 }
 
+const line_shell_vars *line_exec_vars(const line_exec *x)
+{
+    return &x->vars;
+}
+
+const char *line_exec_cwd(const line_exec *x)
+{
+    return x->cwd;
+}
+
+const char *line_exec_session(const line_exec *x)
+{
+    return x->cfg.session;
+}
+
+void line_exec_set_status(line_exec *x, int status)
+{
+    x->last_status = status;
+    x->sandbox_stale = true;
+    x->npipestatus = 0;
+    free(x->last_arg);
+    x->last_arg = NULL;
+}
+
+/*
+ * The names the session's shell knows, for completion: a query written on the script
+ * stream, answered on fd 199 without a sync (nothing can have changed), while the terminal
+ * stays the prompt's. $? and $_ are the next command's prefix's to give back, as after a
+ * host part: $? is kept here, $_ comes back as the query's third record.
+ */
+#define NAMES_QUERY                                                                             \
+    "{ __sbx_a=$_; { builtin compgen -A function -A alias; builtin printf '\\0'; "               \
+    "builtin compgen -v; builtin printf '\\0%s\\0' \"$__sbx_a\"; } >&199 2>/dev/null; "           \
+    "builtin unset -v __sbx_a; } 2>/dev/null\n"
+
+int line_exec_names(line_exec *x, strbuf *functions, strbuf *variables, sbx_err *err)
+{
+    strbuf last = STRBUF_INIT;
+    if (!x->shell_running || x->fork_reports)
+        return 0;   /* no shell yet (nothing defined), or one whose DEBUG trap would see this */
+    if (sbx_session_write(x->sess, x->script_fd, NAMES_QUERY, strlen(NAMES_QUERY), err) < 0 ||
+        sbx_session_read_record(x->sess, 199, '\0', functions, err) < 0 ||
+        sbx_session_read_record(x->sess, 199, '\0', variables, err) < 0 ||
+        sbx_session_read_record(x->sess, 199, '\0', &last, err) < 0) {
+        strbuf_release(&last);
+        return -1;
+    }
+    x->shell_line++;
+    x->sandbox_stale = true;
+    free(x->last_arg);
+    x->last_arg = xstrndup(last.buf ? last.buf : "", strnlen(last.buf ? last.buf : "", last.len));
+    strbuf_release(&last);
+    return 0;
+}
+
+const char *line_exec_sandbox_path(const line_exec *x)
+{
+    for (size_t i = 0; i < x->env.n; i++)
+        if (!strncmp(x->env.v[i], "PATH=", 5))
+            return x->env.v[i] + 5;
+    return "";
+}
+
+void line_exec_take_typeahead(line_exec *x, strbuf *out)
+{
+    strbuf_add(out, x->typeahead.buf, x->typeahead.len);
+    strbuf_reset(&x->typeahead);
+}
+
 bool line_exec_verbose(const line_exec *x)
 {
     return x->verbose;
@@ -173,6 +287,14 @@ void line_exec_free(line_exec *x)
         sbx_session_close(x->sess);
     sbx_config_free(&x->cfg);
     strvec_clear(&x->env);
+    strbuf_release(&x->typeahead);
+    free(x->vars.ps1);
+    free(x->vars.ps2);
+    free(x->vars.histsize);
+    free(x->vars.histfilesize);
+    free(x->vars.histcontrol);
+    free(x->vars.histignore);
+    free(x->vars.ps1_expanded);
     free(x->last_arg);
     free(x->cwd);
     free(x->shell_cwd);
@@ -266,12 +388,24 @@ static void route_ctx_fill(const line_exec *x, route_ctx *ctx)
     line_route_ctx(&x->cfg, x->cwd, ctx);
 }
 
+/*
+ * On a pty, a first bash prepares what the real one inherits, then execs it (with SHLVL as
+ * that bash alone would have it): SIGTSTP ignored, since without job control a Ctrl-Z would
+ * stop the command with nothing to resume it, and a program that finds SIGTSTP ignored (vi,
+ * less, an inner bash) does not suspend itself; then `extra` (the persistent shell's fds).
+ */
+#define TTY_PRELUDE "trap '' TSTP; "
+#define TTY_EXEC "SHLVL=$((SHLVL - 1)) exec -a \"$0\" bash \"$@\""
+
 /* Starts bash in the sandbox: at the current directory, with the sandbox's
- * environment, sbxsh's signals forwarded to it. */
-static int start_bash(line_exec *x, const strvec *argv, const sbx_fd_map *fds, size_t nfds,
-                      sbx_err *err)
+ * environment, sbxsh's signals forwarded to it, on a pty when sbxsh has the
+ * terminal (argv after a first bash that runs TTY_PRELUDE, extra, TTY_EXEC). */
+static int start_bash(line_exec *x, const strvec *argv, const char *extra,
+                      const sbx_fd_map *fds, size_t nfds, sbx_err *err)
 {
+    strvec wrapped = STRVEC_INIT;
     sbx_command cmd = {
+        .tty = x->o.tty,
         .exe = "bash",
         .argv = (const char *const *)argv->v,
         .env = (const char *const *)x->env.v,
@@ -280,9 +414,20 @@ static int start_bash(line_exec *x, const strvec *argv, const sbx_fd_map *fds, s
         .nfds = nfds,
         .forward_signals = true,
     };
+    int rc;
+
     if (check_sandbox_cwd(x, err) < 0 || open_session(x, err) < 0)
         return -1;
-    return sbx_session_start(x->sess, &cmd, err);
+    if (x->o.tty) {
+        strvec_push(&wrapped, argv->v[0]);
+        strvec_push(&wrapped, "-c");
+        strvec_pushf(&wrapped, "%s%s%s", TTY_PRELUDE, extra ? extra : "", TTY_EXEC);
+        strvec_pushv(&wrapped, argv->v);
+        cmd.argv = (const char *const *)wrapped.v;
+    }
+    rc = sbx_session_start(x->sess, &cmd, err);
+    strvec_clear(&wrapped);
+    return rc;
 }
 
 /* ---- one-shot --------------------------------------------------------------------------- */
@@ -348,7 +493,7 @@ static int run_oneshot(line_exec *x, const char *text, const char *script, const
     }
     strvec_pushv(&argv, (char *const *)x->o.positional);
 start:
-    rc = start_bash(x, &argv, fds, ARRAY_SIZE(fds), err);
+    rc = start_bash(x, &argv, NULL, fds, ARRAY_SIZE(fds), err);
     strvec_clear(&argv);
     if (rc < 0 || sbx_session_wait(x->sess, &st, err) < 0)
         return -1;
@@ -367,22 +512,37 @@ static int shell_start(line_exec *x, sbx_err *err)
     size_t nfds = 0;
     int rc;
 
-    fds[nfds++] = (sbx_fd_map){ 0, SBX_FD_API_IN, -1 };
-    fds[nfds++] = (sbx_fd_map){ 1, SBX_FD_RELAY_OUT, 1 };
-    fds[nfds++] = (sbx_fd_map){ 2, SBX_FD_RELAY_OUT, 2 };
-    if (!x->o.stdin_is_script)
-        fds[nfds++] = (sbx_fd_map){ 198, SBX_FD_RELAY_IN, 0 };
-    fds[nfds++] = (sbx_fd_map){ 199, SBX_FD_API_OUT, -1 };
+    if (x->o.tty) {
+        /*
+         * On a pty, the agent makes fds 0, 1 and 2 the terminal, so the script stream
+         * comes on fd 196 and the first bash (start_bash) puts it in place: the terminal
+         * becomes fd 198, the stdin of every chunk (as the user's stdin is in pipe mode),
+         * and the script stream fd 0.
+         */
+        fds[nfds++] = (sbx_fd_map){ 0, SBX_FD_RELAY_IN, 0 };
+        fds[nfds++] = (sbx_fd_map){ 1, SBX_FD_RELAY_OUT, 1 };
+        fds[nfds++] = (sbx_fd_map){ 2, SBX_FD_RELAY_OUT, 2 };
+        fds[nfds++] = (sbx_fd_map){ 196, SBX_FD_API_IN, -1 };
+        fds[nfds++] = (sbx_fd_map){ 199, SBX_FD_API_OUT, -1 };
+    } else {
+        fds[nfds++] = (sbx_fd_map){ 0, SBX_FD_API_IN, -1 };
+        fds[nfds++] = (sbx_fd_map){ 1, SBX_FD_RELAY_OUT, 1 };
+        fds[nfds++] = (sbx_fd_map){ 2, SBX_FD_RELAY_OUT, 2 };
+        if (!x->o.stdin_is_script)
+            fds[nfds++] = (sbx_fd_map){ 198, SBX_FD_RELAY_IN, 0 };
+        fds[nfds++] = (sbx_fd_map){ 199, SBX_FD_API_OUT, -1 };
+    }
     /* `bash [OPTIONS] -s ARGS`, reading the script stream we write on fd 0 */
     strvec_push(&argv, x->o.dollar0);
     strvec_pushv(&argv, (char *const *)x->o.bash_args);
     strvec_push(&argv, "-s");
     strvec_pushv(&argv, (char *const *)x->o.positional);
-    rc = start_bash(x, &argv, fds, nfds, err);
+    rc = start_bash(x, &argv, x->o.tty ? "exec 198<&0 0<&196 196<&-; " : NULL, fds, nfds, err);
     strvec_clear(&argv);
     if (rc < 0)
         return -1;
     x->shell_running = true;
+    x->script_fd = x->o.tty ? 196 : 0;
     free(x->shell_cwd);
     x->shell_cwd = xstrdup(x->cwd);
     /*
@@ -396,7 +556,7 @@ static int shell_start(line_exec *x, sbx_err *err)
      */
     strbuf w = STRBUF_INIT;
     strbuf_addstr(&w, "{ __sbx_a=$_; ");
-    if (x->o.stdin_is_script)
+    if (x->o.stdin_is_script && !x->o.tty)
         strbuf_addstr(&w, "exec 197</dev/null; ");
     strbuf_addstr(&w, "__sbx_start() { builtin unset -f __sbx_start; builtin unset -v __sbx_a; }; "
                       "__sbx_start \"$__sbx_a\"; } 2>/dev/null");
@@ -408,9 +568,19 @@ static int shell_start(line_exec *x, sbx_err *err)
         strbuf_addstr(&w, "trap : INT\n");
         x->shell_line++;
     }
-    rc = sbx_session_write(x->sess, 0, w.buf, w.len, err);
+    if (x->o.sandbox_bashrc) {
+        strbuf_addstr(&w, "if [ -r ~/.bashrc ]; then . ~/.bashrc; fi\n");
+        x->shell_line++;
+    }
+    rc = sbx_session_write(x->sess, x->script_fd, w.buf, w.len, err);
     strbuf_release(&w);
     return rc;
+}
+
+/* Between chunks the terminal is the caller's (the prompt, host parts, messages). */
+static int shell_tty_pause(line_exec *x, sbx_err *err)
+{
+    return x->o.tty && x->shell_running ? sbx_session_tty_pause(x->sess, err) : 0;
 }
 
 /* The persistent shell has exited: collect its status. */
@@ -545,20 +715,44 @@ static void add_state_prefix(line_exec *x, route_join join, bool standalone, uns
 
 /* Reads one report: 1 with fields[] filled (pointers into rec), 0 when the
  * shell exited instead, -1 on error. */
-static int shell_read_one_report(line_exec *x, strbuf *rec, char *fields[REPORT_FIELDS],
-                                 sbx_err *err)
+static int shell_read_one_report(line_exec *x, strbuf *rec,
+                                 char *fields[REPORT_FIELDS + PROMPT_FIELDS], sbx_err *err)
 {
-    size_t starts[REPORT_FIELDS];
+    size_t starts[REPORT_FIELDS + PROMPT_FIELDS];
+    int n = REPORT_FIELDS;
     strbuf_reset(rec);
-    for (int i = 0; i < REPORT_FIELDS; i++) {
+    for (int i = 0; i < n; i++) {
         int r;
         starts[i] = rec->len;
+        /* on a pty, a "next" report first asks for the keys typed ahead (TYPEAHEAD):
+         * "typeahead" without a NUL, told from "done" and "next" by its first 4 bytes */
+        if (i == 0 && x->o.tty && x->o.interactive) {
+            r = sbx_session_read_bytes(x->sess, 199, 4, rec, err);
+            if (r > 0 && !strcmp(rec->buf, "type")) {
+                strbuf_reset(rec);
+                r = sbx_session_read_bytes(x->sess, 199, 5, rec, err);
+                if (r <= 0)
+                    return r;
+                if (strcmp(rec->buf, "ahead"))
+                    return sbx_errf(err, "the sandbox's shell sent a malformed status report");
+                if (sbx_session_tty_mark(x->sess, err) < 0)
+                    return -1;
+                strbuf_reset(rec);
+                i--;
+                continue;
+            }
+            if (r <= 0)
+                return r;
+        }
         r = sbx_session_read_record(x->sess, 199, '\0', rec, err);
         if (r <= 0)
             return r;
+        /* interactive mode: the prompt's fields follow a "next" report (PROMPT_PRE) */
+        if (i == 0 && x->o.interactive && !strcmp(rec->buf, "next"))
+            n = REPORT_FIELDS + PROMPT_FIELDS;
     }
-    for (int i = 0; i < REPORT_FIELDS; i++)
-        fields[i] = rec->buf + starts[i];
+    for (int i = 0; i < REPORT_FIELDS + PROMPT_FIELDS; i++)
+        fields[i] = i < n ? rec->buf + starts[i] : NULL;
     if (strcmp(fields[0], "done") && strcmp(fields[0], "next"))
         return sbx_errf(err, "the sandbox's shell sent a malformed status report");
     return 1;
@@ -583,6 +777,48 @@ static void set_pipestatus(line_exec *x, const char *text)
         x->npipestatus = n;
 }
 
+/* The keys the shell found typed ahead on the pty (TYPEAHEAD), kept for the prompt only if
+ * they are the end of what sbxsh itself sent to the pty during the chunk (the pty turns CR
+ * into NL): the sandbox can hand back only keys the person typed, never text of its own. A
+ * line edited with backspace while the command ran no longer matches, and is dropped. */
+static void take_typeahead(line_exec *x, const char *t)
+{
+    size_t tl = strlen(t), sl;
+    const char *sent;
+
+    if (!tl || !x->o.tty || !x->sess)
+        return;
+    sent = sbx_session_tty_typed(x->sess, &sl);
+    if (tl > sl)
+        return;
+    for (size_t i = 0; i < tl; i++) {
+        char c = sent[sl - tl + i];
+        if ((c == '\r' ? '\n' : c) != t[i])
+            return;
+    }
+    strbuf_add(&x->typeahead, t, tl);
+}
+
+/* The prompt's variables as the shell has them (PROMPT_PRE's fields, in that order). */
+static void keep_prompt_vars(line_exec *x, char *const *f)
+{
+    line_shell_vars *v = &x->vars;
+    char **dst[] = { &v->ps1, &v->ps2, &v->histsize, &v->histfilesize, &v->histcontrol,
+                     &v->histignore, &v->ps1_expanded };
+    for (size_t i = 0; i < ARRAY_SIZE(dst); i++) {
+        free(*dst[i]);
+        *dst[i] = NULL;
+    }
+    v->ps1 = f[0][0] == 's' ? xstrdup(f[0] + 1) : NULL;
+    v->ps2 = f[1][0] == 's' ? xstrdup(f[1] + 1) : NULL;
+    v->histsize = f[2][0] ? xstrdup(f[2]) : NULL;
+    v->histfilesize = f[3][0] ? xstrdup(f[3]) : NULL;
+    v->histcontrol = f[4][0] ? xstrdup(f[4]) : NULL;
+    v->histignore = f[5][0] ? xstrdup(f[5]) : NULL;
+    v->ps1_expanded = v->ps1 && prompt_needs_shell(v->ps1) ? xstrdup(f[6]) : NULL;
+    v->known = true;
+}
+
 /* Reads what the shell says after a chunk. Returns 1 when the chunk ran to
  * its end, 2 when an error made bash abandon the rest of its line (as bash
  * does on an expansion error), 0 when the shell exited (exit, set -e), -1 on
@@ -590,7 +826,7 @@ static void set_pipestatus(line_exec *x, const char *text)
 static int shell_read_report(line_exec *x, sbx_err *err)
 {
     strbuf rec = STRBUF_INIT;
-    char *f[REPORT_FIELDS];
+    char *f[REPORT_FIELDS + PROMPT_FIELDS];
     int r = shell_read_one_report(x, &rec, f, err), result;
 
     char *pipestatus = NULL;
@@ -608,8 +844,12 @@ static int shell_read_report(line_exec *x, sbx_err *err)
     } else {
         result = 2;
     }
-    if (r > 0)
+    if (r > 0) {
         set_pipestatus(x, pipestatus ? pipestatus : f[6]);
+        take_typeahead(x, f[7]);
+        if (f[REPORT_FIELDS])
+            keep_prompt_vars(x, f + REPORT_FIELDS);
+    }
     free(pipestatus);
     if (r <= 0) {
         strbuf_release(&rec);
@@ -644,6 +884,10 @@ static int shell_read_report(line_exec *x, sbx_err *err)
     x->ps4 = xstrdup(f[5]);
     x->sandbox_stale = false;
     strbuf_release(&rec);
+    /* the terminal is cooked again for the sync (a Ctrl-C then is SIGINT here, which
+     * interrupts a long pull) and whatever comes next */
+    if (shell_tty_pause(x, err) < 0)
+        return -1;
     /* The sandbox's changes come back before anything else runs here. */
     if (sbx_session_sync(x->sess, err) < 0)
         return -1;
@@ -695,25 +939,45 @@ static int shell_run_chunk(line_exec *x, const char *chunk, unsigned first, unsi
     strbuf w = STRBUF_INIT;
     int rc;
 
-    if (!x->shell_running && shell_start(x, err) < 0)
+    if (!x->shell_running && shell_start(x, err) < 0) {
+        sbx_err perr;
+        shell_tty_pause(x, &perr);
         return -1;
+    }
     /* bash reads the chunk's first line as line `first` (SETLINE_FMT) */
     for (; first && x->shell_line + 1 < first; x->shell_line++)
         strbuf_addch(&w, '\n');
     strbuf_addstr(&w, chunk);
     /* "next", on a line of its own, sets the line counter back: the next
      * text would otherwise find this line counted. */
-    strbuf_addstr(&w, x->fork_reports ? REPORT_FORK("next") : REPORT("next"));
+    if (x->o.tty && x->o.interactive)
+        strbuf_addstr(&w, x->fork_reports ? REPORT_FORK_T("next", TYPEAHEAD PROMPT_PRE)
+                                          : REPORT_T("next", TYPEAHEAD PROMPT_PRE));
+    else if (x->o.interactive)
+        strbuf_addstr(&w, x->fork_reports ? REPORT_FORK_T("next", PROMPT_PRE)
+                                          : REPORT_T("next", PROMPT_PRE));
+    else
+        strbuf_addstr(&w, x->fork_reports ? REPORT_FORK("next") : REPORT("next"));
     if (first && last) {
         strbuf_addf(&w, SETLINE_FMT, last - 1);
         x->shell_line = last - 1;
     }
     strbuf_addch(&w, '\n');
-    rc = sbx_session_write(x->sess, 0, w.buf, w.len, err);
+    /* the terminal is the chunk's while it runs (raw, its size followed) */
+    rc = x->o.tty ? sbx_session_tty_resume(x->sess, err) : 0;
+    if (rc == 0)
+        rc = sbx_session_write(x->sess, x->script_fd, w.buf, w.len, err);
     strbuf_release(&w);
-    if (rc < 0)
-        return -1;
-    return shell_read_report(x, err);
+    if (rc == 0)
+        rc = shell_read_report(x, err);
+    if (x->shell_running) {
+        sbx_err perr;
+        if (shell_tty_pause(x, &perr) < 0 && rc >= 0) {
+            *err = perr;
+            rc = -1;
+        }
+    }
+    return rc;
 }
 
 /* Ends the persistent shell: its EXIT trap runs with $? as bash would have
@@ -727,12 +991,12 @@ static int shell_end(line_exec *x, bool exit_now, sbx_err *err)
     add_state_prefix(x, ROUTE_JOIN_SEMI, true, x->shell_line, &w);
     if (exit_now)
         strbuf_addf(&w, "exit %d\n", x->last_status);
-    if (w.len && sbx_session_write(x->sess, 0, w.buf, w.len, err) < 0) {
+    if (w.len && sbx_session_write(x->sess, x->script_fd, w.buf, w.len, err) < 0) {
         strbuf_release(&w);
         return -1;
     }
     strbuf_release(&w);
-    if (sbx_session_close_fd(x->sess, 0, err) < 0)
+    if (sbx_session_close_fd(x->sess, x->script_fd, err) < 0)
         return -1;
     return shell_reap(x, err);
 }
@@ -990,7 +1254,7 @@ static void build_chunk(line_exec *x, const sh_parse *p, const route_part *parts
         strbuf_addstr(out, "; }");
     /* An error that makes bash abandon the rest of the line skips "done",
      * and only "next" comes. */
-    strbuf_addstr(out, x->o.stdin_is_script ? " 0<&197; " : " 0<&198; ");
+    strbuf_addstr(out, x->o.stdin_is_script && !x->o.tty ? " 0<&197; " : " 0<&198; ");
     strbuf_addstr(out, x->fork_reports ? REPORT_FORK("done") : REPORT("done"));
     if (text.len > span_len)
         strbuf_add(out, text.buf + span_len, text.len - span_len);
@@ -1192,7 +1456,7 @@ int line_exec_raw_rest(line_exec *x, const char *text, size_t len, unsigned firs
     for (; first_line && x->shell_line + 1 < first_line; x->shell_line++)
         strbuf_addch(&w, '\n');
     strbuf_add(&w, text, len);
-    if (sbx_session_write(x->sess, 0, w.buf, w.len, err) < 0) {
+    if (sbx_session_write(x->sess, x->script_fd, w.buf, w.len, err) < 0) {
         strbuf_release(&w);
         return -1;
     }
@@ -1203,10 +1467,10 @@ int line_exec_raw_rest(line_exec *x, const char *text, size_t len, unsigned firs
             continue;
         if (r <= 0)
             break;
-        if (sbx_session_write(x->sess, 0, buf, (size_t)r, err) < 0)
+        if (sbx_session_write(x->sess, x->script_fd, buf, (size_t)r, err) < 0)
             return -1;
     }
-    if (sbx_session_close_fd(x->sess, 0, err) < 0 || shell_reap(x, err) < 0)
+    if (sbx_session_close_fd(x->sess, x->script_fd, err) < 0 || shell_reap(x, err) < 0)
         return -1;
     *wait_status = x->final_status;
     return 0;

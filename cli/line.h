@@ -58,6 +58,12 @@ typedef struct line_opts {
     bool stdin_is_script;        /* stdin mode: commands come from stdin, so sandbox
                                     commands get an empty stdin instead of ours */
     bool interactive;            /* a person at a terminal: no line numbers, tty */
+    /* sbxsh's stdin, stdout and stderr are one terminal (and not stdin mode): sandbox
+     * commands run on a pty of its size, the terminal raw while they run, as bash would
+     * give a program the terminal. Else pipes. */
+    bool tty;
+    /* the persistent shell sources the sandbox's ~/.bashrc when it starts (cli/startup.h) */
+    bool sandbox_bashrc;
 } line_opts;
 
 typedef struct line_exec line_exec;
@@ -103,6 +109,33 @@ int line_exec_last_status(const line_exec *x);
  * caller echoes each command's input lines to stderr before running it, as
  * bash does when it reads them. */
 bool line_exec_verbose(const line_exec *x);
+
+/* Interactive mode: the prompt's and history's variables as the sandbox's shell had them
+ * after the last command; all NULL (and known false) before it ran one. */
+typedef struct line_shell_vars {
+    bool known;
+    char *ps1, *ps2;            /* NULL: unset */
+    char *histsize, *histfilesize, *histcontrol, *histignore;   /* NULL: unset or empty */
+    char *ps1_expanded;         /* ${PS1@P} there, when PS1 needs the shell's expansions */
+} line_shell_vars;
+const line_shell_vars *line_exec_vars(const line_exec *x);
+
+/* Where the next command runs (\w), and the session's name. */
+const char *line_exec_cwd(const line_exec *x);
+const char *line_exec_session(const line_exec *x);
+
+/* A command sbxsh ran itself (`history`) ended with status: $? for what follows. */
+void line_exec_set_status(line_exec *x, int status);
+
+/* For completion: the names of the session shell's functions and aliases, and of its
+ * variables, newline-separated (nothing before its shell has started). */
+int line_exec_names(line_exec *x, strbuf *functions, strbuf *variables, sbx_err *err);
+/* The PATH sandbox commands start with. */
+const char *line_exec_sandbox_path(const line_exec *x);
+
+/* At a terminal: the keys typed while the last command ran that no program read (the next
+ * command typed ahead), moved to out, for the prompt to read first as bash would. */
+void line_exec_take_typeahead(line_exec *x, strbuf *out);
 
 void line_exec_free(line_exec *x);
 

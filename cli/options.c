@@ -105,6 +105,10 @@ static int parse_long(sh_options *o, const char *arg, const char *next, sbx_err 
         strvec_push(&o->bash_args, arg);
         return 0;
     }
+    if (!strcmp(arg, "--norc"))
+        o->norc = true;
+    if (!strcmp(arg, "--noprofile"))
+        o->noprofile = true;
     if (!strcmp(arg, "--norc") || !strcmp(arg, "--noprofile") || !strcmp(arg, "--posix") ||
         !strcmp(arg, "--noediting") || !strcmp(arg, "--verbose") ||
         !strcmp(arg, "--restricted")) {
@@ -116,6 +120,7 @@ static int parse_long(sh_options *o, const char *arg, const char *next, sbx_err 
             return sbx_errf(err, "%s: option requires an argument", arg);
         strvec_push(&o->bash_args, arg);
         strvec_push(&o->bash_args, next);
+        o->rcfile = next;
         return 1;
     }
     return sbx_errf(err, "%s: invalid option", arg);
@@ -132,8 +137,10 @@ int sh_options_parse(sh_options *o, int argc, char **argv, bool stdin_is_tty, sb
         slash = strrchr(argv[0], '/');
         o->progname = slash ? slash + 1 : argv[0];
         if (o->progname[0] == '-') {
+            /* login(1) and su - start a login shell this way: so is the sandbox's bash */
             o->login = true;
             o->progname++;
+            strvec_push(&o->bash_args, "--login");
         }
         if (!o->progname[0])
             o->progname = "sbxsh";
@@ -290,7 +297,15 @@ void sh_options_print_help(const char *progname)
         "                              directories, else sandbox\")\n"
         "\n"
         "bash's options are accepted and passed to the sandbox's bash: -abefhkmnptuvxBCEHPT,\n"
-        "-o NAME, +o NAME, -O SHOPT, +O SHOPT, -l/--login, --norc, --noprofile, --posix.\n"
+        "-o NAME, +o NAME, -O SHOPT, +O SHOPT, -l/--login, --norc, --noprofile, --rcfile FILE,\n"
+        "--posix.\n"
+        "\n"
+        "At a terminal: sandbox commands run on a pty of the terminal's size (escapes pass, but\n"
+        "not the clipboard, reports or file: links); the prompt is PS1 with bash's escapes\n"
+        "(default [sbx:SESSION] \\w\\$ ); history in $XDG_STATE_HOME/sbxsh/history. Startup:\n"
+        "~/.sbxshrc (or --rcfile FILE) runs in the session, then the sandbox's ~/.bashrc\n"
+        "(--norc: neither); a login shell first takes the host profile's environment\n"
+        "(--noprofile: not). No job control.\n"
         "\n"
         "sbxsh options:\n"
         "  --session NAME   the session (default: $AGENT_SANDBOX_SESSION, else derived from\n"

@@ -53,6 +53,8 @@ typedef struct sh_options {
     strvec positional;        /* $1, $2, ... */
     strvec bash_args;         /* options to hand the sandbox's bash, in order */
     const char *session;      /* --session NAME */
+    bool norc, noprofile;     /* --norc, --noprofile */
+    const char *rcfile;       /* --rcfile FILE (--init-file FILE) */
     bool error_without_usage; /* after a parse error: bash prints no usage for this one */
 } sh_options;
 

@@ -5,15 +5,16 @@
  */
 #include "cli/run.h"
 #include "common/strbuf.h"
+#include "cli/interactive.h"
 #include "cli/line.h"
+#include "cli/startup.h"
 #include "shell/parse.h"
 
 #include <errno.h>
-#include <readline/history.h>
-#include <readline/readline.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,6 +39,18 @@ static int fail(const sh_options *o, const sbx_err *err)
     return EXIT_WITH(SBX_EXIT_INTERNAL);
 }
 
+/* Are fds 0, 1 and 2 one terminal? Only then do sandbox commands get a pty: a pty has one
+ * output, so a stderr redirected away from the terminal (`2>log`) keeps pipes, and with
+ * them its redirection. */
+static bool stdio_is_one_terminal(void)
+{
+    struct stat st[3];
+    for (int fd = 0; fd < 3; fd++)
+        if (!isatty(fd) || fstat(fd, &st[fd]) < 0)
+            return false;
+    return st[0].st_rdev == st[1].st_rdev && st[1].st_rdev == st[2].st_rdev;
+}
+
 static void line_opts_from(const sh_options *o, line_opts *lo)
 {
     memset(lo, 0, sizeof(*lo));
@@ -50,6 +63,9 @@ static void line_opts_from(const sh_options *o, line_opts *lo)
     lo->errexit = o->errexit;
     lo->stdin_is_script = o->mode == SH_INPUT_STDIN || o->mode == SH_INPUT_INTERACTIVE;
     lo->interactive = o->mode == SH_INPUT_INTERACTIVE;
+    /* as bash gives a program the terminal: -c, a script, a terminal session (stdin mode
+     * reads its commands from fd 0, which is then not the commands' terminal) */
+    lo->tty = o->mode != SH_INPUT_STDIN && stdio_is_one_terminal();
     for (size_t i = 0; i + 1 < o->bash_args.n; i++)
         if (!strcmp(o->bash_args.v[i], "-o") && !strcmp(o->bash_args.v[i + 1], "pipefail"))
             lo->pipefail = true;
@@ -86,51 +102,12 @@ static int run_program(const sh_options *o, line_exec *x)
     return ws;
 }
 
-/* Ctrl-C at the prompt drops the line being typed, as in bash; it is not a
- * signal for the sandbox (the prompt swaps out the session's forwarding). */
-static void on_prompt_interrupt(int sig)
-{
-    (void)sig;
-    if (write(1, "\n", 1) < 0) {
-        /* nothing to do: the terminal went away */
-    }
-    rl_on_new_line();
-    rl_replace_line("", 0);
-    rl_redisplay();
-}
-
-static char *read_line_interactive(const char *prompt)
-{
-    struct sigaction sa, saved;
-    char *line;
-
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_prompt_interrupt;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    rl_catch_signals = 0;
-    sigaction(SIGINT, &sa, &saved);
-    line = readline(prompt);
-    sigaction(SIGINT, &saved, NULL);
-    return line;
-}
-
 /* Reads more input into buf: from readline at a terminal (prompt decides
  * PS1 or PS2), else from fd 0. Returns 0 at end of input. */
-static int read_more(const sh_options *o, strbuf *buf, bool continuation)
+static int read_more(const sh_options *o, interactive *ia, strbuf *buf, bool continuation)
 {
-    if (o->mode == SH_INPUT_INTERACTIVE) {
-        char *line = read_line_interactive(continuation ? "> "
-                                           : (geteuid() ? "sbxsh$ " : "sbxsh# "));
-        if (!line)
-            return 0;
-        if (*line)
-            add_history(line);
-        strbuf_addstr(buf, line);
-        strbuf_addch(buf, '\n');
-        free(line);
-        return 1;
-    }
+    if (o->mode == SH_INPUT_INTERACTIVE)
+        return interactive_read(ia, continuation, buf);
     for (;;) {
         ssize_t r;
         strbuf_grow(buf, 65536);
@@ -226,7 +203,7 @@ static bool needs_bash_to_read_on(const char *text, size_t len)
 
 /* stdin and interactive modes: one complete command at a time, each run as
  * soon as it is read, state carried in the sandbox's persistent bash. */
-static int run_stream(const sh_options *o, line_exec *x)
+static int run_stream(const sh_options *o, line_exec *x, interactive *ia)
 {
     strbuf buf = STRBUF_INIT;
     size_t start = 0;
@@ -255,12 +232,17 @@ static int run_stream(const sh_options *o, line_exec *x)
             }
             if (st == SH_OK && consumed > 0) {
                 int rc = 0;
+                bool own = false;
+                if (ia) {
+                    interactive_command_seen(ia);
+                    own = interactive_builtin(ia, &p);
+                }
                 /* set -v: bash echoes the lines as it reads them (line_exec_verbose) */
                 if (line_exec_verbose(x)) {
                     fwrite(buf.buf + start, 1, consumed, stderr);
                     fflush(stderr);
                 }
-                if (p.root && p.root->items)
+                if (p.root && p.root->items && !own)
                     rc = line_exec_command(x, &p,
                                            o->mode == SH_INPUT_INTERACTIVE ? 0 : po.first_line + 1,
                                            &exited, &ws, &err);
@@ -281,6 +263,7 @@ static int run_stream(const sh_options *o, line_exec *x)
                 continue;
             }
             if (st == SH_ERROR && o->mode == SH_INPUT_INTERACTIVE) {
+                interactive_command_seen(ia);
                 print_syntax_error(o, &p);
                 sh_parse_free(&p);
                 start = buf.len;
@@ -305,7 +288,7 @@ static int run_stream(const sh_options *o, line_exec *x)
             strbuf_reset(&buf);
             start = 0;
         }
-        if (!read_more(o, &buf, buf.len > start))
+        if (!read_more(o, ia, &buf, buf.len > start))
             at_eof = true;
     }
     strbuf_release(&buf);
@@ -316,22 +299,66 @@ static int run_stream(const sh_options *o, line_exec *x)
     return ws;
 }
 
+/* The rc text (cli/startup.h) as commands typed before the first prompt: a syntax error
+ * in it is reported with its name and skips it, as bash does. Returns true when it ended
+ * the shell (an exit in it), with *ws set. */
+static bool run_rc(const sh_options *o, line_exec *x, const char *text, const char *name,
+                   int *ws)
+{
+    sh_parse p;
+    sh_parse_opts po = { .extglob = o->extglob, .track_shopt = true };
+    bool exited = false;
+    sbx_err err;
+
+    sh_parse_all(&p, text, strlen(text), &po, true);
+    if (p.status != SH_OK) {
+        strbuf msg = STRBUF_INIT, prefix = STRBUF_INIT;
+        strbuf_addf(&prefix, "%s: ", name);
+        sh_parse_format_error(&p, prefix.buf, &msg);
+        fputs(msg.buf, stderr);
+        strbuf_release(&msg);
+        strbuf_release(&prefix);
+    } else if (p.root && p.root->items &&
+               line_exec_command(x, &p, 1, &exited, ws, &err) < 0) {
+        fail(o, &err);
+    }
+    sh_parse_free(&p);
+    return exited;
+}
+
 int shell_run(const sh_options *o)
 {
     line_opts lo;
     line_exec *x;
     sbx_err err;
     int ws;
+    const char *rc_name = NULL;
+    char *rc_text;
 
+    /* an interactive login takes the environment its profile files set up, before the
+     * configuration is read from it */
+    startup_login_env(o);
     line_opts_from(o, &lo);
+    rc_text = startup_rc_text(o, &rc_name, &lo.sandbox_bashrc);
     if (line_exec_new(&lo, &x, &err) < 0) {
+        free(rc_text);
         fail(o, &err);
         return SBX_EXIT_INTERNAL;
     }
-    if (o->mode == SH_INPUT_COMMAND || o->mode == SH_INPUT_SCRIPT)
+    if (o->mode == SH_INPUT_COMMAND || o->mode == SH_INPUT_SCRIPT) {
         ws = run_program(o, x);
-    else
-        ws = run_stream(o, x);
+    } else {
+        interactive *ia = o->mode == SH_INPUT_INTERACTIVE ? interactive_new(o, x) : NULL;
+        if (rc_text && run_rc(o, x, rc_text, rc_name, &ws))
+            ;   /* the rc file ended the shell */
+        else
+            ws = run_stream(o, x, ia);
+        /* bash dies of the SIGHUP that hung its terminal up, its history saved */
+        if (ia && interactive_hung_up(ia))
+            ws = SIGHUP;
+        interactive_free(ia);
+    }
+    free(rc_text);
     line_exec_free(x);
     line_exit(ws);
 }

@@ -33,6 +33,8 @@
  * drains), so that a byte-at-a-time writer does not cost a frame per byte. */
 #define CREDIT_BATCH (32u * 1024)
 #define HELLO_TIMEOUT_MS 30000
+#define TYPED_MAX (64u * 1024)
+#define PROGRESS_DELAY_NS (500u * 1000000)
 
 typedef struct outfd {
     int child_fd;
@@ -68,6 +70,15 @@ struct sbx_session {
     bool running, exited;
     sbx_exit exit;
     bool forward_signals, tty, raw;
+    bool tty_paused;    /* the caller has the terminal back (sbx_session_tty_pause) */
+    bool tty_held;      /* the terminal is not read until the next resume (tty_mark) */
+    strbuf typed;       /* the terminal's bytes sent since the last resume (the last 64 KiB) */
+    /* a progress line (starting the sandbox, the first sync): shown once it has lasted
+     * PROGRESS_DELAY_NS, on one line of stderr, and erased before anything else reaches
+     * the terminal, so that it leaves no trace */
+    strbuf progress;
+    uint64_t progress_due;
+    bool progress_shown;
     struct termios saved_tio;
     outfd outs[MAX_FDS];
     size_t nouts;
@@ -80,6 +91,9 @@ struct sbx_session {
     bool conn_lost;     /* the holder's socket closed or failed: the holder is gone */
     char failmsg[sizeof(((sbx_err *)0)->msg)];
 };
+
+static bool outputs_drained(sbx_session *s);
+static void pump(sbx_session *s, int timeout_ms);
 
 /* ---- signals ----------------------------------------------------------- */
 
@@ -217,6 +231,34 @@ static void handle_output(sbx_session *s, uint32_t fd, const char *p, size_t n)
         strbuf_add(&o->q, p, n);
 }
 
+/* The progress line goes (the cursor back at the start of an empty line), and any that is
+ * still due is forgotten. */
+static void progress_clear(sbx_session *s)
+{
+    if (s->progress_shown) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+        s->progress_shown = false;
+    }
+    strbuf_reset(&s->progress);
+    s->progress_due = 0;
+}
+
+/* Shows the progress line once it is due: within the terminal's width, so that erasing
+ * one line erases it all. */
+static void progress_show(sbx_session *s, bool now)
+{
+    struct winsize ws;
+    size_t n = s->progress.len;
+    if (!n || s->progress_shown || (!now && now_ns() < s->progress_due))
+        return;
+    if (ioctl(2, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 8 && n + 8 > ws.ws_col)
+        n = ws.ws_col - 8;
+    fprintf(stderr, "sbxsh: %.*s", (int)n, s->progress.buf);
+    fflush(stderr);
+    s->progress_shown = true;
+}
+
 /* One frame from the holder; an unknown or malformed one fails the call, since
  * holder and client are the same build and disagreeing means a bug. */
 static void handle_frame(sbx_session *s, int type, proto_reader *r)
@@ -248,6 +290,7 @@ static void handle_frame(sbx_session *s, int type, proto_reader *r)
             set_failed(s, "malformed exit status from the session holder");
             return;
         }
+        progress_clear(s);
         s->exited = true;
         s->exit.wait_status = (int)ws;
         s->exit.spawn_failed = kind == SYNC_SPAWN_FAILED;
@@ -255,6 +298,7 @@ static void handle_frame(sbx_session *s, int type, proto_reader *r)
         return;
     }
     case P_SYNC_DONE:
+        progress_clear(s);
         s->got_sync_done = true;
         return;
     case P_RELEASED:
@@ -270,18 +314,26 @@ static void handle_frame(sbx_session *s, int type, proto_reader *r)
     case P_WARNING:
         if (proto_get_str(r, &str, &len) == 0) {
             char *msg = xstrndup(str, len);
+            progress_clear(s);
             if (s->opts.warning)
                 s->opts.warning(s->opts.warning_ctx, msg);
             else
-                fprintf(stderr, "sbxsh: warning: %s\n", msg);
+                fprintf(stderr, "sbxsh: warning: %s%s", msg, s->raw ? "\r\n" : "\n");
             free(msg);
         }
         return;
     case P_PROGRESS:
-        if (proto_get_str(r, &str, &len) == 0 && isatty(2))
-            fprintf(stderr, "sbxsh: %.*s\n", (int)len, str);
+        /* a new phase replaces the line at once when one shows, else waits its turn */
+        if (proto_get_str(r, &str, &len) == 0 && isatty(2)) {
+            bool shown = s->progress_shown;
+            progress_clear(s);
+            strbuf_add(&s->progress, str, len);
+            s->progress_due = now_ns() + PROGRESS_DELAY_NS;
+            progress_show(s, shown);
+        }
         return;
     case P_ERROR:
+        progress_clear(s);
         if (proto_get_str(r, &str, &len) == 0)
             set_failed(s, "%.*s", (int)len, str);
         else
@@ -361,6 +413,11 @@ static void relay_input(sbx_session *s, infd *in)
     strbuf_add(&s->out.q, buf, (size_t)n);
     proto_end(&s->out.q, start);
     in->inflight += (size_t)n;
+    if (s->tty && in->child_fd == 0) {
+        strbuf_add(&s->typed, buf, (size_t)n);
+        if (s->typed.len > TYPED_MAX)
+            strbuf_remove(&s->typed, 0, s->typed.len - TYPED_MAX);
+    }
 }
 
 /* Writes queued output to its local fd without blocking it for others (a
@@ -368,6 +425,8 @@ static void relay_input(sbx_session *s, infd *in)
  * PIPE_BUF at a time), and credits the holder for what was consumed. */
 static void relay_output(sbx_session *s, outfd *o)
 {
+    if (s->progress_shown && o->q.len && isatty(o->local_fd))
+        progress_clear(s);
     while (o->q.len) {
         ssize_t n;
         if (o->capped && o->nowait) {
@@ -449,6 +508,9 @@ static void pump(sbx_session *s, int timeout_ms)
     }
     for (size_t i = 0; s->running && !s->exited && i < s->nins; i++) {
         infd *in = &s->ins[i];
+        /* a paused or held terminal is the caller's: not read */
+        if (s->tty && (s->tty_paused || s->tty_held) && in->child_fd == 0)
+            continue;
         if (in->mode == SBX_FD_RELAY_IN && !in->done && in->inflight < SBX_PROTO_INPUT_WINDOW) {
             pfd[n] = (struct pollfd){ in->local_fd, POLLIN, 0 };
             who[n++] = in;
@@ -461,7 +523,15 @@ static void pump(sbx_session *s, int timeout_ms)
             who[n++] = o;
         }
     }
-    if (poll(pfd, n, timeout_ms) < 0) {
+    if (s->progress.len && !s->progress_shown) {
+        uint64_t now = now_ns();
+        int due = s->progress_due > now ? (int)((s->progress_due - now) / 1000000) + 1 : 0;
+        if (timeout_ms < 0 || due < timeout_ms)
+            timeout_ms = due;
+    }
+    int pr = poll(pfd, n, timeout_ms);
+    progress_show(s, false);
+    if (pr < 0) {
         if (errno != EINTR)
             set_failed(s, "poll: %s", strerror(errno));
         return;
@@ -668,6 +738,8 @@ int sbx_session_open(sbx_config *cfg, const sbx_open_opts *opts, sbx_session **o
         framebuf_in_init(&s->in);
         framebuf_out_init(&s->out);
         strbuf_init(&s->status, 0);
+        strbuf_init(&s->typed, 0);
+        strbuf_init(&s->progress, 0);
         set_nonblock(fd, true);
         if (hello(s, err) == 0) {
             free(sock);
@@ -688,12 +760,136 @@ fail:
     return -1;
 }
 
+/* The terminal as it was before make_raw(): a copy the signal handler below can use. */
+static struct termios tty_restore_tio;
+static volatile sig_atomic_t tty_restore_armed;
+
+/* A signal that kills sbxsh while the terminal is raw (and is not one forwarded to the
+ * command): the terminal first goes back as it was (tcsetattr is async-signal-safe), then
+ * the signal does what it would have done. SIGKILL cannot be caught: after it, `stty sane`
+ * or `reset` puts the terminal right. */
+static const int fatal_signals[] = { SIGALRM, SIGUSR1, SIGUSR2, SIGVTALRM, SIGPROF, SIGXCPU,
+                                     SIGXFSZ, SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL };
+static struct sigaction fatal_saved[ARRAY_SIZE(fatal_signals)];
+
+static void on_fatal_signal(int sig)
+{
+    int saved = errno;
+    if (tty_restore_armed)
+        tcsetattr(0, TCSANOW, &tty_restore_tio);
+    tty_restore_armed = 0;
+    signal(sig, SIG_DFL);
+    raise(sig);
+    errno = saved;
+}
+
+static void fatal_signals_arm(bool on)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_fatal_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND;
+    for (size_t i = 0; i < ARRAY_SIZE(fatal_signals); i++) {
+        if (on) {
+            sigaction(fatal_signals[i], NULL, &fatal_saved[i]);
+            /* an ignored signal stays ignored; one the caller handles stays its */
+            if (fatal_saved[i].sa_handler == SIG_DFL)
+                sigaction(fatal_signals[i], &sa, NULL);
+        } else if (fatal_saved[i].sa_handler == SIG_DFL) {
+            sigaction(fatal_signals[i], &fatal_saved[i], NULL);
+        }
+    }
+}
+
+/* Local fd 0 (the terminal) in raw mode: every key goes to the command's pty, whose line
+ * discipline in the sandbox makes Ctrl-C a SIGINT for the command there. */
+static void make_raw(sbx_session *s)
+{
+    struct termios raw;
+    if (s->raw || !isatty(0) || tcgetattr(0, &s->saved_tio) < 0)
+        return;
+    raw = s->saved_tio;
+    cfmakeraw(&raw);
+    tty_restore_tio = s->saved_tio;
+    tty_restore_armed = 1;
+    fatal_signals_arm(true);
+    if (tcsetattr(0, TCSADRAIN, &raw) == 0) {
+        s->raw = true;
+    } else {
+        tty_restore_armed = 0;
+        fatal_signals_arm(false);
+    }
+}
+
+/* The terminal exactly as make_raw() found it. */
 static void restore_tty(sbx_session *s)
 {
     if (s->raw) {
         tcsetattr(0, TCSADRAIN, &s->saved_tio);
         s->raw = false;
+        tty_restore_armed = 0;
+        fatal_signals_arm(false);
     }
+}
+
+int sbx_session_tty_pause(sbx_session *s, sbx_err *err)
+{
+    if (!s->running || !s->tty || s->tty_paused)
+        return s->failed ? fail(s, err) : 0;
+    /* what the command wrote so far reaches the terminal before the caller writes to it */
+    while (!s->failed && !outputs_drained(s))
+        pump(s, -1);
+    progress_clear(s);
+    restore_tty(s);
+    s->tty_paused = true;
+    return s->failed ? fail(s, err) : 0;
+}
+
+const char *sbx_session_tty_typed(const sbx_session *s, size_t *len)
+{
+    *len = s->typed.len;
+    return s->typed.buf;
+}
+
+int sbx_session_tty_mark(sbx_session *s, sbx_err *err)
+{
+    infd *in = in_by_child(s, 0);
+    size_t start;
+    if (!s->running || !s->tty || !in || in->done)
+        return s->failed ? fail(s, err) : 0;
+    s->tty_held = true;
+    /* after everything relayed so far, within the input window: the shell asking for the
+     * mark reads the pty meanwhile, so the window opens */
+    while (!s->failed && !s->exited && in->inflight >= SBX_PROTO_INPUT_WINDOW)
+        pump(s, -1);
+    if (s->failed || s->exited)
+        return s->failed ? fail(s, err) : 0;
+    start = s->out.q.len;
+    proto_begin(&s->out.q, P_INPUT);
+    proto_u32(&s->out.q, 0);
+    strbuf_addch(&s->out.q, '\0');
+    proto_end(&s->out.q, start);
+    in->inflight += 1;
+    sock_write(s);
+    return s->failed ? fail(s, err) : 0;
+}
+
+int sbx_session_tty_resume(sbx_session *s, sbx_err *err)
+{
+    struct winsize ws;
+    if (!s->running || !s->tty || !s->tty_paused)
+        return s->failed ? fail(s, err) : 0;
+    s->tty_paused = false;
+    s->tty_held = false;
+    strbuf_reset(&s->typed);
+    make_raw(s);
+    /* the window may have changed while the caller had the terminal */
+    if (!s->exited && (ioctl(1, TIOCGWINSZ, &ws) == 0 || ioctl(0, TIOCGWINSZ, &ws) == 0)) {
+        send_u32s(s, P_WINSIZE, 2, ws.ws_row, ws.ws_col);
+        sock_write(s);
+    }
+    return s->failed ? fail(s, err) : 0;
 }
 
 /* The command is over for this side: the terminal and the signals as they
@@ -718,6 +914,9 @@ void sbx_session_close(sbx_session *s)
     framebuf_in_release(&s->in);
     framebuf_out_release(&s->out);
     strbuf_release(&s->status);
+    progress_clear(s);
+    strbuf_release(&s->typed);
+    strbuf_release(&s->progress);
     free(s);
 }
 
@@ -775,6 +974,9 @@ int sbx_session_start(sbx_session *s, const sbx_command *cmd, sbx_err *err)
     s->exited = false;
     s->nouts = s->nins = 0;
     s->tty = cmd->tty;
+    s->tty_paused = false;
+    s->tty_held = false;
+    strbuf_reset(&s->typed);
     /* A relayed output that is one output with the relayed output before it
      * shares its pipe in the sandbox (the wire's "shared" direction). */
     bool shared[MAX_FDS] = { false };
@@ -801,9 +1003,14 @@ int sbx_session_start(sbx_session *s, const sbx_command *cmd, sbx_err *err)
             strbuf_init(&o->q, 0);
             if (m->mode == SBX_FD_RELAY_OUT) {
                 o->capped = o->nowait = is_capped(m->local_fd);
+                /* A pty's output keeps what TTY programs need, but never what a hostile
+                 * one could use against the person (termfilter.h, pty mode). */
                 o->filter = cmd->filter == SBX_FILTER_ON ||
-                            (cmd->filter == SBX_FILTER_AUTO && !cmd->tty && isatty(m->local_fd));
-                sbx_termfilter_init(&o->tf);
+                            (cmd->filter == SBX_FILTER_AUTO && isatty(m->local_fd));
+                if (cmd->tty)
+                    sbx_termfilter_init_pty(&o->tf);
+                else
+                    sbx_termfilter_init(&o->tf);
             }
         } else {
             infd *in = &s->ins[s->nins++];
@@ -816,12 +1023,7 @@ int sbx_session_start(sbx_session *s, const sbx_command *cmd, sbx_err *err)
     if (cmd->tty) {
         if (ioctl(1, TIOCGWINSZ, &ws) < 0)
             ioctl(0, TIOCGWINSZ, &ws);
-        if (isatty(0) && tcgetattr(0, &s->saved_tio) == 0) {
-            struct termios raw = s->saved_tio;
-            cfmakeraw(&raw);
-            if (tcsetattr(0, TCSADRAIN, &raw) == 0)
-                s->raw = true;
-        }
+        make_raw(s);
     }
 
     start = s->out.q.len;
@@ -922,6 +1124,30 @@ int sbx_session_read_record(sbx_session *s, int child_fd, int delim, strbuf *out
         char *hit = o->q.len ? memchr(o->q.buf, delim, o->q.len) : NULL;
         if (hit) {
             size_t n = (size_t)(hit - o->q.buf) + 1;
+            strbuf_add(out, o->q.buf, n);
+            strbuf_remove(&o->q, 0, n);
+            credit(s, o, n);
+            sock_write(s);
+            return 1;
+        }
+        if (s->failed)
+            return fail(s, err);
+        if (o->eof || s->exited) {
+            strbuf_add(out, o->q.buf, o->q.len);
+            strbuf_reset(&o->q);
+            return 0;
+        }
+        pump(s, -1);
+    }
+}
+
+int sbx_session_read_bytes(sbx_session *s, int child_fd, size_t n, strbuf *out, sbx_err *err)
+{
+    outfd *o = out_by_child(s, child_fd);
+    if (!o || o->mode != SBX_FD_API_OUT)
+        return sbx_errf(err, "fd %d is not an API output of the command", child_fd);
+    for (;;) {
+        if (o->q.len >= n) {
             strbuf_add(out, o->q.buf, n);
             strbuf_remove(&o->q, 0, n);
             credit(s, o, n);

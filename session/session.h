@@ -115,7 +115,12 @@ typedef struct sbx_command {
     size_t nfds;
     /* Run on a pty: local fd 0 (a terminal) is put in raw mode and relayed
      * as the terminal's input, the terminal's output goes to local fd 1,
-     * window-size changes are forwarded. Output is not filtered. */
+     * window-size changes are forwarded. Output to a terminal passes the
+     * filter's pty mode (termfilter.h: cursor, screen and colours pass; the
+     * clipboard, reports and file: links do not). The terminal is restored
+     * exactly when the command ends, and when a signal kills sbxsh meanwhile
+     * (SIGINT, SIGTERM, SIGHUP, SIGQUIT are forwarded with forward_signals;
+     * other deadly signals restore it first; SIGKILL cannot). */
     bool tty;
     bool forward_signals;       /* SIGINT, SIGTERM, SIGHUP, SIGQUIT while it runs */
     sbx_filter_mode filter;
@@ -143,12 +148,29 @@ int sbx_session_close_fd(sbx_session *s, int child_fd, sbx_err *err);
  * (returning 0) when the command exits. */
 int sbx_session_read_record(sbx_session *s, int child_fd, int delim, strbuf *out,
                             sbx_err *err);
+/* The same for exactly n bytes: 1 when they came, 0 at end of file or exit (out then
+ * holds what came). */
+int sbx_session_read_bytes(sbx_session *s, int child_fd, size_t n, strbuf *out, sbx_err *err);
 /* A sync round: host changes in, sandbox changes back. Relays meanwhile. */
 int sbx_session_sync(sbx_session *s, sbx_err *err);
 /* Sends a signal to the running command's process group. */
 int sbx_session_signal(sbx_session *s, int signo, sbx_err *err);
 /* Waits for the command to end (relaying, and draining its outputs). */
 int sbx_session_wait(sbx_session *s, sbx_exit *st, sbx_err *err);
+/* A tty command that lives across several uses of the terminal (the persistent shell
+ * between prompts): pause gives the terminal back to the caller (what the command wrote so
+ * far is written out, then the terminal as it was before raw mode; fd 0 is not read), resume
+ * takes it again (raw, and the window's current size sent, as it may have changed). No-ops
+ * for a command without tty, or already in that state. */
+int sbx_session_tty_pause(sbx_session *s, sbx_err *err);
+int sbx_session_tty_resume(sbx_session *s, sbx_err *err);
+/* Stops relaying the terminal to the tty command until the next resume (what is typed
+ * stays in the local terminal) and sends it a NUL after everything relayed so far: the
+ * persistent shell reads the keys typed ahead up to that mark (cli/line.c, TYPEAHEAD). */
+int sbx_session_tty_mark(sbx_session *s, sbx_err *err);
+/* The terminal's bytes sent to the tty command since it started or was last resumed (at
+ * most the last 64 KiB): what a caller checks keys handed back from the sandbox against. */
+const char *sbx_session_tty_typed(const sbx_session *s, size_t *len);
 /* start + wait. */
 int sbx_session_run(sbx_session *s, const sbx_command *cmd, sbx_exit *st, sbx_err *err);
 

@@ -18,3 +18,12 @@ $(LIBEXEC_STAMP):
 	@touch $@
 
 TEST_C += tests/session/t-config.c tests/session/t-termfilter.c tests/session/t-proto.c
+
+# The terminal filter's libFuzzer driver (clang): `make fuzz-termfilter`.
+FUZZ_C += tests/fuzz/fuzz-termfilter.c
+build-fuzz/fuzz-termfilter: tests/fuzz/fuzz-termfilter.c session/termfilter.c $(COMMON_SRCS) $(wildcard session/*.h common/*.h)
+	$(call fuzz_link,)
+fuzz-termfilter: build-fuzz/fuzz-termfilter
+	$(call fuzz_run,termfilter,4096)
+fuzz: fuzz-termfilter
+.PHONY: fuzz-termfilter

@@ -2,25 +2,42 @@
 
 #include <stdbool.h>
 #include <string.h>
+#include <strings.h>
 
+/*
+ * The filter's states. Plain mode keeps only text and SGR; pty mode keeps most sequences,
+ * so it holds each one (seq[] for ESC and CSI, osc[] for OSC) until its final byte says
+ * what it is, then writes it whole or drops it whole: a sequence is never half written.
+ */
 enum {
     T_GROUND,
     T_ESC,        /* after ESC */
     T_ESC_INTER,  /* ESC with intermediates (0x20-0x2f), up to a final byte */
     T_CSI,        /* ESC [ ... collecting into seq */
     T_CSI_DROP,   /* a CSI too long to keep: skip to its final byte */
-    T_STRING,     /* OSC, DCS, SOS, PM, APC: skip to BEL or ST */
+    T_STRING,     /* DCS, SOS, PM, APC (and OSC in plain mode): skip to BEL or ST */
     T_STRING_ESC, /* ESC inside a string (ST is ESC \) */
+    T_OSC,        /* pty mode: ESC ] ... collecting into osc */
+    T_OSC_ESC,    /* ESC inside it */
     T_C2,         /* after 0xC2, the lead byte of U+0080..U+00BF */
 };
 
 void sbx_termfilter_init(sbx_termfilter *f)
 {
-    memset(f, 0, sizeof(*f));
+    f->state = T_GROUND;
+    f->pty = false;
+    f->seqlen = f->osclen = 0;
+    f->osc_over = false;
+}
+
+void sbx_termfilter_init_pty(sbx_termfilter *f)
+{
+    sbx_termfilter_init(f);
+    f->pty = true;
 }
 
 /* SGR: parameters are digits, ';' and ':' only. */
-static bool keep_csi(const sbx_termfilter *f, unsigned char final)
+static bool is_sgr(const sbx_termfilter *f, unsigned char final)
 {
     if (final != 'm')
         return false;
@@ -32,6 +49,107 @@ static bool keep_csi(const sbx_termfilter *f, unsigned char final)
     return true;
 }
 
+/* The first parameter of a CSI when it is plain digits up to ';' or the end, else -1. */
+static long csi_first_param(const sbx_termfilter *f)
+{
+    long v = 0;
+    size_t i = 2;
+    if (i >= f->seqlen || f->seq[i] < '0' || f->seq[i] > '9')
+        return -1;
+    for (; i < f->seqlen && f->seq[i] >= '0' && f->seq[i] <= '9'; i++)
+        if ((v = v * 10 + (f->seq[i] - '0')) > 100000)
+            return -1;
+    if (i < f->seqlen && f->seq[i] != ';')
+        return -1;
+    for (; i < f->seqlen; i++)
+        if (!((f->seq[i] >= '0' && f->seq[i] <= '9') || f->seq[i] == ';'))
+            return -1;
+    return v;
+}
+
+static bool keep_csi(const sbx_termfilter *f, unsigned char final)
+{
+    if (!f->pty)
+        return is_sgr(f, final);
+    if (final == 't') {
+        /* window manipulation: only the title stack's push and pop */
+        long p = csi_first_param(f);
+        return p == 22 || p == 23;
+    }
+    return final != 'i';   /* media copy: printer controller mode */
+}
+
+/* Does the OSC's text hold something a terminal may read as the end of the sequence or a
+ * control: a C0 byte, DEL, or a UTF-8 encoded C1 control (U+0080..U+009F)? */
+static bool osc_has_control(const unsigned char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] < 0x20 || p[i] == 0x7f)
+            return true;
+        if (p[i] == 0xc2 && i + 1 < n && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f)
+            return true;
+    }
+    return false;
+}
+
+/* The OSC held in osc[] (its text, ESC ] and the terminator excluded): kept? */
+static bool keep_osc(const sbx_termfilter *f)
+{
+    const unsigned char *p = f->osc;
+    size_t n = f->osclen, i = 0;
+    long ps = 0;
+
+    if (f->osc_over || osc_has_control(p, n))
+        return false;
+    if (!n || p[0] < '0' || p[0] > '9')
+        return false;
+    for (; i < n && p[i] >= '0' && p[i] <= '9'; i++)
+        if ((ps = ps * 10 + (p[i] - '0')) > 100000)
+            return false;
+    if (i < n && p[i] != ';')
+        return false;
+    switch (ps) {
+    case 0: case 1: case 2:
+        return true;        /* the window and icon titles: set, never reported */
+    case 4: case 5: case 104: case 105:
+    case 10: case 11: case 12: case 13: case 14: case 15: case 16: case 17: case 18: case 19:
+    case 110: case 111: case 112: case 113: case 114: case 115: case 116: case 117:
+    case 118: case 119:
+        /* colours: set or reset, but a query (`?`) has its answer typed into the input */
+        return !memchr(p, '?', n);
+    case 8: {
+        /* 8;PARAMS;URI: a link's end (no URI), or a URI of a scheme that opens nothing on
+         * the person's machine by its path */
+        static const char *const schemes[] = { "http://", "https://", "mailto:" };
+        const unsigned char *uri = i < n ? memchr(p + i + 1, ';', n - i - 1) : NULL;
+        size_t ulen;
+        if (!uri)
+            return false;
+        uri++;
+        ulen = n - (size_t)(uri - p);
+        if (!ulen)
+            return true;
+        for (size_t k = 0; k < sizeof(schemes) / sizeof(schemes[0]); k++)
+            if (ulen >= strlen(schemes[k]) &&
+                !strncasecmp((const char *)uri, schemes[k], strlen(schemes[k])))
+                return true;
+        return false;
+    }
+    default:
+        return false;       /* 52 (the clipboard), 7, 9, 777, 1337, 50, ... */
+    }
+}
+
+static void osc_end(sbx_termfilter *f, const char *term, strbuf *out)
+{
+    if (keep_osc(f)) {
+        strbuf_add(out, "\x1b]", 2);
+        strbuf_add(out, f->osc, f->osclen);
+        strbuf_addstr(out, term);
+    }
+    f->state = T_GROUND;
+}
+
 /* Outside any escape sequence: text and the harmless controls pass; ESC and
  * the UTF-8 lead byte of a C1 control (0xc2) start a sequence to judge. */
 static void ground(sbx_termfilter *f, unsigned char c, strbuf *out)
@@ -39,7 +157,10 @@ static void ground(sbx_termfilter *f, unsigned char c, strbuf *out)
     if (c == 0x1b) {
         f->state = T_ESC;
     } else if (c < 0x20) {
-        if (c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\a')
+        /* pty mode: every control a TTY program uses (SO/SI, FF...) but ENQ, whose
+         * answerback the terminal types into the input */
+        if (f->pty ? c != 0x05
+                   : (c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\a'))
             strbuf_addch(out, c);
     } else if (c == 0xc2) {
         f->state = T_C2;
@@ -64,7 +185,14 @@ void sbx_termfilter_feed(sbx_termfilter *f, const void *buf, size_t len, strbuf 
             f->state = T_GROUND;
             if (c >= 0x80 && c <= 0x9f)
                 break;          /* U+0080..U+009F: a C1 control, dropped */
-            strbuf_addch(out, 0xc2);
+            /* U+00A0..U+00BF passes whole; a 0xc2 without its continuation byte is
+             * dropped, so that no byte let through later (after dropped ones: "\xc2\x01\x9d")
+             * can complete it into a C1 control */
+            if (c >= 0xa0 && c <= 0xbf) {
+                strbuf_addch(out, 0xc2);
+                strbuf_addch(out, c);
+                break;
+            }
             ground(f, c, out);
             break;
         case T_ESC:
@@ -73,19 +201,51 @@ void sbx_termfilter_feed(sbx_termfilter *f, const void *buf, size_t len, strbuf 
                 f->seq[0] = 0x1b;
                 f->seq[1] = '[';
                 f->seqlen = 2;
+            } else if (c == ']' && f->pty) {
+                f->state = T_OSC;
+                f->osclen = 0;
+                f->osc_over = false;
             } else if (c == ']' || c == 'P' || c == 'X' || c == '^' || c == '_') {
                 f->state = T_STRING;
             } else if (c >= 0x20 && c <= 0x2f) {
                 f->state = T_ESC_INTER;
+                f->seq[0] = 0x1b;
+                f->seq[1] = c;
+                f->seqlen = 2;
             } else if (c == 0x1b) {
                 f->state = T_ESC;
+            } else if (c < 0x20 && f->pty) {
+                /* a control cancels the sequence and is run (plain mode drops both) */
+                f->state = T_GROUND;
+                ground(f, c, out);
+            } else if (f->pty && c >= 0x80) {
+                /* not a sequence: the ESC goes, the byte is judged as text (0xc2 may
+                 * start a C1 control) */
+                f->state = T_GROUND;
+                ground(f, c, out);
             } else {
-                f->state = T_GROUND;   /* ESC x: dropped with its byte */
+                /* ESC x: dropped with its byte, or in pty mode kept (ESC 7, ESC =, ESC M) */
+                if (f->pty && c >= 0x30 && c <= 0x7e) {
+                    strbuf_addch(out, 0x1b);
+                    strbuf_addch(out, c);
+                }
+                f->state = T_GROUND;
             }
             break;
         case T_ESC_INTER:
-            if (c < 0x20 || c > 0x2f)
+            if (c >= 0x20 && c <= 0x2f) {
+                if (f->seqlen < sizeof(f->seq))
+                    f->seq[f->seqlen++] = c;
+            } else {
+                /* ESC ( 0 and the like: charsets; kept in pty mode */
+                if (f->pty && c >= 0x30 && c <= 0x7e && f->seqlen < sizeof(f->seq)) {
+                    strbuf_add(out, f->seq, f->seqlen);
+                    strbuf_addch(out, c);
+                }
                 f->state = T_GROUND;
+                if (c < 0x20 && f->pty)
+                    ground(f, c, out);
+            }
             break;
         case T_CSI:
         case T_CSI_DROP:
@@ -115,6 +275,28 @@ void sbx_termfilter_feed(sbx_termfilter *f, const void *buf, size_t len, strbuf 
             break;
         case T_STRING_ESC:
             f->state = c == '\\' ? T_GROUND : (c == 0x1b ? T_STRING_ESC : T_STRING);
+            break;
+        case T_OSC:
+            if (c == 0x07) {
+                osc_end(f, "\a", out);
+            } else if (c == 0x18 || c == 0x1a) {
+                f->state = T_GROUND;     /* cancelled: dropped */
+            } else if (c == 0x1b) {
+                f->state = T_OSC_ESC;
+            } else if (f->osclen < sizeof(f->osc)) {
+                f->osc[f->osclen++] = c;
+            } else {
+                f->osc_over = true;
+            }
+            break;
+        case T_OSC_ESC:
+            if (c == '\\') {
+                osc_end(f, "\x1b\\", out);
+            } else {
+                /* ESC inside the text: a control (keep_osc drops the OSC at its end) */
+                f->osc_over = true;
+                f->state = c == 0x1b ? T_OSC_ESC : T_OSC;
+            }
             break;
         }
     }

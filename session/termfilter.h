@@ -1,33 +1,62 @@
 /*
- * A streaming filter for output relayed to a terminal: a command in the
- * sandbox must not be able to move the cursor, clear the screen, rewrite the
- * window title, switch character sets or query the terminal (whose answers
- * would be typed into the next prompt), unless the person asked for an
- * interactive tty session.
+ * A streaming filter for output relayed to a terminal, in two modes.
  *
- * Kept: printable text and UTF-8, tab, newline, carriage return, backspace,
- * bell, and SGR sequences (ESC [ params m: colours, bold). Dropped: every
- * other escape sequence (CSI, OSC, DCS, SOS, PM, APC, ESC x), other C0
- * controls, and C1 controls encoded in UTF-8 (U+0080..U+009F; a bare byte
- * 0x80..0x9f is a continuation byte to a UTF-8 terminal and is kept).
+ * Plain (sbx_termfilter_init): output relayed through pipes to a terminal. A command in the
+ * sandbox must not be able to move the cursor, clear the screen, rewrite the window title,
+ * switch character sets or query the terminal (whose answers would be typed into the next
+ * prompt). Kept: printable text and UTF-8, tab, newline, carriage return, backspace, bell,
+ * and SGR sequences (ESC [ params m: colours, bold). Dropped: every other escape sequence
+ * (CSI, OSC, DCS, SOS, PM, APC, ESC x), other C0 controls, and C1 controls encoded in UTF-8
+ * (U+0080..U+009F; a bare byte 0x80..0x9f is a continuation byte to a UTF-8 terminal and is
+ * kept).
+ *
+ * Pty (sbx_termfilter_init_pty): a command on a pseudo-terminal (vi, less, top need cursor
+ * movement, the alternate screen, colours), so escape sequences pass, but not what a hostile
+ * program could turn against the person at the terminal:
+ *   - OSC 52 (clipboard write or read) and every OSC not named below (OSC 7's cwd, 777 and 9
+ *     notifications, 1337's file transfers, 50 fonts...);
+ *   - colour queries (OSC 4/10-19 with a `?`): their answers are typed into the input;
+ *   - hyperlinks (OSC 8) to anything but http:, https: and mailto: (a file: link names a
+ *     path that opens on the person's machine, not in the sandbox);
+ *   - an OSC whose text holds a control (a C0 byte, DEL, or a UTF-8 C1 control that a
+ *     terminal may take as its end, leaving the rest to be read as a new sequence);
+ *   - CSI ... t (window moves, resizes and reports: `CSI 21 t` types the title back into
+ *     the input) but the title stack's push and pop (22, 23), and CSI ... i (media copy:
+ *     printer controller mode);
+ *   - DCS (DECRQSS `ESC P $ q`, XTGETTCAP: the terminal answers into the input), SOS, PM,
+ *     APC; ENQ (0x05: the answerback string); C1 controls encoded in UTF-8.
+ *   Kept: text, every other C0 control, ESC x and ESC with intermediates (save/restore cursor,
+ *   keypad modes, charsets), every other CSI (cursor, erase, scroll regions, modes, the
+ *   alternate screen, SGR, DSR's cursor position), OSC 0/1/2 (titles), OSC 4/10-19 and
+ *   104/110-119 that set colours, OSC 8 to the schemes above.
+ *
  * Sequences split across writes are handled: the state carries over.
  */
 #ifndef SBX_SESSION_TERMFILTER_H
 #define SBX_SESSION_TERMFILTER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "common/strbuf.h"
 
 #define SBX_TERMFILTER_SEQ_MAX 64
+/* An OSC kept in pty mode is judged whole, so it is held until its end; a longer one
+ * (a hyperlink of over 2 KiB) is dropped. */
+#define SBX_TERMFILTER_OSC_MAX 2048
 
 typedef struct sbx_termfilter {
     int state;
+    bool pty;
     size_t seqlen;
     unsigned char seq[SBX_TERMFILTER_SEQ_MAX];
+    size_t osclen;
+    bool osc_over;      /* the OSC outgrew osc[]: dropped at its end */
+    unsigned char osc[SBX_TERMFILTER_OSC_MAX];
 } sbx_termfilter;
 
 void sbx_termfilter_init(sbx_termfilter *f);
+void sbx_termfilter_init_pty(sbx_termfilter *f);
 /* Appends what may reach the terminal of buf[0..len) to out. */
 void sbx_termfilter_feed(sbx_termfilter *f, const void *buf, size_t len, strbuf *out);
 

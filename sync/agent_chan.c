@@ -141,10 +141,17 @@ void agent_release_barred(agent *a)
 #define OUT_QUIET_NS (100 * 1000000LL)
 #define OUT_DRAIN_MAX_NS (2000 * 1000000LL)
 
+/* A pty whose command left no process in its group: no writer is left, but gVisor's pty
+ * never says EIO, so a shorter wait covers what the kernel still moves to the master (a
+ * worker does it on Linux, where the EIO after it ends the drain at once; without this,
+ * every tty command under runsc waited OUT_QUIET_NS). */
+#define OUT_QUIET_PTY_NS (25 * 1000000LL)
+
 /* The main process exited: keep its status and start the drain of every open output. */
-static void chan_exited(agent *a, achan *ch, int status)
+static void chan_exited(agent *a, achan *ch, pid_t pgid, int status)
 {
     int64_t now = mf_now_ns();
+    bool group_gone = kill(-pgid, 0) < 0 && errno == ESRCH;
     (void)a;
     ch->status = status;
     ch->state = CH_DRAINING;
@@ -153,7 +160,7 @@ static void chan_exited(agent *a, achan *ch, int status)
         if (!f->out || f->fd < 0)
             continue;
         f->drain_left = UINT64_MAX;
-        f->drain_until = now + OUT_QUIET_NS;
+        f->drain_until = now + (f->pty && group_gone ? OUT_QUIET_PTY_NS : OUT_QUIET_NS);
         f->drain_cap = now + OUT_DRAIN_MAX_NS;
     }
 }
@@ -178,7 +185,7 @@ void agent_reap(agent *a)
             if (ch->orphan || ch->state != CH_RUNNING)
                 agent_chan_discard(ch);
             else
-                chan_exited(a, ch, status);
+                chan_exited(a, ch, pid, status);
             break;
         }
         /* Anything else: a background process or an orphan we adopted. */

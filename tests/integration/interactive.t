@@ -33,7 +33,8 @@ def until(marker, start, t=60):
     end = time.time() + t
     while marker.encode() not in out[start:] and time.time() < end:
         read_for(0.05)
-PS1, PS2 = 'sbxsh' + ('#' if os.getuid() == 0 else '$') + ' ', '> '
+# the default prompt, `[sbx:SESSION] ~/dir$ `, ends in $ or # and a space
+PS1, PS2 = ('# ' if os.getuid() == 0 else '$ '), '> '
 def send(s, marker=PS1):
     start = len(out)
     os.write(fd, s.encode())

@@ -3,12 +3,15 @@
 
 #include "session/termfilter.h"
 
-static const char *filter(const char *in, size_t len, size_t split)
+static const char *filter_mode(bool pty, const char *in, size_t len, size_t split)
 {
     static strbuf out = STRBUF_INIT;
     sbx_termfilter f;
     strbuf_reset(&out);
-    sbx_termfilter_init(&f);
+    if (pty)
+        sbx_termfilter_init_pty(&f);
+    else
+        sbx_termfilter_init(&f);
     /* Feed in two pieces, so that sequences cut by a write boundary count. */
     sbx_termfilter_feed(&f, in, split < len ? split : len, &out);
     if (split < len)
@@ -16,8 +19,81 @@ static const char *filter(const char *in, size_t len, size_t split)
     return out.buf;
 }
 
+static const char *filter(const char *in, size_t len, size_t split)
+{
+    return filter_mode(false, in, len, split);
+}
+
 #define F(s) filter(s, sizeof(s) - 1, sizeof(s))
 #define FS(s, at) filter(s, sizeof(s) - 1, at)
+/* pty mode */
+#define P(s) filter_mode(true, s, sizeof(s) - 1, sizeof(s))
+#define PS(s, at) filter_mode(true, s, sizeof(s) - 1, at)
+
+/* pty mode, fed one byte at a time: every split point at once */
+static const char *bytewise(const char *in)
+{
+    static strbuf out = STRBUF_INIT;
+    sbx_termfilter f;
+    strbuf_reset(&out);
+    sbx_termfilter_init_pty(&f);
+    for (size_t i = 0; in[i]; i++)
+        sbx_termfilter_feed(&f, in + i, 1, &out);
+    return out.buf;
+}
+
+static void pty_mode(void)
+{
+    /* what TTY programs need passes */
+    is_str(P("a\x1b[2J\x1b[10;1Hb"), "a\x1b[2J\x1b[10;1Hb", "pty: clear and cursor moves pass");
+    is_str(P("\x1b[?1049h\x1b[?25l\x1b[1;24r"), "\x1b[?1049h\x1b[?25l\x1b[1;24r",
+           "pty: alternate screen, cursor hiding, scroll region pass");
+    is_str(P("\x1b[38;5;208mx\x1b[0m"), "\x1b[38;5;208mx\x1b[0m", "pty: colours pass");
+    is_str(P("\x1b" "7\x1b" "8\x1b=\x1b>\x1bM"), "\x1b" "7\x1b" "8\x1b=\x1b>\x1bM",
+           "pty: ESC 7/8, keypad modes, reverse index pass");
+    is_str(P("\x1b(0qqq\x1b(B"), "\x1b(0qqq\x1b(B", "pty: line-drawing charset passes");
+    is_str(P("a\x0e\x0f\x0cb"), "a\x0e\x0f\x0cb", "pty: SO, SI, FF pass");
+    is_str(P("\x1b[6n\x1b[c"), "\x1b[6n\x1b[c", "pty: cursor position and DA queries pass");
+    is_str(P("\x1b]0;vim: f.c\x07x"), "\x1b]0;vim: f.c\x07x", "pty: a title (BEL) passes");
+    is_str(P("\x1b]2;t\x1b\\x"), "\x1b]2;t\x1b\\x", "pty: a title (ST) passes");
+    is_str(P("\x1b[22;0t\x1b[23;0t"), "\x1b[22;0t\x1b[23;0t", "pty: title push and pop pass");
+    is_str(P("\x1b]8;;https://example.com/\x1b\\link\x1b]8;;\x1b\\"),
+           "\x1b]8;;https://example.com/\x1b\\link\x1b]8;;\x1b\\", "pty: an https hyperlink passes");
+    is_str(P("\x1b]11;rgb:00/00/00\x07"), "\x1b]11;rgb:00/00/00\x07", "pty: setting a colour passes");
+    /* what a hostile program could use against the person stays out */
+    is_str(P("a\x1b]52;c;aGk=\x07" "b"), "ab", "pty: OSC 52 clipboard write dropped");
+    is_str(P("a\x1b]52;c;?\x1b\\b"), "ab", "pty: OSC 52 clipboard read dropped");
+    is_str(P("a\x1b[21tb"), "ab", "pty: CSI 21 t (title report) dropped");
+    is_str(P("a\x1b[20t\x1b[14t\x1b[3;0;0t\x1b[8;1;1tb"), "ab",
+           "pty: icon label report, size report, window move and resize dropped");
+    is_str(P("a\x1bP$qm\x1b\\b"), "ab", "pty: DECRQSS (DCS $ q) dropped");
+    is_str(P("a\x1bP+q544e\x1b\\b"), "ab", "pty: XTGETTCAP dropped");
+    is_str(P("a\x1b]11;?\x07" "b"), "ab", "pty: background colour query dropped");
+    is_str(P("a\x1b]4;1;?\x07" "b"), "ab", "pty: palette query dropped");
+    is_str(P("\x1b]8;;file:///etc/passwd\x1b\\x\x1b]8;;\x1b\\"), "x\x1b]8;;\x1b\\",
+           "pty: a file: hyperlink dropped (its text and the link's end stay)");
+    is_str(P("\x1b]8;;FILE:/x\x07y"), "y", "pty: FILE: too (schemes ignore case)");
+    is_str(P("\x1b]8;;ssh://h/x\x07y"), "y", "pty: other schemes dropped");
+    is_str(P("a\x1b]7;file://h/tmp\x07\x1b]777;notify;x;y\x07\x1b]1337;File=x\x07" "b"), "ab",
+           "pty: OSC 7, 777, 1337 dropped");
+    is_str(P("a\x1b]0;t\xc2\x9c\x1b]52;c;aGk=\x07" "b"), "ab",
+           "pty: a title hiding a UTF-8 ST and an OSC 52 dropped whole");
+    is_str(P("a\x1b]0;t\x1b]52;c;aGk=\x07" "b"), "ab", "pty: a title holding ESC ] dropped whole");
+    is_str(P("a\x05" "b"), "ab", "pty: ENQ (answerback) dropped");
+    is_str(P("a\x1b[5ib\x1b[4i"), "ab", "pty: media copy (printer mode) dropped");
+    is_str(P("a\xc2\x9b" "21tb"), "a21tb", "pty: a UTF-8 encoded CSI dropped");
+    is_str(P("\xc2\xa9\xe2\x9c\x93"), "\xc2\xa9\xe2\x9c\x93", "pty: UTF-8 text passes");
+    {
+        char big[SBX_TERMFILTER_OSC_MAX + 64] = "\x1b]0;";
+        memset(big + 4, 'x', SBX_TERMFILTER_OSC_MAX);
+        strcpy(big + 4 + SBX_TERMFILTER_OSC_MAX, "\x07Z");
+        is_str(filter_mode(true, big, strlen(big), 100), "Z", "pty: an overlong OSC dropped whole");
+    }
+    /* split anywhere */
+    is_str(PS("x\x1b]52;c;aGk=\x07y", 3), "xy", "pty: OSC 52 split after ESC ]");
+    is_str(bytewise("x\x1b]52;c;aGk=\x07y\x1b[21t\x1b[1;31mz\x1b]0;t\x1b\\"),
+           "xy\x1b[1;31mz\x1b]0;t\x1b\\", "pty: fed byte by byte, the same");
+}
 
 int main(void)
 {
@@ -52,5 +128,9 @@ int main(void)
         is_str(filter(big, strlen(big), 1000), "X", "overlong SGR dropped whole");
     }
     is_str(F("a\x1b[1\nb"), "a\nb", "a newline inside a sequence cancels it");
+    is_str(F("a\xc2\x01\x9d" "52;c;x\x07" "b"), "a\x9d" "52;c;x\x07" "b",
+           "a 0xc2 whose next byte is dropped cannot pair with a later one into a C1 control");
+    is_str(P("a\xc2\x01\x9b" "2J"), "a\x01\x9b" "2J", "...nor in pty mode");
+    pty_mode();
     return done_testing();
 }

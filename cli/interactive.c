@@ -1,0 +1,810 @@
+#include "cli/interactive.h"
+#include "cli/prompt.h"
+#include "common/util.h"
+#include "session/termfilter.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <pwd.h>
+#include <readline/history.h>
+#include <readline/readline.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SBXSH_PROMPT_VERSION "0.1"
+#define SBXSH_PROMPT_RELEASE "0.1.0"
+
+struct interactive {
+    const sh_options *o;
+    line_exec *x;
+    char *histfile;           /* NULL: no history file (no HOME, no state directory) */
+    int added;                /* entries this session added: what is appended at exit */
+    strbuf entry;             /* the lines of the command being read, for the history */
+    bool entry_done;          /* ... already added (or not to be) */
+    unsigned commands;        /* \#: commands read so far */
+    char user[256], host[256];
+    bool hup;
+};
+
+/* readline's state is global, and so is the one session it serves */
+static interactive *the_ia;
+static strbuf keys = STRBUF_INIT;      /* keys typed ahead during the last command */
+static size_t keys_at;
+static volatile sig_atomic_t got_hup;
+
+/* ---- settings: the sandbox's shell's variables, else the environment's, else bash's ---- */
+
+static const char *setting(const interactive *ia, const char *name)
+{
+    const line_shell_vars *v = line_exec_vars(ia->x);
+    const char *sv = !strcmp(name, "HISTSIZE")       ? v->histsize
+                   : !strcmp(name, "HISTFILESIZE")   ? v->histfilesize
+                   : !strcmp(name, "HISTCONTROL")    ? v->histcontrol
+                   : !strcmp(name, "HISTIGNORE")     ? v->histignore
+                                                     : NULL;
+    if (sv)
+        return sv;
+    return getenv(name);
+}
+
+/* A number of entries: bash's rules (unset: 500; not a number or negative: no limit). */
+static long hist_number(const interactive *ia, const char *name, long dflt)
+{
+    const char *s = setting(ia, name);
+    char *end;
+    long v;
+    if (!s || !*s)
+        return dflt;
+    v = strtol(s, &end, 10);
+    return *end || v < 0 ? -1 : v;
+}
+
+static void apply_histsize(const interactive *ia)
+{
+    long n = hist_number(ia, "HISTSIZE", 500);
+    if (n < 0)
+        unstifle_history();
+    else
+        stifle_history((int)(n > INT_MAX ? INT_MAX : n));
+}
+
+/* ---- the history file -------------------------------------------------------------- */
+
+/* $XDG_STATE_HOME/sbxsh/history, else ~/.local/state/sbxsh/history; the directory made
+ * private (0700), the file 0600. */
+static char *history_path(void)
+{
+    const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+    char *dir, *path;
+    if (state && state[0] == '/')
+        dir = xasprintf("%s/sbxsh", state);
+    else if (home && home[0] == '/')
+        dir = xasprintf("%s/.local/state/sbxsh", home);
+    else
+        return NULL;
+    for (char *p = dir + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(dir, 0700);
+            *p = '/';
+        }
+    }
+    mkdir(dir, 0700);
+    path = xasprintf("%s/history", dir);
+    free(dir);
+    return path;
+}
+
+static void history_save(interactive *ia)
+{
+    int fd;
+    long filesize;
+    if (!ia->histfile || ia->added <= 0)
+        return;
+    /* append_history() does not create the file */
+    fd = open(ia->histfile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return;
+    close(fd);
+    append_history(ia->added < history_length ? ia->added : history_length, ia->histfile);
+    ia->added = 0;
+    /* HISTFILESIZE: by default what HISTSIZE is */
+    filesize = hist_number(ia, "HISTFILESIZE", hist_number(ia, "HISTSIZE", 500));
+    if (filesize >= 0)
+        history_truncate_file(ia->histfile, (int)(filesize > INT_MAX ? INT_MAX : filesize));
+}
+
+/* HISTCONTROL (ignorespace, ignoredups, ignoreboth, erasedups) and HISTIGNORE (patterns,
+ * colon-separated; & is the previous entry), as bash applies them. */
+static void history_add(interactive *ia, const char *line)
+{
+    const char *ctl = setting(ia, "HISTCONTROL"), *ign = setting(ia, "HISTIGNORE");
+    bool ignspace = false, igndups = false, erasedups = false;
+    HIST_ENTRY *last = history_length ? history_get(history_base + history_length - 1) : NULL;
+
+    if (!*line)
+        return;
+    for (const char *p = ctl ? ctl : ""; *p;) {
+        size_t n = strcspn(p, ":");
+        if (n == 11 && !strncmp(p, "ignorespace", n))
+            ignspace = true;
+        else if (n == 10 && !strncmp(p, "ignoredups", n))
+            igndups = true;
+        else if (n == 10 && !strncmp(p, "ignoreboth", n))
+            ignspace = igndups = true;
+        else if (n == 9 && !strncmp(p, "erasedups", n))
+            erasedups = true;
+        p += n + (p[n] == ':');
+    }
+    if (ignspace && (line[0] == ' ' || line[0] == '\t'))
+        return;
+    if (igndups && last && !strcmp(last->line, line))
+        return;
+    for (const char *p = ign ? ign : ""; *p;) {
+        size_t n = strcspn(p, ":");
+        char pat[1024];
+        if (n < sizeof(pat)) {
+            memcpy(pat, p, n);
+            pat[n] = '\0';
+            if (!strcmp(pat, "&") ? last && !strcmp(last->line, line)
+                                  : fnmatch(pat, line, 0) == 0)
+                return;
+        }
+        p += n + (p[n] == ':');
+    }
+    if (erasedups) {
+        for (int i = history_length - 1; i >= 0; i--) {
+            HIST_ENTRY *e = history_get(history_base + i);
+            if (e && !strcmp(e->line, line)) {
+                HIST_ENTRY *gone = remove_history(i);
+                if (gone)
+                    free_history_entry(gone);
+            }
+        }
+    }
+    apply_histsize(ia);
+    add_history(line);
+    ia->added++;
+}
+
+/* ---- the prompt ----------------------------------------------------------------------- */
+
+/* PS1 or PS2 as bash would show it: the shell's (as last reported), else sbxsh's default
+ * PS1, `[sbx:SESSION] \w\$ `. What the sandbox's shell chose passes the terminal filter's
+ * pty mode: colours and titles, never the clipboard or reports. */
+static char *make_prompt(interactive *ia, bool continuation)
+{
+    const line_shell_vars *v = line_exec_vars(ia->x);
+    strbuf ps = STRBUF_INIT, out = STRBUF_INIT;
+    sbx_termfilter tf;
+    prompt_ctx c = {
+        .user = ia->user,
+        .host = ia->host,
+        .cwd = line_exec_cwd(ia->x),
+        .home = getenv("HOME"),
+        .shell = ia->o->dollar0,
+        .version = SBXSH_PROMPT_VERSION,
+        .release = SBXSH_PROMPT_RELEASE,
+        .history_number = (unsigned)(history_base + history_length),
+        .command_number = ia->commands + 1,
+        .root = geteuid() == 0,
+        .now = time(NULL),
+    };
+    const char *t = ttyname(0), *slash;
+
+    if (c.shell && (slash = strrchr(c.shell, '/')))
+        c.shell = slash + 1;
+    c.tty = t ? (strncmp(t, "/dev/", 5) ? t : t + 5) : NULL;
+    if (continuation) {
+        prompt_expand(v->ps2 ? v->ps2 : "> ", &c, &ps);
+    } else if (v->ps1 && v->ps1_expanded) {
+        strbuf_addstr(&ps, v->ps1_expanded);
+    } else if (v->ps1) {
+        prompt_expand(v->ps1, &c, &ps);
+    } else {
+        strbuf fmt = STRBUF_INIT;
+        strbuf_addf(&fmt, "[sbx:%s] \\w\\$ ", line_exec_session(ia->x));
+        prompt_expand(fmt.buf, &c, &ps);
+        strbuf_release(&fmt);
+    }
+    sbx_termfilter_init_pty(&tf);
+    sbx_termfilter_feed(&tf, ps.buf, ps.len, &out);
+    strbuf_release(&ps);
+    return strbuf_detach(&out, NULL);
+}
+
+/* ---- reading a line ---------------------------------------------------------------- */
+
+/* Ctrl-C at the prompt drops the line being typed, as in bash; it is not a
+ * signal for the sandbox (the prompt swaps out the session's forwarding). */
+static void on_prompt_interrupt(int sig)
+{
+    (void)sig;
+    if (write(2, "\n", 1) < 0) {
+        /* nothing to do: the terminal went away */
+    }
+    rl_on_new_line();
+    rl_replace_line("", 0);
+    rl_redisplay();
+}
+
+/* SIGHUP at the prompt: the terminal is gone; the read in progress ends (no SA_RESTART),
+ * the session ends as at Ctrl-D, with the history saved, and sbxsh dies of SIGHUP. */
+static void on_prompt_hup(int sig)
+{
+    (void)sig;
+    got_hup = 1;
+}
+
+/* readline's input: the keys typed ahead first, then the terminal, a byte at a time. */
+static int ia_getc(FILE *f)
+{
+    unsigned char c;
+    if (keys_at < keys.len)
+        return (unsigned char)keys.buf[keys_at++];
+    for (;;) {
+        ssize_t n;
+        if (got_hup)
+            return EOF;
+        n = read(fileno(f), &c, 1);
+        if (n == 1)
+            return c;
+        if (n == 0 || errno != EINTR)
+            return EOF;     /* end of input, or EIO: the terminal went away */
+        rl_check_signals();
+    }
+}
+
+/* bash's exceptions to history expansion: `${!name}`, `$!`, `[!...]` and extglob's `!(`. */
+static int inhibit_expansion(char *s, int i)
+{
+    if (i > 0 && (s[i - 1] == '[' || s[i - 1] == '$'))
+        return 1;
+    if (i > 1 && s[i - 1] == '{' && s[i - 2] == '$')
+        return 1;
+    return s[i + 1] == '(';
+}
+
+static char *read_line(interactive *ia, const char *prompt)
+{
+    struct sigaction sa, ign, old_int, old_hup, old_term, old_quit;
+    char *line;
+
+    memset(&sa, 0, sizeof(sa));
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = on_prompt_interrupt;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &sa, &old_int);
+    sa.sa_handler = on_prompt_hup;
+    sa.sa_flags = 0;
+    sigaction(SIGHUP, &sa, &old_hup);
+    /* at its prompt bash ignores SIGTERM and SIGQUIT */
+    ign = sa;
+    ign.sa_handler = SIG_IGN;
+    sigaction(SIGTERM, &ign, &old_term);
+    sigaction(SIGQUIT, &ign, &old_quit);
+    /* readline's file name completion works from where the next command runs: the synced
+     * tree is the same on both sides */
+    int here = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    bool moved = here >= 0 && chdir(line_exec_cwd(ia->x)) == 0;
+    line = readline(prompt);
+    if (moved && fchdir(here) < 0) {
+        /* the directory sbxsh started in is gone: nothing of sbxsh depends on it */
+    }
+    if (here >= 0)
+        close(here);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGHUP, &old_hup, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGQUIT, &old_quit, NULL);
+    if (got_hup) {
+        /* a line half typed when the terminal went away is not run */
+        free(line);
+        ia->hup = true;
+        return NULL;
+    }
+    return line;
+}
+
+/* One more line of the command for its history entry: bash's cmdhist joins the lines of a
+ * multi-line command with "; ", or a space after what a command continues from. */
+static void entry_add(interactive *ia, const char *line)
+{
+    static const char *const cont[] = { "then", "do", "else", "{", "(", "|", "&&", "||", "in" };
+    if (ia->entry.len) {
+        bool joins = false;
+        size_t n = ia->entry.len;
+        while (n && (ia->entry.buf[n - 1] == ' ' || ia->entry.buf[n - 1] == '\t'))
+            n--;
+        for (size_t i = 0; i < ARRAY_SIZE(cont); i++) {
+            size_t k = strlen(cont[i]);
+            if (n >= k && !memcmp(ia->entry.buf + n - k, cont[i], k) &&
+                (n == k || strchr(" \t;|&({", ia->entry.buf[n - k - 1]) || !isalnum((unsigned char)cont[i][0])))
+                joins = true;
+        }
+        strbuf_addstr(&ia->entry, joins ? " " : "; ");
+    }
+    strbuf_addstr(&ia->entry, line);
+}
+
+int interactive_read(interactive *ia, bool continuation, strbuf *buf)
+{
+    char *prompt, *line, *expanded = NULL;
+    int r;
+
+    if (!continuation) {
+        /* keys typed during the last command come first, as bash reads them */
+        if (keys_at >= keys.len) {
+            strbuf_reset(&keys);
+            keys_at = 0;
+        }
+        line_exec_take_typeahead(ia->x, &keys);
+        strbuf_reset(&ia->entry);
+        ia->entry_done = false;
+        apply_histsize(ia);
+    }
+    prompt = make_prompt(ia, continuation);
+    line = read_line(ia, prompt);
+    free(prompt);
+    if (!line)
+        return 0;
+    /* history expansion, as bash does it on each line read: the result is shown, and an
+     * error (an event not found) or :p runs nothing */
+    r = *line ? history_expand(line, &expanded) : 0;
+    if (r < 0 || r == 2) {
+        if (r < 0)
+            fprintf(stderr, "%s: %s\n", ia->o->progname, expanded);
+        else
+            fprintf(stderr, "%s\n", expanded);
+        if (r == 2)
+            history_add(ia, expanded);
+        free(expanded);
+        free(line);
+        ia->entry_done = true;
+        strbuf_addch(buf, '\n');
+        return 1;
+    }
+    if (r == 1) {
+        fprintf(stderr, "%s\n", expanded);
+        free(line);
+        line = expanded;
+    } else {
+        free(expanded);
+    }
+    entry_add(ia, line);
+    strbuf_addstr(buf, line);
+    strbuf_addch(buf, '\n');
+    free(line);
+    return 1;
+}
+
+void interactive_command_seen(interactive *ia)
+{
+    if (ia->entry_done)
+        return;
+    ia->entry_done = true;
+    ia->commands++;
+    history_add(ia, ia->entry.buf);
+}
+
+/* ---- `history` ---------------------------------------------------------------------- */
+
+static void history_print(long last)
+{
+    int from = 0;
+    if (last >= 0 && last < history_length)
+        from = history_length - (int)last;
+    for (int i = from; i < history_length; i++) {
+        HIST_ENTRY *e = history_get(history_base + i);
+        if (e)
+            printf("%5d  %s\n", history_base + i, e->line);
+    }
+}
+
+static int history_builtin(interactive *ia, const strvec *args)
+{
+    const char *name = ia->o->progname;
+    size_t i = 1;
+
+    if (i < args->n && !strcmp(args->v[i], "--"))
+        i++;
+    if (i == args->n) {
+        history_print(-1);
+        return 0;
+    }
+    const char *a = args->v[i];
+    if (a[0] != '-' || !a[1]) {
+        char *end;
+        long n = strtol(a, &end, 10);
+        if (*end || n < 0) {
+            fprintf(stderr, "%s: history: %s: numeric argument required\n", name, a);
+            return 1;
+        }
+        if (i + 1 < args->n) {
+            fprintf(stderr, "%s: history: too many arguments\n", name);
+            return 1;
+        }
+        history_print(n);
+        return 0;
+    }
+    if (!strcmp(a, "-c")) {
+        clear_history();
+        ia->added = 0;
+        return 0;
+    }
+    if (!strcmp(a, "-d") && i + 1 < args->n) {
+        char *end;
+        long off = strtol(args->v[i + 1], &end, 10);
+        if (*end || off < history_base || off >= history_base + history_length) {
+            fprintf(stderr, "%s: history: %s: history position out of range\n", name,
+                    args->v[i + 1]);
+            return 1;
+        }
+        HIST_ENTRY *gone = remove_history((int)(off - history_base));
+        if (gone)
+            free_history_entry(gone);
+        if (ia->added > 0)
+            ia->added--;
+        return 0;
+    }
+    if (!strcmp(a, "-a")) {
+        history_save(ia);
+        return 0;
+    }
+    if (!strcmp(a, "-w")) {
+        if (ia->histfile && write_history(ia->histfile) == 0)
+            chmod(ia->histfile, 0600);
+        ia->added = 0;
+        return 0;
+    }
+    if (!strcmp(a, "-r")) {
+        if (ia->histfile)
+            read_history(ia->histfile);
+        return 0;
+    }
+    fprintf(stderr, "%s: history: %s: invalid option\n"
+            "history: usage: history [-c] [-d offset] [n] or history -awr\n", name, a);
+    return 2;
+}
+
+bool interactive_builtin(interactive *ia, const sh_parse *p)
+{
+    const sh_andor *ao = p->root ? p->root->items : NULL;
+    const sh_cmd *c;
+    strvec args = STRVEC_INIT;
+    bool is;
+    int status;
+
+    if (!ao || ao->next || !ao->pipes || ao->pipes->next || ao->pipes->bang ||
+        ao->pipes->timed || ao->sep == SH_SEP_AMP)
+        return false;
+    c = ao->pipes->cmds;
+    if (!c || c->next || c->kind != SH_SIMPLE || c->redirs || c->assigns || !c->words)
+        return false;
+    for (const sh_word *w = c->words; w; w = w->next) {
+        strbuf sb = STRBUF_INIT;
+        if (!sh_word_static_value(w, &sb)) {
+            strbuf_release(&sb);
+            strvec_clear(&args);
+            return false;
+        }
+        strvec_push(&args, sb.buf);
+        strbuf_release(&sb);
+    }
+    is = !strcmp(args.v[0], "history");
+    if (is) {
+        fflush(stdout);
+        status = history_builtin(ia, &args);
+        fflush(stdout);
+        line_exec_set_status(ia->x, status);
+    }
+    strvec_clear(&args);
+    return is;
+}
+
+
+/* ---- completion ----------------------------------------------------------------------- */
+
+/*
+ * Tab completes, as bash would at this prompt: a variable after `$`, a git subcommand after
+ * `git`, a branch after the git commands that take one, a command name where a command goes
+ * (the shell's builtins and keywords, the session's functions and aliases, the programs in
+ * the sandbox's PATH), else a file name, relative to where the next command runs (the synced
+ * tree is the same on both sides). Names that come from the sandbox are offered only when
+ * printable: readline shows them as they are.
+ */
+static const char *const shell_words[] = {
+    "alias", "bg", "bind", "break", "builtin", "caller", "case", "cd", "command", "compgen",
+    "complete", "compopt", "continue", "coproc", "declare", "dirs", "disown", "do", "done",
+    "echo", "elif", "else", "enable", "esac", "eval", "exec", "exit", "export", "false", "fc",
+    "fg", "fi", "for", "function", "getopts", "hash", "help", "history", "if", "in", "jobs",
+    "kill", "let", "local", "logout", "mapfile", "popd", "printf", "pushd", "pwd", "read",
+    "readarray", "readonly", "return", "select", "set", "shift", "shopt", "source", "suspend",
+    "test", "then", "time", "times", "trap", "true", "type", "typeset", "ulimit", "umask",
+    "unalias", "unset", "until", "wait", "while",
+};
+static const char *const git_commands[] = {
+    "add", "am", "apply", "archive", "bisect", "blame", "branch", "bundle", "checkout",
+    "cherry-pick", "clean", "clone", "commit", "config", "describe", "diff", "fetch",
+    "format-patch", "gc", "grep", "init", "log", "ls-files", "merge", "mv", "notes", "pull",
+    "push", "range-diff", "rebase", "reflog", "remote", "reset", "restore", "revert", "rm",
+    "shortlog", "show", "sparse-checkout", "stash", "status", "submodule", "switch", "tag",
+    "worktree",
+};
+static const char *const git_takes_branch[] = {
+    "checkout", "switch", "merge", "rebase", "branch", "log", "diff", "push", "pull", "reset",
+    "cherry-pick", "show", "rev-parse", "tag", "fetch", "worktree",
+};
+
+static strvec cands = STRVEC_INIT;
+static size_t cand_at;
+
+static bool printable_name(const char *s, size_t n)
+{
+    if (!n)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x21 || s[i] == 0x7f)
+            return false;
+    return true;
+}
+
+static void cand_add(const char *text, const char *name, size_t n, const char *prefix)
+{
+    size_t tl = strlen(text);
+    if (!printable_name(name, n) || n < tl || strncmp(name, text, tl))
+        return;
+    for (size_t i = 0; i < cands.n; i++)
+        if (strlen(cands.v[i]) == n + strlen(prefix) && !strncmp(cands.v[i] + strlen(prefix), name, n))
+            return;
+    strvec_pushf(&cands, "%s%.*s", prefix, (int)n, name);
+}
+
+static void cand_add_lines(const char *text, const char *lines, const char *prefix)
+{
+    for (const char *p = lines; *p;) {
+        size_t n = strcspn(p, "\n");
+        cand_add(text, p, n, prefix);
+        p += n + (p[n] == '\n');
+    }
+}
+
+static char *cand_next(const char *text, int state)
+{
+    (void)text;
+    if (!state)
+        cand_at = 0;
+    return cand_at < cands.n ? xstrdup(cands.v[cand_at++]) : NULL;
+}
+
+/* The programs in each directory of the sandbox's PATH (the same files on the host for the
+ * local runtimes: the sandbox's system directories are the host's, read-only). */
+static void add_path_commands(const char *text, const char *path)
+{
+    for (const char *p = path; *p;) {
+        size_t n = strcspn(p, ":");
+        char *dir = xstrndup(p, n);
+        DIR *d = dir[0] == '/' ? opendir(dir) : NULL;
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            if (e->d_name[0] == '.' || strncmp(e->d_name, text, strlen(text)))
+                continue;
+            if (faccessat(dirfd(d), e->d_name, X_OK, 0) == 0)
+                cand_add(text, e->d_name, strlen(e->d_name), "");
+        }
+        if (d)
+            closedir(d);
+        free(dir);
+        p += n + (p[n] == ':');
+    }
+}
+
+/* The git directory of the repository holding dir, or NULL. Read as files, without running
+ * git: the repository's config is one the sandbox's commits pass through. */
+static char *git_dir_of(const char *dir)
+{
+    char *d = xstrdup(dir);
+    for (;;) {
+        char *g = xasprintf("%s/.git", d);
+        struct stat st;
+        if (stat(g, &st) == 0 && S_ISDIR(st.st_mode)) {
+            free(d);
+            return g;
+        }
+        free(g);
+        char *slash = strrchr(d, '/');
+        if (!slash || slash == d) {
+            free(d);
+            return NULL;
+        }
+        *slash = '\0';
+    }
+}
+
+static void add_refs_under(const char *text, const char *root, const char *rel, size_t strip)
+{
+    char *path = xasprintf("%s/%s", root, rel);
+    DIR *d = opendir(path);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char *sub = xasprintf("%s/%s", rel, e->d_name);
+        char *full = xasprintf("%s/%s", root, sub);
+        struct stat st;
+        if (lstat(full, &st) == 0 && S_ISDIR(st.st_mode))
+            add_refs_under(text, root, sub, strip);
+        else if (S_ISREG(st.st_mode))
+            cand_add(text, sub + strip, strlen(sub + strip), "");
+        free(sub);
+        free(full);
+    }
+    if (d)
+        closedir(d);
+    free(path);
+}
+
+static void add_branches(const char *text, const char *cwd)
+{
+    char *gd = git_dir_of(cwd), *packed, *buf = NULL;
+    size_t len;
+    sbx_err err;
+    if (!gd)
+        return;
+    add_refs_under(text, gd, "refs/heads", strlen("refs/heads/"));
+    add_refs_under(text, gd, "refs/remotes", strlen("refs/remotes/"));
+    add_refs_under(text, gd, "refs/tags", strlen("refs/tags/"));
+    packed = xasprintf("%s/packed-refs", gd);
+    if (read_file(packed, (size_t)16 << 20, &buf, &len, &err) == 0) {
+        for (char *line = buf; line && *line;) {
+            char *nl = strchr(line, '\n'), *ref = strchr(line, ' ');
+            if (nl)
+                *nl = '\0';
+            if (line[0] != '#' && line[0] != '^' && ref) {
+                ref++;
+                static const char *const pre[] = { "refs/heads/", "refs/remotes/", "refs/tags/" };
+                for (size_t i = 0; i < ARRAY_SIZE(pre); i++)
+                    if (!strncmp(ref, pre[i], strlen(pre[i])))
+                        cand_add(text, ref + strlen(pre[i]), strlen(ref + strlen(pre[i])), "");
+            }
+            line = nl ? nl + 1 : NULL;
+        }
+        free(buf);
+    }
+    free(packed);
+    free(gd);
+}
+
+/* The words of the simple command the cursor is in, before the word being completed. */
+static int words_before(int start, strvec *words)
+{
+    int from = start;
+    while (from > 0 && !strchr(";|&(`\n", rl_line_buffer[from - 1]))
+        from--;
+    for (int i = from; i < start;) {
+        while (i < start && (rl_line_buffer[i] == ' ' || rl_line_buffer[i] == '\t'))
+            i++;
+        int b = i;
+        while (i < start && rl_line_buffer[i] != ' ' && rl_line_buffer[i] != '\t')
+            i++;
+        if (i > b)
+            strvec_pushf(words, "%.*s", i - b, rl_line_buffer + b);
+    }
+    return (int)words->n;
+}
+
+static char **ia_complete(const char *text, int start, int end)
+{
+    interactive *ia = the_ia;
+    strvec words = STRVEC_INIT;
+
+    (void)end;
+
+    strvec_clear(&cands);
+    if (!ia)
+        return NULL;
+    words_before(start, &words);
+    rl_attempted_completion_over = 1;
+    if (text[0] == '$' || (start > 0 && rl_line_buffer[start - 1] == '$')) {
+        strbuf fn = STRBUF_INIT, vars = STRBUF_INIT;
+        sbx_err err;
+        bool dollar = text[0] == '$';
+        if (line_exec_names(ia->x, &fn, &vars, &err) == 0)
+            cand_add_lines(dollar ? text + 1 : text, vars.buf ? vars.buf : "", dollar ? "$" : "");
+        strbuf_release(&fn);
+        strbuf_release(&vars);
+        rl_completion_append_character = ' ';
+    } else if (words.n == 1 && !strcmp(words.v[0], "git") && text[0] != '-') {
+        for (size_t i = 0; i < ARRAY_SIZE(git_commands); i++)
+            cand_add(text, git_commands[i], strlen(git_commands[i]), "");
+    } else if (words.n >= 2 && !strcmp(words.v[0], "git") && text[0] != '-' &&
+               !strchr(text, '/' ) ) {
+        for (size_t i = 0; i < ARRAY_SIZE(git_takes_branch); i++)
+            if (!strcmp(words.v[1], git_takes_branch[i]))
+                add_branches(text, line_exec_cwd(ia->x));
+        if (!cands.n)
+            goto files;
+    } else if (words.n == 0 && !strchr(text, '/') && text[0]) {
+        strbuf fn = STRBUF_INIT, vars = STRBUF_INIT;
+        sbx_err err;
+        for (size_t i = 0; i < ARRAY_SIZE(shell_words); i++)
+            cand_add(text, shell_words[i], strlen(shell_words[i]), "");
+        if (line_exec_names(ia->x, &fn, &vars, &err) == 0 && fn.len)
+            cand_add_lines(text, fn.buf, "");
+        strbuf_release(&fn);
+        strbuf_release(&vars);
+        add_path_commands(text, line_exec_sandbox_path(ia->x));
+    } else {
+files:
+        /* file names, from where the next command runs (read_line is there) */
+        strvec_clear(&words);
+        rl_attempted_completion_over = 0;
+        return NULL;
+    }
+    strvec_clear(&words);
+    if (!cands.n)
+        return NULL;
+    return rl_completion_matches(text, cand_next);
+}
+
+/* ---- the session ---------------------------------------------------------------------- */
+
+interactive *interactive_new(const sh_options *o, line_exec *x)
+{
+    interactive *ia = xcalloc(1, sizeof(*ia));
+    struct passwd *pw = getpwuid(geteuid());
+
+    ia->o = o;
+    ia->x = x;
+    strbuf_init(&ia->entry, 0);
+    snprintf(ia->user, sizeof(ia->user), "%s", pw ? pw->pw_name : "");
+    if (gethostname(ia->host, sizeof(ia->host)) < 0)
+        ia->host[0] = '\0';
+    ia->host[sizeof(ia->host) - 1] = '\0';
+    the_ia = ia;
+    got_hup = 0;
+    rl_catch_signals = 0;
+    rl_readline_name = "sbxsh";
+    /* as bash: the prompt and the line being edited go to stderr, so `sbxsh >log` still
+     * shows them */
+    rl_outstream = stderr;
+    rl_getc_function = ia_getc;
+    rl_attempted_completion_function = ia_complete;
+    using_history();
+    history_inhibit_expansion_function = inhibit_expansion;
+    ia->histfile = history_path();
+    if (ia->histfile)
+        read_history(ia->histfile);
+    apply_histsize(ia);
+    /* As interactive bash: Ctrl-Z, and reads or writes from the background, do not stop
+     * the shell itself (a sandbox command at a terminal has its own pty). */
+    signal(SIGTSTP, SIG_IGN);
+    signal(SIGTTIN, SIG_IGN);
+    signal(SIGTTOU, SIG_IGN);
+    return ia;
+}
+
+bool interactive_hung_up(const interactive *ia)
+{
+    return ia->hup;
+}
+
+void interactive_free(interactive *ia)
+{
+    if (!ia)
+        return;
+    history_save(ia);
+    strbuf_release(&ia->entry);
+    free(ia->histfile);
+    if (the_ia == ia)
+        the_ia = NULL;
+    free(ia);
+}

@@ -1,0 +1,42 @@
+/*
+ * sbxsh at a terminal, as bash's interactive mode feels: the prompt (PS1 and PS2 with
+ * bash's escapes; cli/prompt.h), readline with its history in
+ * $XDG_STATE_HOME/sbxsh/history (HISTSIZE, HISTFILESIZE, HISTCONTROL, HISTIGNORE; appended
+ * at exit, as bash with histappend, so sessions share it), history expansion (`!!`, `!$`,
+ * `!n`, `^a^b`), the `history` builtin, Tab completion, Ctrl-C at the prompt, the signals
+ * bash ignores there, and the keys typed ahead while a command ran.
+ */
+#ifndef SBX_CLI_INTERACTIVE_H
+#define SBX_CLI_INTERACTIVE_H
+
+#include "cli/line.h"
+#include "cli/options.h"
+#include "common/strbuf.h"
+#include "shell/parse.h"
+
+typedef struct interactive interactive;
+
+interactive *interactive_new(const sh_options *o, line_exec *x);
+/* Ends the session: appends this session's history to the file (then cut to
+ * HISTFILESIZE lines). */
+void interactive_free(interactive *ia);
+
+/* Reads one line (PS2 when continuation) with history expansion done, and appends it with
+ * its newline to buf. Returns 1, or 0 at end of input (Ctrl-D, a hung-up terminal). A line
+ * whose expansion failed or only printed (`!x:p`) adds only a newline. */
+int interactive_read(interactive *ia, bool continuation, strbuf *buf);
+
+/* The command the lines read since the last PS1 make is complete (or wrong): it goes into
+ * the history once, as bash's cmdhist does (one entry for a multi-line command). */
+void interactive_command_seen(interactive *ia);
+
+/* `history` as bash has it, run by sbxsh itself when p is that one simple command (words
+ * without expansions, no redirection): the history is the person's, on the host, and never
+ * the sandbox's to read. Returns true when it ran (its status set with
+ * line_exec_set_status); false for anything else, which runs as usual. */
+bool interactive_builtin(interactive *ia, const sh_parse *p);
+
+/* Saved history and whether SIGHUP ended the session (main then dies of it, as bash). */
+bool interactive_hung_up(const interactive *ia);
+
+#endif

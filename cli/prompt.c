@@ -1,0 +1,124 @@
+#include "cli/prompt.h"
+
+#include <string.h>
+
+/* \w: the cwd with the home directory shown as ~ (only a whole leading component). */
+static void add_dir(const prompt_ctx *c, bool base, strbuf *out)
+{
+    const char *cwd = c->cwd ? c->cwd : "";
+    size_t hl = c->home ? strlen(c->home) : 0;
+
+    if (hl > 1 && c->home[hl - 1] == '/')
+        hl--;
+    if (hl > 1 && !strncmp(cwd, c->home, hl) && (cwd[hl] == '\0' || cwd[hl] == '/')) {
+        if (base && cwd[hl] == '\0') {
+            strbuf_addch(out, '~');
+            return;
+        }
+        if (!base) {
+            strbuf_addch(out, '~');
+            strbuf_addstr(out, cwd + hl);
+            return;
+        }
+    }
+    if (base) {
+        const char *slash = strrchr(cwd, '/');
+        strbuf_addstr(out, slash && slash[1] ? slash + 1 : cwd);
+    } else {
+        strbuf_addstr(out, cwd);
+    }
+}
+
+static void add_time(const prompt_ctx *c, const char *fmt, strbuf *out)
+{
+    char buf[256];
+    struct tm tm;
+    size_t n;
+    localtime_r(&c->now, &tm);
+    n = strftime(buf, sizeof(buf), fmt, &tm);
+    strbuf_add(out, buf, n);
+}
+
+void prompt_expand(const char *ps, const prompt_ctx *c, strbuf *out)
+{
+    for (const char *p = ps; *p; p++) {
+        if (*p != '\\' || !p[1]) {
+            strbuf_addch(out, *p);
+            continue;
+        }
+        p++;
+        switch (*p) {
+        case 'a': strbuf_addch(out, '\a'); break;
+        case 'e': strbuf_addch(out, 0x1b); break;
+        case 'n': strbuf_addch(out, '\n'); break;
+        case 'r': strbuf_addch(out, '\r'); break;
+        case '\\': strbuf_addch(out, '\\'); break;
+        case '[': strbuf_addch(out, '\001'); break;
+        case ']': strbuf_addch(out, '\002'); break;
+        case '$': strbuf_addch(out, c->root ? '#' : '$'); break;
+        case 'u': strbuf_addstr(out, c->user ? c->user : ""); break;
+        case 'H': strbuf_addstr(out, c->host ? c->host : ""); break;
+        case 'h': {
+            const char *h = c->host ? c->host : "";
+            strbuf_add(out, h, strcspn(h, "."));
+            break;
+        }
+        case 's': strbuf_addstr(out, c->shell ? c->shell : "sbxsh"); break;
+        case 'v': strbuf_addstr(out, c->version ? c->version : ""); break;
+        case 'V': strbuf_addstr(out, c->release ? c->release : ""); break;
+        case 'l': strbuf_addstr(out, c->tty ? c->tty : "tty"); break;
+        case 'j': strbuf_addf(out, "%u", c->jobs); break;
+        case '!': strbuf_addf(out, "%u", c->history_number); break;
+        case '#': strbuf_addf(out, "%u", c->command_number); break;
+        case 'w': add_dir(c, false, out); break;
+        case 'W': add_dir(c, true, out); break;
+        case 't': add_time(c, "%H:%M:%S", out); break;
+        case 'T': add_time(c, "%I:%M:%S", out); break;
+        case '@': add_time(c, "%I:%M %p", out); break;
+        case 'A': add_time(c, "%H:%M", out); break;
+        case 'd': add_time(c, "%a %b %d", out); break;
+        case 'D': {
+            const char *end = p[1] == '{' ? strchr(p + 2, '}') : NULL;
+            if (!end) {
+                strbuf_addstr(out, "\\D");
+                break;
+            }
+            char fmt[128];
+            size_t n = (size_t)(end - (p + 2));
+            if (n >= sizeof(fmt))
+                n = sizeof(fmt) - 1;
+            memcpy(fmt, p + 2, n);
+            fmt[n] = '\0';
+            /* bash: an empty format is the locale's time */
+            add_time(c, n ? fmt : "%X", out);
+            p = end;
+            break;
+        }
+        case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': {
+            int v = 0, k = 0;
+            while (k < 3 && p[k] >= '0' && p[k] <= '7')
+                v = v * 8 + (p[k++] - '0');
+            strbuf_addch(out, (char)v);
+            p += k - 1;
+            break;
+        }
+        default:
+            strbuf_addch(out, '\\');
+            strbuf_addch(out, *p);
+            break;
+        }
+    }
+}
+
+bool prompt_needs_shell(const char *ps)
+{
+    for (const char *p = ps; *p; p++) {
+        if (*p == '\\' && p[1]) {
+            p++;
+            continue;
+        }
+        if (*p == '$' || *p == '`')
+            return true;
+    }
+    return false;
+}

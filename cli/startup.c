@@ -1,0 +1,117 @@
+#include "cli/startup.h"
+#include "common/strbuf.h"
+#include "common/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* The line that sources the sandbox's ~/.bashrc, in the sandbox's shell. */
+#define SANDBOX_BASHRC "if [ -r ~/.bashrc ]; then . ~/.bashrc; fi\n"
+
+/* Variables of the profile's run that are bash's own, not the person's environment. */
+static bool not_imported(const char *name, size_t len)
+{
+    static const char *const skip[] = { "_", "SHLVL", "PWD", "OLDPWD", "BASH_EXECUTION_STRING" };
+    for (size_t i = 0; i < ARRAY_SIZE(skip); i++)
+        if (strlen(skip[i]) == len && !memcmp(skip[i], name, len))
+            return true;
+    return false;
+}
+
+void startup_login_env(const sh_options *o)
+{
+    int pfd[2];
+    pid_t pid;
+    strbuf env = STRBUF_INIT;
+    int status;
+
+    if (!o->login || o->noprofile || o->mode != SH_INPUT_INTERACTIVE)
+        return;
+    if (pipe2(pfd, O_CLOEXEC) < 0)
+        return;
+    fflush(NULL);
+    pid = fork();
+    if (pid < 0) {
+        close(pfd[0]);
+        close(pfd[1]);
+        return;
+    }
+    if (pid == 0) {
+        /* what the profile files print reaches the terminal, as at a bash login; the
+         * environment comes on fd 3 */
+        if (dup2(pfd[1], 3) < 0)
+            _exit(127);
+        execlp("bash", "-bash", "-c", "env -0 >&3", (char *)NULL);
+        _exit(127);
+    }
+    close(pfd[1]);
+    strbuf_read_fd(&env, pfd[0], (size_t)16 << 20);
+    close(pfd[0]);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        strbuf_release(&env);
+        return;
+    }
+    for (size_t at = 0; at < env.len;) {
+        const char *e = env.buf + at, *eq = memchr(e, '=', env.len - at);
+        size_t len = strnlen(e, env.len - at);
+        if (eq && eq > e && (size_t)(eq - e) < len && !not_imported(e, (size_t)(eq - e))) {
+            char *name = xstrndup(e, (size_t)(eq - e));
+            setenv(name, eq + 1, 1);
+            free(name);
+        }
+        at += len + 1;
+    }
+    strbuf_release(&env);
+}
+
+char *startup_rc_text(const sh_options *o, const char **name, bool *sandbox_bashrc)
+{
+    const char *home = getenv("HOME");
+    char *path = NULL, *text = NULL;
+    size_t len = 0;
+    sbx_err err;
+    strbuf out = STRBUF_INIT;
+
+    *sandbox_bashrc = false;
+    *name = NULL;
+    if (o->mode != SH_INPUT_INTERACTIVE || o->norc)
+        return NULL;
+    if (o->rcfile)
+        path = xstrdup(o->rcfile);
+    else if (home && *home)
+        path = xasprintf("%s/.sbxshrc", home);
+    if (path && read_file(path, (size_t)16 << 20, &text, &len, &err) == 0) {
+        strbuf_add(&out, text, len);
+        if (len && text[len - 1] != '\n')
+            strbuf_addch(&out, '\n');
+        free(text);
+        *name = o->rcfile ? o->rcfile : "~/.sbxshrc";
+    } else if (path && o->rcfile) {
+        /* bash says nothing of a missing ~/.bashrc, but names a missing --rcfile */
+        fprintf(stderr, "%s: %s: %s\n", o->progname, o->rcfile, strerror(errno));
+    }
+    free(path);
+    /* bash: a login shell reads no rc file of its own accord; --rcfile replaces ~/.bashrc */
+    if (!o->login && !o->rcfile) {
+        if (!out.len) {
+            *sandbox_bashrc = true;      /* nothing to run now: when the shell starts */
+            strbuf_release(&out);
+            return NULL;
+        }
+        strbuf_addstr(&out, SANDBOX_BASHRC);
+    }
+    if (!out.len) {
+        strbuf_release(&out);
+        return NULL;
+    }
+    if (!*name)
+        *name = "~/.sbxshrc";
+    return strbuf_detach(&out, NULL);
+}
