@@ -176,6 +176,8 @@ void agent_net_notice(agent *a);
 
 /* ---- agent_spawn.c ------------------------------------------------------------------------- */
 void agent_spawn(agent *a, uint32_t id, wire_run *run);
+void agent_spawn_init(void);
+extern pid_t agent_pid;
 
 /* ---- agent_sync.c -------------------------------------------------------------------------- */
 bool agent_host_wants_write(const agent *a);

@@ -88,6 +88,14 @@ idle=$!
 for _ in $(seq 200); do kill -0 "$idle" 2>/dev/null || break; sleep 0.05; done
 ok "--idle-timeout: the agent exits without a host" bash -c "! kill -0 $idle 2>/dev/null"
 
+# Signals the agent inherited ignored are not its commands' (it resets those, and the ones it
+# ignores itself, in each child), nor what an earlier command ignored.
+tp='trap -p; echo "run:$(trap -p | wc -l):$(ps -o comm= -p $$)"; trap "" INT TERM HUP USR2'
+"$SYNC_RUN" --code "$code" --agent "trap '' USR1 QUIT; exec '$SBX_AGENT' --root-prefix '$prefix'" \
+    -- "$tp" "$tp" "$tp" >"$T/traps" 2>&1
+is "$(cat "$T/traps")" "run:0:bash
+run:0:bash
+run:0:bash" "a signal the agent inherited ignored is default in each command"
 # The static build speaks the same protocol.
 if [ -x "$SBXSH_BIN/sbx-agent-static" ]; then
     rm -rf "$prefix" && mkdir -p "$prefix"

@@ -1,10 +1,11 @@
 /*
- * sync-run: a minimal host for tests: syncs code directories with an sbx-agent and runs one
- * command there, relaying stdin, stdout and stderr; exits with the command's status (as bash
- * would report it), or 125 when sync or the agent fails. Warnings go to stderr.
+ * sync-run: a minimal host for tests: syncs code directories with an sbx-agent and runs
+ * commands there (`bash -c COMMAND`, one after the other on one connection), relaying stdin,
+ * stdout and stderr; exits with the last command's status (as bash would report it), or 125
+ * when sync or the agent fails. Warnings go to stderr.
  *
  *   sync-run --code DIR [--code DIR2] [--state FILE] [--stats]
- *            (--agent 'SHELL COMMAND' | --socket PATH) -- COMMAND
+ *            (--agent 'SHELL COMMAND' | --socket PATH) -- COMMAND [COMMAND...]
  *
  * --agent runs the agent (through /bin/sh -c) on pipes; --socket connects to an agent
  * listening there. --stats prints the connection's counters to stderr at the end.
@@ -38,7 +39,8 @@ static const sync_conn_ops ops = { .warning = on_warning, .error = on_error };
 int main(int argc, char **argv)
 {
     strvec codes = STRVEC_INIT;
-    const char *state = NULL, *agent_cmd = NULL, *sock = NULL, *cmd = NULL;
+    const char *state = NULL, *agent_cmd = NULL, *sock = NULL;
+    char **cmds = NULL;
     bool stats = false;
     sync_config cfg = { 0 };
     sync_host *host;
@@ -60,15 +62,15 @@ int main(int argc, char **argv)
         } else if (!strcmp(argv[i], "--stats")) {
             stats = true;
         } else if (!strcmp(argv[i], "--") && i + 1 < argc) {
-            cmd = argv[i + 1];
+            cmds = argv + i + 1;
             break;
         } else {
             fprintf(stderr, "usage: sync-run --code DIR [--state F] [--stats] "
-                    "(--agent CMD | --socket PATH) -- COMMAND\n");
+                    "(--agent CMD | --socket PATH) -- COMMAND...\n");
             return 2;
         }
     }
-    if (!codes.n || !cmd || !!agent_cmd == !!sock) {
+    if (!codes.n || !cmds || !!agent_cmd == !!sock) {
         fprintf(stderr, "sync-run: need --code, one of --agent/--socket, and a command\n");
         return 2;
     }
@@ -107,15 +109,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "sync-run: %s\n", err.msg);
         return 125;
     }
-    {
-        const char *av[] = { "bash", "-c", cmd, NULL };
+    code = 0;
+    for (uint32_t n = 0; cmds[n] && code != 125; n++) {
+        const char *av[] = { "bash", "-c", cmds[n], NULL };
         extern char **environ;
         sync_fd_spec fds[] = { { 0, SYNC_FD_IN }, { 1, SYNC_FD_OUT }, { 2, SYNC_FD_OUT } };
         int hfds[] = { 0, 1, 2 };
         sync_run_req req = { .exe = "bash", .argv = av, .env = (const char *const *)environ,
                              .cwd = codes.v[0], .fds = fds, .nfds = 3 };
         sync_exit_status st;
-        if (sync_conn_run_wait(conn, 1, &req, hfds, &st, &err) < 0) {
+        if (sync_conn_run_wait(conn, n + 1, &req, hfds, &st, &err) < 0) {
             fprintf(stderr, "sync-run: %s\n", err.msg);
             code = 125;
         } else if (st.kind == SYNC_SIGNALED) {
