@@ -23,11 +23,13 @@ while [ $# -gt 0 ]; do
     *) break ;;
     esac
 done
-[ $# -ge 1 ] && [[ $runs =~ ^[1-9][0-9]*$ && $clients =~ ^[1-9][0-9]*$ ]] || usage
+if [ $# -lt 1 ] || ! [[ $runs =~ ^[1-9][0-9]*$ && $clients =~ ^[1-9][0-9]*$ ]]; then usage; fi
 builds=() dirs=()
 for d in "$@"; do
     d=$(cd "$d" && pwd) || exit 1
-    [ -x "$d/sbxsh" ] && [ -x "$d/sbx" ] || { echo "$0: $d has no built sbxsh (make)" >&2; exit 1; }
+    if ! [ -x "$d/sbxsh" ] || ! [ -x "$d/sbx" ]; then echo "$0: $d has no built sbxsh (make)" >&2; exit 1; fi
+    # the build's letter: A, B, C... (an octal escape made from its index)
+    # shellcheck disable=SC2059
     builds+=("$(printf "\\$(printf %o $((65 + ${#builds[@]})))")")
     dirs+=("$d")
 done

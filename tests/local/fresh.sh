@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Each command starts as a fresh `bash -c` would, whatever the commands before it did, on one
 # runtime: sourced by fresh-runsc.t and fresh-bwrap.t with RT set. The agent spawns as little
 # as it can (sync/agent_spawn.c: it resets only the signals it ignores, and its child is a
@@ -134,9 +135,9 @@ for i in 1 2 3; do
     (cd "$PROJ/p$i" && SBX_P=$i AGENT_SANDBOX_FORWARD_ENV=SBX_P \
      "$SBXSH" -c 'echo "$SBX_P $(pwd) $0 $*"; sleep 0.5; echo "$$" > pid' "n$i" "a$i") \
         >"$T/par$i" 2>&1 &
-    eval "pp$i=\$!"
+    pp[i]=$!
 done
-wait "$pp1"; r1=$?; wait "$pp2"; r2=$?; wait "$pp3"; r3=$?
+wait "${pp[1]}"; r1=$?; wait "${pp[2]}"; r2=$?; wait "${pp[3]}"; r3=$?
 is "$r1$r2$r3" "000" "three clients of one session at once all succeed"
 is "$(cat "$T/par1" "$T/par2" "$T/par3")" "1 $PROJ/p1 n1 a1
 2 $PROJ/p2 n2 a2
