@@ -44,3 +44,13 @@ fuzz: fuzz-dns
 .PHONY: fuzz-dns
 
 TEST_C += tests/sync/t-unsynced.c tests/sync/t-resume.c
+
+# The resumable stream under the kube backend's exec (sync/resume.c): the keeper in the pod
+# is the sandbox's, so its frames are fuzzed as the agent's are (tests/sync/fuzz-resume.t).
+FUZZ_C += tests/fuzz/fuzz-resume.c
+build-fuzz/fuzz-resume: tests/fuzz/fuzz-resume.c sync/resume.c $(COMMON_SRCS) sync/resume.h common/strbuf.h
+	$(call fuzz_link,)
+fuzz-resume: build-fuzz/fuzz-resume
+	$(call fuzz_run,resume,8192)
+fuzz: fuzz-resume
+.PHONY: fuzz-resume
