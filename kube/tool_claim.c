@@ -204,10 +204,31 @@ static int wait_claim(kt *k, const char *name, const char *rv, waiter *w, sbx_er
     uint64_t deadline = w->t0 + (uint64_t)k->o->timeout * 1000000000ULL;
     char *res_version = xstrdup(rv ? rv : "0"), *path = kt_claim_path(k, NULL);
     char sel[300], cond[800];
-    int r;
+    int r = 0;
 
     snprintf(sel, sizeof(sel), "metadata.name=%s", name);
-    for (;;) {
+    /* Read it once before watching (list, then watch from what the list saw, as informers
+     * do): a warm pool's controller may have bound it already, and then the watch, a
+     * connection of its own that ends closed (another TLS handshake), is not needed. */
+    {
+        kube_response g = { 0 };
+        char *one = kt_claim_path(k, name);
+        int gr = kube_request(k->c, "GET", one, NULL, NULL, &g, err);
+        free(one);
+        if (gr == 0) {
+            note_claim(w, g.json);
+            const char *grv = kt_jstr(g.json, "metadata.resourceVersion");
+            if (grv) {
+                free(res_version);
+                res_version = xstrdup(grv);
+            }
+        } else if (g.status == 404) {
+            w->deleted = true;
+        }
+        kube_response_free(&g);
+        /* any other failure: the watch below meets it again and says so */
+    }
+    for (; !w->deleted && w->phase == CL_PENDING;) {
         uint64_t until = deadline;
         /* first only to the half second: say what it waits for then, event or not */
         if (!w->told && w->t0 + PROGRESS_AFTER_NS < deadline)
