@@ -4,6 +4,9 @@
 #include "sync/agent_int.h"
 
 #include <sched.h>
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
 
 /*
  * Spawning less: under gVisor every system call costs 28-54 us, so the child does only what a
@@ -307,7 +310,21 @@ static bool exec_failed(achan *ch, const spawn_report *rep, pid_t pid)
 }
 
 /* The child's stack: one child at a time runs on it (the agent is suspended until its exec). */
+#if !defined(__SANITIZE_ADDRESS__)
 static char spawn_stack[64 * 1024] __attribute__((aligned(64)));
+#endif
+
+/* Under AddressSanitizer the child runs on a buffer inside this thread's own stack (a local
+ * of agent_spawn, and bigger: ASan's frames are), not the static one: ASan knows the
+ * thread's stack bounds, and a stack outside them makes it print a warning at the child's
+ * first noreturn call, into the command's stderr. The buffer is unpoisoned around each
+ * clone, since the child never returns to unpoison its frames' redzones, and what it left
+ * would be taken for overflows of the agent's own frames there later. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SPAWN_STACK_CLEAN(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define SPAWN_STACK_CLEAN(p, n) ((void)0)
+#endif
 
 typedef struct spawn_child {
     const achan *ch;
@@ -368,8 +385,18 @@ void agent_spawn(agent *a, uint32_t id, wire_run *run)
 
     /* c lives in this frame until the child exec'd or exited (CLONE_VFORK). */
     spawn_child c = { ch, run, &sp, { 0 } };
-    pid = clone(spawn_child_main, spawn_stack + sizeof(spawn_stack),
+#if defined(__SANITIZE_ADDRESS__)
+    /* (ASan's frames and interceptors need more than the 64 KiB a plain child uses) */
+    static const size_t child_stack_size = 1u << 20;
+    char child_stack[1u << 20] __attribute__((aligned(64)));
+#else
+    static const size_t child_stack_size = sizeof(spawn_stack);
+    char *child_stack = spawn_stack;
+#endif
+    SPAWN_STACK_CLEAN(child_stack, child_stack_size);
+    pid = clone(spawn_child_main, child_stack + child_stack_size,
                 CLONE_VM | CLONE_VFORK | SIGCHLD, &c);
+    SPAWN_STACK_CLEAN(child_stack, child_stack_size);   /* the child's marks, now it exec'd */
     for (size_t i = 0; i < ch->nfds - (ch->tty ? 2 : 0); i++)
         close(sp.child_end[i]);
     if (sp.slave >= 0)
