@@ -705,23 +705,14 @@ int agent_serve_listen(const agent_opts *o)
     return 0;
 }
 
-int agent_bridge(const char *path)
+/* Relays stdin to fd and fd to stdout until fd ends (or stdout goes): the bridge of
+ * --connect, and of the pod's keeper (agent_pod.c). Stdin's end is passed on as a
+ * half-close, so the agent sees the host's EOF. */
+int agent_bridge_fd(int fd)
 {
-    struct sockaddr_un sun = { .sun_family = AF_UNIX };
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     bool in_open = true;
     char buf[65536];
 
-    signal(SIGPIPE, SIG_IGN);
-    if (strlen(path) >= sizeof(sun.sun_path)) {
-        fprintf(stderr, "sbx-agent: socket path too long: %s\n", path);
-        return 1;
-    }
-    snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
-        fprintf(stderr, "sbx-agent: cannot connect to %s: %s\n", path, strerror(errno));
-        return 1;
-    }
     for (;;) {
         struct pollfd p[2] = { { .fd = in_open ? 0 : -1, .events = POLLIN },
                                { .fd = fd, .events = POLLIN } };
@@ -747,4 +738,22 @@ int agent_bridge(const char *path)
                 return 1;
         }
     }
+}
+
+int agent_bridge(const char *path)
+{
+    struct sockaddr_un sun = { .sun_family = AF_UNIX };
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+    signal(SIGPIPE, SIG_IGN);
+    if (strlen(path) >= sizeof(sun.sun_path)) {
+        fprintf(stderr, "sbx-agent: socket path too long: %s\n", path);
+        return 1;
+    }
+    snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+        fprintf(stderr, "sbx-agent: cannot connect to %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    return agent_bridge_fd(fd);
 }

@@ -31,6 +31,9 @@ int agent_serve_stdio(const agent_opts *o);
 int agent_serve_listen(const agent_opts *o);
 /* Relays stdin/stdout to an agent listening on socket path (for `runsc exec`). */
 int agent_bridge(const char *path);
+/* The relay itself, on a connected fd: stdin to fd (its end as a half-close), fd to stdout,
+ * until fd ends; 0, or 1 when a read or write failed. */
+int agent_bridge_fd(int fd);
 /* --connect SOCKET [--start] [--resume ID] (agent_pod.c): the bridge for a backend whose
  * every connection is a new process in the sandbox; daemon_args are the options a started
  * `--listen SOCKET` daemon gets. */

@@ -141,38 +141,6 @@ static int agent_fd(const char *self, const char *sock, bool start, char *const 
     return -1;
 }
 
-/* Relays stdin to fd and fd to stdout until fd ends (or stdout goes). */
-static int bridge(int fd)
-{
-    bool in_open = true;
-    char buf[65536];
-    for (;;) {
-        struct pollfd p[2] = { { .fd = in_open ? 0 : -1, .events = POLLIN },
-                               { .fd = fd, .events = POLLIN } };
-        if (poll(p, 2, -1) < 0) {
-            if (errno == EINTR)
-                continue;
-            return 1;
-        }
-        if (p[0].revents) {
-            ssize_t n = read(0, buf, sizeof(buf));
-            if (n <= 0) {
-                in_open = false;
-                shutdown(fd, SHUT_WR);
-            } else if (write_full(fd, buf, (size_t)n) < 0) {
-                return 1;
-            }
-        }
-        if (p[1].revents) {
-            ssize_t n = read(fd, buf, sizeof(buf));
-            if (n <= 0)
-                return 0;
-            if (write_full(1, buf, (size_t)n) < 0)
-                return 1;
-        }
-    }
-}
-
 /* ---- the keeper ------------------------------------------------------------------------ */
 
 typedef struct keeper {
@@ -302,7 +270,7 @@ int agent_pod_connect(const char *self, const char *sock, bool start, const char
     signal(SIGPIPE, SIG_IGN);
     if (!resume_id) {
         int fd = agent_fd(self, sock, start, daemon_args);
-        return fd < 0 ? 1 : bridge(fd);
+        return fd < 0 ? 1 : agent_bridge_fd(fd);
     }
     char *end;
     errno = 0;
@@ -356,5 +324,5 @@ int agent_pod_connect(const char *self, const char *sock, bool start, const char
         return 1;
     }
     free(kpath);
-    return bridge(fd);
+    return agent_bridge_fd(fd);
 }
