@@ -1114,19 +1114,27 @@ int sbx_session_close_fd(sbx_session *s, int child_fd, sbx_err *err)
     return s->failed ? fail(s, err) : 0;
 }
 
-int sbx_session_read_record(sbx_session *s, int child_fd, int delim, strbuf *out,
-                            sbx_err *err)
+/* Takes from an API output's queue up to and including delim (delim >= 0) or exactly n bytes
+ * (delim < 0), pumping the connection until they are there; at the output's end (or the
+ * command's), what is left. 1: a whole record, 0: the rest at the end. */
+static int read_api(sbx_session *s, int child_fd, int delim, size_t n, strbuf *out,
+                    sbx_err *err)
 {
     outfd *o = out_by_child(s, child_fd);
     if (!o || o->mode != SBX_FD_API_OUT)
         return sbx_errf(err, "fd %d is not an API output of the command", child_fd);
     for (;;) {
-        char *hit = o->q.len ? memchr(o->q.buf, delim, o->q.len) : NULL;
-        if (hit) {
-            size_t n = (size_t)(hit - o->q.buf) + 1;
-            strbuf_add(out, o->q.buf, n);
-            strbuf_remove(&o->q, 0, n);
-            credit(s, o, n);
+        size_t take = 0;
+        if (delim >= 0) {
+            char *hit = o->q.len ? memchr(o->q.buf, delim, o->q.len) : NULL;
+            take = hit ? (size_t)(hit - o->q.buf) + 1 : 0;
+        } else if (o->q.len >= n) {
+            take = n;
+        }
+        if (take) {
+            strbuf_add(out, o->q.buf, take);
+            strbuf_remove(&o->q, 0, take);
+            credit(s, o, take);
             sock_write(s);
             return 1;
         }
@@ -1141,28 +1149,17 @@ int sbx_session_read_record(sbx_session *s, int child_fd, int delim, strbuf *out
     }
 }
 
+int sbx_session_read_record(sbx_session *s, int child_fd, int delim, strbuf *out,
+                            sbx_err *err)
+{
+    return read_api(s, child_fd, delim & 0xff, 0, out, err);
+}
+
 int sbx_session_read_bytes(sbx_session *s, int child_fd, size_t n, strbuf *out, sbx_err *err)
 {
-    outfd *o = out_by_child(s, child_fd);
-    if (!o || o->mode != SBX_FD_API_OUT)
-        return sbx_errf(err, "fd %d is not an API output of the command", child_fd);
-    for (;;) {
-        if (o->q.len >= n) {
-            strbuf_add(out, o->q.buf, n);
-            strbuf_remove(&o->q, 0, n);
-            credit(s, o, n);
-            sock_write(s);
-            return 1;
-        }
-        if (s->failed)
-            return fail(s, err);
-        if (o->eof || s->exited) {
-            strbuf_add(out, o->q.buf, o->q.len);
-            strbuf_reset(&o->q);
-            return 0;
-        }
-        pump(s, -1);
-    }
+    if (n == 0)
+        return 1;
+    return read_api(s, child_fd, -1, n, out, err);
 }
 
 int sbx_session_signal(sbx_session *s, int signo, sbx_err *err)
