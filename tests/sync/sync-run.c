@@ -13,6 +13,7 @@
 #include "sync/conn.h"
 #include "common/strvec.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -100,9 +101,15 @@ int main(int argc, char **argv)
         struct sockaddr_un sun = { .sun_family = AF_UNIX };
         rfd = wfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sock);
-        if (connect(rfd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
-            perror("sync-run: connect");
-            return 125;
+        /* An agent that is starting binds its socket a moment before it listens: refused
+         * then, as the local backend does, try again (bounded: 20 s). */
+        int tries = 0;
+        while (connect(rfd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+            if ((errno != ECONNREFUSED && errno != ENOENT) || ++tries > 400) {
+                perror("sync-run: connect");
+                return 125;
+            }
+            usleep(50000);
         }
     }
     if (sync_conn_open(host, rfd, wfd, &ops, NULL, 10000, &conn, &err) < 0) {
