@@ -63,6 +63,10 @@ like "$screen" '[0-9]+  if true; then echo in-if; fi' "a multi-line command is o
 tmux_type 'echo unique-marker-42'; tmux_keys Enter
 tmux_wait $'\nunique-marker-42\n'
 tmux_type 'echo other'; tmux_keys Enter
+# Ctrl-R only once the prompt is back: typed ahead while a command runs, the terminal's line
+# discipline takes it as "reprint" (as it does under bash)
+tmux_wait $'\nother\n'
+tmux_wait_last '/sub> ?$'
 tmux_keys C-r; tmux_type 'unique-mark'
 ok "Ctrl-R finds a command by what it contains" tmux_wait "reverse-i-search.*echo unique-marker-42"
 tmux_keys Enter

@@ -92,10 +92,10 @@ is "$(k exec "$pod" -- sh -c 'sleep 300 & echo started' 2>&1)" "started" \
 like "$(pgrep -f "^sleep $D\$")" '^[0-9]+$' "...the daemon is a process on this machine"
 is "$(k exec "$pod" -- sh -c 'test -e /usr/local/bin/sbx-agent && echo there || echo none' 2>&1)" "none" \
    "without --agent the pod has no sbx-agent"
-out=$("$(dirname "$0")/../local/ptyrun.py" -- kubectl --request-timeout=60s exec -it "$pod" -- sh -c 'tty; stty size; exit 5')
+out=$("$(dirname "$0")/../local/ptyrun.py" -- kubectl --request-timeout=60s exec -it "$pod" -- sh -c 'tty; for i in $(seq 100); do [ "$(stty size)" = "33 101" ] && break; sleep 0.1; done; stty size; exit 5')
 rc=$?
 is "$out" $'/dev/pts/0\n33 101\ncommand terminated with exit code 5' \
-   "exec -it: a terminal of the pod's own, of the size kubectl sent (33x101), and the status"
+   "exec -it: a terminal of the pod's own, of the size kubectl sent (33x101: its resize may land just after the command starts), and the status"
 is "$rc" "5" "...kubectl exits 5"
 out=$(k exec "$pod" -- nosuchcommand 2>&1)
 like "$out" 'executable file not found in \$PATH' "a missing command is an error from the server"
