@@ -229,25 +229,32 @@ static void cpu_request(const char *limit, char *out, size_t outsz)
         snprintf(out, outsz, "%s", limit);
 }
 
-static void print_template(const struct opts *o)
+/* The start every object shares: its kind, the tenant's name and namespace, sbxsh's labels,
+ * up to "spec:". */
+static void print_head(const char *kind, const struct opts *o)
 {
-    char cpu_req[32];
-    cpu_request(o->cpu, cpu_req, sizeof(cpu_req));
     printf("---\n"
            "apiVersion: extensions.agents.x-k8s.io/v1beta1\n"
-           "kind: SandboxTemplate\n"
+           "kind: %s\n"
            "metadata:\n"
            "  name: sbx-%s\n"
            "  namespace: %s\n"
            "  labels:\n"
            "    app.kubernetes.io/managed-by: sbxsh\n"
            "    sbxsh.dev/tenant: %s\n"
-           "spec:\n"
-           "  envVarsInjectionPolicy: Disallowed\n"
+           "spec:\n",
+           kind, o->tenant, o->ns, o->tenant);
+}
+
+static void print_template(const struct opts *o)
+{
+    char cpu_req[32];
+    cpu_request(o->cpu, cpu_req, sizeof(cpu_req));
+    print_head("SandboxTemplate", o);
+    printf("  envVarsInjectionPolicy: Disallowed\n"
            "  volumeClaimTemplatesPolicy: Disallowed\n"
            "  networkPolicyManagement: Managed\n"
-           "  networkPolicy:\n",
-           o->tenant, o->ns, o->tenant);
+           "  networkPolicy:\n");
     if (o->router)
         printf("    ingress:\n"
                "    - from:\n"
@@ -358,22 +365,13 @@ static void print_template(const struct opts *o)
 
 static void print_pool(const struct opts *o)
 {
-    printf("---\n"
-           "apiVersion: extensions.agents.x-k8s.io/v1beta1\n"
-           "kind: SandboxWarmPool\n"
-           "metadata:\n"
-           "  name: sbx-%s\n"
-           "  namespace: %s\n"
-           "  labels:\n"
-           "    app.kubernetes.io/managed-by: sbxsh\n"
-           "    sbxsh.dev/tenant: %s\n"
-           "spec:\n"
-           "  replicas: %ld\n"
+    print_head("SandboxWarmPool", o);
+    printf("  replicas: %ld\n"
            "  sandboxTemplateRef:\n"
            "    name: sbx-%s\n"
            "  updateStrategy:\n"
            "    type: Recreate\n",
-           o->tenant, o->ns, o->tenant, o->replicas, o->tenant);
+           o->replicas, o->tenant);
 }
 
 int sbx_render_pool(int argc, char **argv)
