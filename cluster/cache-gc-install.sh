@@ -36,17 +36,8 @@ if [ "$dry" = 0 ]; then
     [ -d /run/systemd/system ] || { echo "cache-gc-install.sh: needs systemd (the timer is a systemd unit)" >&2; exit 1; }
 fi
 
-n=0
-step() {
-    local desc=$1
-    shift
-    n=$((n + 1))
-    printf 'step %d: %s\n' "$n" "$desc"
-    printf '  $'
-    printf ' %q' "$@"
-    printf '\n'
-    [ "$dry" = 1 ] || "$@"
-}
+# shellcheck source=cluster/steps.sh
+. "$(cd "$(dirname "$0")" && pwd)/steps.sh"
 # shellcheck disable=SC2317 # run through step
 write() { # FILE MODE CONTENT: written to a temporary file, then renamed
     printf '%s\n' "$3" >"$1.tmp"

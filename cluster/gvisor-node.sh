@@ -41,18 +41,8 @@ case ${1:-} in
 *) usage ;;
 esac
 
-n=0
-# step DESCRIPTION CMD...: prints the step and its command; runs it unless --dry-run.
-step() {
-    local desc=$1
-    shift
-    n=$((n + 1))
-    printf 'step %d: %s\n' "$n" "$desc"
-    printf '  $'
-    printf ' %q' "$@"
-    printf '\n'
-    [ "$dry" = 1 ] || "$@"
-}
+# shellcheck source=cluster/steps.sh
+. "$(cd "$(dirname "$0")" && pwd)/steps.sh"
 # done_step DESCRIPTION: a step already done on this node.
 done_step() {
     n=$((n + 1))

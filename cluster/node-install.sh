@@ -45,18 +45,8 @@ if [ -z "$node_ip" ] || ! [[ $node_ip =~ ^[0-9A-Fa-f.:]+$ ]]; then
     exit 2
 fi
 
-n=0
-# step DESCRIPTION CMD...: prints the step and its command; runs it unless --dry-run.
-step() {
-    local desc=$1
-    shift
-    n=$((n + 1))
-    printf 'step %d: %s\n' "$n" "$desc"
-    printf '  $'
-    printf ' %q' "$@"
-    printf '\n'
-    [ "$dry" = 1 ] || "$@"
-}
+# shellcheck source=cluster/steps.sh
+. "$(cd "$(dirname "$0")" && pwd)/steps.sh"
 
 unit=k3s
 [ "$role" = agent ] && unit=k3s-agent
