@@ -678,18 +678,11 @@ static int agent_entry(apply_rx *rx, const wire_entry *e, sbx_err *err)
         return 0;
     }
 
-    /* A regular file. When nothing is there and the manifest knows nothing of it (a first
-     * sync, a new file), it was written in place above (no rename per file); here when
-     * that failed, or something is there. */
+    /* A regular file the manifest knows, or one whose in-place creation above failed
+     * (something was there, or could not be made): written beside it and renamed over it
+     * when complete (agent_finish_file). */
     mf_hash_init(&rx->hs);
-    if (!have_cur && !mf_lookup(rx->t, e->root, e->path, e->path_len)) {
-        rx->fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                        apply_file_mode(NULL, rx->e_exec));
-        snprintf(rx->tmp, sizeof(rx->tmp), "%s", name);
-        rx->direct = rx->fd >= 0;
-    }
-    if (rx->fd < 0)
-        rx->fd = sf_mktemp(dfd, rx->tmp, sizeof(rx->tmp), 0600);
+    rx->fd = sf_mktemp(dfd, rx->tmp, sizeof(rx->tmp), 0600);
     if (rx->fd < 0) {
         warnf(rx, "cannot write %s/%s in the sandbox: %s", mf_root_at(rx->t, e->root)->base,
               rx->e_path, strerror(errno));
