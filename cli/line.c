@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pty.h>
 #include <signal.h>
 #include <stdio.h>
@@ -369,6 +370,33 @@ static int open_session(line_exec *x, sbx_err *err)
     return sbx_session_open(&x->cfg, NULL, &x->sess, err);
 }
 
+/*
+ * The sbx that `sbx status` and the like at sbxsh's prompt run (router/README.md): the one
+ * beside the running sbxsh (/proc/self/exe's directory), which `make install` and the
+ * build put there together, so that it speaks this sbxsh's holder protocol and state
+ * layout. Not a PATH search: PATH is the caller's (an agent's harness sets it), and the
+ * first sbx on it may be another version, or none at all. NULL when it cannot be told.
+ */
+static const char *sbx_beside_sbxsh(void)
+{
+    static char path[PATH_MAX];
+    static bool done;
+    char exe[PATH_MAX];
+    ssize_t n;
+
+    if (!done) {
+        done = true;
+        n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        if (n > 0 && exe[0] == '/') {
+            exe[n] = '\0';
+            *strrchr(exe, '/') = '\0';
+            if ((size_t)snprintf(path, sizeof(path), "%s/sbx", exe) >= sizeof(path))
+                path[0] = '\0';
+        }
+    }
+    return path[0] ? path : NULL;
+}
+
 void line_route_ctx(const sbx_config *cfg, const char *cwd, route_ctx *ctx)
 {
     memset(ctx, 0, sizeof(*ctx));
@@ -380,6 +408,8 @@ void line_route_ctx(const sbx_config *cfg, const char *cwd, route_ctx *ctx)
     ctx->path = getenv("PATH");
     ctx->home = getenv("HOME");
     ctx->cdpath = getenv("CDPATH");
+    ctx->sbx = sbx_beside_sbxsh();
+    ctx->session = cfg->session;
 }
 
 /* The context for the next part: from where it runs (x->cwd follows every cd). */
@@ -1189,7 +1219,8 @@ static char *host_last_arg(const sh_pipeline *pl)
 }
 
 /* Is this host part one that must run on the host (a git network command,
- * where the credentials are), rather than glue that could run anywhere? */
+ * where the credentials are, or sbxsh's own sbx, which the sandbox does not
+ * have), rather than glue that could run anywhere? */
 static bool part_needs_host(const route_part *part)
 {
     if (part->where != ROUTE_HOST || part->background)
@@ -1197,12 +1228,47 @@ static bool part_needs_host(const route_part *part)
     for (const sh_cmd *c = part->pipe->cmds; c; c = c->next) {
         strbuf name = STRBUF_INIT;
         bool git = c->kind == SH_SIMPLE && c->words && sh_word_static_value(c->words, &name) &&
-                   !strcmp(name.buf, "git");
+                   (!strcmp(name.buf, "git") || !strcmp(name.buf, "sbx"));
         strbuf_release(&name);
         if (git)
             return true;
     }
     return false;
+}
+
+/* A host `sbx release` (the router lets only this shell's own session through) that
+ * succeeded: the session's holder and sandbox are gone, the persistent shell with them.
+ * The next sandbox part starts a new one in the same session, as the first command of a
+ * shell does: a fresh bash there, with the cwd and $? carried over (and the sandbox's
+ * ~/.bashrc when sbxsh reads it), but none of the old shell's variables or functions. */
+static void after_host_part(line_exec *x, const sh_pipeline *pl, int status)
+{
+    strbuf w = STRBUF_INIT;
+    bool release = false, help = false;
+    size_t k = 0;
+
+    if (pl->cmds->next)
+        return;
+    for (const sh_word *wd = pl->cmds->words; wd; wd = wd->next) {
+        strbuf_reset(&w);
+        if (!sh_word_static_value(wd, &w))
+            break;
+        switch (k++) {
+        case 0: release = !strcmp(w.buf, "sbx"); break;
+        case 1: release = release && !strcmp(w.buf, "release"); break;
+        default: help = help || !strcmp(w.buf, "--help") || !strcmp(w.buf, "-h"); break;
+        }
+    }
+    strbuf_release(&w);
+    if (!release || help || status != 0 || !x->sess)
+        return;
+    sbx_session_close(x->sess);
+    x->sess = NULL;
+    x->fork_reports = false;
+    if (x->shell_running && x->o.interactive)
+        fprintf(stderr, "sbxsh: session '%s' released: the next command starts a new sandbox "
+                        "(the shell's variables and functions start afresh)\n", x->cfg.session);
+    x->shell_running = false;
 }
 
 /* A line is split between host and sandbox only when it must be: some part
@@ -1316,6 +1382,7 @@ static int run_parts(line_exec *x, const sh_parse *p, route_plan *plan, unsigned
                 continue;
             }
             fflush(stdout);
+            after_host_part(x, parts[i].pipe, status);
             x->last_status = status;
             x->sandbox_stale = true;
             free(x->last_arg);

@@ -517,6 +517,8 @@ static route_where check_cmd(const route_ctx *ctx, const sh_cmd *cmd, rcmd *c, r
         c->kind = RC_GIT;
     else if (route_is_filter(name))
         c->kind = RC_FILTER;
+    else if (!strcmp(name, "sbx"))
+        c->kind = RC_SBX;
     else {
         if (strchr(name, '/'))
             strbuf_addstr(why, "a program given by path");
@@ -572,6 +574,10 @@ static route_where check_cmd(const route_ctx *ctx, const sh_cmd *cmd, rcmd *c, r
         break;
     case RC_FILTER:
         if (route_check_filter(ctx, c, why) < 0)
+            goto out;
+        break;
+    case RC_SBX:
+        if (route_check_sbx(ctx, c, why) < 0)
             goto out;
         break;
     }
@@ -650,6 +656,10 @@ route_where route_check(const sh_parse *p, const sh_pipeline *pl, const route_ct
             strbuf_addstr(reason, "git inside a pipeline");
             goto sandbox;
         }
+        if (c->kind == RC_SBX && (pos > 0 || (c->sbx_sub == SBX_EXEC && n > 1))) {
+            strbuf_addstr(reason, "sbx inside a pipeline");
+            goto sandbox;
+        }
         if (c->kind == RC_CD && (n > 1 || pl->bang)) {
             strbuf_addstr(reason, "cd in a pipeline or after ! (it would not change the "
                                   "directory)");
@@ -664,9 +674,17 @@ route_where route_check(const sh_parse *p, const sh_pipeline *pl, const route_ct
         strbuf_addstr(reason, c->argv.v[0]);
         if (c->kind == RC_GIT)
             strbuf_addf(reason, " %s", git_sub_names[c->git_sub]);
+        if (c->kind == RC_SBX)
+            strbuf_addf(reason, " %s", sbx_sub_names[c->sbx_sub]);
     }
     if (rp->n == 1) {
         switch (rp->cmds[0].kind) {
+        case RC_SBX:
+            strbuf_addstr(reason, rp->cmds[0].sbx_sub == SBX_EXEC
+                                      ? ": not run; sbxsh says to type the command itself (it "
+                                        "runs in the sandbox already)"
+                                      : ": sbxsh's own command, on the host");
+            break;
         case RC_GIT: strbuf_addstr(reason, ": network command, options allowed"); break;
         case RC_CD: strbuf_addstr(reason, ": within the code directories"); break;
         default: strbuf_addstr(reason, ": builtin glue"); break;

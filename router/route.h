@@ -71,6 +71,12 @@ typedef struct route_ctx {
     const char *path;               /* the host PATH programs resolve through; NULL = unset */
     const char *home;               /* $HOME (jq reads ~/.jq); may be NULL */
     const char *cdpath;             /* $CDPATH; a non-empty one sends relative `cd` away */
+    /* `sbx status|ls|release|doctor` run on the host as the program sbx (an absolute path:
+     * the one installed beside sbxsh; NULL: sbx stays a sandbox command), with the
+     * session's name as AGENT_SANDBOX_SESSION and the code directories as
+     * AGENT_SANDBOX_CODE_DIRS, so that it sees the session this shell uses. */
+    const char *sbx;
+    const char *session;
 } route_ctx;
 
 typedef struct route_part {
