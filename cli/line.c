@@ -85,7 +85,9 @@
  * What the prompt needs of the shell's state, after the "next" report of interactive mode
  * (PROMPT_FIELDS more fields): PS1 and PS2 (each with an "s" before it when set), HISTSIZE,
  * HISTFILESIZE, HISTCONTROL, HISTIGNORE, and PS1 expanded as bash would, only when it needs
- * the shell (prompt_needs_shell: a $ or `), with $? as the command left it. That expansion
+ * the shell (prompt_needs_shell: a $ or `), with $? as the command left it (or,
+ * after PROMPT_COMMAND, as the command before it left it: prompt_status), and
+ * PROMPT_COMMAND, each element (bash 5.1's array) on a line of its own. That expansion
  * runs in a command substitution: an error in it (`set -u`, a bad substitution) must not
  * abandon the report. The `x` keeps the prompt's trailing newlines.
  */
@@ -94,8 +96,9 @@
     "__sbx_r() { return \"$1\"; }; __sbx_r \"$__sbx_s\"; builtin printf '%sx' \"${PS1@P}\"); "        \
     "__sbx_e=${__sbx_e%x};; esac; "                                                            \
     "__sbx_v=(\"${PS1+s}${PS1-}\" \"${PS2+s}${PS2-}\" \"${HISTSIZE-}\" \"${HISTFILESIZE-}\" "         \
-    "\"${HISTCONTROL-}\" \"${HISTIGNORE-}\" \"$__sbx_e\"); builtin unset -v __sbx_e; "
-#define PROMPT_FIELDS 7
+    "\"${HISTCONTROL-}\" \"${HISTIGNORE-}\" \"$__sbx_e\" "                                          \
+    "\"${PROMPT_COMMAND+\"${PROMPT_COMMAND[*]/%/$'\\n'}\"}\"); builtin unset -v __sbx_e; "
+#define PROMPT_FIELDS 8
 
 /*
  * The same report without a simple command in the shell itself, once the
@@ -158,6 +161,8 @@ struct line_exec {
     bool sandbox_stale;       /* the persistent shell has not seen last_status yet */
     bool status_lost;         /* its $? and PIPESTATUS are a report's (REPORT_FORK) */
     bool fork_reports;        /* reports run in subshells (REPORT_FORK) */
+    int prompt_status;        /* running PROMPT_COMMAND: the $? to give back before each
+                                 "next" report (PS1 sees it); -1 otherwise */
     unsigned shell_line;      /* bash's line counter once it has run what was written */
     char *last_arg;           /* $_ after the last host part, when it sets one */
     char *cwd;                /* where the next part runs */
@@ -189,6 +194,7 @@ int line_exec_new(const line_opts *o, line_exec **out, sbx_err *err)
     x->errexit = o->errexit;
     x->pipefail = o->pipefail;
     x->cwd = current_dir();
+    x->prompt_status = -1;
     strvec_init(&x->env);
     strbuf_init(&x->typeahead, 0);
     if (sbx_config_load(&x->cfg, &co, err) < 0) {
@@ -296,6 +302,7 @@ void line_exec_free(line_exec *x)
     free(x->vars.histcontrol);
     free(x->vars.histignore);
     free(x->vars.ps1_expanded);
+    free(x->vars.prompt_command);
     free(x->last_arg);
     free(x->cwd);
     free(x->shell_cwd);
@@ -416,6 +423,11 @@ void line_route_ctx(const sbx_config *cfg, const char *cwd, route_ctx *ctx)
 static void route_ctx_fill(const line_exec *x, route_ctx *ctx)
 {
     line_route_ctx(&x->cfg, x->cwd, ctx);
+}
+
+void line_exec_route_ctx(const line_exec *x, route_ctx *ctx)
+{
+    route_ctx_fill(x, ctx);
 }
 
 /*
@@ -834,7 +846,7 @@ static void keep_prompt_vars(line_exec *x, char *const *f)
 {
     line_shell_vars *v = &x->vars;
     char **dst[] = { &v->ps1, &v->ps2, &v->histsize, &v->histfilesize, &v->histcontrol,
-                     &v->histignore, &v->ps1_expanded };
+                     &v->histignore, &v->ps1_expanded, &v->prompt_command };
     for (size_t i = 0; i < ARRAY_SIZE(dst); i++) {
         free(*dst[i]);
         *dst[i] = NULL;
@@ -846,6 +858,7 @@ static void keep_prompt_vars(line_exec *x, char *const *f)
     v->histcontrol = f[4][0] ? xstrdup(f[4]) : NULL;
     v->histignore = f[5][0] ? xstrdup(f[5]) : NULL;
     v->ps1_expanded = v->ps1 && prompt_needs_shell(v->ps1) ? xstrdup(f[6]) : NULL;
+    v->prompt_command = strspn(f[7], " \t\n") < strlen(f[7]) ? xstrdup(f[7]) : NULL;
     v->known = true;
 }
 
@@ -978,6 +991,12 @@ static int shell_run_chunk(line_exec *x, const char *chunk, unsigned first, unsi
     for (; first && x->shell_line + 1 < first; x->shell_line++)
         strbuf_addch(&w, '\n');
     strbuf_addstr(&w, chunk);
+    /* PROMPT_COMMAND: $? is the last command's again before the report, so that a PS1
+     * expanded there sees it, as bash's does (without tripping set -e: `&& :`) */
+    if (x->prompt_status >= 0)
+        strbuf_addf(&w, x->fork_reports ? "{ ( " FORK_EXIT "%d ) >/dev/null && :; } 2>/dev/null; "
+                                        : "{ " SETRC_DEF "__sbx_setrc %d \"$_\" && :; } 2>/dev/null; ",
+                    x->prompt_status);
     /* "next", on a line of its own, sets the line counter back: the next
      * text would otherwise find this line counted. */
     if (x->o.tty && x->o.interactive)
@@ -1506,6 +1525,30 @@ int line_exec_command(line_exec *x, const sh_parse *p, unsigned first_line, bool
     if (rc == 0 && *exited)
         *wait_status = x->final_status;
     return rc;
+}
+
+int line_exec_prompt_command(line_exec *x, const sh_parse *p, bool *exited, int *wait_status,
+                             sbx_err *err)
+{
+    int saved = x->last_status, pipestatus[ARRAY_SIZE(x->pipestatus)], rc;
+    size_t npipestatus = x->npipestatus;
+    bool stale = x->sandbox_stale;
+
+    memcpy(pipestatus, x->pipestatus, sizeof(pipestatus));
+    x->prompt_status = saved;
+    rc = line_exec_command(x, p, 0, exited, wait_status, err);
+    x->prompt_status = -1;
+    if (rc < 0 || *exited)
+        return rc;
+    /* A last part in the sandbox left its $? at `saved` already (shell_run_chunk); after a
+     * host part, the next chunk's prefix sets it. PIPESTATUS is replayed as it was. */
+    if (x->last_status != saved)
+        x->sandbox_stale = true;
+    x->last_status = saved;
+    x->sandbox_stale |= stale;
+    x->npipestatus = npipestatus;
+    memcpy(x->pipestatus, pipestatus, sizeof(pipestatus));
+    return 0;
 }
 
 int line_exec_raw_rest(line_exec *x, const char *text, size_t len, unsigned first_line,

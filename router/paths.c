@@ -289,3 +289,34 @@ void route_safe_path(const route_ctx *ctx, strbuf *out)
     }
     strbuf_release(&dir);
 }
+
+int route_find_host_program(const route_ctx *ctx, const char *name, strbuf *out,
+                            const char **why)
+{
+    char real[PATH_MAX];
+    struct stat st;
+
+    if (!strchr(name, '/'))
+        return route_find_program(ctx, name, out, why);
+    strbuf_reset(out);
+    if (name[0] != '/' || stat(name, &st) < 0 || !S_ISREG(st.st_mode) || access(name, X_OK) < 0) {
+        *why = "not an absolute path to a program";
+        return -1;
+    }
+    if (!realpath(name, real) || route_in_synced(ctx, name) || route_in_synced(ctx, real)) {
+        *why = "inside the code directories, which the sandbox can change";
+        return -1;
+    }
+    strbuf_addstr(out, name);
+    return 0;
+}
+
+void route_host_path(const route_ctx *ctx, strbuf *out)
+{
+    route_safe_path(ctx, out);
+}
+
+bool route_sandbox_writable(const route_ctx *ctx, const char *abs)
+{
+    return route_in_synced(ctx, abs);
+}

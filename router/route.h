@@ -144,6 +144,18 @@ enum {
 int route_run_host(const sh_parse *p, const sh_pipeline *pl, const route_ctx *ctx,
                    const route_run_opts *o, int *status, strbuf *new_cwd, sbx_err *err);
 
+/* For a program the person chose to run on the host outside any line (fc's editor, from
+ * sbxsh's own FCEDIT or EDITOR): bash's PATH search over ctx->path as for host parts, never
+ * a file that is, or resolves to, inside the code directories or sync paths (a name with a
+ * `/` is taken as it is, under the same rule); and the PATH to give it (without relative
+ * entries or entries inside them). 0 with the path in out, or -1 with *why. */
+int route_find_host_program(const route_ctx *ctx, const char *name, strbuf *out,
+                            const char **why);
+void route_host_path(const route_ctx *ctx, strbuf *out);
+/* abs (absolute, real) lies inside the code directories or sync paths: the sandbox's to
+ * change. */
+bool route_sandbox_writable(const route_ctx *ctx, const char *abs);
+
 /* The 1-based line of byte offset off in p's text, as bash counts lines. */
 unsigned route_line_of(const sh_parse *p, uint32_t off);
 
