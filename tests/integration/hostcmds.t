@@ -17,6 +17,21 @@ export XDG_STATE_HOME=$SBX_TEST_TMP/xdg-state
 unset FCEDIT EDITOR VISUAL PROMPT_COMMAND
 if [ "$(id -u)" = 0 ]; then D='#'; else D='$'; fi
 P="^\[sbx:hostcmds-$$\] $CODE\\$D ?\$"
+# ---- sbx as a host part, outside a terminal ---------------------------------------------
+# the session sbx is told about is the shell's own, also when sbxsh was given --session
+# (the environment still names another) and after a cd
+mkdir -p "$CODE/sub"
+other=hostcmds-other-$$
+out=$("$SBXSH" --session "$other" -c 'cd sub && true; sbx status --json | jq -r .session')
+is "$out" "$other" "sbx status in a line: about the shell's own session (--session, after a cd)"
+out=$("$SBXSH" --session "$other" -c 'x=1; sbx release && sbx status >/dev/null 2>&1; echo "status=$? x=$x"')
+is "$out" "status=1 x=" \
+    "sbx release in a line releases it (sbx status: no such session); the next part gets a new shell"
+"$SBX" release --session "$other" >/dev/null 2>&1
+out=$("$SBXSH" -c 'sbx status --session someone-else' 2>&1); st=$?
+is "$st:$out" "127:$SBXSH: line 1: sbx: command not found" \
+    "sbx status --session of another session: a sandbox command, where there is no sbx"
+
 tmux_start 120 40
 
 # ---- sbx at the prompt -------------------------------------------------------------------
