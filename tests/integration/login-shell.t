@@ -39,27 +39,30 @@ cleanup_user() {
 trap 'cleanup_user; tap_cleanup' EXIT
 
 # ---- make install, make install-shell ------------------------------------------------------
-# LIBEXECDIR beside sbxsh: the installed sbxsh finds its agent beside itself, whatever
-# LIBEXECDIR the build was compiled for
-out=$(env -u MAKEFLAGS -u MFLAGS make -s -C "$TOP" install PREFIX="$PREFIX" LIBEXECDIR="$PREFIX/bin" 2>&1)
+# A build of its own (BUILD, BIN under the scratch directory): `make install PREFIX=...`
+# compiles where the agent goes into the programs (session/session.mk), and must not relink
+# the programs the other tests are running.
+MK=(env -u MAKEFLAGS -u MFLAGS make -s -j2 -C "$TOP" BUILD="$SBX_TEST_TMP/build" BIN="$SBX_TEST_TMP/bin")
+
+out=$("${MK[@]}" install PREFIX="$PREFIX" 2>&1)
 is "$?" 0 "make install PREFIX=..."
 ok "...installs sbxsh and sbx" test -x "$PREFIX/bin/sbxsh" -a -x "$PREFIX/bin/sbx"
 like "$out" "To make sbxsh a login shell \(chsh -s, su -, login\), list it in /etc/shells: make install-shell PREFIX=$PREFIX" \
     "...and says how to list it in /etc/shells"
 ok "...without touching /etc/shells" cmp -s /etc/shells "$SAVED"
 
-out=$(env -u MAKEFLAGS -u MFLAGS make -s -C "$TOP" install-shell PREFIX="$PREFIX" DESTDIR="$SBX_TEST_TMP/dest" 2>&1)
+out=$("${MK[@]}" install-shell PREFIX="$PREFIX" DESTDIR="$SBX_TEST_TMP/dest" 2>&1)
 is "$(cat "$SBX_TEST_TMP/dest/etc/shells" 2>/dev/null)" "$PREFIX/bin/sbxsh" \
     "make install-shell DESTDIR=D: D/etc/shells gets the line"
 ok "...and the real /etc/shells is left alone" cmp -s /etc/shells "$SAVED"
 
-out=$(env -u MAKEFLAGS -u MFLAGS make -s -C "$TOP" install-shell PREFIX="$PREFIX" 2>&1)
+out=$("${MK[@]}" install-shell PREFIX="$PREFIX" 2>&1)
 is "$out" "added $PREFIX/bin/sbxsh to /etc/shells" "make install-shell adds \$(BINDIR)/sbxsh"
-out=$(env -u MAKEFLAGS -u MFLAGS make -s -C "$TOP" install-shell PREFIX="$PREFIX" 2>&1)
+out=$("${MK[@]}" install-shell PREFIX="$PREFIX" 2>&1)
 is "$out" "$PREFIX/bin/sbxsh is in /etc/shells already" "...once: a second run adds nothing"
 is "$(grep -cxF "$PREFIX/bin/sbxsh" /etc/shells)" 1 "...the line is there once"
 is "$(head -n "$(wc -l <"$SAVED")" /etc/shells)" "$(cat "$SAVED")" "...after the lines that were there"
-out=$(env -u MAKEFLAGS -u MFLAGS make -s -C "$TOP" install PREFIX="$PREFIX" LIBEXECDIR="$PREFIX/bin" 2>&1)
+out=$("${MK[@]}" install PREFIX="$PREFIX" 2>&1)
 unlike "$out" "To make sbxsh a login shell" "make install says nothing more once it is listed"
 
 # ---- a login through su ---------------------------------------------------------------------
