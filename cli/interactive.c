@@ -419,6 +419,11 @@ void interactive_command_replayed(interactive *ia, const char *text, size_t len)
     ia->entry_done = true;
 }
 
+void interactive_prompt_command_starts(interactive *ia)
+{
+    ia->cur_added = false;
+}
+
 bool interactive_take_rerun(interactive *ia, strbuf *text)
 {
     if (!ia->has_rerun)

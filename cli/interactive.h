@@ -37,6 +37,10 @@ void interactive_command_seen(interactive *ia);
  * false for anything else, which runs as usual. */
 bool interactive_builtin(interactive *ia, const sh_parse *p);
 
+/* PROMPT_COMMAND is about to run: it has no history entry (so an fc in it sees every
+ * entry as the commands before it, and drops none). */
+void interactive_prompt_command_starts(interactive *ia);
+
 /* What `fc` (-s, or the editor) has the shell run next, as if typed: appended to text.
  * Returns false when there is nothing. */
 bool interactive_take_rerun(interactive *ia, strbuf *text);

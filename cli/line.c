@@ -87,17 +87,19 @@
  * HISTFILESIZE, HISTCONTROL, HISTIGNORE, and PS1 expanded as bash would, only when it needs
  * the shell (prompt_needs_shell: a $ or `), with $? as the command left it (or,
  * after PROMPT_COMMAND, as the command before it left it: prompt_status), and
- * PROMPT_COMMAND, each element (bash 5.1's array) on a line of its own. That expansion
+ * PROMPT_COMMAND, each element (bash 5.1's array) followed by a \001 (which no command line
+ * that reaches the host has: control bytes send a line to the sandbox). That expansion
  * runs in a command substitution: an error in it (`set -u`, a bad substitution) must not
  * abandon the report. The `x` keeps the prompt's trailing newlines.
  */
 #define PROMPT_PRE                                                                              \
+    "__sbx_c=; builtin printf -v __sbx_c '%s\\001' ${PROMPT_COMMAND[@]+\"${PROMPT_COMMAND[@]}\"}; " \
     "__sbx_e=; case ${PS1-} in *[\\$\\`]*) __sbx_e=$(builtin set +u; "                             \
     "__sbx_r() { return \"$1\"; }; __sbx_r \"$__sbx_s\"; builtin printf '%sx' \"${PS1@P}\"); "        \
     "__sbx_e=${__sbx_e%x};; esac; "                                                            \
     "__sbx_v=(\"${PS1+s}${PS1-}\" \"${PS2+s}${PS2-}\" \"${HISTSIZE-}\" \"${HISTFILESIZE-}\" "         \
-    "\"${HISTCONTROL-}\" \"${HISTIGNORE-}\" \"$__sbx_e\" "                                          \
-    "\"${PROMPT_COMMAND+\"${PROMPT_COMMAND[*]/%/$'\\n'}\"}\"); builtin unset -v __sbx_e; "
+    "\"${HISTCONTROL-}\" \"${HISTIGNORE-}\" \"$__sbx_e\" \"$__sbx_c\"); "                        \
+    "builtin unset -v __sbx_e __sbx_c; "
 #define PROMPT_FIELDS 8
 
 /*
@@ -858,7 +860,7 @@ static void keep_prompt_vars(line_exec *x, char *const *f)
     v->histcontrol = f[4][0] ? xstrdup(f[4]) : NULL;
     v->histignore = f[5][0] ? xstrdup(f[5]) : NULL;
     v->ps1_expanded = v->ps1 && prompt_needs_shell(v->ps1) ? xstrdup(f[6]) : NULL;
-    v->prompt_command = strspn(f[7], " \t\n") < strlen(f[7]) ? xstrdup(f[7]) : NULL;
+    v->prompt_command = strspn(f[7], " \t\n\001") < strlen(f[7]) ? xstrdup(f[7]) : NULL;
     v->known = true;
 }
 

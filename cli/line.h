@@ -117,7 +117,8 @@ typedef struct line_shell_vars {
     char *ps1, *ps2;            /* NULL: unset */
     char *histsize, *histfilesize, *histcontrol, *histignore;   /* NULL: unset or empty */
     char *ps1_expanded;         /* ${PS1@P} there, when PS1 needs the shell's expansions */
-    char *prompt_command;       /* PROMPT_COMMAND's elements, a line each; NULL: unset or empty */
+    char *prompt_command;       /* PROMPT_COMMAND's elements, each followed by \001; NULL: unset
+                                   or empty */
 } line_shell_vars;
 const line_shell_vars *line_exec_vars(const line_exec *x);
 

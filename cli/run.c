@@ -209,17 +209,15 @@ static bool needs_bash_to_read_on(const char *text, size_t len)
  * reported as bash reports it and the prompt comes anyway. Returns true when it ended the
  * shell (an exit in it), with *ws set.
  */
-static bool run_prompt_command(const sh_options *o, line_exec *x, interactive *ia, int *ws)
+static bool run_prompt_element(const sh_options *o, line_exec *x, interactive *ia,
+                               const char *pc, size_t len, int *ws)
 {
-    const char *pc = line_exec_vars(x)->prompt_command;
     sh_parse_opts po = { .extglob = o->extglob, .track_shopt = true };
     bool exited = false;
     sh_parse p;
     sbx_err err;
 
-    if (!pc)
-        return false;
-    sh_parse_all(&p, pc, strlen(pc), &po, true);
+    sh_parse_all(&p, pc, len, &po, true);
     if (p.status != SH_OK) {
         strbuf msg = STRBUF_INIT, prefix = STRBUF_INIT;
         strbuf_addf(&prefix, "%s: PROMPT_COMMAND: ", o->progname);
@@ -227,11 +225,32 @@ static bool run_prompt_command(const sh_options *o, line_exec *x, interactive *i
         fputs(msg.buf, stderr);
         strbuf_release(&msg);
         strbuf_release(&prefix);
-    } else if (p.root && p.root->items && !interactive_builtin(ia, &p) &&
-               line_exec_prompt_command(x, &p, &exited, ws, &err) < 0) {
-        fail(o, &err);
+    } else if (p.root && p.root->items) {
+        strbuf rerun = STRBUF_INIT;
+        interactive_prompt_command_starts(ia);
+        if (!interactive_builtin(ia, &p) && line_exec_prompt_command(x, &p, &exited, ws, &err) < 0)
+            fail(o, &err);
+        /* an `fc -s` there would re-run a command before every prompt: not done */
+        interactive_take_rerun(ia, &rerun);
+        strbuf_release(&rerun);
     }
     sh_parse_free(&p);
+    return exited;
+}
+
+static bool run_prompt_command(const sh_options *o, line_exec *x, interactive *ia, int *ws)
+{
+    const char *pc = line_exec_vars(x)->prompt_command;
+    char *copy = pc ? xstrdup(pc) : NULL;
+    bool exited = false;
+
+    /* each element of the array as a command line of its own, as bash 5.1 runs them */
+    for (char *e = copy, *end; e && *e && !exited; e = end + (*end != '\0')) {
+        end = strchrnul(e, '\001');
+        if (strspn(e, " \t\n") < (size_t)(end - e))
+            exited = run_prompt_element(o, x, ia, e, (size_t)(end - e), ws);
+    }
+    free(copy);
     return exited;
 }
 

@@ -161,6 +161,12 @@ ok "...and the next command's \$? is the last command's, not PROMPT_COMMAND's fa
 tmux_type "PROMPT_COMMAND=('echo first-element' 'echo second-element')"; tmux_keys Enter
 ok "an array PROMPT_COMMAND (bash 5.1): each element runs" \
     tmux_wait $'\nfirst-element\nsecond-element\n\\[0\\] pc> $'
+tmux_type "PROMPT_COMMAND='history -a'"; tmux_keys Enter
+tmux_type 'echo appended-by-prompt-command'; tmux_keys Enter
+tmux_wait $'\nappended-by-prompt-command\n\\[0\\] pc> $'
+ok "PROMPT_COMMAND='history -a': sbxsh's own history, appended before the prompt" \
+    grep -qx 'echo appended-by-prompt-command' "$XDG_STATE_HOME/sbxsh/history" ||
+    diag "the history file:" "$(cat "$XDG_STATE_HOME/sbxsh/history")"
 tmux_type 'unset PROMPT_COMMAND'; tmux_keys Enter
 tmux_type 'echo quiet'; tmux_keys Enter
 ok "unset: nothing runs" tmux_wait $'\nquiet\n\\[0\\] pc> $'
