@@ -19,6 +19,7 @@ tmux_usable || skip_all "$TMUX_WHY"
 chmod 755 "$SBX_TEST_TMP"
 PREFIX=$SBX_TEST_TMP/prefix
 USER_NAME=sbxlogin$$
+SU=(su -)
 USER_HOME=$SBX_TEST_TMP/home-$USER_NAME
 SAVED=$SBX_TEST_TMP/shells.saved
 cp -p /etc/shells "$SAVED" || bail_out "cannot save /etc/shells"
@@ -28,7 +29,7 @@ cleanup_user() {
     if id "$USER_NAME" >/dev/null 2>&1; then
         # its sessions: released through its own login shell (a host `sbx release`), then
         # whatever is left of them, by pid
-        timeout 60 su - "$USER_NAME" -c 'sbx release' >/dev/null 2>&1
+        timeout 60 "${SU[@]}" "$USER_NAME" -c 'sbx release' >/dev/null 2>&1
         end=$((SECONDS + 30))
         while pgrep -u "$USER_NAME" >/dev/null && [ $SECONDS -lt $end ]; do sleep 0.1; done
         for pid in $(pgrep -u "$USER_NAME"); do kill -9 "$pid" 2>/dev/null; done
@@ -69,8 +70,19 @@ unlike "$out" "To make sbxsh a login shell" "make install says nothing more once
 useradd -m -d "$USER_HOME" -s "$PREFIX/bin/sbxsh" "$USER_NAME" || bail_out "useradd failed"
 is "$(getent passwd "$USER_NAME" | cut -d: -f7)" "$PREFIX/bin/sbxsh" "a user whose login shell is sbxsh"
 
+# The runtime: bubblewrap when the user can make namespaces (quick, and independent of
+# whether this runsc runs rootless), passed through su's fresh environment with -w, as a
+# person would set it in the profile; else the default.
+SU=(su -)
+if su "$USER_NAME" -s /bin/sh -c 'bwrap --ro-bind / / --unshare-user --unshare-pid true' \
+        >/dev/null 2>&1; then
+    export AGENT_SANDBOX_LOCAL_RUNTIME=bwrap
+    SU+=(-w AGENT_SANDBOX_LOCAL_RUNTIME)
+else
+    unset AGENT_SANDBOX_LOCAL_RUNTIME
+fi
 probe=/tmp/sbx-login-probe-$$
-out=$(timeout 120 su - "$USER_NAME" -c "echo \"\$0\"; echo in-sandbox > $probe && cat $probe; echo \"home=\$HOME\"" 2>&1)
+out=$(timeout 120 "${SU[@]}" "$USER_NAME" -c "echo \"\$0\"; echo in-sandbox > $probe && cat $probe; echo \"home=\$HOME\"" 2>&1)
 st=$?
 is "$st" 0 "su - USER -c CMD: runs"
 is "$(sed -n 1p <<<"$out")" "-sbxsh" "...as a login shell (\$0 is -sbxsh, as su gives a login shell)"
@@ -80,7 +92,7 @@ is "$(sed -n 3p <<<"$out")" "home=$USER_HOME" "...with the user's HOME"
 
 tmux_start 120 30
 trap 'cleanup_user; tap_cleanup' EXIT     # tmux_start set its own
-tmux_type "su - $USER_NAME"; tmux_keys Enter
+tmux_type "${SU[*]} $USER_NAME"; tmux_keys Enter
 ok "an interactive su - USER: sbxsh's prompt, in ~" tmux_wait_last '^\[sbx:[^]]+\] ~\$ ?$' 120
 tmux_type "echo hi-\$((2+3)) > $probe.2; cat $probe.2"; tmux_keys Enter
 ok "...a sandbox command runs" tmux_wait $'\nhi-5\n'
