@@ -402,6 +402,11 @@ void interactive_command_seen(interactive *ia)
 
 void interactive_command_replayed(interactive *ia, const char *text, size_t len)
 {
+    /* the blank lines before a command (the editor's file may have some) are not its */
+    while (len && (*text == '\n' || *text == ' ' || *text == '\t')) {
+        text++;
+        len--;
+    }
     strbuf_reset(&ia->entry);
     for (const char *p = text, *end = text + len; p < end;) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
