@@ -422,9 +422,13 @@ void line_route_ctx(const sbx_config *cfg, const char *cwd, route_ctx *ctx)
 }
 
 /* The context for the next part: from where it runs (x->cwd follows every cd). */
+static bool may_move_to_projects(const line_exec *x);
+static void move_to_project(line_exec *x);
+
 static void route_ctx_fill(const line_exec *x, route_ctx *ctx)
 {
     line_route_ctx(&x->cfg, x->cwd, ctx);
+    ctx->cd_projects = may_move_to_projects(x);
 }
 
 void line_exec_route_ctx(const line_exec *x, route_ctx *ctx)
@@ -1246,6 +1250,8 @@ static bool part_needs_host(const route_part *part)
 {
     if (part->where != ROUTE_HOST || part->background)
         return false;
+    if (part->cd_project)
+        return true;
     for (const sh_cmd *c = part->pipe->cmds; c; c = c->next) {
         strbuf name = STRBUF_INIT;
         bool git = c->kind == SH_SIMPLE && c->words && sh_word_static_value(c->words, &name) &&
@@ -1290,6 +1296,61 @@ static void after_host_part(line_exec *x, const sh_pipeline *pl, int status)
         fprintf(stderr, "sbxsh: session '%s' released: the next command starts a new sandbox "
                         "(the shell's variables and functions start afresh)\n", x->cfg.session);
     x->shell_running = false;
+}
+
+/* May the shell move to the session of the project it cd's into? Only at a prompt, and
+ * only when nobody chose the session or the code directories: a session named with
+ * --session or AGENT_SANDBOX_SESSION, or AGENT_SANDBOX_CODE_DIRS, stays as asked. */
+static bool may_move_to_projects(const line_exec *x)
+{
+    const char *dirs = getenv("AGENT_SANDBOX_CODE_DIRS");
+    return x->o.interactive && x->cfg.session_derived && !(dirs && *dirs);
+}
+
+/*
+ * A host `cd` took the shell into another project (route_ctx.cd_projects: a git work tree
+ * outside the code directories). `sbxsh -c` started there would use that project's own
+ * session, with its code synced; so does the shell from now on: it leaves this session
+ * (whose sandbox does not have the directory: a login shell in ~ has no code directory at
+ * all) and its next sandbox part starts a bash in the project's session, at the new cwd,
+ * with $? carried. Like the shell after `sbx release`, that bash starts afresh: the old
+ * one's variables, functions and jobs stay in the old session (its holder keeps it until
+ * its idle timeout, and a later cd back there starts a new shell in it). The line says so.
+ */
+static void move_to_project(line_exec *x)
+{
+    sbx_config next;
+    sbx_config_opts co = { .cwd = x->cwd };
+    sbx_err err;
+
+    if (!may_move_to_projects(x) || inside_code_dirs(x, x->cwd))
+        return;
+    if (sbx_config_load(&next, &co, &err) < 0) {
+        fprintf(stderr, "sbxsh: cd: %s: staying in session '%s': %s\n", x->cwd, x->cfg.session,
+                err.msg);
+        return;
+    }
+    if (!next.code_dirs.n || !strcmp(next.session, x->cfg.session)) {
+        sbx_config_free(&next);
+        return;
+    }
+    if (x->sess) {
+        sbx_session_close(x->sess);
+        x->sess = NULL;
+    }
+    if (x->shell_running)
+        fprintf(stderr, "sbxsh: %s is in project '%s': its commands run in that session's "
+                        "sandbox from now on (a new shell there: variables, functions and jobs "
+                        "stay in session '%s')\n", x->cwd, next.session, x->cfg.session);
+    else
+        fprintf(stderr, "sbxsh: %s is in project '%s': its commands run in that session's "
+                        "sandbox from now on\n", x->cwd, next.session);
+    x->shell_running = false;
+    x->fork_reports = false;
+    sbx_config_free(&x->cfg);
+    x->cfg = next;
+    strvec_clear(&x->env);
+    sbx_sandbox_env(&x->cfg, false, &x->env);
 }
 
 /* A line is split between host and sandbox only when it must be: some part
@@ -1411,6 +1472,7 @@ static int run_parts(line_exec *x, const sh_parse *p, route_plan *plan, unsigned
             if (newcwd.len) {
                 free(x->cwd);
                 x->cwd = strbuf_detach(&newcwd, NULL);
+                move_to_project(x);
             }
             strbuf_release(&newcwd);
             if (x->errexit && status != 0 && !parts[i].pipe->bang && !joins_andor(parts, n, i)) {

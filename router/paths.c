@@ -27,6 +27,30 @@ bool path_within(const char *path, const char *dir)
     return !strncmp(path, dir, n) && (path[n] == '\0' || path[n] == '/');
 }
 
+/* As git finds its work tree (and session/config.c a code directory): the nearest ancestor
+ * of abs, abs included, holding `.git`, a directory or a gitfile; never `/` itself. Only a
+ * question about the host's own tree: the answer routes a `cd` to the host, where the
+ * directory is checked again when the cd runs (route_run_host). */
+bool route_in_git_work_tree(const char *abs)
+{
+    char probe[PATH_MAX + 8];
+    size_t len = strlen(abs);
+
+    if (abs[0] != '/' || len >= PATH_MAX)
+        return false;
+    while (len > 1) {
+        struct stat st;
+        snprintf(probe, sizeof(probe), "%.*s/.git", (int)len, abs);
+        if (lstat(probe, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+            return true;
+        while (len > 0 && abs[len - 1] != '/')
+            len--;
+        if (len > 1)
+            len--;      /* drop the slash; the root is not asked */
+    }
+    return false;
+}
+
 bool route_in_code_dirs(const route_ctx *ctx, const char *abs)
 {
     for (size_t i = 0; i < ctx->n_code_dirs; i++)

@@ -77,6 +77,11 @@ typedef struct route_ctx {
      * AGENT_SANDBOX_CODE_DIRS, so that it sees the session this shell uses. */
     const char *sbx;
     const char *session;
+    /* At sbxsh's prompt: a `cd` into another project (a directory inside a git work tree
+     * that is not one of the code directories) runs on the host, as a cd within them does,
+     * and the shell then moves to that project's own session (cli/line.c); without it, that
+     * cd runs in the sandbox, which does not have the directory. */
+    bool cd_projects;
 } route_ctx;
 
 typedef struct route_part {
@@ -92,6 +97,9 @@ typedef struct route_part {
      * code directories, else the runner sends it to the sandbox. Its reason starts
      * with ROUTE_CWD_UNKNOWN. */
     bool cwd_unknown;
+    /* HOST: a `cd` into another project (route_ctx.cd_projects); it must run on the host,
+     * even in a line that is otherwise the sandbox's, for the shell to follow it there. */
+    bool cd_project;
 } route_part;
 
 #define ROUTE_CWD_UNKNOWN "host if the cwd is still inside the code directories, else sandbox"
