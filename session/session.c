@@ -425,7 +425,9 @@ static void relay_input(sbx_session *s, infd *in)
  * PIPE_BUF at a time), and credits the holder for what was consumed. */
 static void relay_output(sbx_session *s, outfd *o)
 {
-    if (s->progress_shown && o->q.len && isatty(o->local_fd))
+    /* Output at the terminal: the phase is over (the command runs). A line not yet due is
+     * forgotten too, or it would show later over what the command drew (vi's first line). */
+    if (s->progress.len && o->q.len && isatty(o->local_fd))
         progress_clear(s);
     while (o->q.len) {
         ssize_t n;
