@@ -52,6 +52,16 @@ static void pty_mode(void)
     is_str(P("\x1b" "7\x1b" "8\x1b=\x1b>\x1bM"), "\x1b" "7\x1b" "8\x1b=\x1b>\x1bM",
            "pty: ESC 7/8, keypad modes, reverse index pass");
     is_str(P("\x1b(0qqq\x1b(B"), "\x1b(0qqq\x1b(B", "pty: line-drawing charset passes");
+    /* what vim, less and top write as they start and end (tests/integration/tty-apps.t) */
+    is_str(P("\x1b[?1h\x1b=\x1b[?2004h\x1b[?1000h\x1b[?1002h\x1b[?1006h\x1b[?1004h"),
+           "\x1b[?1h\x1b=\x1b[?2004h\x1b[?1000h\x1b[?1002h\x1b[?1006h\x1b[?1004h",
+           "pty: DECCKM, DECKPAM, bracketed paste, mouse (SGR) and focus modes pass");
+    is_str(P("\x1b[?1000l\x1b[?2004l\x1b[?1l\x1b>\x1b[?1049l\x1b[?12l\x1b[?25h"),
+           "\x1b[?1000l\x1b[?2004l\x1b[?1l\x1b>\x1b[?1049l\x1b[?12l\x1b[?25h",
+           "pty: the same reset (DECRST), the cursor shown again");
+    is_str(P("\x1b[>4;2m\x1b[2 q\x1b[34h\x1b[27m\x1b[?7h\x1b[4l"),
+           "\x1b[>4;2m\x1b[2 q\x1b[34h\x1b[27m\x1b[?7h\x1b[4l",
+           "pty: modifyOtherKeys, cursor style, autowrap and insert modes pass");
     is_str(P("a\x0e\x0f\x0cb"), "a\x0e\x0f\x0cb", "pty: SO, SI, FF pass");
     is_str(P("\x1b[6n\x1b[c"), "\x1b[6n\x1b[c", "pty: cursor position and DA queries pass");
     is_str(P("\x1b]0;vim: f.c\x07x"), "\x1b]0;vim: f.c\x07x", "pty: a title (BEL) passes");
