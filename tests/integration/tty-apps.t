@@ -73,6 +73,10 @@ apps() {
     export AGENT_SANDBOX_LOCAL_RUNTIME=$rt AGENT_SANDBOX_SESSION=$SESSION
     PROMPT_RE="^\[sbx:$SESSION\] .*\\$D ?\$"
     printf 'first line\nsecond line\n' >"$CODE/notes-$rt.txt"
+    # a program that ends with the terminal's modes still on, as one killed by SIGKILL, one
+    # that crashed or a hostile one would leave them
+    printf '%s\n' "printf '\\033[?1049h\\033[?1000;1006h\\033[?2004h\\033[?1h\\033=\\033[?25l\\033[4hmodes left on\\n'" \
+        >"$CODE/leave-$rt.sh"
     # the window's shell has the environment tmux started with
     tmux_run "export AGENT_SANDBOX_LOCAL_RUNTIME=$rt AGENT_SANDBOX_SESSION=$SESSION; clear"
     tmux_cmd clear-history
@@ -193,6 +197,16 @@ apps() {
         skip "$rt: git daemon cannot serve on 127.0.0.1 here: no push to check"
         skip "$rt: git daemon cannot serve on 127.0.0.1 here: no push to check"
     fi
+    # ---- a program that leaves the modes on: sbxsh turns them off -----------------------
+    fresh
+    before=$(term_state)
+    tmux_cmd pipe-pane -o "cat >$T/leave-$rt.raw"
+    line "bash leave-$rt.sh"
+    ok "$rt: after a program that left them on, the prompt is back" prompt 30
+    tmux_cmd pipe-pane
+    like "$(cat "$T/leave-$rt.raw")" $'\e\\[\\?1049h\e\\[\\?1000;1006h.*modes left on' \
+        "$rt: ...which had them turned on (the alternate screen, mouse reports)"
+    restored "$rt: modes left on" "$before"
     tmux_type exit; tmux_keys Enter
     tmux_wait_last '^host\$ ?$'
 
@@ -229,6 +243,8 @@ apps() {
     ok "$rt: sbxsh -c top shows its screen" tmux_wait $'\nTasks: .*total.*\n.*PID +USER' 60
     tmux_keys q
     c_done "$rt: sbxsh -c top"
+    c_run "bash leave-$rt.sh"
+    c_done "$rt: sbxsh -c, a program that left the modes on"
     "$SBX" release --session "$SESSION" >/dev/null 2>&1
 }
 
