@@ -44,6 +44,16 @@ modes() {
 # What a person's terminal is: its settings (stty -a, read from the host, as sbxsh left them
 # at its prompt) and tmux's modes. </dev/null: stty -F never becomes the test's terminal.
 term_state() { stty -a -F "$PANE_TTY" </dev/null; modes; }
+# raw_wait FILE REGEX: until what pipe-pane wrote to FILE matches (its cat may still be
+# writing when the screen already shows the end); bounded
+raw_wait() {
+    local end=$((SECONDS + 10))
+    while [ $SECONDS -lt $end ]; do
+        [[ $(cat "$1" 2>/dev/null) =~ $2 ]] && return 0
+        sleep 0.05
+    done
+    return 1
+}
 # at the sbxsh prompt: types a line and presses Enter
 line() { tmux_type "$1"; tmux_keys Enter; }
 prompt() { tmux_wait_last "$PROMPT_RE" "${1:-60}"; }
@@ -105,6 +115,7 @@ apps() {
     is "$(cat "$CODE/notes-$rt.txt")" $'first line\nsecond line\nadded in vi' \
         "$rt: the file vi wrote is changed on the host"
     restored "$rt: vi" "$before"
+    raw_wait "$T/vi-$rt.raw" $'\e\\[\\?1049l'
     raw=$(cat "$T/vi-$rt.raw")
     unlike "${raw#*$'\e[?1049h'}" 'sbxsh: (starting|syncing)' \
         "$rt: no progress line was written once vi had started"
@@ -204,8 +215,8 @@ apps() {
     line "bash leave-$rt.sh"
     ok "$rt: after a program that left them on, the prompt is back" prompt 30
     tmux_cmd pipe-pane
-    like "$(cat "$T/leave-$rt.raw")" $'\e\\[\\?1049h\e\\[\\?1000;1006h.*modes left on' \
-        "$rt: ...which had them turned on (the alternate screen, mouse reports)"
+    ok "$rt: ...which had them turned on (the alternate screen, mouse reports)" \
+        raw_wait "$T/leave-$rt.raw" $'\e\\[\\?1049h\e\\[\\?1000;1006h.*modes left on'
     restored "$rt: modes left on" "$before"
     tmux_type exit; tmux_keys Enter
     tmux_wait_last '^host\$ ?$'
