@@ -3,7 +3,8 @@
 # session (cli/line.c, move_to_project): a login shell in ~ (no code directory) reaches
 # the repositories under it, and one project's shell reaches the next, as `sbxsh -c` started
 # there would. A cd out of every project keeps the session; a session or code directories
-# named by the caller never move; `sbxsh -c` and --route are unchanged.
+# named by the caller never move; `sbxsh -c` and --route are unchanged. `sbx status` and
+# `sbx release` typed after such a cd are about the session the shell moved to.
 . "$(dirname "$0")/lib.sh"
 
 runtimes=${SBX_IT_RUNTIMES:-bwrap runsc}
@@ -35,8 +36,12 @@ for rt in $runtimes; do
     cd "$HOME" || bail_out "no home"
 
     # An interactive shell started in ~, as a login shell starts: commands on its stdin.
+    # sbx typed there (a host part) is about the session the shell moved to: its status,
+    # and a release after which the next command starts a new sandbox in that same session.
     out=$(printf '%s\n' 'x=5; echo "home x=$x"' 'cd alpha' 'pwd; cat alpha.txt; git status --short; echo "x=$x st=$?"' \
-        'echo made > made.txt' 'cd ../beta && cat beta.txt' 'cd ~' 'pwd; echo stays' \
+        'sbx status | grep "^session:"' \
+        'echo made > made.txt' 'cd ../beta && cat beta.txt' 'y=1; sbx release' \
+        'cat beta.txt; pwd; echo "y=[$y]"' 'sbx status | grep "^session:"' 'cd ~' 'pwd; echo stays' \
         | "$SBXSH" -i 2>&1)
     like "$out" 'home x=5' "$rt: the shell in ~ runs (no code directory)"
     like "$out" "sbxsh: $HOME/alpha is in project 'alpha-[0-9a-f]+': its commands run in that session's sandbox" \
@@ -48,6 +53,11 @@ for rt in $runtimes; do
     like "$out" "\\[sbx:alpha-[0-9a-f]+\\] ~/alpha" "$rt: the prompt names alpha's session"
     is "$(cat "$HOME/alpha/made.txt" 2>&1)" made "$rt: a file made there is synced to the host"
     like "$out" "is in project 'beta-[0-9a-f]+'.*"$'\n'"beta-file" "$rt: cd ../beta && cat: moves again, in one line"
+    like "$out" $'\nsession: +alpha-[0-9a-f]+\n' "$rt: sbx status after cd alpha names alpha's session"
+    like "$out" "sbxsh: session 'beta-[0-9a-f]+' released: the next command starts a new sandbox" \
+        "$rt: sbx release after cd ../beta releases beta's session"
+    like "$out" "released: the next command .*"$'\nbeta-file\n'"$HOME/beta"$'\ny=\\[\\]\n.*\nsession: +beta-[0-9a-f]+\n' \
+        "$rt: ...then a command runs there, in a new sandbox (y unset) of beta's session, at ~/beta"
     like "$out" $'\n'"$HOME"$'\nstays\n' "$rt: cd ~ (no project): the session stays"
     is "$(grep -c 'is in project' <<<"$out")" 2 "$rt: ...so two moves in all"
     is "$("$SBX" ls 2>/dev/null | awk 'NR > 1 { print $1 }' | sed 's/-[0-9a-f]*$//' | sort | tr '\n' ' ')" \

@@ -3,7 +3,8 @@
 # `make install-shell` adds it once (to $DESTDIR/etc/shells with DESTDIR, leaving the real
 # one alone), and a throwaway user whose login shell is the installed sbxsh lands in a
 # working sbxsh through `su - USER -c` and an interactive `su - USER` at a terminal (tmux):
-# its prompt, a sandbox command, `exit`. /etc/shells is put back exactly, the user removed.
+# its prompt, a sandbox command, `exit`; on the default runtime (nothing set: runsc, rootless
+# for that user), then on bubblewrap. /etc/shells is put back exactly, the user removed.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/tmux.sh"
 
@@ -70,40 +71,61 @@ unlike "$out" "To make sbxsh a login shell" "make install says nothing more once
 useradd -m -d "$USER_HOME" -s "$PREFIX/bin/sbxsh" "$USER_NAME" || bail_out "useradd failed"
 is "$(getent passwd "$USER_NAME" | cut -d: -f7)" "$PREFIX/bin/sbxsh" "a user whose login shell is sbxsh"
 
-# The runtime: bubblewrap when the user can make namespaces (quick, and independent of
-# whether this runsc runs rootless), passed through su's fresh environment with -w, as a
-# person would set it in the profile; else the default.
+# as_login TAG LABEL: the user's login through `su -` (SU), with `-c` and then interactively at
+# a terminal; its sessions are released after, so the next run claims afresh.
+as_login() {
+    local label=$2 failed_before=$tap_failed probe=/tmp/sbx-login-probe-$1-$$ out st
+    out=$(timeout 120 "${SU[@]}" "$USER_NAME" -c "echo \"\$0\"; echo in-sandbox > $probe && cat $probe; echo \"home=\$HOME\"; sbx status | grep '^sandbox:'" 2>&1)
+    st=$?
+    is "$st" 0 "$label: su - USER -c CMD: runs"
+    is "$(sed -n 1p <<<"$out")" "-sbxsh" "$label: ...as a login shell (\$0 is -sbxsh, as su gives a login shell)"
+    is "$(sed -n 2p <<<"$out")" "in-sandbox" "$label: ...the command ran"
+    ok "$label: ...in the sandbox (its /tmp is private: nothing on the host's)" test ! -e "$probe"
+    is "$(sed -n 3p <<<"$out")" "home=$USER_HOME" "$label: ...with the user's HOME"
+    like "$(sed -n 4p <<<"$out")" "^sandbox: +$want " "$label: ...on $want (sbx status)"
+    [ "$tap_failed" = "$failed_before" ] ||
+        diag "the output:" "$out" "the user's sandbox.log:" \
+            "$(tail -n 20 "$USER_HOME"/.local/state/sbxsh/*/sandbox.log 2>&1)"
+
+    tmux_start 120 30
+    trap 'cleanup_user; tap_cleanup' EXIT     # tmux_start set its own
+    tmux_type "${SU[*]} $USER_NAME"; tmux_keys Enter
+    ok "$label: an interactive su - USER: sbxsh's prompt, in ~" tmux_wait_last '^\[sbx:[^]]+\] ~\$ ?$' 120
+    tmux_type "echo hi-\$((2+3)) > $probe.2; cat $probe.2"; tmux_keys Enter
+    ok "$label: ...a sandbox command runs" tmux_wait $'\nhi-5\n'
+    tmux_wait_last '^\[sbx:[^]]+\] ~\$ ?$'
+    ok "$label: ...in the sandbox" test ! -e "$probe.2"
+    tmux_type 'sbx status | grep -E "^(session|sandbox):"'; tmux_keys Enter
+    ok "$label: ...sbx status there runs on the host (the sbx installed beside that sbxsh), on $want" \
+        tmux_wait $'\nsession: +[^\n]+\nsandbox: +'"$want "
+    tmux_type 'exit'; tmux_keys Enter
+    ok "$label: ...and exit ends it: back at the host's prompt" tmux_wait_last '^host\$ ?$'
+    [ "$tap_failed" = "$failed_before" ] || diag "$label: the screen at the end:" "$(tmux_screen)"
+    tmux_stop
+    timeout 60 "${SU[@]}" "$USER_NAME" -c 'sbx release' >/dev/null 2>&1
+}
+
+# The default runtime, what a person gets: nothing set, so auto, runsc when it is installed
+# (rootless for this user: uid 0 inside, its state under the user's ~/.local/state).
+unset AGENT_SANDBOX_LOCAL_RUNTIME
 SU=(su -)
-if su "$USER_NAME" -s /bin/sh -c 'bwrap --ro-bind / / --unshare-user --unshare-pid true' \
+if command -v runsc >/dev/null; then want=runsc; else want=bwrap; fi
+as_login default "default ($want)"
+# bubblewrap too, when the user can make namespaces: passed through su's fresh environment
+# with -w, as a person would set it in the profile.
+if [ "$want" = bwrap ]; then
+    : # the default was bubblewrap already
+elif su "$USER_NAME" -s /bin/sh -c 'bwrap --ro-bind / / --unshare-user --unshare-pid true' \
         >/dev/null 2>&1; then
     export AGENT_SANDBOX_LOCAL_RUNTIME=bwrap
-    SU+=(-w AGENT_SANDBOX_LOCAL_RUNTIME)
-else
+    SU=(su - -w AGENT_SANDBOX_LOCAL_RUNTIME)
+    want=bwrap
+    as_login bwrap bwrap
     unset AGENT_SANDBOX_LOCAL_RUNTIME
+    SU=(su -)
+else
+    skip "bwrap: the user cannot make namespaces with bubblewrap here"
 fi
-probe=/tmp/sbx-login-probe-$$
-out=$(timeout 120 "${SU[@]}" "$USER_NAME" -c "echo \"\$0\"; echo in-sandbox > $probe && cat $probe; echo \"home=\$HOME\"" 2>&1)
-st=$?
-is "$st" 0 "su - USER -c CMD: runs"
-is "$(sed -n 1p <<<"$out")" "-sbxsh" "...as a login shell (\$0 is -sbxsh, as su gives a login shell)"
-is "$(sed -n 2p <<<"$out")" "in-sandbox" "...the command ran"
-ok "...in the sandbox (its /tmp is private: nothing on the host's)" test ! -e "$probe"
-is "$(sed -n 3p <<<"$out")" "home=$USER_HOME" "...with the user's HOME"
-
-tmux_start 120 30
-trap 'cleanup_user; tap_cleanup' EXIT     # tmux_start set its own
-tmux_type "${SU[*]} $USER_NAME"; tmux_keys Enter
-ok "an interactive su - USER: sbxsh's prompt, in ~" tmux_wait_last '^\[sbx:[^]]+\] ~\$ ?$' 120
-tmux_type "echo hi-\$((2+3)) > $probe.2; cat $probe.2"; tmux_keys Enter
-ok "...a sandbox command runs" tmux_wait $'\nhi-5\n'
-tmux_wait_last '^\[sbx:[^]]+\] ~\$ ?$'
-ok "...in the sandbox" test ! -e "$probe.2"
-tmux_type 'sbx status | head -n 1'; tmux_keys Enter
-ok "...sbx status there runs on the host (the sbx installed beside that sbxsh)" \
-    tmux_wait $'\nsession: +[^\n]+\n'
-tmux_type 'exit'; tmux_keys Enter
-ok "...and exit ends it: back at the host's prompt" tmux_wait_last '^host\$ ?$'
-[ "$tap_failed" = 0 ] || diag "the screen at the end:" "$(tmux_screen)"
 
 cleanup_user
 ok "the user is gone" bash -c "! id $USER_NAME >/dev/null 2>&1"
