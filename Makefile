@@ -11,6 +11,7 @@
 #   make bench        the benchmarks quoted in README.md
 #   make deps         installs every Debian package the project needs (root)
 #   make install      PREFIX=/usr/local DESTDIR=
+#   make install-shell   adds $(BINDIR)/sbxsh to /etc/shells (once; DESTDIR respected)
 
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
@@ -157,6 +158,26 @@ install: all
 	install -m 755 $(BIN)/sbx-agent $(BIN)/sbx-agent-static $(DESTDIR)$(LIBEXECDIR)/
 	for m in $(MAN_PAGES); do install -m 644 $$m $(DESTDIR)$(MANDIR)/man1/; done
 	$(MAKE) install-completions
+	@grep -qxF '$(BINDIR)/sbxsh' $(DESTDIR)$(SHELLS) 2>/dev/null || \
+	    echo "To make sbxsh a login shell (chsh -s, su -, login), list it in $(SHELLS): make install-shell$(if $(DESTDIR), DESTDIR=$(DESTDIR))$(if $(filter-out /usr/local,$(PREFIX)), PREFIX=$(PREFIX))"
+
+# /etc/shells lists the login shells chsh offers and login, su and sshd accept. Changing
+# it is the machine's policy, and a packaged install (DESTDIR) must not touch the running
+# system's, so `make install` only says how; this adds $(BINDIR)/sbxsh once (with DESTDIR,
+# to $(DESTDIR)$(SHELLS), the staged copy), and uninstall-shell takes it out again.
+SHELLS ?= /etc/shells
+install-shell:
+	@f='$(DESTDIR)$(SHELLS)'; s='$(BINDIR)/sbxsh'; \
+	if [ -f "$$f" ] && grep -qxF "$$s" "$$f"; then echo "$$s is in $$f already"; exit 0; fi; \
+	mkdir -p "$$(dirname "$$f")" && \
+	{ [ ! -s "$$f" ] || [ -z "$$(tail -c 1 "$$f")" ] || echo >>"$$f"; } && \
+	echo "$$s" >>"$$f" && echo "added $$s to $$f"
+
+uninstall-shell:
+	@f='$(DESTDIR)$(SHELLS)'; s='$(BINDIR)/sbxsh'; \
+	if [ -f "$$f" ] && grep -qxF "$$s" "$$f"; then \
+	    t=$$(grep -vxF "$$s" "$$f"); { [ -z "$$t" ] || printf '%s\n' "$$t"; } >"$$f" && \
+	    echo "removed $$s from $$f"; fi
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/sbxsh $(DESTDIR)$(BINDIR)/sbx
@@ -169,7 +190,8 @@ clean:
 
 FORCE:
 
-.PHONY: all check check-asan fuzz bench deps install uninstall clean FORCE
+.PHONY: all check check-asan fuzz bench deps install install-shell uninstall uninstall-shell \
+        clean FORCE
 .DELETE_ON_ERROR:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

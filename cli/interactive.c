@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define SBXSH_PROMPT_VERSION "0.1"
@@ -30,6 +31,9 @@ struct interactive {
     strbuf entry;             /* the lines of the command being read, for the history */
     bool entry_done;          /* ... already added (or not to be) */
     unsigned commands;        /* \#: commands read so far */
+    bool cur_added;           /* the command just seen went into the history (its last entry) */
+    strbuf rerun;             /* what fc has the shell run next, as if typed */
+    bool has_rerun;
     char user[256], host[256];
     bool hup;
 };
@@ -124,14 +128,14 @@ static void history_save(interactive *ia)
 
 /* HISTCONTROL (ignorespace, ignoredups, ignoreboth, erasedups) and HISTIGNORE (patterns,
  * colon-separated; & is the previous entry), as bash applies them. */
-static void history_add(interactive *ia, const char *line)
+static bool history_add(interactive *ia, const char *line)
 {
     const char *ctl = setting(ia, "HISTCONTROL"), *ign = setting(ia, "HISTIGNORE");
     bool ignspace = false, igndups = false, erasedups = false;
     HIST_ENTRY *last = history_length ? history_get(history_base + history_length - 1) : NULL;
 
     if (!*line)
-        return;
+        return false;
     for (const char *p = ctl ? ctl : ""; *p;) {
         size_t n = strcspn(p, ":");
         if (n == 11 && !strncmp(p, "ignorespace", n))
@@ -145,9 +149,9 @@ static void history_add(interactive *ia, const char *line)
         p += n + (p[n] == ':');
     }
     if (ignspace && (line[0] == ' ' || line[0] == '\t'))
-        return;
+        return false;
     if (igndups && last && !strcmp(last->line, line))
-        return;
+        return false;
     for (const char *p = ign ? ign : ""; *p;) {
         size_t n = strcspn(p, ":");
         char pat[1024];
@@ -156,7 +160,7 @@ static void history_add(interactive *ia, const char *line)
             pat[n] = '\0';
             if (!strcmp(pat, "&") ? last && !strcmp(last->line, line)
                                   : fnmatch(pat, line, 0) == 0)
-                return;
+                return false;
         }
         p += n + (p[n] == ':');
     }
@@ -173,6 +177,7 @@ static void history_add(interactive *ia, const char *line)
     apply_histsize(ia);
     add_history(line);
     ia->added++;
+    return true;
 }
 
 /* ---- the prompt ----------------------------------------------------------------------- */
@@ -393,7 +398,46 @@ void interactive_command_seen(interactive *ia)
         return;
     ia->entry_done = true;
     ia->commands++;
-    history_add(ia, ia->entry.buf);
+    ia->cur_added = history_add(ia, ia->entry.buf);
+}
+
+void interactive_command_replayed(interactive *ia, const char *text, size_t len)
+{
+    /* the blank lines before a command (the editor's file may have some) are not its */
+    while (len && (*text == '\n' || *text == ' ' || *text == '\t')) {
+        text++;
+        len--;
+    }
+    strbuf_reset(&ia->entry);
+    for (const char *p = text, *end = text + len; p < end;) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        char *line = xstrndup(p, n);
+        if (n)
+            entry_add(ia, line);
+        free(line);
+        p += n + 1;
+    }
+    /* bash echoes what fc runs, then adds it to the history in place of the fc */
+    fprintf(stderr, "%.*s\n", (int)(len && text[len - 1] == '\n' ? len - 1 : len), text);
+    fflush(stderr);
+    ia->cur_added = history_add(ia, ia->entry.buf);
+    ia->entry_done = true;
+}
+
+void interactive_prompt_command_starts(interactive *ia)
+{
+    ia->cur_added = false;
+}
+
+bool interactive_take_rerun(interactive *ia, strbuf *text)
+{
+    if (!ia->has_rerun)
+        return false;
+    strbuf_add(text, ia->rerun.buf, ia->rerun.len);
+    strbuf_reset(&ia->rerun);
+    ia->has_rerun = false;
+    return true;
 }
 
 /* ---- `history` ---------------------------------------------------------------------- */
@@ -476,6 +520,350 @@ static int history_builtin(interactive *ia, const strvec *args)
     return 2;
 }
 
+/* ---- `fc` ---------------------------------------------------------------------------- */
+
+/*
+ * fc as bash has it, on the person's history: -l lists, -s re-runs (with pat=rep), and
+ * without either the commands go to an editor and what it leaves is run. fc works on the
+ * commands before it: its own entry, already added (cmdhist), is not one of them, and when
+ * fc re-runs something its entry is replaced by what it runs.
+ *
+ * The editor runs on the host. The history is the person's and lives here; what the editor
+ * leaves becomes a command line sbxsh routes, so it must be the person's text, which a file
+ * in the sandbox is not (its programs could rewrite it between the editor's exit and the
+ * read, into a host `git push` to a URL of their choosing). So the file is in a private
+ * temporary directory on the host (0700, outside the code directories), the editor is the
+ * host's program named by sbxsh's own FCEDIT, else EDITOR, else vi (the sandbox's shell
+ * variables are not read: the sandbox could name any program), found on PATH as host
+ * parts find theirs (never inside the code directories), and it starts in that directory.
+ */
+static const char fc_usage[] = "fc: usage: fc [-e ename] [-lnr] [first] [last] or fc -s "
+                               "[pat=rep] [command]\n";
+
+/* The commands fc works on: the history without fc's own entry. */
+static int fc_count(const interactive *ia)
+{
+    return history_length - (ia->cur_added ? 1 : 0);
+}
+
+/* An fc operand: a number (negative: counted back from fc, whose own number is
+ * history_base + fc_count), or the last command starting with the string. The index into
+ * the history, or -1; clamp (for -l) moves a number out of range to the nearest end. */
+static int fc_find(const interactive *ia, const char *s, bool clamp)
+{
+    int n = fc_count(ia);
+    char *end;
+    long v;
+
+    if (n <= 0)
+        return -1;
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (*s && !*end && !errno) {
+        long idx = v < 0 ? n + v : v == 0 ? n - 1 : v - history_base;
+        if (idx < 0 || idx >= n) {
+            if (!clamp)
+                return -1;
+            idx = idx < 0 ? 0 : n - 1;
+        }
+        return (int)idx;
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        HIST_ENTRY *e = history_get(history_base + i);
+        if (e && !strncmp(e->line, s, strlen(s)))
+            return i;
+    }
+    return -1;
+}
+
+static const char *fc_line(int idx)
+{
+    HIST_ENTRY *e = history_get(history_base + idx);
+    return e ? e->line : "";
+}
+
+/* fc runs something in its own place: its entry goes (what runs is added when it runs). */
+static void fc_drop_own_entry(interactive *ia)
+{
+    if (!ia->cur_added || !history_length)
+        return;
+    HIST_ENTRY *gone = remove_history(history_length - 1);
+    if (gone)
+        free_history_entry(gone);
+    if (ia->added > 0)
+        ia->added--;
+    ia->cur_added = false;
+}
+
+/* Removes the editor's directory and what it left there (a backup, a swap file). */
+static void remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            unlinkat(dirfd(d), e->d_name, 0);
+    if (d)
+        closedir(d);
+    rmdir(dir);
+}
+
+extern char **environ;
+
+/* Runs the editor (words split on blanks, as bash splits $FCEDIT) on file, at the terminal,
+ * in dir; its exit status, or 127/126 after a message. */
+static int fc_run_editor(interactive *ia, const char *editor, const char *dir, const char *file)
+{
+    const char *name = ia->o->progname, *why;
+    strvec argv = STRVEC_INIT, env = STRVEC_INIT;
+    strbuf prog = STRBUF_INIT, path = STRBUF_INIT;
+    struct sigaction ign, old_int, old_quit;
+    route_ctx ctx;
+    int st = 127, ws;
+    pid_t pid;
+
+    for (const char *p = editor; *p;) {
+        size_t n;
+        p += strspn(p, " \t\n");
+        n = strcspn(p, " \t\n");
+        if (n)
+            strvec_pushn(&argv, p, n);
+        p += n;
+    }
+    if (!argv.n) {
+        fprintf(stderr, "%s: fc: no editor\n", name);
+        goto out;
+    }
+    line_exec_route_ctx(ia->x, &ctx);
+    if (route_find_host_program(&ctx, argv.v[0], &prog, &why) < 0) {
+        fprintf(stderr, "%s: fc: %s: %s\n", name, argv.v[0], why);
+        goto out;
+    }
+    strvec_push(&argv, file);
+    for (char **e = environ; e && *e; e++)
+        if (strncmp(*e, "PATH=", 5) && strncmp(*e, "PWD=", 4))
+            strvec_push(&env, *e);
+    if (ctx.path) {
+        route_host_path(&ctx, &path);
+        strvec_pushf(&env, "PATH=%s", path.buf);
+    }
+    strvec_pushf(&env, "PWD=%s", dir);
+    fflush(NULL);
+    /* as system(): the person's Ctrl-C is the editor's, not sbxsh's */
+    memset(&ign, 0, sizeof(ign));
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    sigaction(SIGINT, &ign, &old_int);
+    sigaction(SIGQUIT, &ign, &old_quit);
+    pid = fork();
+    if (pid == 0) {
+        /* Ctrl-Z stays ignored (as for sandbox commands): nothing here would resume it */
+        signal(SIGINT, SIG_DFL);
+        signal(SIGQUIT, SIG_DFL);
+        signal(SIGPIPE, SIG_DFL);
+        if (chdir(dir) < 0)
+            _exit(126);
+        execve(prog.buf, argv.v, env.v);
+        fprintf(stderr, "%s: fc: %s: %s\n", name, prog.buf, strerror(errno));
+        _exit(errno == ENOENT ? 127 : 126);
+    }
+    if (pid < 0) {
+        fprintf(stderr, "%s: fc: fork: %s\n", name, strerror(errno));
+        st = 1;
+    } else {
+        while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
+            ;
+        st = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+    }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGQUIT, &old_quit, NULL);
+out:
+    strvec_clear(&argv);
+    strvec_clear(&env);
+    strbuf_release(&prog);
+    strbuf_release(&path);
+    return st;
+}
+
+/* The editor path of fc: the commands [first, last] in a file, the editor, then what it
+ * left, to be run. */
+static int fc_edit(interactive *ia, const char *editor, int first, int last)
+{
+    const char *name = ia->o->progname, *tmp = getenv("TMPDIR");
+    char dir[PATH_MAX], file[PATH_MAX + 16], real[PATH_MAX];
+    strbuf text = STRBUF_INIT;
+    route_ctx ctx;
+    char *buf = NULL;
+    size_t len = 0;
+    sbx_err err;
+    int fd, st, step = first <= last ? 1 : -1;
+
+    line_exec_route_ctx(ia->x, &ctx);
+    if (!tmp || tmp[0] != '/' || !realpath(tmp, real) || route_sandbox_writable(&ctx, real))
+        tmp = "/tmp";
+    snprintf(dir, sizeof(dir), "%s/sbxsh-fc.XXXXXX", tmp);
+    if (!mkdtemp(dir) || !realpath(dir, real) || route_sandbox_writable(&ctx, real)) {
+        fprintf(stderr, "%s: fc: cannot make a temporary directory in %s: %s\n", name, tmp,
+                strerror(errno));
+        if (dir[0] && strcmp(dir + strlen(dir) - 6, "XXXXXX"))
+            rmdir(dir);
+        return 1;
+    }
+    snprintf(file, sizeof(file), "%s/sbxsh-fc", dir);
+    for (int i = first;; i += step) {
+        strbuf_addf(&text, "%s\n", fc_line(i));
+        if (i == last)
+            break;
+    }
+    fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 || write_full(fd, text.buf, text.len) < 0) {
+        fprintf(stderr, "%s: fc: %s: %s\n", name, file, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        remove_dir(dir);
+        strbuf_release(&text);
+        return 1;
+    }
+    close(fd);
+    st = fc_run_editor(ia, editor, dir, file);
+    /* fc's own entry goes whatever the editor did, as in bash */
+    fc_drop_own_entry(ia);
+    /* by name: the editor may have replaced the file (vi writes a new one and renames
+     * it); the directory is sbxsh's alone */
+    if (st == 0 && read_file(file, (size_t)1 << 20, &buf, &len, &err) < 0) {
+        fprintf(stderr, "%s: fc: %s\n", name, err.msg);
+        st = 1;
+    }
+    remove_dir(dir);
+    if (st == 0 && len) {
+        strbuf_reset(&ia->rerun);
+        strbuf_add(&ia->rerun, buf, len);
+        if (buf[len - 1] != '\n')
+            strbuf_addch(&ia->rerun, '\n');
+        ia->has_rerun = true;
+    }
+    free(buf);
+    strbuf_release(&text);
+    return st;
+}
+
+static int fc_builtin(interactive *ia, const strvec *args)
+{
+    const char *name = ia->o->progname, *editor = NULL, *ops[2] = { NULL, NULL };
+    bool list = false, nonum = false, reverse = false, subst = false;
+    size_t i = 1, nops = 0;
+    int first, last;
+
+    for (; i < args->n; i++) {
+        const char *a = args->v[i];
+        if (a[0] != '-' || !a[1] || isdigit((unsigned char)a[1]))
+            break;
+        if (!strcmp(a, "--")) {
+            i++;
+            break;
+        }
+        for (const char *c = a + 1; *c; c++) {
+            switch (*c) {
+            case 'l': list = true; break;
+            case 'n': nonum = true; break;
+            case 'r': reverse = true; break;
+            case 's': subst = true; break;
+            case 'e':
+                if (c[1] || i + 1 >= args->n) {
+                    fprintf(stderr, "%s: fc: -e: option requires an argument\n%s", name,
+                            fc_usage);
+                    return 2;
+                }
+                editor = args->v[++i];
+                goto next;
+            default:
+                fprintf(stderr, "%s: fc: -%c: invalid option\n%s", name, *c, fc_usage);
+                return 2;
+            }
+        }
+    next:;
+    }
+    if (editor && !strcmp(editor, "-"))
+        subst = true;
+
+    if (subst && !list) {
+        /* fc -s [pat=rep] [command] */
+        const char *pat = NULL, *cmd = "-1";
+        strbuf out = STRBUF_INIT;
+        if (i < args->n && strchr(args->v[i], '='))
+            pat = args->v[i++];
+        if (i < args->n)
+            cmd = args->v[i++];
+        int idx = fc_find(ia, cmd, false);
+        if (idx < 0) {
+            fprintf(stderr, "%s: fc: no command found\n", name);
+            return 1;
+        }
+        const char *line = fc_line(idx);
+        size_t pl = pat ? (size_t)(strchr(pat, '=') - pat) : 0;
+        for (const char *p = line; *p;) {
+            if (pl && !strncmp(p, pat, pl)) {
+                strbuf_addstr(&out, pat + pl + 1);
+                p += pl;
+            } else {
+                strbuf_addch(&out, *p++);
+            }
+        }
+        fc_drop_own_entry(ia);
+        strbuf_reset(&ia->rerun);
+        strbuf_addf(&ia->rerun, "%s\n", out.buf);
+        ia->has_rerun = true;
+        strbuf_release(&out);
+        return 0;
+    }
+    for (; i < args->n && nops < 2; i++)
+        ops[nops++] = args->v[i];
+    if (i < args->n) {
+        fprintf(stderr, "%s: fc: too many arguments\n%s", name, fc_usage);
+        return 2;
+    }
+    if (list) {
+        if (fc_count(ia) <= 0)
+            return 0;
+        first = fc_find(ia, ops[0] ? ops[0] : "-16", true);
+        last = fc_find(ia, ops[1] ? ops[1] : "-1", true);
+    } else {
+        first = fc_find(ia, ops[0] ? ops[0] : "-1", false);
+        last = ops[1] ? fc_find(ia, ops[1], false) : first;
+    }
+    if (first < 0 || last < 0) {
+        fprintf(stderr, "%s: fc: history specification out of range\n", name);
+        return 1;
+    }
+    if (first > last) {
+        int t = first;
+        first = last;
+        last = t;
+        reverse = !reverse;
+    }
+    if (reverse) {
+        int t = first;
+        first = last;
+        last = t;
+    }
+    if (list) {
+        for (int k = first;; k += first <= last ? 1 : -1) {
+            if (nonum)
+                printf("\t %s\n", fc_line(k));
+            else
+                printf("%d\t %s\n", history_base + k, fc_line(k));
+            if (k == last)
+                break;
+        }
+        return 0;
+    }
+    if (!editor)
+        editor = getenv("FCEDIT") && *getenv("FCEDIT") ? getenv("FCEDIT")
+               : getenv("EDITOR") && *getenv("EDITOR") ? getenv("EDITOR")
+                                                        : "vi";
+    return fc_edit(ia, editor, first, last);
+}
+
 bool interactive_builtin(interactive *ia, const sh_parse *p)
 {
     const sh_andor *ao = p->root ? p->root->items : NULL;
@@ -500,10 +888,10 @@ bool interactive_builtin(interactive *ia, const sh_parse *p)
         strvec_push(&args, sb.buf);
         strbuf_release(&sb);
     }
-    is = !strcmp(args.v[0], "history");
+    is = !strcmp(args.v[0], "history") || !strcmp(args.v[0], "fc");
     if (is) {
         fflush(stdout);
-        status = history_builtin(ia, &args);
+        status = args.v[0][0] == 'h' ? history_builtin(ia, &args) : fc_builtin(ia, &args);
         fflush(stdout);
         line_exec_set_status(ia->x, status);
     }
@@ -766,6 +1154,7 @@ interactive *interactive_new(const sh_options *o, line_exec *x)
     ia->o = o;
     ia->x = x;
     strbuf_init(&ia->entry, 0);
+    strbuf_init(&ia->rerun, 0);
     snprintf(ia->user, sizeof(ia->user), "%s", pw ? pw->pw_name : "");
     if (gethostname(ia->host, sizeof(ia->host)) < 0)
         ia->host[0] = '\0';
@@ -804,6 +1193,7 @@ void interactive_free(interactive *ia)
         return;
     history_save(ia);
     strbuf_release(&ia->entry);
+    strbuf_release(&ia->rerun);
     free(ia->histfile);
     if (the_ia == ia)
         the_ia = NULL;

@@ -30,11 +30,24 @@ int interactive_read(interactive *ia, bool continuation, strbuf *buf);
  * the history once, as bash's cmdhist does (one entry for a multi-line command). */
 void interactive_command_seen(interactive *ia);
 
-/* `history` as bash has it, run by sbxsh itself when p is that one simple command (words
- * without expansions, no redirection): the history is the person's, on the host, and never
- * the sandbox's to read. Returns true when it ran (its status set with
- * line_exec_set_status); false for anything else, which runs as usual. */
+/* `history` and `fc` as bash has them, run by sbxsh itself when p is that one simple
+ * command (words without expansions, no redirection): the history is the person's, on the
+ * host, and never the sandbox's to read (fc's editor runs on the host too: see
+ * interactive.c). Returns true when it ran (its status set with line_exec_set_status);
+ * false for anything else, which runs as usual. */
 bool interactive_builtin(interactive *ia, const sh_parse *p);
+
+/* PROMPT_COMMAND is about to run: it has no history entry (so an fc in it sees every
+ * entry as the commands before it, and drops none). */
+void interactive_prompt_command_starts(interactive *ia);
+
+/* What `fc` (-s, or the editor) has the shell run next, as if typed: appended to text.
+ * Returns false when there is nothing. */
+bool interactive_take_rerun(interactive *ia, strbuf *text);
+
+/* A command of that text is complete: echoed on stderr and added to the history, as bash
+ * does with what fc runs (it counts as part of the fc for \#). */
+void interactive_command_replayed(interactive *ia, const char *text, size_t len);
 
 /* Saved history and whether SIGHUP ended the session (main then dies of it, as bash). */
 bool interactive_hung_up(const interactive *ia);

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pty.h>
 #include <signal.h>
 #include <stdio.h>
@@ -118,21 +119,25 @@
  * would, only when it needs the shell (prompt_needs_shell: a $ or `), with $? as the
  * command left it. That expansion runs in a command substitution: an error in it (`set
  * -u`, a bad substitution) must not abandon the report. The `x` keeps the prompt's
- * trailing newlines. PROMPT_POST writes them from inside the report's function;
- * PROMPT_PRE keeps them in an array for REPORT_FORK's subshell.
+ * trailing newlines. (After PROMPT_COMMAND, $? is as the command before it left it:
+ * prompt_status.) Then PROMPT_COMMAND, each element (bash 5.1's array) followed by a \001
+ * (which no command line that reaches the host has: control bytes send a line to the
+ * sandbox). PROMPT_POST writes them from inside the report's function; PROMPT_PRE keeps
+ * them in an array for REPORT_FORK's subshell.
  */
 #define PROMPT_EXPAND                                                                           \
+    "__sbx_c=; builtin printf -v __sbx_c '%s\\001' ${PROMPT_COMMAND[@]+\"${PROMPT_COMMAND[@]}\"}; " \
     "__sbx_e=; case ${PS1-} in *[\\$\\`]*) __sbx_e=$(builtin set +u; "                             \
     "__sbx_r() { return \"$1\"; }; __sbx_r \"$__sbx_s\"; builtin printf '%sx' \"${PS1@P}\"); "        \
     "__sbx_e=${__sbx_e%x};; esac; "
 #define PROMPT_VARS                                                                             \
     "\"${PS1+s}${PS1-}\" \"${PS2+s}${PS2-}\" \"${HISTSIZE-}\" \"${HISTFILESIZE-}\" "                 \
-    "\"${HISTCONTROL-}\" \"${HISTIGNORE-}\" \"$__sbx_e\""
+    "\"${HISTCONTROL-}\" \"${HISTIGNORE-}\" \"$__sbx_e\" \"$__sbx_c\""
 #define PROMPT_POST                                                                             \
-    PROMPT_EXPAND "builtin printf '%s\\0' " PROMPT_VARS " >&199; builtin unset -v __sbx_e; "
+    PROMPT_EXPAND "builtin printf '%s\\0' " PROMPT_VARS " >&199; builtin unset -v __sbx_e __sbx_c; "
 #define PROMPT_PRE                                                                              \
-    PROMPT_EXPAND "__sbx_v=(" PROMPT_VARS "); builtin unset -v __sbx_e; "
-#define PROMPT_VAR_FIELDS 7
+    PROMPT_EXPAND "__sbx_v=(" PROMPT_VARS "); builtin unset -v __sbx_e __sbx_c; "
+#define PROMPT_VAR_FIELDS 8
 #define PROMPT_FIELDS (JOB_FIELDS + PROMPT_VAR_FIELDS)
 
 /*
@@ -197,6 +202,8 @@ struct line_exec {
     bool sandbox_stale;       /* the persistent shell has not seen last_status yet */
     bool status_lost;         /* its $? and PIPESTATUS are a report's (REPORT_FORK) */
     bool fork_reports;        /* reports run in subshells (REPORT_FORK) */
+    int prompt_status;        /* running PROMPT_COMMAND: the $? to give back before each
+                                 "next" report (PS1 sees it); -1 otherwise */
     unsigned shell_line;      /* bash's line counter once it has run what was written */
     char *last_arg;           /* $_ after the last host part, when it sets one */
     char *cwd;                /* where the next part runs */
@@ -233,6 +240,7 @@ int line_exec_new(const line_opts *o, line_exec **out, sbx_err *err)
     x->errexit = o->errexit;
     x->pipefail = o->pipefail;
     x->cwd = current_dir();
+    x->prompt_status = -1;
     strvec_init(&x->env);
     strbuf_init(&x->typeahead, 0);
     strbuf_init(&x->notices, 0);
@@ -348,6 +356,7 @@ void line_exec_free(line_exec *x)
     free(x->vars.histcontrol);
     free(x->vars.histignore);
     free(x->vars.ps1_expanded);
+    free(x->vars.prompt_command);
     free(x->last_arg);
     free(x->cwd);
     free(x->shell_cwd);
@@ -422,6 +431,33 @@ static int open_session(line_exec *x, sbx_err *err)
     return sbx_session_open(&x->cfg, NULL, &x->sess, err);
 }
 
+/*
+ * The sbx that `sbx status` and the like at sbxsh's prompt run (router/README.md): the one
+ * beside the running sbxsh (/proc/self/exe's directory), which `make install` and the
+ * build put there together, so that it speaks this sbxsh's holder protocol and state
+ * layout. Not a PATH search: PATH is the caller's (an agent's harness sets it), and the
+ * first sbx on it may be another version, or none at all. NULL when it cannot be told.
+ */
+static const char *sbx_beside_sbxsh(void)
+{
+    static char path[PATH_MAX];
+    static bool done;
+    char exe[PATH_MAX];
+    ssize_t n;
+
+    if (!done) {
+        done = true;
+        n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        if (n > 0 && exe[0] == '/') {
+            exe[n] = '\0';
+            *strrchr(exe, '/') = '\0';
+            if ((size_t)snprintf(path, sizeof(path), "%s/sbx", exe) >= sizeof(path))
+                path[0] = '\0';
+        }
+    }
+    return path[0] ? path : NULL;
+}
+
 void line_route_ctx(const sbx_config *cfg, const char *cwd, route_ctx *ctx)
 {
     memset(ctx, 0, sizeof(*ctx));
@@ -433,12 +469,23 @@ void line_route_ctx(const sbx_config *cfg, const char *cwd, route_ctx *ctx)
     ctx->path = getenv("PATH");
     ctx->home = getenv("HOME");
     ctx->cdpath = getenv("CDPATH");
+    ctx->sbx = sbx_beside_sbxsh();
+    ctx->session = cfg->session;
 }
 
 /* The context for the next part: from where it runs (x->cwd follows every cd). */
+static bool may_move_to_projects(const line_exec *x);
+static void move_to_project(line_exec *x);
+
 static void route_ctx_fill(const line_exec *x, route_ctx *ctx)
 {
     line_route_ctx(&x->cfg, x->cwd, ctx);
+    ctx->cd_projects = may_move_to_projects(x);
+}
+
+void line_exec_route_ctx(const line_exec *x, route_ctx *ctx)
+{
+    route_ctx_fill(x, ctx);
 }
 
 /*
@@ -870,7 +917,7 @@ static void keep_prompt_vars(line_exec *x, char *const *f)
 {
     line_shell_vars *v = &x->vars;
     char **dst[] = { &v->ps1, &v->ps2, &v->histsize, &v->histfilesize, &v->histcontrol,
-                     &v->histignore, &v->ps1_expanded };
+                     &v->histignore, &v->ps1_expanded, &v->prompt_command };
     for (size_t i = 0; i < ARRAY_SIZE(dst); i++) {
         free(*dst[i]);
         *dst[i] = NULL;
@@ -882,6 +929,7 @@ static void keep_prompt_vars(line_exec *x, char *const *f)
     v->histcontrol = f[4][0] ? xstrdup(f[4]) : NULL;
     v->histignore = f[5][0] ? xstrdup(f[5]) : NULL;
     v->ps1_expanded = v->ps1 && prompt_needs_shell(v->ps1) ? xstrdup(f[6]) : NULL;
+    v->prompt_command = strspn(f[7], " \t\n\001") < strlen(f[7]) ? xstrdup(f[7]) : NULL;
     v->known = true;
 }
 
@@ -1076,6 +1124,12 @@ static int shell_run_chunk(line_exec *x, const char *chunk, unsigned first, unsi
     for (; first && x->shell_line + 1 < first; x->shell_line++)
         strbuf_addch(&w, '\n');
     strbuf_addstr(&w, chunk);
+    /* PROMPT_COMMAND: $? is the last command's again before the report, so that a PS1
+     * expanded there sees it, as bash's does (without tripping set -e: `&& :`) */
+    if (x->prompt_status >= 0)
+        strbuf_addf(&w, x->fork_reports ? "{ ( " FORK_EXIT "%d ) >/dev/null && :; } 2>/dev/null; "
+                                        : "{ " SETRC_DEF "__sbx_setrc %d \"$_\" && :; } 2>/dev/null; ",
+                    x->prompt_status);
     /* "next", on a line of its own, sets the line counter back: the next
      * text would otherwise find this line counted. */
     if (x->o.tty && x->o.interactive)
@@ -1322,20 +1376,113 @@ static char *host_last_arg(const sh_pipeline *pl)
 }
 
 /* Is this host part one that must run on the host (a git network command,
- * where the credentials are), rather than glue that could run anywhere? */
+ * where the credentials are, or sbxsh's own sbx, which the sandbox does not
+ * have), rather than glue that could run anywhere? */
 static bool part_needs_host(const route_part *part)
 {
     if (part->where != ROUTE_HOST || part->background)
         return false;
+    if (part->cd_project)
+        return true;
     for (const sh_cmd *c = part->pipe->cmds; c; c = c->next) {
         strbuf name = STRBUF_INIT;
         bool git = c->kind == SH_SIMPLE && c->words && sh_word_static_value(c->words, &name) &&
-                   !strcmp(name.buf, "git");
+                   (!strcmp(name.buf, "git") || !strcmp(name.buf, "sbx"));
         strbuf_release(&name);
         if (git)
             return true;
     }
     return false;
+}
+
+/* A host `sbx release` (the router lets only this shell's own session through) that
+ * succeeded: the session's holder and sandbox are gone, the persistent shell with them.
+ * The next sandbox part starts a new one in the same session, as the first command of a
+ * shell does: a fresh bash there, with the cwd and $? carried over (and the sandbox's
+ * ~/.bashrc when sbxsh reads it), but none of the old shell's variables or functions. */
+static void after_host_part(line_exec *x, const sh_pipeline *pl, int status)
+{
+    strbuf w = STRBUF_INIT;
+    bool release = false, help = false;
+    size_t k = 0;
+
+    if (pl->cmds->next)
+        return;
+    for (const sh_word *wd = pl->cmds->words; wd; wd = wd->next) {
+        strbuf_reset(&w);
+        if (!sh_word_static_value(wd, &w))
+            break;
+        switch (k++) {
+        case 0: release = !strcmp(w.buf, "sbx"); break;
+        case 1: release = release && !strcmp(w.buf, "release"); break;
+        default: help = help || !strcmp(w.buf, "--help") || !strcmp(w.buf, "-h"); break;
+        }
+    }
+    strbuf_release(&w);
+    if (!release || help || status != 0 || !x->sess)
+        return;
+    sbx_session_close(x->sess);
+    x->sess = NULL;
+    x->fork_reports = false;
+    if (x->shell_running && x->o.interactive)
+        fprintf(stderr, "sbxsh: session '%s' released: the next command starts a new sandbox "
+                        "(the shell's variables and functions start afresh)\n", x->cfg.session);
+    x->shell_running = false;
+}
+
+/* May the shell move to the session of the project it cd's into? Only at a prompt, and
+ * only when nobody chose the session or the code directories: a session named with
+ * --session or AGENT_SANDBOX_SESSION, or AGENT_SANDBOX_CODE_DIRS, stays as asked. */
+static bool may_move_to_projects(const line_exec *x)
+{
+    const char *dirs = getenv("AGENT_SANDBOX_CODE_DIRS");
+    return x->o.interactive && x->cfg.session_derived && !(dirs && *dirs);
+}
+
+/*
+ * A host `cd` took the shell into another project (route_ctx.cd_projects: a git work tree
+ * outside the code directories). `sbxsh -c` started there would use that project's own
+ * session, with its code synced; so does the shell from now on: it leaves this session
+ * (whose sandbox does not have the directory: a login shell in ~ has no code directory at
+ * all) and its next sandbox part starts a bash in the project's session, at the new cwd,
+ * with $? carried. Like the shell after `sbx release`, that bash starts afresh: the old
+ * one's variables, functions and jobs stay in the old session (its holder keeps it until
+ * its idle timeout, and a later cd back there starts a new shell in it). The line says so.
+ */
+static void move_to_project(line_exec *x)
+{
+    sbx_config next;
+    sbx_config_opts co = { .cwd = x->cwd };
+    sbx_err err;
+
+    if (!may_move_to_projects(x) || inside_code_dirs(x, x->cwd))
+        return;
+    if (sbx_config_load(&next, &co, &err) < 0) {
+        fprintf(stderr, "sbxsh: cd: %s: staying in session '%s': %s\n", x->cwd, x->cfg.session,
+                err.msg);
+        return;
+    }
+    if (!next.code_dirs.n || !strcmp(next.session, x->cfg.session)) {
+        sbx_config_free(&next);
+        return;
+    }
+    if (x->sess) {
+        sbx_session_close(x->sess);
+        x->sess = NULL;
+    }
+    if (x->shell_running)
+        fprintf(stderr, "sbxsh: %s is in project '%s': its commands run in that session's "
+                        "sandbox from now on (a new shell there: variables, functions and jobs "
+                        "stay in session '%s')\n", x->cwd, next.session, x->cfg.session);
+    else
+        fprintf(stderr, "sbxsh: %s is in project '%s': its commands run in that session's "
+                        "sandbox from now on\n", x->cwd, next.session);
+    x->shell_running = false;
+    x->fork_reports = false;
+    sbx_config_free(&x->cfg);
+    x->cfg = next;
+    strvec_clear(&x->env);
+    sbx_sandbox_env(&x->cfg, false, &x->env);
 }
 
 /* A line is split between host and sandbox only when it must be: some part
@@ -1449,6 +1596,7 @@ static int run_parts(line_exec *x, const sh_parse *p, route_plan *plan, unsigned
                 continue;
             }
             fflush(stdout);
+            after_host_part(x, parts[i].pipe, status);
             x->last_status = status;
             x->sandbox_stale = true;
             free(x->last_arg);
@@ -1456,6 +1604,7 @@ static int run_parts(line_exec *x, const sh_parse *p, route_plan *plan, unsigned
             if (newcwd.len) {
                 free(x->cwd);
                 x->cwd = strbuf_detach(&newcwd, NULL);
+                move_to_project(x);
             }
             strbuf_release(&newcwd);
             if (x->errexit && status != 0 && !parts[i].pipe->bang && !joins_andor(parts, n, i)) {
@@ -1650,6 +1799,34 @@ int line_exec_command(line_exec *x, const sh_parse *p, unsigned first_line, bool
     if (rc == 0 && *exited)
         *wait_status = x->final_status;
     return rc;
+}
+
+int line_exec_prompt_command(line_exec *x, const sh_parse *p, bool *exited, int *wait_status,
+                             sbx_err *err)
+{
+    int saved = x->last_status, pipestatus[ARRAY_SIZE(x->pipestatus)], rc;
+    size_t npipestatus = x->npipestatus;
+    bool stale = x->sandbox_stale;
+
+    bool exit_ok = x->exit_ok;
+
+    memcpy(pipestatus, x->pipestatus, sizeof(pipestatus));
+    x->prompt_status = saved;
+    rc = line_exec_command(x, p, 0, exited, wait_status, err);
+    x->prompt_status = -1;
+    /* not a command of the person's: an exit refused just before is still refused once */
+    x->exit_ok = exit_ok;
+    if (rc < 0 || *exited)
+        return rc;
+    /* A last part in the sandbox left its $? at `saved` already (shell_run_chunk); after a
+     * host part, the next chunk's prefix sets it. PIPESTATUS is replayed as it was. */
+    if (x->last_status != saved)
+        x->sandbox_stale = true;
+    x->last_status = saved;
+    x->sandbox_stale |= stale;
+    x->npipestatus = npipestatus;
+    memcpy(x->pipestatus, pipestatus, sizeof(pipestatus));
+    return 0;
 }
 
 int line_exec_raw_rest(line_exec *x, const char *text, size_t len, unsigned first_line,

@@ -118,12 +118,23 @@ typedef struct line_shell_vars {
     char *ps1, *ps2;            /* NULL: unset */
     char *histsize, *histfilesize, *histcontrol, *histignore;   /* NULL: unset or empty */
     char *ps1_expanded;         /* ${PS1@P} there, when PS1 needs the shell's expansions */
+    char *prompt_command;       /* PROMPT_COMMAND's elements, each followed by \001; NULL: unset
+                                   or empty */
 } line_shell_vars;
 const line_shell_vars *line_exec_vars(const line_exec *x);
+
+/* The route context for where the next command runs (line_route_ctx). */
+void line_exec_route_ctx(const line_exec *x, route_ctx *ctx);
 
 /* Where the next command runs (\w), and the session's name. */
 const char *line_exec_cwd(const line_exec *x);
 const char *line_exec_session(const line_exec *x);
+
+/* Runs PROMPT_COMMAND (parsed) before a prompt, as a command of its own, routed like any
+ * line; then $? (and PIPESTATUS) are the last command's again, also for a PS1 the sandbox's
+ * shell expands, as bash keeps them. Otherwise as line_exec_command. */
+int line_exec_prompt_command(line_exec *x, const sh_parse *p, bool *exited, int *wait_status,
+                             sbx_err *err);
 
 /* A command sbxsh ran itself (`history`) ended with status: $? for what follows. */
 void line_exec_set_status(line_exec *x, int status);

@@ -202,12 +202,66 @@ static bool needs_bash_to_read_on(const char *text, size_t len)
     return false;
 }
 
+/*
+ * PROMPT_COMMAND, before each primary prompt, as bash runs it: the session shell's value
+ * (each element of an array a line of its own), parsed and routed as a line of its own
+ * (sbxsh's own `history` and `fc` included), not added to the history; $? and PIPESTATUS
+ * are the last command's again afterwards (line_exec_prompt_command). A syntax error is
+ * reported as bash reports it and the prompt comes anyway. Returns true when it ended the
+ * shell (an exit in it), with *ws set.
+ */
+static bool run_prompt_element(const sh_options *o, line_exec *x, interactive *ia,
+                               const char *pc, size_t len, int *ws)
+{
+    sh_parse_opts po = { .extglob = o->extglob, .track_shopt = true };
+    bool exited = false;
+    sh_parse p;
+    sbx_err err;
+
+    sh_parse_all(&p, pc, len, &po, true);
+    if (p.status != SH_OK) {
+        strbuf msg = STRBUF_INIT, prefix = STRBUF_INIT;
+        strbuf_addf(&prefix, "%s: PROMPT_COMMAND: ", o->progname);
+        sh_parse_format_error(&p, prefix.buf, &msg);
+        fputs(msg.buf, stderr);
+        strbuf_release(&msg);
+        strbuf_release(&prefix);
+    } else if (p.root && p.root->items) {
+        strbuf rerun = STRBUF_INIT;
+        interactive_prompt_command_starts(ia);
+        if (!interactive_builtin(ia, &p) && line_exec_prompt_command(x, &p, &exited, ws, &err) < 0)
+            fail(o, &err);
+        /* an `fc -s` there would re-run a command before every prompt: not done */
+        interactive_take_rerun(ia, &rerun);
+        strbuf_release(&rerun);
+    }
+    sh_parse_free(&p);
+    return exited;
+}
+
+static bool run_prompt_command(const sh_options *o, line_exec *x, interactive *ia, int *ws)
+{
+    const char *pc = line_exec_vars(x)->prompt_command;
+    char *copy = pc ? xstrdup(pc) : NULL;
+    bool exited = false;
+
+    /* each element of the array as a command line of its own, as bash 5.1 runs them */
+    for (char *e = copy, *end; e && *e && !exited; e = end + (*end != '\0')) {
+        end = strchrnul(e, '\001');
+        if (strspn(e, " \t\n") < (size_t)(end - e))
+            exited = run_prompt_element(o, x, ia, e, (size_t)(end - e), ws);
+    }
+    free(copy);
+    return exited;
+}
+
 /* stdin and interactive modes: one complete command at a time, each run as
  * soon as it is read, state carried in the sandbox's persistent bash. */
 static int run_stream(const sh_options *o, line_exec *x, interactive *ia)
 {
     strbuf buf = STRBUF_INIT;
     size_t start = 0;
+    size_t replay_end = 0;     /* buf[0, replay_end) is what fc has run (not typed) */
     bool at_eof = false, exited = false;
     sh_parse_opts po = { .extglob = o->extglob, .track_shopt = true };
     sbx_err err;
@@ -235,7 +289,10 @@ static int run_stream(const sh_options *o, line_exec *x, interactive *ia)
                 int rc = 0;
                 bool own = false;
                 if (ia) {
-                    interactive_command_seen(ia);
+                    if (start < replay_end)
+                        interactive_command_replayed(ia, buf.buf + start, consumed);
+                    else
+                        interactive_command_seen(ia);
                     own = interactive_builtin(ia, &p);
                 }
                 /* set -v: bash echoes the lines as it reads them (line_exec_verbose) */
@@ -261,6 +318,19 @@ static int run_stream(const sh_options *o, line_exec *x, interactive *ia)
                     fail(o, &err);
                 }
                 start += consumed;
+                /* fc -s, or fc's editor: what it chose runs next, as if typed there */
+                if (ia && !exited) {
+                    strbuf next = STRBUF_INIT;
+                    if (interactive_take_rerun(ia, &next)) {
+                        replay_end = next.len;
+                        strbuf_add(&next, buf.buf + start, buf.len - start);
+                        strbuf_release(&buf);
+                        buf = next;
+                        start = 0;
+                    } else {
+                        strbuf_release(&next);
+                    }
+                }
                 continue;
             }
             if (st == SH_ERROR && o->mode == SH_INPUT_INTERACTIVE) {
@@ -287,7 +357,11 @@ static int run_stream(const sh_options *o, line_exec *x, interactive *ia)
             break;
         if (start == buf.len) {
             strbuf_reset(&buf);
-            start = 0;
+            start = replay_end = 0;
+        }
+        if (ia && buf.len == start && run_prompt_command(o, x, ia, &ws)) {
+            exited = true;
+            break;
         }
         if (!read_more(o, ia, &buf, buf.len > start)) {
             /* Ctrl-D with stopped jobs: bash's answer, once (cli/line.h) */

@@ -67,6 +67,13 @@ static void doctor_runtimes(const sbx_config *cfg, sbx_doctor_finding *finding)
         char *v[] = { runsc, "--version", NULL };
         run_quiet(v, line, sizeof(line));
         finding(0, "runsc (gVisor) found:", "%s, %s", runsc, line);
+        unsigned long date = local_runsc_release_date(line);
+        if (date && !local_runsc_has_systrap(date))
+            finding(1, "this runsc has only the ptrace platform:", "gVisor of %lu-%02lu-%02lu; "
+                    "a system call inside costs 30-100 us, so `git status` or a first sync "
+                    "take 15-20 times the host's; a runsc of mid-2023 or later has systrap "
+                    "(on Debian 12: bookworm-backports' runsc, which `make deps` installs)",
+                    date / 10000, date / 100 % 100, date % 100);
         char *t[] = { runsc, "--network=none", "--ignore-cgroups", "do", "/bin/true", NULL };
         int r = run_quiet(t, line, sizeof(line));
         if (r == 0)

@@ -164,6 +164,13 @@ void local_sandbox_env(const sbx_config *cfg, strvec *vars);
  * packages when it is not installed. */
 int sbx_local_runtime_resolve(sbx_runtime want, sbx_runtime *out, char **path, sbx_err *err);
 
+/* The release date (YYYYMMDD) in `runsc --version`'s first line, 0 when there is none;
+ * whether a runsc of that date defaults to the systrap platform (else it has only ptrace
+ * on a machine without KVM). Pure (tests/local/t-bwrap.c). */
+#define LOCAL_RUNSC_SYSTRAP_DATE 20230601ul
+unsigned long local_runsc_release_date(const char *version_line);
+bool local_runsc_has_systrap(unsigned long release_date);
+
 /* mounts.c */
 mount_ent *local_ml_add(mount_list *ml, mount_kind kind, const char *src, const char *dst);
 void local_ml_free(mount_list *ml);

@@ -37,3 +37,30 @@ int sbx_local_runtime_resolve(sbx_runtime want, sbx_runtime *out, char **path, s
         free(p);
     return 0;
 }
+
+/*
+ * gVisor's releases are named by date ("runsc version 0.0~20240729.0" from Debian,
+ * "runsc version release-20240729.0" from Google's builds). The date says which
+ * platforms it has: systrap, whose system calls cost microseconds, became runsc's
+ * default in mid-2023; before that a machine without KVM had only ptrace, where each
+ * costs tens of microseconds (README, "Performance").
+ */
+unsigned long local_runsc_release_date(const char *version_line)
+{
+    for (const char *p = version_line; *p; p++) {
+        if (p[0] == '2' && p[1] == '0' && (p == version_line || p[-1] == '~' || p[-1] == '-')) {
+            unsigned long d = 0;
+            int n = 0;
+            while (n < 8 && p[n] >= '0' && p[n] <= '9')
+                d = d * 10 + (unsigned long)(p[n++] - '0');
+            if (n == 8 && !(p[n] >= '0' && p[n] <= '9'))
+                return d;
+        }
+    }
+    return 0;
+}
+
+bool local_runsc_has_systrap(unsigned long release_date)
+{
+    return release_date >= LOCAL_RUNSC_SYSTRAP_DATE;
+}

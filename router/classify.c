@@ -407,7 +407,8 @@ static bool cwd_real(const route_ctx *ctx, const char **why)
     return ok;
 }
 
-static int check_cd(const route_ctx *ctx, const rcmd *c, char **new_cwd, strbuf *why)
+static int check_cd(const route_ctx *ctx, const rcmd *c, char **new_cwd, bool *project,
+                    strbuf *why)
 {
     size_t i = 1;
     const char *dir, *w;
@@ -442,6 +443,11 @@ static int check_cd(const route_ctx *ctx, const rcmd *c, char **new_cwd, strbuf 
         return -1;
     }
     if (!route_in_code_dirs(ctx, out.buf)) {
+        if (ctx->cd_projects && exists && route_in_git_work_tree(out.buf)) {
+            *project = true;
+            *new_cwd = strbuf_detach(&out, NULL);
+            return 0;
+        }
         strbuf_addstr(why, "cd out of the code directories");
         strbuf_release(&out);
         return -1;
@@ -517,6 +523,8 @@ static route_where check_cmd(const route_ctx *ctx, const sh_cmd *cmd, rcmd *c, r
         c->kind = RC_GIT;
     else if (route_is_filter(name))
         c->kind = RC_FILTER;
+    else if (!strcmp(name, "sbx"))
+        c->kind = RC_SBX;
     else {
         if (strchr(name, '/'))
             strbuf_addstr(why, "a program given by path");
@@ -559,7 +567,7 @@ static route_where check_cmd(const route_ctx *ctx, const sh_cmd *cmd, rcmd *c, r
             strbuf_addstr(why, "cd with assignments or redirections");
             goto out;
         }
-        if (check_cd(ctx, c, &rp->new_cwd, why) < 0)
+        if (check_cd(ctx, c, &rp->new_cwd, &rp->cd_project, why) < 0)
             goto out;
         break;
     case RC_GIT:
@@ -572,6 +580,10 @@ static route_where check_cmd(const route_ctx *ctx, const sh_cmd *cmd, rcmd *c, r
         break;
     case RC_FILTER:
         if (route_check_filter(ctx, c, why) < 0)
+            goto out;
+        break;
+    case RC_SBX:
+        if (route_check_sbx(ctx, c, why) < 0)
             goto out;
         break;
     }
@@ -650,6 +662,10 @@ route_where route_check(const sh_parse *p, const sh_pipeline *pl, const route_ct
             strbuf_addstr(reason, "git inside a pipeline");
             goto sandbox;
         }
+        if (c->kind == RC_SBX && (pos > 0 || (c->sbx_sub == SBX_EXEC && n > 1))) {
+            strbuf_addstr(reason, "sbx inside a pipeline");
+            goto sandbox;
+        }
         if (c->kind == RC_CD && (n > 1 || pl->bang)) {
             strbuf_addstr(reason, "cd in a pipeline or after ! (it would not change the "
                                   "directory)");
@@ -664,11 +680,23 @@ route_where route_check(const sh_parse *p, const sh_pipeline *pl, const route_ct
         strbuf_addstr(reason, c->argv.v[0]);
         if (c->kind == RC_GIT)
             strbuf_addf(reason, " %s", git_sub_names[c->git_sub]);
+        if (c->kind == RC_SBX)
+            strbuf_addf(reason, " %s", sbx_sub_names[c->sbx_sub]);
     }
     if (rp->n == 1) {
         switch (rp->cmds[0].kind) {
+        case RC_SBX:
+            strbuf_addstr(reason, rp->cmds[0].sbx_sub == SBX_EXEC
+                                      ? ": not run; sbxsh says to type the command itself (it "
+                                        "runs in the sandbox already)"
+                                      : ": sbxsh's own command, on the host");
+            break;
         case RC_GIT: strbuf_addstr(reason, ": network command, options allowed"); break;
-        case RC_CD: strbuf_addstr(reason, ": within the code directories"); break;
+        case RC_CD:
+            strbuf_addstr(reason, rp->cd_project ? ": into another project (the shell moves to "
+                                                   "its session)"
+                                                 : ": within the code directories");
+            break;
         default: strbuf_addstr(reason, ": builtin glue"); break;
         }
     } else {
@@ -681,18 +709,28 @@ sandbox:
     return ROUTE_SANDBOX;
 }
 
-route_where route_classify(const sh_parse *p, const sh_pipeline *pl, const route_ctx *ctx,
-                           strbuf *reason, strbuf *new_cwd)
+/* route_classify, and whether a HOST part is a cd into another project */
+static route_where classify(const sh_parse *p, const sh_pipeline *pl, const route_ctx *ctx,
+                            strbuf *reason, strbuf *new_cwd, bool *cd_project)
 {
     rpipe rp;
     route_where w = route_check(p, pl, ctx, &rp, reason);
 
+    *cd_project = false;
     if (w == ROUTE_HOST) {
         if (new_cwd && rp.new_cwd)
             strbuf_addstr(new_cwd, rp.new_cwd);
+        *cd_project = rp.cd_project;
         rpipe_release(&rp);
     }
     return w;
+}
+
+route_where route_classify(const sh_parse *p, const sh_pipeline *pl, const route_ctx *ctx,
+                           strbuf *reason, strbuf *new_cwd)
+{
+    bool cd_project;
+    return classify(p, pl, ctx, reason, new_cwd, &cd_project);
 }
 
 /* ---- the plan --------------------------------------------------------------------- */
@@ -859,6 +897,7 @@ void route_plan_build(route_plan *plan, const sh_parse *p, const route_ctx *ctx)
         for (const sh_pipeline *pl = ao->pipes; pl; pl = pl->next, first = false) {
             route_part *part = &plan->parts[k++];
 
+            memset(part, 0, sizeof(*part));     /* the arena's memory is not zeroed */
             part->pipe = pl;
             part->span = pl->span;
             part->andor = andor;
@@ -880,7 +919,7 @@ void route_plan_build(route_plan *plan, const sh_parse *p, const route_ctx *ctx)
             } else {
                 strbuf_reset(&newcwd);
                 lctx.cwd = cwd.buf;
-                part->where = route_classify(p, pl, &lctx, &reason, &newcwd);
+                part->where = classify(p, pl, &lctx, &reason, &newcwd, &part->cd_project);
                 /* later parts are checked from where a host cd goes; the
                  * runner checks again from wherever they really run */
                 if (part->where == ROUTE_HOST && newcwd.len) {

@@ -43,6 +43,13 @@ static bool repo_location_var(const char *e, size_t n)
     return false;
 }
 
+/* What tells sbx which session it is about: this shell's, always (route_ctx). */
+static bool session_var(const char *e, size_t n)
+{
+    return (n == 21 && !strncmp(e, "AGENT_SANDBOX_SESSION", 21)) ||
+           (n == 23 && !strncmp(e, "AGENT_SANDBOX_CODE_DIRS", 23));
+}
+
 /* The environment of a host program: sbxsh's own (so credential helpers
  * and the SSH agent work), with PATH cut to entries outside the code
  * directories, PWD set as bash sets it, the allowed assignment prefixes,
@@ -58,7 +65,8 @@ static void build_env(const route_ctx *ctx, const rcmd *c, strvec *env)
         bool replaced = (n == 4 && !strncmp(*e, "PATH", 4)) ||
                         (n == 3 && !strncmp(*e, "PWD", 3)) ||
                         (n == 37 && !strncmp(*e, "GIT_TEST_DISALLOW_ABBREVIATED_OPTIONS", 37)) ||
-                        (c->kind == RC_GIT && repo_location_var(*e, n));
+                        (c->kind == RC_GIT && repo_location_var(*e, n)) ||
+                        (c->kind == RC_SBX && session_var(*e, n));
         for (size_t i = 0; i < c->env.n && !replaced; i++)
             replaced = !strncmp(c->env.v[i], *e, n + 1);
         if (!replaced)
@@ -68,7 +76,22 @@ static void build_env(const route_ctx *ctx, const rcmd *c, strvec *env)
         route_safe_path(ctx, &path);
         strvec_pushf(env, "PATH=%s", path.buf);
     }
-    strvec_pushf(env, "PWD=%s", c->kind == RC_GIT && c->git_cwd ? c->git_cwd : ctx->cwd);
+    if (c->kind == RC_SBX) {
+        /* sbx finds the session by its name and code directories, not by where it
+         * runs: it runs in /, where nothing is the sandbox's */
+        strvec_push(env, "PWD=/");
+        if (ctx->session)
+            strvec_pushf(env, "AGENT_SANDBOX_SESSION=%s", ctx->session);
+        if (ctx->n_code_dirs) {
+            strbuf dirs = STRBUF_INIT;
+            for (size_t i = 0; i < ctx->n_code_dirs; i++)
+                strbuf_addf(&dirs, "%s%s", i ? ":" : "", ctx->code_dirs[i]);
+            strvec_pushf(env, "AGENT_SANDBOX_CODE_DIRS=%s", dirs.buf);
+            strbuf_release(&dirs);
+        }
+    } else {
+        strvec_pushf(env, "PWD=%s", c->kind == RC_GIT && c->git_cwd ? c->git_cwd : ctx->cwd);
+    }
     for (size_t i = 0; i < c->env.n; i++)
         strvec_push(env, c->env.v[i]);
     if (c->kind == RC_GIT) {
@@ -554,6 +577,32 @@ static void trace_pipeline(const rpipe *rp, const char *ps4)
     strbuf_release(&out);
 }
 
+/* `sbx exec [OPTIONS] [--] CMD...` typed to sbxsh: every command here already runs in
+ * the session's sandbox (on a pseudo-terminal when sbxsh has the terminal), so sbx exec
+ * would only start a second sandbox or shell; it says so, naming CMD as it would be
+ * typed. */
+static void sbx_exec_hint(const rcmd *c, const route_run_opts *o, int fd)
+{
+    strbuf cmd = STRBUF_INIT;
+    size_t i = 2;
+
+    while (i < c->argv.n && c->argv.v[i][0] == '-' && strcmp(c->argv.v[i], "--")) {
+        bool valued = !strcmp(c->argv.v[i], "--session");
+        i += valued ? 2 : 1;
+    }
+    if (i < c->argv.n && !strcmp(c->argv.v[i], "--"))
+        i++;
+    for (size_t k = i; k < c->argv.n; k++) {
+        if (k > i)
+            strbuf_addch(&cmd, ' ');
+        xtrace_word(&cmd, c->argv.v[k]);
+    }
+    run_error(o, fd, "sbx exec: what is typed here runs in the session's sandbox already "
+                     "(on a terminal when sbxsh has one)%s%s",
+              cmd.len ? ": type the command itself: " : "", cmd.buf);
+    strbuf_release(&cmd);
+}
+
 int route_run_host(const sh_parse *p, const sh_pipeline *pl, const route_ctx *ctx,
                    const route_run_opts *o, int *status, strbuf *new_cwd, sbx_err *err)
 {
@@ -588,6 +637,10 @@ int route_run_host(const sh_parse *p, const sh_pipeline *pl, const route_ctx *ct
             }
         } else if (c->kind == RC_GIT) {
             pr[i].cwd_fd = fcntl(c->git_cwd_fd, F_DUPFD_CLOEXEC, 3);
+        } else if (c->kind == RC_SBX) {
+            if (c->sbx_sub == SBX_EXEC)
+                continue;
+            pr[i].cwd_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         } else if (route_code_dir_of(ctx, ctx->cwd) >= 0) {
             pr[i].cwd_fd = route_open_dir(ctx, ctx->cwd, NULL, &w);
         } else {
@@ -626,6 +679,15 @@ int route_run_host(const sh_parse *p, const sh_pipeline *pl, const route_ctx *ct
         if (new_cwd)
             strbuf_addstr(new_cwd, rp.new_cwd);
         *status = 0;
+    } else if (rp.n == 1 && rp.cmds[0].kind == RC_SBX && rp.cmds[0].sbx_sub == SBX_EXEC) {
+        int fds[3] = { 0, 1, 2 }, opened[2] = { -1, -1 };
+        route_run_opts co = cmd_opts(o, p, pl, &rp.cmds[0]);
+        *status = 2;
+        if (redirect(&rp.cmds[0], &co, fds, opened, false) == 0)
+            sbx_exec_hint(&rp.cmds[0], &co, fds[2]);
+        for (int k = 0; k < 2; k++)
+            if (opened[k] >= 0)
+                close(opened[k]);
     } else if (rp.n == 1 && is_builtin(&rp.cmds[0])) {
         int fds[3] = { 0, 1, 2 }, opened[2] = { -1, -1 };
         route_run_opts co = cmd_opts(o, p, pl, &rp.cmds[0]);

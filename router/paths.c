@@ -27,6 +27,30 @@ bool path_within(const char *path, const char *dir)
     return !strncmp(path, dir, n) && (path[n] == '\0' || path[n] == '/');
 }
 
+/* As git finds its work tree (and session/config.c a code directory): the nearest ancestor
+ * of abs, abs included, holding `.git`, a directory or a gitfile; never `/` itself. Only a
+ * question about the host's own tree: the answer routes a `cd` to the host, where the
+ * directory is checked again when the cd runs (route_run_host). */
+bool route_in_git_work_tree(const char *abs)
+{
+    char probe[PATH_MAX + 8];
+    size_t len = strlen(abs);
+
+    if (abs[0] != '/' || len >= PATH_MAX)
+        return false;
+    while (len > 1) {
+        struct stat st;
+        snprintf(probe, sizeof(probe), "%.*s/.git", (int)len, abs);
+        if (lstat(probe, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+            return true;
+        while (len > 0 && abs[len - 1] != '/')
+            len--;
+        if (len > 1)
+            len--;      /* drop the slash; the root is not asked */
+    }
+    return false;
+}
+
 bool route_in_code_dirs(const route_ctx *ctx, const char *abs)
 {
     for (size_t i = 0; i < ctx->n_code_dirs; i++)
@@ -288,4 +312,35 @@ void route_safe_path(const route_ctx *ctx, strbuf *out)
         strbuf_add(out, dir.buf, dir.len);
     }
     strbuf_release(&dir);
+}
+
+int route_find_host_program(const route_ctx *ctx, const char *name, strbuf *out,
+                            const char **why)
+{
+    char real[PATH_MAX];
+    struct stat st;
+
+    if (!strchr(name, '/'))
+        return route_find_program(ctx, name, out, why);
+    strbuf_reset(out);
+    if (name[0] != '/' || stat(name, &st) < 0 || !S_ISREG(st.st_mode) || access(name, X_OK) < 0) {
+        *why = "not an absolute path to a program";
+        return -1;
+    }
+    if (!realpath(name, real) || route_in_synced(ctx, name) || route_in_synced(ctx, real)) {
+        *why = "inside the code directories, which the sandbox can change";
+        return -1;
+    }
+    strbuf_addstr(out, name);
+    return 0;
+}
+
+void route_host_path(const route_ctx *ctx, strbuf *out)
+{
+    route_safe_path(ctx, out);
+}
+
+bool route_sandbox_writable(const route_ctx *ctx, const char *abs)
+{
+    return route_in_synced(ctx, abs);
 }

@@ -71,6 +71,17 @@ typedef struct route_ctx {
     const char *path;               /* the host PATH programs resolve through; NULL = unset */
     const char *home;               /* $HOME (jq reads ~/.jq); may be NULL */
     const char *cdpath;             /* $CDPATH; a non-empty one sends relative `cd` away */
+    /* `sbx status|ls|release|doctor` run on the host as the program sbx (an absolute path:
+     * the one installed beside sbxsh; NULL: sbx stays a sandbox command), with the
+     * session's name as AGENT_SANDBOX_SESSION and the code directories as
+     * AGENT_SANDBOX_CODE_DIRS, so that it sees the session this shell uses. */
+    const char *sbx;
+    const char *session;
+    /* At sbxsh's prompt: a `cd` into another project (a directory inside a git work tree
+     * that is not one of the code directories) runs on the host, as a cd within them does,
+     * and the shell then moves to that project's own session (cli/line.c); without it, that
+     * cd runs in the sandbox, which does not have the directory. */
+    bool cd_projects;
 } route_ctx;
 
 typedef struct route_part {
@@ -86,6 +97,9 @@ typedef struct route_part {
      * code directories, else the runner sends it to the sandbox. Its reason starts
      * with ROUTE_CWD_UNKNOWN. */
     bool cwd_unknown;
+    /* HOST: a `cd` into another project (route_ctx.cd_projects); it must run on the host,
+     * even in a line that is otherwise the sandbox's, for the shell to follow it there. */
+    bool cd_project;
 } route_part;
 
 #define ROUTE_CWD_UNKNOWN "host if the cwd is still inside the code directories, else sandbox"
@@ -137,6 +151,18 @@ enum {
  * (fork, pipe): err is set and nothing meaningful ran. */
 int route_run_host(const sh_parse *p, const sh_pipeline *pl, const route_ctx *ctx,
                    const route_run_opts *o, int *status, strbuf *new_cwd, sbx_err *err);
+
+/* For a program the person chose to run on the host outside any line (fc's editor, from
+ * sbxsh's own FCEDIT or EDITOR): bash's PATH search over ctx->path as for host parts, never
+ * a file that is, or resolves to, inside the code directories or sync paths (a name with a
+ * `/` is taken as it is, under the same rule); and the PATH to give it (without relative
+ * entries or entries inside them). 0 with the path in out, or -1 with *why. */
+int route_find_host_program(const route_ctx *ctx, const char *name, strbuf *out,
+                            const char **why);
+void route_host_path(const route_ctx *ctx, strbuf *out);
+/* abs (absolute, real) lies inside the code directories or sync paths: the sandbox's to
+ * change. */
+bool route_sandbox_writable(const route_ctx *ctx, const char *abs);
 
 /* The 1-based line of byte offset off in p's text, as bash counts lines. */
 unsigned route_line_of(const sh_parse *p, uint32_t off);

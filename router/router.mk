@@ -1,7 +1,7 @@
 # router/: host-or-sandbox decisions for every part of a line, and the host
 # runner (argv, pipes, echo/printf in-process; never a host shell).
 ROUTER_SRCS := router/builtins.c router/classify.c router/filters.c router/git.c \
-               router/hostrun.c router/paths.c router/print.c
+               router/hostrun.c router/paths.c router/print.c router/sbx.c
 LIB_SRCS += $(ROUTER_SRCS)
 
 TEST_C += tests/router/t-builtins.c tests/router/t-route-table.c

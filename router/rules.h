@@ -17,6 +17,7 @@ typedef enum rcmd_kind {
     RC_CD,
     RC_GIT,
     RC_FILTER,
+    RC_SBX,                    /* sbx status|ls|release|doctor|exec|--help (sbx.c) */
 } rcmd_kind;
 
 /* A redirection the host allows, in the order bash applies them. */
@@ -57,6 +58,7 @@ typedef struct rcmd {
     strvec git_nicks;          /* operands that are bare words naming nothing on disk: each
                                   must be a configured remote (else git takes it for a
                                   path, which the sandbox could create meanwhile) */
+    int sbx_sub;               /* RC_SBX: which subcommand (sbx.c's enum) */
 } rcmd;
 
 typedef struct rpipe {
@@ -64,6 +66,7 @@ typedef struct rpipe {
     size_t n;
     bool bang;
     char *new_cwd;             /* a host cd: where it goes */
+    bool cd_project;           /* ... into another project (route_ctx.cd_projects) */
 } rpipe;
 
 /* Checks one pipeline; on HOST fills rp (release it with rpipe_release),
@@ -78,6 +81,9 @@ void rpipe_release(rpipe *rp);
 /* path equals dir or lies below it; both absolute and normalized. */
 bool path_within(const char *path, const char *dir);
 bool route_in_code_dirs(const route_ctx *ctx, const char *abs);
+/* abs (an existing directory, real) is inside a git work tree: it or a parent holds a
+ * `.git` directory or gitfile, as session/config.c finds a code directory. */
+bool route_in_git_work_tree(const char *abs);
 /* Inside a code directory or matching (or below) a sync path entry. */
 bool route_in_synced(const route_ctx *ctx, const char *abs);
 
@@ -128,6 +134,17 @@ int route_check_git(const route_ctx *ctx, rcmd *c, strbuf *why);
  * itself, and never for push. Returns 0, or -1 with why. */
 int route_check_configured_url(const route_ctx *ctx, const rcmd *c, const char *url,
                                strbuf *why);
+
+/* ---- sbx (sbx.c) ---------------------------------------------------------- */
+
+enum { SBX_STATUS, SBX_LS, SBX_RELEASE, SBX_DOCTOR, SBX_EXEC, SBX_HELP };
+extern const char *const sbx_sub_names[];
+
+/* Checks `sbx SUB ...` (argv[0] == "sbx") for the host: a subcommand of
+ * sbxsh's own, its options exactly as sbx spells them, this session only,
+ * and the program beside sbxsh (ctx->sbx, which fills c->prog). For
+ * SBX_EXEC nothing is to run, and nothing else is checked. 0 or -1 with why. */
+int route_check_sbx(const route_ctx *ctx, rcmd *c, strbuf *why);
 
 /* ---- filters (filters.c) ------------------------------------------------------ */
 

@@ -133,6 +133,16 @@ int main(void)
     ok(HAS(&argv, "--network=host") && HAS(&argv, "--ignore-cgroups") && HAS(&argv, "--rootless"),
        "runsc: host network, no cgroups, rootless for an ordinary user");
 
+    is_int((long)local_runsc_release_date("runsc version 0.0~20221219.0"), 20221219,
+           "runsc's date from Debian's version line");
+    is_int((long)local_runsc_release_date("runsc version release-20240729.0"), 20240729,
+           "...and from Google's");
+    is_int((long)local_runsc_release_date("runsc version 0.0~202407"), 0,
+           "...none in a short number");
+    is_int((long)local_runsc_release_date("runsc version 1.2.3"), 0, "...nor without one");
+    ok(!local_runsc_has_systrap(20221219) && local_runsc_has_systrap(20240729),
+       "Debian 12's runsc (2022-12) has only ptrace; bookworm-backports' (2024-07) has systrap");
+
     strvec_clear(&argv);
     strvec_clear(&env);
     strvec_clear(&lb.agent_args);

@@ -85,6 +85,36 @@ is "$(jq -c '[.parts[].cwd_known]' <<<"$json")" "[true,false]" "--json: cwd_know
 out=$("$SBXSH" --route -c 'popd; git push')
 like "$(sed -n 2p <<<"$out")" "^host	host if the cwd is still inside" "popd: the plan cannot follow it"
 
+# sbxsh's own commands: the sbx beside the running sbxsh, on the host
+out=$("$SBXSH" --route -c 'sbx status')
+is "$out" "$(printf 'host\tsbx status: sbxsh'"'"'s own command, on the host\tsbx status')" \
+    "sbx status: host, the one line --route prints for it"
+out=$("$SBXSH" --route -c 'sbx release --force; sbx ls --json | jq .; sbx doctor; sbx exec --tty -- vi; sbx render-pool')
+is "$(cut -f1 <<<"$out" | tr '\n' ' ')" "host host host host sandbox " \
+    "sbx release --force, ls --json piped, doctor and exec are host; render-pool is not"
+like "$(sed -n 4p <<<"$out")" "^host	sbx exec: not run; sbxsh says to type the command itself" \
+    "sbx exec: host, running nothing"
+out=$(AGENT_SANDBOX_SESSION=mine "$SBXSH" --route -c 'sbx status --session mine; sbx release --session other')
+is "$(cut -f1 <<<"$out" | tr '\n' ' ')" "host sandbox " "--session: only the shell's own session"
+out=$("$SBXSH" --session mine --route -c 'sbx status --session mine')
+like "$out" "^host	" "--session NAME of sbxsh names the session sbx may be given"
+# a copy of sbxsh without sbx beside it: sbx stays a sandbox command, with the reason
+mkdir -p "$SBX_TEST_TMP/alone" && cp "$SBXSH" "$SBX_TEST_TMP/alone/sbxsh"
+out=$("$SBX_TEST_TMP/alone/sbxsh" --route -c 'sbx status')
+is "$out" "$(printf 'sandbox\tsbx: no sbx is installed beside sbxsh (%s)\tsbx status' "$SBX_TEST_TMP/alone/sbx")" \
+    "no sbx beside sbxsh: sandbox"
+# an sbx first on PATH is not the one: sbxsh's directory decides
+mkdir -p "$SBX_TEST_TMP/pathbin" && printf '#!/bin/sh\necho planted\n' > "$SBX_TEST_TMP/pathbin/sbx" &&
+    chmod +x "$SBX_TEST_TMP/pathbin/sbx"
+out=$(PATH=$SBX_TEST_TMP/pathbin:$PATH "$SBX_TEST_TMP/alone/sbxsh" --route -c 'sbx status')
+like "$out" "^sandbox	sbx: no sbx is installed beside sbxsh" "an sbx on PATH is not used"
+# a build of sbxsh inside the code directory: its sbx is the sandbox's to replace
+mkdir -p "$CODE/bin" && cp "$SBXSH" "$CODE/bin/sbxsh" && cp "$SBX" "$CODE/bin/sbx"
+out=$("$CODE/bin/sbxsh" --route -c 'sbx status')
+like "$out" "^sandbox	sbx: the sbx beside sbxsh is inside the code directories" \
+    "an sbx inside the code directories is not run on the host"
+rm -rf "$CODE/bin"
+
 printf 'git fetch\nrm -rf x\n' > script.sh
 out=$("$SBXSH" --route script.sh)
 is "$(cut -f1 <<<"$out" | tr '\n' ' ')" "host sandbox " "a script file is routed too"

@@ -1,7 +1,7 @@
 /*
  * route-run: the router and the host runner on their own, for tests.
  *
- *   route-run [--route|--json] [-o pipefail] [-C DIR] LINE
+ *   route-run [--route|--json] [-o pipefail] [-C DIR] [--sbx PATH --session NAME] LINE
  *
  * Routes LINE against the code directories (AGENT_SANDBOX_CODE_DIRS or the
  * cwd's git top level), then either prints the plan (--route, --json) or
@@ -26,7 +26,7 @@ int main(int argc, char **argv)
     strvec code_dirs = STRVEC_INIT, sync_paths = STRVEC_INIT;
     strbuf cwd = STRBUF_INIT, out = STRBUF_INIT;
     char buf[PATH_MAX];
-    const char *line;
+    const char *line, *sbx = NULL, *session = NULL;
     route_plan plan;
     route_ctx ctx;
     sh_parse p;
@@ -42,9 +42,14 @@ int main(int argc, char **argv)
             pipefail = true, i++;
         else if (!strcmp(argv[i], "-C") && i + 1 < argc - 1 && chdir(argv[++i]) < 0)
             return perror(argv[i]), 2;
+        else if (!strcmp(argv[i], "--sbx") && i + 1 < argc - 1)
+            sbx = argv[++i];
+        else if (!strcmp(argv[i], "--session") && i + 1 < argc - 1)
+            session = argv[++i];
     }
     if (i != argc - 1) {
-        fprintf(stderr, "usage: route-run [--route|--json] [-o pipefail] [-C DIR] LINE\n");
+        fprintf(stderr, "usage: route-run [--route|--json] [-o pipefail] [-C DIR] "
+                        "[--sbx PATH --session NAME] LINE\n");
         return 2;
     }
     line = argv[i];
@@ -60,7 +65,7 @@ int main(int argc, char **argv)
         .code_dirs = (const char *const *)code_dirs.v, .n_code_dirs = code_dirs.n,
         .sync_paths = (const char *const *)sync_paths.v, .n_sync_paths = sync_paths.n,
         .cwd = cwd.buf, .path = getenv("PATH"), .home = getenv("HOME"),
-        .cdpath = getenv("CDPATH"),
+        .cdpath = getenv("CDPATH"), .sbx = sbx, .session = session,
     };
     if (sh_parse_all(&p, line, strlen(line), NULL, true) != SH_OK) {
         sh_parse_format_error(&p, "route-run: ", &out);

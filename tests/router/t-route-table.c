@@ -18,6 +18,8 @@
  *                    sandbox plants one under .git/refs
  *   out/repo, outside-repo   repositories outside the code directory
  *   home/            HOME
+ *   host-bin/sbx     the sbx beside sbxsh (route_ctx.sbx; "@sbx PATH" changes it), and
+ *   code/bin/sbx     one the sandbox planted; the session is "demo" 
  */
 #include "router/route.h"
 #include "tests/lib/tap.h"
@@ -64,7 +66,9 @@ static void make_fixture(void)
     snprintf(out_dir, sizeof(out_dir), "%s/out", top);
     snprintf(home_dir, sizeof(home_dir), "%s/home", top);
     sh("cd '%s' && git init -q code && git init -q out/repo && git init -q outside-repo && "
-       "mkdir -p home code/sub/deeper code/bin && cd code && echo hi > README && "
+       "mkdir -p home host-bin code/sub/deeper code/bin && "
+       "printf '#!/bin/sh\\n' > host-bin/sbx && chmod +x host-bin/sbx && "
+       "cd code && echo hi > README && cp ../host-bin/sbx bin/sbx && "
        "ln -s /etc link-out && ln -s sub link-in && "
        "printf '#!/bin/sh\\necho planted\\n' > bin/git && chmod +x bin/git && "
        "git init -q --bare bare.git && git init -q --bare bare && git init -q other && "
@@ -158,6 +162,7 @@ int main(void)
     size_t len;
     sbx_err err;
     strbuf cwd = STRBUF_INIT, cdpath = STRBUF_INIT, home = STRBUF_INIT, path = STRBUF_INIT;
+    strbuf sbx = STRBUF_INIT;
     strbuf l = STRBUF_INIT, shown = STRBUF_INIT;
     const char *code_dirs[1], *sync_paths[1];
     char synced[4200];
@@ -176,6 +181,7 @@ int main(void)
     strbuf_addstr(&cwd, code);
     strbuf_addstr(&home, home_dir);
     strbuf_addstr(&path, sys_path);
+    strbuf_addf(&sbx, "%s/host-bin/sbx", top);
 
     for (line = text; *line; line = next) {
         char *tab1, *tab2;
@@ -200,6 +206,8 @@ int main(void)
                 target = &home;
             else if (!strncmp(line, "@path", 5))
                 target = &path;
+            else if (!strncmp(line, "@sbx", 4))
+                target = &sbx;
             if (!target) {
                 printf("Bail out! unknown directive: %s\n", line);
                 return 255;
@@ -223,6 +231,7 @@ int main(void)
             .code_dirs = code_dirs, .n_code_dirs = 1, .sync_paths = sync_paths,
             .n_sync_paths = 1, .cwd = cwd.buf, .path = path.buf, .home = home.buf,
             .cdpath = cdpath.len ? cdpath.buf : NULL,
+            .sbx = sbx.len ? sbx.buf : NULL, .session = "demo",
         };
         run_case(&ctx, line, &l, tab2, shown.buf);
         cases++;
@@ -234,6 +243,7 @@ int main(void)
     strbuf_release(&cdpath);
     strbuf_release(&home);
     strbuf_release(&path);
+    strbuf_release(&sbx);
     strbuf_release(&l);
     strbuf_release(&shown);
     return done_testing();
