@@ -160,14 +160,16 @@
     "POSIXLY_CORRECT=y; unset -f builtin exit; unset -v POSIXLY_CORRECT; "
 /* `exit N` in a subshell, as the builtin whatever functions exist */
 #define FORK_EXIT "POSIXLY_CORRECT=y; exit "
-#define REPORT_FORK_TP(kind, pre, post)                                                            \
-    "{ ( __sbx_s=$? __sbx_p=(\"${PIPESTATUS[@]}\"); " FORK_OWN_BUILTIN                             \
+/* `first` runs before the first field (TYPEAHEAD: its mark must come first) */
+#define REPORT_FORK_TP(kind, first, pre, post)                                                     \
+    "{ ( __sbx_s=$? __sbx_p=(\"${PIPESTATUS[@]}\"); " FORK_OWN_BUILTIN first                       \
     "builtin printf '%s\\0' " kind " \"$__sbx_s\" \"$-\" \"$SHELLOPTS\" >&199; "                   \
     "builtin pwd >&199; builtin printf '\\0%s\\0' \"$PS4\" >&199; "                                \
     "builtin printf '%s ' \"${__sbx_p[@]}\" >&199; " pre "builtin printf '\\0' >&199; "         \
     "builtin printf '%s\\0' \"${__sbx_t-}\" >&199; " post                                       \
-    "builtin printf '%s\\0' \"${__sbx_v[@]}\" >&199 ) >/dev/null; } 2>/dev/null"
-#define REPORT_FORK_T(kind, pre) REPORT_FORK_TP(kind, pre, "")
+    "case ${__sbx_v[@]+s} in s) builtin printf '%s\\0' \"${__sbx_v[@]}\" >&199;; esac "         \
+    ") >/dev/null; } 2>/dev/null"
+#define REPORT_FORK_T(kind, pre) REPORT_FORK_TP(kind, "", pre, "")
 #define REPORT_FORK(kind) REPORT_FORK_T(kind, "")
 
 /*
@@ -1134,10 +1136,10 @@ static int shell_run_chunk(line_exec *x, const char *chunk, unsigned first, unsi
      * text would otherwise find this line counted. */
     if (x->o.tty && x->o.interactive)
         strbuf_addstr(&w, x->fork_reports
-                              ? REPORT_FORK_TP("next", TYPEAHEAD PROMPT_PRE, JOBS_POST_EMPTY)
+                              ? REPORT_FORK_TP("next", "", PROMPT_PRE, JOBS_POST_EMPTY)
                               : REPORT_TP("next", TYPEAHEAD, JOBS_POST PROMPT_POST));
     else if (x->o.interactive)
-        strbuf_addstr(&w, x->fork_reports ? REPORT_FORK_TP("next", PROMPT_PRE, JOBS_POST_EMPTY)
+        strbuf_addstr(&w, x->fork_reports ? REPORT_FORK_TP("next", "", PROMPT_PRE, JOBS_POST_EMPTY)
                                           : REPORT_TP("next", "", JOBS_POST PROMPT_POST));
     else
         strbuf_addstr(&w, x->fork_reports ? REPORT_FORK("next") : REPORT("next"));
