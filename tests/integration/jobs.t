@@ -51,13 +51,14 @@ run_until() {
 # clear_screen: at sbxsh's prompt, Ctrl-L (readline clears the screen and redraws the prompt)
 clear_screen() { tmux_keys C-l; prompt_ok; tmux_cmd clear-history; }
 # key_until KEY REGEX [last]: sends KEY (C-z, C-c) until the screen (or its last line)
-# matches, at most 10 times, each given 3 s: the key may reach the pty a moment before the
-# job has it (the shell, which ignores both, then takes it), as a person would press it again
+# matches, at most 30 times, each given 4 s: the key may reach the terminal before the job
+# has it (sbxsh, still syncing, or the sandbox's shell, which both ignore it, then take it),
+# as a person would press it again
 key_until() {
     local end
-    for _ in $(seq 10); do
+    for _ in $(seq 30); do
         tmux_keys "$1"
-        end=$((SECONDS + 3))
+        end=$((SECONDS + 4))
         while [ $SECONDS -lt $end ]; do
             if [ "${3:-}" = last ]; then
                 [[ $(tmux_last) =~ $2 ]] && return 0
