@@ -1117,9 +1117,17 @@ static int shell_run_chunk(line_exec *x, const char *chunk, unsigned first, unsi
     strbuf w = STRBUF_INIT;
     int rc;
 
-    if (!x->shell_running && shell_start(x, err) < 0) {
-        sbx_err perr;
-        shell_tty_pause(x, &perr);
+    if (!x->shell_running) {
+        /* the run's own push brings the host's changes */
+        if (shell_start(x, err) < 0) {
+            sbx_err perr;
+            shell_tty_pause(x, &perr);
+            return -1;
+        }
+    } else if (sbx_session_sync(x->sess, err) < 0) {
+        /* The shell has run since the last round: what changed on the host since then (a
+         * file saved in an editor while sbxsh waited at its prompt, an agent's own write
+         * between two commands) goes in before the chunk, as before a one-shot command. */
         return -1;
     }
     /* bash reads the chunk's first line as line `first` (SETLINE_FMT) */

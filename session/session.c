@@ -425,7 +425,9 @@ static void relay_input(sbx_session *s, infd *in)
  * PIPE_BUF at a time), and credits the holder for what was consumed. */
 static void relay_output(sbx_session *s, outfd *o)
 {
-    if (s->progress_shown && o->q.len && isatty(o->local_fd))
+    /* Output at the terminal: the phase is over (the command runs). A line not yet due is
+     * forgotten too, or it would show later over what the command drew (vi's first line). */
+    if (s->progress.len && o->q.len && isatty(o->local_fd))
         progress_clear(s);
     while (o->q.len) {
         ssize_t n;
@@ -833,6 +835,20 @@ static void restore_tty(sbx_session *s)
     }
 }
 
+/* The terminal's modes the tty command left on (the alternate screen, a hidden cursor, mouse
+ * reports: termfilter.h) go back to their defaults, after all it wrote: a program that
+ * crashed, was killed or is hostile leaves none of them to the prompt or the next program. */
+static void tty_reset_modes(sbx_session *s)
+{
+    for (size_t i = 0; i < s->nouts; i++) {
+        outfd *o = &s->outs[i];
+        if (o->mode == SBX_FD_RELAY_OUT && o->filter && o->tf.pty && !o->closed)
+            sbx_termfilter_pty_reset(&o->tf, &o->q);
+    }
+    while (!s->failed && !outputs_drained(s))
+        pump(s, -1);
+}
+
 int sbx_session_tty_pause(sbx_session *s, sbx_err *err)
 {
     if (!s->running || !s->tty || s->tty_paused)
@@ -840,6 +856,7 @@ int sbx_session_tty_pause(sbx_session *s, sbx_err *err)
     /* what the command wrote so far reaches the terminal before the caller writes to it */
     while (!s->failed && !outputs_drained(s))
         pump(s, -1);
+    tty_reset_modes(s);
     progress_clear(s);
     restore_tty(s);
     s->tty_paused = true;
@@ -1179,6 +1196,8 @@ int sbx_session_wait(sbx_session *s, sbx_exit *st, sbx_err *err)
         return s->failed ? fail(s, err) : sbx_errf(err, "no command is running");
     while (!s->failed && !(s->exited && outputs_drained(s)))
         pump(s, -1);
+    if (s->tty && !s->tty_paused)
+        tty_reset_modes(s);
     end_command(s);
     if (s->failed)
         return fail(s, err);

@@ -28,6 +28,74 @@ void sbx_termfilter_init(sbx_termfilter *f)
     f->pty = false;
     f->seqlen = f->osclen = 0;
     f->osc_over = false;
+    f->modes = 0;
+}
+
+/*
+ * The modes pty mode follows: each DEC private mode here, its bit set while the program has
+ * it away from its default (for 25, the cursor hidden). The table's order is the reset's:
+ * reports and keys first, then the alternate screens (leaving one puts back the main
+ * screen and, for 1049, the cursor), the cursor shown last.
+ */
+static const struct { unsigned short mode; bool on_is_default; } pty_modes[] = {
+    { 9, false }, { 1000, false }, { 1001, false }, { 1002, false }, { 1003, false },
+    { 1005, false }, { 1006, false }, { 1015, false }, { 1016, false },  /* mouse reports */
+    { 1004, false },                                                      /* focus reports */
+    { 2004, false },                                                      /* bracketed paste */
+    { 1, false },                                                         /* DECCKM */
+    { 47, false }, { 1047, false }, { 1049, false },                      /* alternate screens */
+    { 25, true },                                                         /* the cursor */
+};
+#define NPTY_MODES (sizeof(pty_modes) / sizeof(pty_modes[0]))
+#define MODE_KEYPAD (1u << NPTY_MODES)        /* DECKPAM: ESC = (ESC > resets) */
+#define MODE_INSERT (1u << (NPTY_MODES + 1))  /* IRM: CSI 4 h */
+
+/* A kept CSI ending in h or l (set or reset mode): the modes it names, followed. */
+static void track_modes(sbx_termfilter *f, unsigned char final)
+{
+    bool set = final == 'h', priv = f->seqlen > 2 && f->seq[2] == '?';
+    size_t i = priv ? 3 : 2;
+    while (i <= f->seqlen) {
+        long v = 0;
+        bool num = false;
+        for (; i < f->seqlen && f->seq[i] >= '0' && f->seq[i] <= '9'; i++, num = true)
+            if ((v = v * 10 + (f->seq[i] - '0')) > 100000)
+                return;
+        if (i < f->seqlen && f->seq[i] != ';')
+            return;     /* intermediates or other bytes: not a plain mode list */
+        if (num && priv) {
+            for (size_t k = 0; k < NPTY_MODES; k++)
+                if (pty_modes[k].mode == v) {
+                    if (set != pty_modes[k].on_is_default)
+                        f->modes |= 1u << k;
+                    else
+                        f->modes &= ~(1u << k);
+                }
+        } else if (num && v == 4) {
+            if (set)
+                f->modes |= MODE_INSERT;
+            else
+                f->modes &= ~MODE_INSERT;
+        }
+        i++;
+    }
+}
+
+void sbx_termfilter_pty_reset(sbx_termfilter *f, strbuf *out)
+{
+    if (!f->pty)
+        return;
+    for (size_t k = 0; k < NPTY_MODES; k++)
+        if (f->modes & (1u << k))
+            strbuf_addf(out, "\x1b[?%u%c", pty_modes[k].mode,
+                        pty_modes[k].on_is_default ? 'h' : 'l');
+    if (f->modes & MODE_KEYPAD)
+        strbuf_addstr(out, "\x1b>");
+    if (f->modes & MODE_INSERT)
+        strbuf_addstr(out, "\x1b[4l");
+    f->modes = 0;
+    f->state = T_GROUND;
+    f->seqlen = f->osclen = 0;
 }
 
 void sbx_termfilter_init_pty(sbx_termfilter *f)
@@ -228,6 +296,12 @@ void sbx_termfilter_feed(sbx_termfilter *f, const void *buf, size_t len, strbuf 
                 if (f->pty && c >= 0x30 && c <= 0x7e) {
                     strbuf_addch(out, 0x1b);
                     strbuf_addch(out, c);
+                    if (c == '=')
+                        f->modes |= MODE_KEYPAD;
+                    else if (c == '>')
+                        f->modes &= ~MODE_KEYPAD;
+                    else if (c == 'c')
+                        f->modes = 0;       /* RIS: the terminal's full reset */
                 }
                 f->state = T_GROUND;
             }
@@ -253,6 +327,8 @@ void sbx_termfilter_feed(sbx_termfilter *f, const void *buf, size_t len, strbuf 
                 if (f->state == T_CSI && keep_csi(f, c)) {
                     strbuf_add(out, f->seq, f->seqlen);
                     strbuf_addch(out, c);
+                    if (f->pty && (c == 'h' || c == 'l'))
+                        track_modes(f, c);
                 }
                 f->state = T_GROUND;
             } else if (c >= 0x20 && c <= 0x3f) {

@@ -31,6 +31,13 @@
  *   104/110-119 that set colours, OSC 8 to the schemes above.
  *
  * Sequences split across writes are handled: the state carries over.
+ *
+ * Pty mode also follows the modes the program sets (DECSET/DECRST and the keypad): the
+ * alternate screens, a hidden cursor, mouse and focus reports, bracketed paste, application
+ * cursor keys and keypad, insert mode. sbx_termfilter_pty_reset() writes what turns off those
+ * still on, for when the program is done with the terminal: one that crashed, was killed or
+ * is hostile must not leave the person's prompt on the alternate screen, the cursor hidden,
+ * or mouse moves typing escape sequences into the next command line.
  */
 #ifndef SBX_SESSION_TERMFILTER_H
 #define SBX_SESSION_TERMFILTER_H
@@ -50,6 +57,7 @@ typedef struct sbx_termfilter {
     bool pty;
     size_t seqlen;
     unsigned char seq[SBX_TERMFILTER_SEQ_MAX];
+    unsigned modes;     /* pty mode: the modes set and not reset (termfilter.c: MODE_*) */
     size_t osclen;
     bool osc_over;      /* the OSC outgrew osc[]: dropped at its end */
     unsigned char osc[SBX_TERMFILTER_OSC_MAX];
@@ -59,5 +67,9 @@ void sbx_termfilter_init(sbx_termfilter *f);
 void sbx_termfilter_init_pty(sbx_termfilter *f);
 /* Appends what may reach the terminal of buf[0..len) to out. */
 void sbx_termfilter_feed(sbx_termfilter *f, const void *buf, size_t len, strbuf *out);
+/* Pty mode: appends to out the sequences that turn off the modes the program left on (their
+ * defaults: the main screen, the cursor shown, no reports, normal keys), and forgets them.
+ * Nothing when none is on. A sequence the program left half written is dropped. */
+void sbx_termfilter_pty_reset(sbx_termfilter *f, strbuf *out);
 
 #endif

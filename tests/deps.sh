@@ -7,7 +7,7 @@ pkgs="
   libcjson-dev libreadline-dev libcurl4-openssl-dev libyaml-dev libssl-dev musl-tools
   bash git openssh-client perl python3 python3-yaml openssl jq curl
   bubblewrap iproute2 util-linux procps psmisc
-  rsync tar hyperfine valgrind strace shellcheck debootstrap tmux
+  rsync tar hyperfine valgrind strace shellcheck debootstrap tmux less vim-tiny
 "
 if [ "$(id -u)" != 0 ]; then
     if command -v sudo >/dev/null; then exec sudo "$0" "$@"; fi

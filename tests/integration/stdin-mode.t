@@ -129,6 +129,23 @@ for rt in $runtimes; do
     # an fd the user opens stays open (bash's save of fd 0 once took fd 10)
     check "exec 10>f is still open on the next line" \
         $'exec 10>f\necho one >&10\necho two >&10\ncat f\nexec 10>&-\nls /proc/$$/fd | grep -cx 10\n'
+    # a file the host writes between two commands (an agent's own edit tool) is there for the
+    # second: the persistent shell's chunk is preceded by a sync, as a one-shot command is
+    rm -f "$SBX_TEST_TMP/fifo" "$CODE/between.txt"; mkfifo "$SBX_TEST_TMP/fifo"
+    (cd "$CODE" && timeout 60 "$SBXSH" <"$SBX_TEST_TMP/fifo" >"$SBX_TEST_TMP/got.out" 2>&1) &
+    exec 7>"$SBX_TEST_TMP/fifo"
+    printf 'x=1; echo "ready $x"\n' >&7
+    for ((i = 0; i < 300; i++)); do
+        grep -q 'ready 1' "$SBX_TEST_TMP/got.out" 2>/dev/null && break
+        sleep 0.1
+    done
+    echo written-on-the-host >"$CODE/between.txt"
+    printf 'cat between.txt\n' >&7
+    exec 7>&-
+    wait
+    is "$(cat "$SBX_TEST_TMP/got.out")" $'ready 1\nwritten-on-the-host' \
+        "$rt: a file the host wrote between two commands is seen by the second"
+    rm -f "$SBX_TEST_TMP/fifo" "$CODE/between.txt"
     end_session
 done
 

@@ -42,6 +42,46 @@ static const char *bytewise(const char *in)
     return out.buf;
 }
 
+/* pty mode: what the reset writes after in went through the filter */
+static const char *reset_after(const char *in)
+{
+    static strbuf out = STRBUF_INIT;
+    sbx_termfilter f;
+    sbx_termfilter_init_pty(&f);
+    strbuf_reset(&out);
+    sbx_termfilter_feed(&f, in, strlen(in), &out);
+    strbuf_reset(&out);
+    sbx_termfilter_pty_reset(&f, &out);
+    strbuf_addch(&out, '|');
+    sbx_termfilter_pty_reset(&f, &out);   /* once reset, nothing more */
+    return out.buf;
+}
+
+static void pty_reset(void)
+{
+    is_str(reset_after("text\x1b[1;31mred\x1b[0m\x1b[2J"), "|",
+           "pty reset: nothing when no mode is on");
+    is_str(reset_after("\x1b[?1049h\x1b[?25l\x1b[?1000;1006h\x1b[?2004h\x1b[?1h\x1b=\x1b[4h"),
+           "\x1b[?1000l\x1b[?1006l\x1b[?2004l\x1b[?1l\x1b[?1049l\x1b[?25h\x1b>\x1b[4l|",
+           "pty reset: mouse, paste, keys, the alternate screen, then the cursor shown");
+    is_str(reset_after("\x1b[?1049h\x1b[?25l\x1b=\x1b[?1049l\x1b[?25h\x1b>"), "|",
+           "pty reset: modes the program turned off again are left alone");
+    is_str(reset_after("\x1b[?47h\x1b[?1002h\x1b[?1004h\x1b" "c"), "|",
+           "pty reset: ESC c (the terminal's full reset) turned them all off");
+    is_str(reset_after("\x1b[?1049h\x1b[?10"), "\x1b[?1049l|",
+           "pty reset: a sequence left half written is not completed");
+    is_str(reset_after("\x1b[?1049$p\x1b[?1049;1$y"), "|",
+           "pty reset: a mode query is not a mode set");
+    is_str(reset_after("\x1b[?1049h"), "\x1b[?1049l|", "pty reset: DECSET 1049 alone");
+    sbx_termfilter f;
+    strbuf out = STRBUF_INIT;
+    sbx_termfilter_init(&f);
+    sbx_termfilter_feed(&f, "\x1b[?1049h", 8, &out);
+    sbx_termfilter_pty_reset(&f, &out);
+    is_str(out.buf ? out.buf : "", "", "plain mode: nothing passed, nothing to reset");
+    strbuf_release(&out);
+}
+
 static void pty_mode(void)
 {
     /* what TTY programs need passes */
@@ -52,6 +92,16 @@ static void pty_mode(void)
     is_str(P("\x1b" "7\x1b" "8\x1b=\x1b>\x1bM"), "\x1b" "7\x1b" "8\x1b=\x1b>\x1bM",
            "pty: ESC 7/8, keypad modes, reverse index pass");
     is_str(P("\x1b(0qqq\x1b(B"), "\x1b(0qqq\x1b(B", "pty: line-drawing charset passes");
+    /* what vim, less and top write as they start and end (tests/integration/tty-apps.t) */
+    is_str(P("\x1b[?1h\x1b=\x1b[?2004h\x1b[?1000h\x1b[?1002h\x1b[?1006h\x1b[?1004h"),
+           "\x1b[?1h\x1b=\x1b[?2004h\x1b[?1000h\x1b[?1002h\x1b[?1006h\x1b[?1004h",
+           "pty: DECCKM, DECKPAM, bracketed paste, mouse (SGR) and focus modes pass");
+    is_str(P("\x1b[?1000l\x1b[?2004l\x1b[?1l\x1b>\x1b[?1049l\x1b[?12l\x1b[?25h"),
+           "\x1b[?1000l\x1b[?2004l\x1b[?1l\x1b>\x1b[?1049l\x1b[?12l\x1b[?25h",
+           "pty: the same reset (DECRST), the cursor shown again");
+    is_str(P("\x1b[>4;2m\x1b[2 q\x1b[34h\x1b[27m\x1b[?7h\x1b[4l"),
+           "\x1b[>4;2m\x1b[2 q\x1b[34h\x1b[27m\x1b[?7h\x1b[4l",
+           "pty: modifyOtherKeys, cursor style, autowrap and insert modes pass");
     is_str(P("a\x0e\x0f\x0cb"), "a\x0e\x0f\x0cb", "pty: SO, SI, FF pass");
     is_str(P("\x1b[6n\x1b[c"), "\x1b[6n\x1b[c", "pty: cursor position and DA queries pass");
     is_str(P("\x1b]0;vim: f.c\x07x"), "\x1b]0;vim: f.c\x07x", "pty: a title (BEL) passes");
@@ -132,5 +182,6 @@ int main(void)
            "a 0xc2 whose next byte is dropped cannot pair with a later one into a C1 control");
     is_str(P("a\xc2\x01\x9b" "2J"), "a\x01\x9b" "2J", "...nor in pty mode");
     pty_mode();
+    pty_reset();
     return done_testing();
 }
