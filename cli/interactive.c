@@ -200,6 +200,7 @@ static char *make_prompt(interactive *ia, bool continuation)
         .release = SBXSH_PROMPT_RELEASE,
         .history_number = (unsigned)(history_base + history_length),
         .command_number = ia->commands + 1,
+        .jobs = line_exec_jobs(ia->x),
         .root = geteuid() == 0,
         .now = time(NULL),
     };

@@ -47,19 +47,25 @@
 /* ... which also turns set -v back on (verbose: the reports turn it off) */
 #define VSETRC_DEF                                                                              \
     "__sbx_setrc() { builtin unset -f __sbx_setrc; builtin set -v; return \"$1\"; }; "
-#define REPORT_DEF                                                                              \
+/* ... `post` writes more fields after those (interactive mode: JOBS_POST, PROMPT_POST) */
+#define REPORT_DEF_T(post)                                                                      \
     "__sbx_report() { builtin unset -f __sbx_report; "                                          \
     "builtin printf '%s\\0' \"$1\" \"$2\" \"$-\" \"$SHELLOPTS\" >&199; builtin pwd >&199; "         \
     "case $- in *v*) builtin set +v;; esac; "                                                   \
-    "builtin printf '\\0%s\\0' \"$PS4\" >&199; builtin printf '%s ' \"${__sbx_p[@]}\" >&199; "      \
-    "builtin printf '\\0' >&199; builtin printf '%s\\0' \"${__sbx_t-}\" \"${__sbx_v[@]}\" >&199; "  \
-    "builtin unset -v __sbx_s __sbx_p __sbx_a __sbx_t __sbx_v; return \"$2\"; }; "
+    "builtin printf '\\0%s\\0' \"$PS4\" >&199; builtin printf '%s ' \"$__sbx_p\" >&199; "           \
+    "builtin printf '\\0' >&199; builtin printf '%s\\0' \"${__sbx_t-}\" >&199; "                    \
+    post "builtin unset -v __sbx_s __sbx_p __sbx_a __sbx_t; return \"$2\"; }; "
 /* A report of KIND. $?, PIPESTATUS and $_ are saved first, by one
  * assignment (a definition sets $? to 0, an assignment sets $_ to ""), and
- * come back through the call's arguments. */
-#define REPORT_T(kind, pre)                                                                     \
-    "{ __sbx_s=$? __sbx_p=(\"${PIPESTATUS[@]}\") __sbx_a=$_; " pre REPORT_DEF "__sbx_report "     \
-    kind " \"$__sbx_s\" \"$__sbx_a\" && { " SETRC_DEF "__sbx_setrc 0 \"$_\"; }; } 2>/dev/null"
+ * come back through the call's arguments. PIPESTATUS is kept as one string (its statuses
+ * joined by spaces, whatever IFS is), not as an array: a compound assignment makes bash
+ * read a "line" of input, and a non-interactive bash tells, as it reads one, of the jobs a
+ * signal ended, on its stderr, which here is /dev/null (JOBS_POST). */
+#define REPORT_TP(kind, pre, post)                                                              \
+    "{ __sbx_s=$? __sbx_p=\"${PIPESTATUS[@]}\" __sbx_a=$_; " pre REPORT_DEF_T(post)               \
+    "__sbx_report " kind " \"$__sbx_s\" \"$__sbx_a\" && { " SETRC_DEF "__sbx_setrc 0 \"$_\"; }; "    \
+    "} 2>/dev/null"
+#define REPORT_T(kind, pre) REPORT_TP(kind, pre, "")
 #define REPORT(kind) REPORT_T(kind, "")
 
 /*
@@ -82,25 +88,57 @@
     "IFS= builtin read -r -s -t 10 -n 65536 -d '' -p typeahead __sbx_t <&198 2>&199 || :; "
 
 /*
- * What the prompt needs of the shell's state, after the "next" report of interactive mode
- * (PROMPT_FIELDS more fields): PS1 and PS2 (each with an "s" before it when set), HISTSIZE,
- * HISTFILESIZE, HISTCONTROL, HISTIGNORE, and PS1 expanded as bash would, only when it needs
- * the shell (prompt_needs_shell: a $ or `), with $? as the command left it (or,
- * after PROMPT_COMMAND, as the command before it left it: prompt_status), and
- * PROMPT_COMMAND, each element (bash 5.1's array) followed by a \001 (which no command line
- * that reaches the host has: control bytes send a line to the sandbox). That expansion
- * runs in a command substitution: an error in it (`set -u`, a bad substitution) must not
- * abandon the report. The `x` keeps the prompt's trailing newlines.
+ * Job control (the persistent shell at a terminal runs with set -m, as interactive bash
+ * does): a non-interactive bash keeps its job table but tells of a job that stopped or
+ * ended only when a signal ended it (POSIX: `jobs` is a script's only way to know), where
+ * interactive bash prints each change before its next prompt. So the "next" report of
+ * interactive mode asks for them with `jobs -n` (the jobs changed since last told): first
+ * those that still run, which interactive bash never reports (a job just started with &,
+ * one sent SIGCONT), told to /dev/null; then the stopped ones (which bash prints after a
+ * newline, the cursor being after the ^Z) and the rest (Done, Exit N, Terminated) as two
+ * fields, which sbxsh prints in job order before the prompt (print_job_notices). Without
+ * set -m (set +m) nothing is told, as in bash. Then the running and the stopped jobs'
+ * pids, one a line: \j is their number, and a lone `exit` checks the stopped ones
+ * (line_exec_exit_refused). Builtins only: no fork. This comes before PROMPT_POST, whose
+ * command substitution makes bash wait for a child, after which a non-interactive bash
+ * tells (to the report's /dev/null) of the jobs a signal ended.
  */
-#define PROMPT_PRE                                                                              \
+#define JOBS_POST                                                                               \
+    "case $- in *m*) builtin jobs -n -r >/dev/null; builtin jobs -n -s >&199; "                 \
+    "builtin printf '\\0' >&199; builtin jobs -n >&199;; *) builtin printf '\\0' >&199;; esac; "   \
+    "builtin printf '\\0' >&199; builtin jobs -p -r >&199; builtin printf '\\0' >&199; "          \
+    "builtin jobs -p -s >&199; builtin printf '\\0' >&199; "
+#define JOB_FIELDS 4
+/* A subshell (REPORT_FORK) sees no jobs of the shell: the same fields, empty. */
+#define JOBS_POST_EMPTY "builtin printf '\\0\\0\\0\\0' >&199; "
+
+/*
+ * What the prompt needs of the shell's state, after the "next" report of interactive mode
+ * and JOBS_POST's fields (PROMPT_VAR_FIELDS more): PS1 and PS2 (each with an "s" before it
+ * when set), HISTSIZE, HISTFILESIZE, HISTCONTROL, HISTIGNORE, and PS1 expanded as bash
+ * would, only when it needs the shell (prompt_needs_shell: a $ or `), with $? as the
+ * command left it. That expansion runs in a command substitution: an error in it (`set
+ * -u`, a bad substitution) must not abandon the report. The `x` keeps the prompt's
+ * trailing newlines. (After PROMPT_COMMAND, $? is as the command before it left it:
+ * prompt_status.) Then PROMPT_COMMAND, each element (bash 5.1's array) followed by a \001
+ * (which no command line that reaches the host has: control bytes send a line to the
+ * sandbox). PROMPT_POST writes them from inside the report's function; PROMPT_PRE keeps
+ * them in an array for REPORT_FORK's subshell.
+ */
+#define PROMPT_EXPAND                                                                           \
     "__sbx_c=; builtin printf -v __sbx_c '%s\\001' ${PROMPT_COMMAND[@]+\"${PROMPT_COMMAND[@]}\"}; " \
     "__sbx_e=; case ${PS1-} in *[\\$\\`]*) __sbx_e=$(builtin set +u; "                             \
     "__sbx_r() { return \"$1\"; }; __sbx_r \"$__sbx_s\"; builtin printf '%sx' \"${PS1@P}\"); "        \
-    "__sbx_e=${__sbx_e%x};; esac; "                                                            \
-    "__sbx_v=(\"${PS1+s}${PS1-}\" \"${PS2+s}${PS2-}\" \"${HISTSIZE-}\" \"${HISTFILESIZE-}\" "         \
-    "\"${HISTCONTROL-}\" \"${HISTIGNORE-}\" \"$__sbx_e\" \"$__sbx_c\"); "                        \
-    "builtin unset -v __sbx_e __sbx_c; "
-#define PROMPT_FIELDS 8
+    "__sbx_e=${__sbx_e%x};; esac; "
+#define PROMPT_VARS                                                                             \
+    "\"${PS1+s}${PS1-}\" \"${PS2+s}${PS2-}\" \"${HISTSIZE-}\" \"${HISTFILESIZE-}\" "                 \
+    "\"${HISTCONTROL-}\" \"${HISTIGNORE-}\" \"$__sbx_e\" \"$__sbx_c\""
+#define PROMPT_POST                                                                             \
+    PROMPT_EXPAND "builtin printf '%s\\0' " PROMPT_VARS " >&199; builtin unset -v __sbx_e __sbx_c; "
+#define PROMPT_PRE                                                                              \
+    PROMPT_EXPAND "__sbx_v=(" PROMPT_VARS "); builtin unset -v __sbx_e __sbx_c; "
+#define PROMPT_VAR_FIELDS 8
+#define PROMPT_FIELDS (JOB_FIELDS + PROMPT_VAR_FIELDS)
 
 /*
  * The same report without a simple command in the shell itself, once the
@@ -122,13 +160,16 @@
     "POSIXLY_CORRECT=y; unset -f builtin exit; unset -v POSIXLY_CORRECT; "
 /* `exit N` in a subshell, as the builtin whatever functions exist */
 #define FORK_EXIT "POSIXLY_CORRECT=y; exit "
-#define REPORT_FORK_T(kind, pre)                                                                   \
-    "{ ( __sbx_s=$? __sbx_p=(\"${PIPESTATUS[@]}\"); " FORK_OWN_BUILTIN                             \
+/* `first` runs before the first field (TYPEAHEAD: its mark must come first) */
+#define REPORT_FORK_TP(kind, first, pre, post)                                                     \
+    "{ ( __sbx_s=$? __sbx_p=(\"${PIPESTATUS[@]}\"); " FORK_OWN_BUILTIN first                       \
     "builtin printf '%s\\0' " kind " \"$__sbx_s\" \"$-\" \"$SHELLOPTS\" >&199; "                   \
     "builtin pwd >&199; builtin printf '\\0%s\\0' \"$PS4\" >&199; "                                \
     "builtin printf '%s ' \"${__sbx_p[@]}\" >&199; " pre "builtin printf '\\0' >&199; "         \
-    "builtin printf '%s\\0' \"${__sbx_t-}\" \"${__sbx_v[@]}\" >&199 ) >/dev/null; } 2>/dev/null"
-
+    "builtin printf '%s\\0' \"${__sbx_t-}\" >&199; " post                                       \
+    "case ${__sbx_v[@]+s} in s) builtin printf '%s\\0' \"${__sbx_v[@]}\" >&199;; esac "         \
+    ") >/dev/null; } 2>/dev/null"
+#define REPORT_FORK_T(kind, pre) REPORT_FORK_TP(kind, "", pre, "")
 #define REPORT_FORK(kind) REPORT_FORK_T(kind, "")
 
 /*
@@ -178,6 +219,11 @@ struct line_exec {
     strvec env;               /* the sandbox commands' environment */
     strbuf typeahead;         /* keys typed ahead on the pty, for the prompt */
     line_shell_vars vars;     /* the prompt's variables, as last reported */
+    bool job_control;         /* set -m, as last reported */
+    unsigned njobs;           /* the shell's running and stopped jobs (\j), as last reported */
+    unsigned nstopped;        /* ... of which stopped */
+    bool exit_ok;             /* a lone exit ends the shell even with stopped jobs (exit_refused) */
+    strbuf notices;           /* job notices of the last report, to print before the prompt */
 };
 
 /* Where sbxsh starts: the cwd, or "/" when it cannot be read (bash runs on). */
@@ -199,6 +245,7 @@ int line_exec_new(const line_opts *o, line_exec **out, sbx_err *err)
     x->prompt_status = -1;
     strvec_init(&x->env);
     strbuf_init(&x->typeahead, 0);
+    strbuf_init(&x->notices, 0);
     if (sbx_config_load(&x->cfg, &co, err) < 0) {
         free(x->cwd);
         free(x);
@@ -229,8 +276,14 @@ const char *line_exec_session(const line_exec *x)
     return x->cfg.session;
 }
 
+unsigned line_exec_jobs(const line_exec *x)
+{
+    return x->shell_running ? x->njobs : 0;
+}
+
 void line_exec_set_status(line_exec *x, int status)
 {
+    x->exit_ok = false;
     x->last_status = status;
     x->sandbox_stale = true;
     x->npipestatus = 0;
@@ -297,6 +350,7 @@ void line_exec_free(line_exec *x)
     sbx_config_free(&x->cfg);
     strvec_clear(&x->env);
     strbuf_release(&x->typeahead);
+    strbuf_release(&x->notices);
     free(x->vars.ps1);
     free(x->vars.ps2);
     free(x->vars.histsize);
@@ -441,14 +495,23 @@ void line_exec_route_ctx(const line_exec *x, route_ctx *ctx)
  * that bash alone would have it): SIGTSTP ignored, since without job control a Ctrl-Z would
  * stop the command with nothing to resume it, and a program that finds SIGTSTP ignored (vi,
  * less, an inner bash) does not suspend itself; then `extra` (the persistent shell's fds).
+ * Not for the persistent shell of interactive mode, which has job control (set -m, as
+ * interactive bash has it: shell_start): a signal ignored when bash starts stays ignored
+ * in everything it runs, and its jobs must stop at Ctrl-Z.
  */
 #define TTY_PRELUDE "trap '' TSTP; "
 #define TTY_EXEC "SHLVL=$((SHLVL - 1)) exec -a \"$0\" bash \"$@\""
 
+/* Does the persistent shell run with job control: interactive mode at a terminal. */
+static bool job_control_wanted(const line_exec *x)
+{
+    return x->o.interactive && x->o.tty;
+}
+
 /* Starts bash in the sandbox: at the current directory, with the sandbox's
  * environment, sbxsh's signals forwarded to it, on a pty when sbxsh has the
  * terminal (argv after a first bash that runs TTY_PRELUDE, extra, TTY_EXEC). */
-static int start_bash(line_exec *x, const strvec *argv, const char *extra,
+static int start_bash(line_exec *x, const strvec *argv, const char *extra, bool jobs,
                       const sbx_fd_map *fds, size_t nfds, sbx_err *err)
 {
     strvec wrapped = STRVEC_INIT;
@@ -469,7 +532,7 @@ static int start_bash(line_exec *x, const strvec *argv, const char *extra,
     if (x->o.tty) {
         strvec_push(&wrapped, argv->v[0]);
         strvec_push(&wrapped, "-c");
-        strvec_pushf(&wrapped, "%s%s%s", TTY_PRELUDE, extra ? extra : "", TTY_EXEC);
+        strvec_pushf(&wrapped, "%s%s%s", jobs ? "" : TTY_PRELUDE, extra ? extra : "", TTY_EXEC);
         strvec_pushv(&wrapped, argv->v);
         cmd.argv = (const char *const *)wrapped.v;
     }
@@ -541,7 +604,7 @@ static int run_oneshot(line_exec *x, const char *text, const char *script, const
     }
     strvec_pushv(&argv, (char *const *)x->o.positional);
 start:
-    rc = start_bash(x, &argv, NULL, fds, ARRAY_SIZE(fds), err);
+    rc = start_bash(x, &argv, NULL, false, fds, ARRAY_SIZE(fds), err);
     strvec_clear(&argv);
     if (rc < 0 || sbx_session_wait(x->sess, &st, err) < 0)
         return -1;
@@ -585,7 +648,8 @@ static int shell_start(line_exec *x, sbx_err *err)
     strvec_pushv(&argv, (char *const *)x->o.bash_args);
     strvec_push(&argv, "-s");
     strvec_pushv(&argv, (char *const *)x->o.positional);
-    rc = start_bash(x, &argv, x->o.tty ? "exec 198<&0 0<&196 196<&-; " : NULL, fds, nfds, err);
+    rc = start_bash(x, &argv, x->o.tty ? "exec 198<&0 0<&196 196<&-; " : NULL,
+                    job_control_wanted(x), fds, nfds, err);
     strvec_clear(&argv);
     if (rc < 0)
         return -1;
@@ -611,9 +675,12 @@ static int shell_start(line_exec *x, sbx_err *err)
     strbuf_addf(&w, SETLINE_FMT "\n", 0u);
     x->shell_line = 0;
     /* At a terminal, Ctrl-C stops the command, not the session's shell (as an
-     * interactive bash survives it): a trap makes the shell outlive SIGINT. */
+     * interactive bash survives it): a trap makes the shell outlive SIGINT. On a pty, job
+     * control as interactive bash has it: each job in its own process group, the pty's
+     * foreground while it runs, Ctrl-Z stops it, fg and bg resume it (start_bash). */
     if (x->o.interactive) {
-        strbuf_addstr(&w, "trap : INT\n");
+        strbuf_addstr(&w, job_control_wanted(x) ? "trap : INT; set -m; enable -n suspend\n"
+                                                : "trap : INT\n");
         x->shell_line++;
     }
     if (x->o.sandbox_bashrc) {
@@ -868,6 +935,61 @@ static void keep_prompt_vars(line_exec *x, char *const *f)
     v->known = true;
 }
 
+/* The number of lines in a report's field (a pid a line). */
+static unsigned count_lines(const char *t)
+{
+    unsigned n = 0;
+    for (; *t; t++)
+        n += *t == '\n';
+    return n;
+}
+
+/* Where the job notice after the one at p starts: at a line that opens with "[N]", as
+ * `jobs` starts each job (a job's text may hold newlines). */
+static const char *next_notice(const char *p)
+{
+    for (const char *q = strchr(p, '\n'); q; q = strchr(q + 1, '\n'))
+        if (q[1] == '[' && q[2] >= '0' && q[2] <= '9')
+            return q + 1;
+    return p + strlen(p);
+}
+
+/* The job notices of a "next" report (JOBS_POST: the stopped jobs', then the others'),
+ * in job order as bash prints them, each stopped one after a newline, as bash prints it
+ * (the cursor is after the ^Z the pty echoed). Kept for print_job_notices. */
+static void keep_job_notices(line_exec *x, const char *stopped, const char *other)
+{
+    const char *a = stopped, *b = other;
+    strbuf_reset(&x->notices);
+    while (*a || *b) {
+        unsigned na = *a ? (unsigned)strtoul(a + 1, NULL, 10) : ~0U;
+        unsigned nb = *b ? (unsigned)strtoul(b + 1, NULL, 10) : ~0U;
+        const char **p = na <= nb ? &a : &b, *end = next_notice(*p);
+        if (p == &a)
+            strbuf_addch(&x->notices, '\n');
+        strbuf_add(&x->notices, *p, (size_t)(end - *p));
+        *p = end;
+    }
+}
+
+/* Prints the job notices on stderr, with the terminal the caller's (they come before the
+ * prompt, as bash's). Job texts are the sandbox's: they pass the strict filter. */
+static void print_job_notices(line_exec *x)
+{
+    sbx_termfilter tf;
+    strbuf out = STRBUF_INIT;
+    if (!x->notices.len)
+        return;
+    sbx_termfilter_init(&tf);
+    sbx_termfilter_feed(&tf, x->notices.buf, x->notices.len, &out);
+    fflush(stdout);
+    if (out.len && write_full(2, out.buf, out.len) < 0) {
+        /* stderr went away: nothing to tell it */
+    }
+    strbuf_release(&out);
+    strbuf_reset(&x->notices);
+}
+
 /* Reads what the shell says after a chunk. Returns 1 when the chunk ran to
  * its end, 2 when an error made bash abandon the rest of its line (as bash
  * does on an expansion error), 0 when the shell exited (exit, set -e), -1 on
@@ -896,8 +1018,13 @@ static int shell_read_report(line_exec *x, sbx_err *err)
     if (r > 0) {
         set_pipestatus(x, pipestatus ? pipestatus : f[6]);
         take_typeahead(x, f[7]);
-        if (f[REPORT_FIELDS])
-            keep_prompt_vars(x, f + REPORT_FIELDS);
+        if (f[REPORT_FIELDS]) {
+            char **jf = f + REPORT_FIELDS;
+            keep_prompt_vars(x, f + REPORT_FIELDS + JOB_FIELDS);
+            keep_job_notices(x, jf[0], jf[1]);
+            x->nstopped = count_lines(jf[3]);
+            x->njobs = count_lines(jf[2]) + x->nstopped;
+        }
     }
     free(pipestatus);
     if (r <= 0) {
@@ -923,6 +1050,7 @@ static int shell_read_report(line_exec *x, sbx_err *err)
     x->verbose = !x->fork_reports &&
                  (done_status >= 0 ? done_verbose : strchr(f[2], 'v') != NULL);
     x->pipefail = strstr(f[3], "pipefail") != NULL;
+    x->job_control = strchr(f[2], 'm') != NULL;
     if (cwdlen) {
         free(x->shell_cwd);
         x->shell_cwd = xstrdup(f[4]);
@@ -937,6 +1065,7 @@ static int shell_read_report(line_exec *x, sbx_err *err)
      * interrupts a long pull) and whatever comes next */
     if (shell_tty_pause(x, err) < 0)
         return -1;
+    print_job_notices(x);
     /* The sandbox's changes come back before anything else runs here. */
     if (sbx_session_sync(x->sess, err) < 0)
         return -1;
@@ -1014,11 +1143,12 @@ static int shell_run_chunk(line_exec *x, const char *chunk, unsigned first, unsi
     /* "next", on a line of its own, sets the line counter back: the next
      * text would otherwise find this line counted. */
     if (x->o.tty && x->o.interactive)
-        strbuf_addstr(&w, x->fork_reports ? REPORT_FORK_T("next", TYPEAHEAD PROMPT_PRE)
-                                          : REPORT_T("next", TYPEAHEAD PROMPT_PRE));
+        strbuf_addstr(&w, x->fork_reports
+                              ? REPORT_FORK_TP("next", "", PROMPT_PRE, JOBS_POST_EMPTY)
+                              : REPORT_TP("next", TYPEAHEAD, JOBS_POST PROMPT_POST));
     else if (x->o.interactive)
-        strbuf_addstr(&w, x->fork_reports ? REPORT_FORK_T("next", PROMPT_PRE)
-                                          : REPORT_T("next", PROMPT_PRE));
+        strbuf_addstr(&w, x->fork_reports ? REPORT_FORK_TP("next", "", PROMPT_PRE, JOBS_POST_EMPTY)
+                                          : REPORT_TP("next", "", JOBS_POST PROMPT_POST));
     else
         strbuf_addstr(&w, x->fork_reports ? REPORT_FORK("next") : REPORT("next"));
     if (first && last) {
@@ -1059,6 +1189,10 @@ static int shell_end(line_exec *x, bool exit_now, sbx_err *err)
         return -1;
     }
     strbuf_release(&w);
+    /* what runs at the end (an EXIT trap, bash ending its jobs) has the terminal as a
+     * chunk has it; paused, the command's end would never be seen */
+    if (x->o.tty && sbx_session_tty_resume(x->sess, err) < 0)
+        return -1;
     if (sbx_session_close_fd(x->sess, x->script_fd, err) < 0)
         return -1;
     return shell_reap(x, err);
@@ -1578,6 +1712,81 @@ int line_exec_program(line_exec *x, const char *text, size_t len, bool extglob,
     return 0;
 }
 
+/* The words of a command that is one simple command alone (no list, pipe, &, redirection
+ * or assignment) whose words are all fixed text; false otherwise. */
+static bool lone_command(const sh_parse *p, strvec *args)
+{
+    const sh_andor *ao = p->root ? p->root->items : NULL;
+    const sh_cmd *c;
+
+    if (!ao || ao->next || !ao->pipes || ao->pipes->next || ao->pipes->bang ||
+        ao->pipes->timed || ao->sep == SH_SEP_AMP)
+        return false;
+    c = ao->pipes->cmds;
+    if (!c || c->next || c->kind != SH_SIMPLE || c->redirs || c->assigns || !c->words)
+        return false;
+    for (const sh_word *w = c->words; w; w = w->next) {
+        strbuf sb = STRBUF_INIT;
+        if (!sh_word_static_value(w, &sb)) {
+            strbuf_release(&sb);
+            strvec_clear(args);
+            return false;
+        }
+        strvec_push(args, sb.buf);
+        strbuf_release(&sb);
+    }
+    return true;
+}
+
+bool line_exec_exit_refused(line_exec *x, bool eof)
+{
+    /* as interactive bash: once, unless the command before was an exit or `jobs` */
+    if (!x->shell_running || !x->job_control || !x->nstopped || x->exit_ok)
+        return false;
+    line_exec_set_status(x, 1);
+    x->exit_ok = true;
+    fflush(stdout);
+    fprintf(stderr, "%sThere are stopped jobs.\n", eof ? "exit\n" : "");
+    return true;
+}
+
+/*
+ * The commands of interactive mode that job control makes sbxsh's to answer, when typed
+ * alone (fixed words): `exit` or `logout` with stopped jobs is refused once, as bash does
+ * (the sandbox's shell is not interactive and would end at once, its stopped jobs killed);
+ * `suspend` stops sbxsh itself, as it stops interactive bash (in the sandbox it would stop
+ * the sandbox's shell, which nothing could resume: there it is disabled, shell_start).
+ * Returns true when the command was answered here.
+ */
+static bool job_builtin(line_exec *x, const sh_parse *p)
+{
+    strvec args = STRVEC_INIT;
+    bool lone = x->o.interactive && lone_command(p, &args), done = false;
+    const char *name = lone ? args.v[0] : "";
+    bool is_exit = !strcmp(name, "exit") || !strcmp(name, "logout");
+
+    if (is_exit && line_exec_exit_refused(x, false)) {
+        done = true;
+    } else if (!strcmp(name, "suspend") && x->job_control) {
+        bool force = args.n == 2 && !strcmp(args.v[1], "-f");
+        done = true;
+        if (args.n > 2 || (args.n == 2 && !force)) {
+            fprintf(stderr, "%s: suspend: usage: suspend [-f]\n", x->o.errname);
+            line_exec_set_status(x, 2);
+        } else if (x->o.login && !force) {
+            fprintf(stderr, "%s: suspend: cannot suspend a login shell\n", x->o.errname);
+            line_exec_set_status(x, 1);
+        } else {
+            fflush(NULL);
+            raise(SIGSTOP);
+            line_exec_set_status(x, 0);
+        }
+    }
+    x->exit_ok = done ? x->exit_ok : lone && (is_exit || !strcmp(name, "jobs"));
+    strvec_clear(&args);
+    return done;
+}
+
 int line_exec_command(line_exec *x, const sh_parse *p, unsigned first_line, bool *exited,
                       int *wait_status, sbx_err *err)
 {
@@ -1585,6 +1794,9 @@ int line_exec_command(line_exec *x, const sh_parse *p, unsigned first_line, bool
     route_ctx ctx;
     int rc;
 
+    *exited = false;
+    if (job_builtin(x, p))
+        return 0;
     route_ctx_fill(x, &ctx);
     route_plan_build(&plan, p, &ctx);
     if (!plan_needs_split(&plan)) {
@@ -1606,10 +1818,14 @@ int line_exec_prompt_command(line_exec *x, const sh_parse *p, bool *exited, int 
     size_t npipestatus = x->npipestatus;
     bool stale = x->sandbox_stale;
 
+    bool exit_ok = x->exit_ok;
+
     memcpy(pipestatus, x->pipestatus, sizeof(pipestatus));
     x->prompt_status = saved;
     rc = line_exec_command(x, p, 0, exited, wait_status, err);
     x->prompt_status = -1;
+    /* not a command of the person's: an exit refused just before is still refused once */
+    x->exit_ok = exit_ok;
     if (rc < 0 || *exited)
         return rc;
     /* A last part in the sandbox left its $? at `saved` already (shell_run_chunk); after a

@@ -64,6 +64,7 @@ typedef struct line_opts {
     bool tty;
     /* the persistent shell sources the sandbox's ~/.bashrc when it starts (cli/startup.h) */
     bool sandbox_bashrc;
+    bool login;                  /* a login shell (-l, --login, argv[0] "-..."): no suspend */
 } line_opts;
 
 typedef struct line_exec line_exec;
@@ -137,6 +138,14 @@ int line_exec_prompt_command(line_exec *x, const sh_parse *p, bool *exited, int 
 
 /* A command sbxsh ran itself (`history`) ended with status: $? for what follows. */
 void line_exec_set_status(line_exec *x, int status);
+
+/* Interactive mode with job control: an exit (eof: Ctrl-D at the prompt) while the
+ * sandbox's shell has stopped jobs is refused once, as bash refuses it: prints bash's
+ * "There are stopped jobs." and returns true (then $? is 1). Else false: go on and end. */
+bool line_exec_exit_refused(line_exec *x, bool eof);
+
+/* The sandbox shell's jobs (running or stopped) after the last command: the prompt's \j. */
+unsigned line_exec_jobs(const line_exec *x);
 
 /* For completion: the names of the session shell's functions and aliases, and of its
  * variables, newline-separated (nothing before its shell has started). */

@@ -63,6 +63,7 @@ static void line_opts_from(const sh_options *o, line_opts *lo)
     lo->errexit = o->errexit;
     lo->stdin_is_script = o->mode == SH_INPUT_STDIN || o->mode == SH_INPUT_INTERACTIVE;
     lo->interactive = o->mode == SH_INPUT_INTERACTIVE;
+    lo->login = o->login;
     /* as bash gives a program the terminal: -c, a script, a terminal session (stdin mode
      * reads its commands from fd 0, which is then not the commands' terminal) */
     lo->tty = o->mode != SH_INPUT_STDIN && stdio_is_one_terminal();
@@ -362,8 +363,13 @@ static int run_stream(const sh_options *o, line_exec *x, interactive *ia)
             exited = true;
             break;
         }
-        if (!read_more(o, ia, &buf, buf.len > start))
+        if (!read_more(o, ia, &buf, buf.len > start)) {
+            /* Ctrl-D with stopped jobs: bash's answer, once (cli/line.h) */
+            if (ia && buf.len == start && !interactive_hung_up(ia) &&
+                line_exec_exit_refused(x, true))
+                continue;
             at_eof = true;
+        }
     }
     strbuf_release(&buf);
     if (!exited && line_exec_finish(x, &ws, &err) < 0)

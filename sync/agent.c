@@ -264,7 +264,8 @@ static int dispatch(agent *a, const wire_frame *f, sbx_err *err)
     case WIRE_EOF:
         ch = agent_find_chan(a, f->chan);
         cf = agent_find_fd(ch, f->fd, false);
-        if (cf && !ch->tty)
+        /* not the pty's master (a terminal has no end of input); a pipe beside it does */
+        if (cf && !(ch->tty && cf->child_fd == 0))
             cf->in_eof = true;
         return 0;
     case WIRE_CREDIT: {
