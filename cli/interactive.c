@@ -1102,6 +1102,12 @@ static char **ia_complete(const char *text, int start, int end)
         return NULL;
     words_before(start, &words);
     rl_attempted_completion_over = 1;
+    if (text[0] == '~' && !strchr(text, '/')) {
+        /* ~user, as bash completes it: the users of the host's passwd database (the sandbox
+         * sees the same /etc/passwd), each a directory for readline to add the slash to */
+        strvec_clear(&words);
+        return rl_completion_matches(text, rl_username_completion_function);
+    }
     if (text[0] == '$' || (start > 0 && rl_line_buffer[start - 1] == '$')) {
         strbuf fn = STRBUF_INIT, vars = STRBUF_INIT;
         sbx_err err;

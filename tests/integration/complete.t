@@ -55,6 +55,9 @@ ok "a git subcommand completes" tmux_wait 'git checkout ?$'
 tmux_type 'feature-z'; tmux_keys Tab
 ok "a git branch completes" tmux_wait 'git checkout feature-zebra-42 ?$'
 tmux_keys C-u
+tmux_type 'echo ~roo'; tmux_keys Tab
+ok "~user completes to the user's home, with a slash (root)" tmux_wait 'echo ~root/ *$'
+tmux_keys C-u
 tmux_type 'exit'; tmux_keys Enter
 tmux_wait_last '^host\$ ?$'
 [ "$tap_failed" = 0 ] || diag "the screen at the end:" "$(tmux_screen)"
