@@ -675,12 +675,15 @@ static int shell_start(line_exec *x, sbx_err *err)
     strbuf_addf(&w, SETLINE_FMT "\n", 0u);
     x->shell_line = 0;
     /* At a terminal, Ctrl-C stops the command, not the session's shell (as an
-     * interactive bash survives it): a trap makes the shell outlive SIGINT. On a pty, job
+     * interactive bash survives it): a trap makes the shell outlive SIGINT. Aliases expand,
+     * as an interactive bash has expand_aliases on (the sandbox's ~/.bashrc and ~/.sbxshrc
+     * define them; sbxsh's own parser still routes the text as typed). On a pty, job
      * control as interactive bash has it: each job in its own process group, the pty's
      * foreground while it runs, Ctrl-Z stops it, fg and bg resume it (start_bash). */
     if (x->o.interactive) {
-        strbuf_addstr(&w, job_control_wanted(x) ? "trap : INT; set -m; enable -n suspend\n"
-                                                : "trap : INT\n");
+        strbuf_addstr(&w, job_control_wanted(x)
+                              ? "trap : INT; shopt -s expand_aliases; set -m; enable -n suspend\n"
+                              : "trap : INT; shopt -s expand_aliases\n");
         x->shell_line++;
     }
     if (x->o.sandbox_bashrc) {

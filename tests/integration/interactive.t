@@ -41,6 +41,7 @@ def send(s, marker=PS1):
     until(marker, start)
 until(PS1, 0)
 send('x=5\n'); send('echo "x is $x"\n')
+send("alias zz_al='echo aliased-$x'\n"); send('zz_al\n')
 send('cd sub\n'); send('pwd\n')
 send('half-typed\x03'); send('echo after-prompt-ctrl-c\n')
 send('sleep 30\n', 'sleep 30\r\n'); time.sleep(1.5); send('\x03'); send('echo "still $x"\n')
@@ -55,6 +56,7 @@ PY
 )
 like "$out" $'x is 5' "variables persist between commands"
 like "$out" "$CODE/sub" "and the cwd"
+like "$out" $'\naliased-5' "an alias defined at the prompt expands on the next line (expand_aliases, as interactive bash)"
 ok "Ctrl-C at the prompt drops the half-typed line (it never runs)" \
     bash -c '! grep -q "half-typed.*not found" <<<"$1" && grep -q "^after-prompt-ctrl-c$" <<<"$1"' _ "$out"
 like "$out" $'still 5' "Ctrl-C stops a sandbox command, not the shell"
