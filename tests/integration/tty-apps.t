@@ -1,4 +1,5 @@
 #!/bin/bash
+# shellcheck disable=SC2119 # prompt() is called without its optional timeout
 # Issue 13, terminal programs through sbxsh at a real terminal (tmux, 120x30), typed as a
 # person types them, on both runtimes: `vi` editing a file that then is changed on the host
 # (the first command of a session, so that no progress line lands on its screen), `less`
@@ -35,6 +36,7 @@ if [ "$(id -u)" = 0 ]; then D='#'; else D='$'; fi
 tmux_start 120 30
 PANE_TTY=$(tmux_cmd display-message -p '#{pane_tty}')
 SESSIONS=()
+# shellcheck disable=SC2031 # (the trap reads the list the main shell built)
 trap 'tmux_stop; for s in "${SESSIONS[@]}"; do "$SBX" release --session "$s" >/dev/null 2>&1; done; stop_git_daemon; tap_cleanup' EXIT
 
 # tmux's view of the modes a program may leave set
@@ -56,6 +58,7 @@ raw_wait() {
 }
 # at the sbxsh prompt: types a line and presses Enter
 line() { tmux_type "$1"; tmux_keys Enter; }
+# shellcheck disable=SC2120 # (an optional timeout; most calls pass none)
 prompt() { tmux_wait_last "$PROMPT_RE" "${1:-60}"; }
 # a clean screen at the sbxsh prompt (readline's Ctrl-L, then the history forgotten)
 fresh() {

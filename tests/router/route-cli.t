@@ -113,7 +113,7 @@ mkdir -p "$CODE/bin" && cp "$SBXSH" "$CODE/bin/sbxsh" && cp "$SBX" "$CODE/bin/sb
 out=$("$CODE/bin/sbxsh" --route -c 'sbx status')
 like "$out" "^sandbox	sbx: the sbx beside sbxsh is inside the code directories" \
     "an sbx inside the code directories is not run on the host"
-rm -rf "$CODE/bin"
+rm -rf "${CODE:?}/bin"
 
 printf 'git fetch\nrm -rf x\n' > script.sh
 out=$("$SBXSH" --route script.sh)
