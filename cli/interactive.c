@@ -866,28 +866,12 @@ static int fc_builtin(interactive *ia, const strvec *args)
 
 bool interactive_builtin(interactive *ia, const sh_parse *p)
 {
-    const sh_andor *ao = p->root ? p->root->items : NULL;
-    const sh_cmd *c;
     strvec args = STRVEC_INIT;
     bool is;
     int status;
 
-    if (!ao || ao->next || !ao->pipes || ao->pipes->next || ao->pipes->bang ||
-        ao->pipes->timed || ao->sep == SH_SEP_AMP)
+    if (!line_lone_command(p, &args))
         return false;
-    c = ao->pipes->cmds;
-    if (!c || c->next || c->kind != SH_SIMPLE || c->redirs || c->assigns || !c->words)
-        return false;
-    for (const sh_word *w = c->words; w; w = w->next) {
-        strbuf sb = STRBUF_INIT;
-        if (!sh_word_static_value(w, &sb)) {
-            strbuf_release(&sb);
-            strvec_clear(&args);
-            return false;
-        }
-        strvec_push(&args, sb.buf);
-        strbuf_release(&sb);
-    }
     is = !strcmp(args.v[0], "history") || !strcmp(args.v[0], "fc");
     if (is) {
         fflush(stdout);

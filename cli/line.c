@@ -1715,9 +1715,7 @@ int line_exec_program(line_exec *x, const char *text, size_t len, bool extglob,
     return 0;
 }
 
-/* The words of a command that is one simple command alone (no list, pipe, &, redirection
- * or assignment) whose words are all fixed text; false otherwise. */
-static bool lone_command(const sh_parse *p, strvec *args)
+bool line_lone_command(const sh_parse *p, strvec *args)
 {
     const sh_andor *ao = p->root ? p->root->items : NULL;
     const sh_cmd *c;
@@ -1764,7 +1762,7 @@ bool line_exec_exit_refused(line_exec *x, bool eof)
 static bool job_builtin(line_exec *x, const sh_parse *p)
 {
     strvec args = STRVEC_INIT;
-    bool lone = x->o.interactive && lone_command(p, &args), done = false;
+    bool lone = x->o.interactive && line_lone_command(p, &args), done = false;
     const char *name = lone ? args.v[0] : "";
     bool is_exit = !strcmp(name, "exit") || !strcmp(name, "logout");
 

@@ -139,6 +139,11 @@ int line_exec_prompt_command(line_exec *x, const sh_parse *p, bool *exited, int 
 /* A command sbxsh ran itself (`history`) ended with status: $? for what follows. */
 void line_exec_set_status(line_exec *x, int status);
 
+/* The words of a line that is one simple command alone (no list, pipe, &, redirection
+ * or assignment) whose words are all fixed text, into args; false (args empty) otherwise.
+ * What sbxsh itself may run at its prompt is recognized this way (history, fc, exit). */
+bool line_lone_command(const sh_parse *p, strvec *args);
+
 /* Interactive mode with job control: an exit (eof: Ctrl-D at the prompt) while the
  * sandbox's shell has stopped jobs is refused once, as bash refuses it: prints bash's
  * "There are stopped jobs." and returns true (then $? is 1). Else false: go on and end. */
