@@ -679,10 +679,16 @@ static int shell_start(line_exec *x, sbx_err *err)
      * as an interactive bash has expand_aliases on (the sandbox's ~/.bashrc and ~/.sbxshrc
      * define them; sbxsh's own parser still routes the text as typed). On a pty, job
      * control as interactive bash has it: each job in its own process group, the pty's
-     * foreground while it runs, Ctrl-Z stops it, fg and bg resume it (start_bash). */
+     * foreground while it runs, Ctrl-Z stops it, fg and bg resume it (start_bash). A Ctrl-Z
+     * that comes while the shell itself has the pty (a job not yet started, or just ended)
+     * must not stop the shell: an interactive bash ignores SIGTSTP, and Linux discards it for
+     * the shell anyway (a session leader's process group is orphaned), but gVisor stops the
+     * shell, and nothing would ever resume it. A trap, not an ignore, so that jobs still
+     * start with SIGTSTP at its default (exec resets a caught signal). */
     if (x->o.interactive) {
         strbuf_addstr(&w, job_control_wanted(x)
-                              ? "trap : INT; shopt -s expand_aliases; set -m; enable -n suspend\n"
+                              ? "trap : INT TSTP; shopt -s expand_aliases; set -m; "
+                                "enable -n suspend\n"
                               : "trap : INT; shopt -s expand_aliases\n");
         x->shell_line++;
     }
