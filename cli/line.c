@@ -1414,6 +1414,19 @@ static bool part_needs_host(const route_part *part)
     return false;
 }
 
+/* The shell leaves its session (released, or a cd into another project): the connection
+ * goes, and with it the persistent shell; the next sandbox part opens a session and starts
+ * a fresh bash, with the cheap reports again (nothing there has named DEBUG yet). */
+static void drop_session(line_exec *x)
+{
+    if (x->sess) {
+        sbx_session_close(x->sess);
+        x->sess = NULL;
+    }
+    x->shell_running = false;
+    x->fork_reports = false;
+}
+
 /* A host `sbx release` (the router lets only this shell's own session through) that
  * succeeded: the session's holder and sandbox are gone, the persistent shell with them.
  * The next sandbox part starts a new one in the same session, as the first command of a
@@ -1440,13 +1453,10 @@ static void after_host_part(line_exec *x, const sh_pipeline *pl, int status)
     strbuf_release(&w);
     if (!release || help || status != 0 || !x->sess)
         return;
-    sbx_session_close(x->sess);
-    x->sess = NULL;
-    x->fork_reports = false;
     if (x->shell_running && x->o.interactive)
         fprintf(stderr, "sbxsh: session '%s' released: the next command starts a new sandbox "
                         "(the shell's variables and functions start afresh)\n", x->cfg.session);
-    x->shell_running = false;
+    drop_session(x);
 }
 
 /* May the shell move to the session of the project it cd's into? Only at a prompt, and
@@ -1485,10 +1495,6 @@ static void move_to_project(line_exec *x)
         sbx_config_free(&next);
         return;
     }
-    if (x->sess) {
-        sbx_session_close(x->sess);
-        x->sess = NULL;
-    }
     if (x->shell_running)
         fprintf(stderr, "sbxsh: %s is in project '%s': its commands run in that session's "
                         "sandbox from now on (a new shell there: variables, functions and jobs "
@@ -1496,8 +1502,7 @@ static void move_to_project(line_exec *x)
     else
         fprintf(stderr, "sbxsh: %s is in project '%s': its commands run in that session's "
                         "sandbox from now on\n", x->cwd, next.session);
-    x->shell_running = false;
-    x->fork_reports = false;
+    drop_session(x);
     sbx_config_free(&x->cfg);
     x->cfg = next;
     strvec_clear(&x->env);
