@@ -68,6 +68,16 @@ for rt in $runtimes; do
     is "$(grep -c s3cr3t .git/logs/HEAD)" 2 "$rt: both host lines keep their URL"
     like "$(tail -n1 .git/logs/HEAD)" 'commit: c3' "$rt: and the sandbox's entry follows"
     is "$(find . -name '*sbx-conflict*' | wc -l)" 0 "$rt: still no conflict copy"
+
+    # A git command typed with the secret in its URL runs nowhere: the sandbox would get
+    # it, and host git would write it into the reflog again.
+    cp .git/logs/HEAD "$SBX_TEST_TMP/head.before"
+    out=$("$SBXSH" -c "git pull $URL; echo status=\$?" 2>&1)
+    like "$out" "sbxsh: line 1: git pull: not run: a password or token in a URL.*credential helper" \
+        "$rt: git pull with a password in the URL: refused, saying to use a credential helper"
+    like "$out" "status=2" "$rt: ...with status 2, and the line goes on"
+    unlike "$out" 's3cr3t' "$rt: ...without repeating the secret"
+    ok "$rt: ...and nothing ran (the reflog is unchanged)" cmp -s .git/logs/HEAD "$SBX_TEST_TMP/head.before"
     end_session
 done
 done_testing
