@@ -47,10 +47,11 @@ like "$out" '(^|
 )LC_ALL=C\.UTF-8(
 |$)' "LC_DEPLOY_TOKEN=x LC_ALL=C.UTF-8 sbxsh -c env: LC_ALL is there"
 unlike "$out" 'LC_DEPLOY_TOKEN' "...LC_DEPLOY_TOKEN is not"
-cats="LC_CTYPE LC_NUMERIC LC_TIME LC_COLLATE LC_MONETARY LC_MESSAGES LC_PAPER LC_NAME LC_ADDRESS LC_TELEPHONE LC_MEASUREMENT LC_IDENTIFICATION LANGUAGE"
-out=$(unset LC_ALL; for v in $cats; do export "$v=C"; done; export LC_=x LC_ALLX=x LC_ctype=x TERMX=x
+cats=(LC_CTYPE LC_NUMERIC LC_TIME LC_COLLATE LC_MONETARY LC_MESSAGES LC_PAPER LC_NAME LC_ADDRESS
+      LC_TELEPHONE LC_MEASUREMENT LC_IDENTIFICATION LANGUAGE)
+out=$(unset LC_ALL; for v in "${cats[@]}"; do export "$v=C"; done; export LC_=x LC_ALLX=x LC_ctype=x TERMX=x
       "$SBXSH" -c 'env | grep -E "^(LC_|LANGUAGE=|TERMX)" | cut -d= -f1 | sort | tr "\n" " "' 2>&1)
-is "$out" "$(printf '%s\n' $cats | sort | tr '\n' ' ')" \
+is "$out" "$(printf '%s\n' "${cats[@]}" | sort | tr '\n' ' ')" \
    "every locale category is carried; LC_, LC_ALLX, LC_ctype, TERMX are not"
 
 # AGENT_SANDBOX_FORWARD_ENV: names and patterns, comma-separated.
