@@ -1,5 +1,6 @@
 # common/: helpers every part uses (strbuf, arena, allocation, I/O, errors).
-COMMON_SRCS := common/strbuf.c common/util.c common/arena.c common/strvec.c common/framebuf.c
+COMMON_SRCS := common/strbuf.c common/util.c common/arena.c common/strvec.c common/framebuf.c \
+               common/urlcred.c
 LIB_SRCS += $(COMMON_SRCS)
 AGENT_SRCS += $(COMMON_SRCS)
 # File-system and process helpers only the host programs use (not the agent).

@@ -630,6 +630,19 @@ route_where route_check(const sh_parse *p, const sh_pipeline *pl, const route_ct
     size_t n = 0;
 
     memset(rp, 0, sizeof(*rp));
+    {
+        /* A git command with a URL secret runs nowhere (route_git_secret()): in the sandbox
+         * the secret is the sandbox's, and on the host git writes it into the reflog. Before
+         * every other rule, so that no reason to send it away sends the secret along. */
+        strbuf sub = STRBUF_INIT;
+        if (route_git_secret(p, pl, &sub)) {
+            rp->git_secret = true;
+            strbuf_addf(reason, "git%s%s: " ROUTE_GIT_SECRET_WHY, sub.len ? " " : "", sub.buf);
+            strbuf_release(&sub);
+            return ROUTE_HOST;
+        }
+        strbuf_release(&sub);
+    }
     if (pl->timed) {
         strbuf_addstr(reason, "time");
         return ROUTE_SANDBOX;
@@ -868,6 +881,16 @@ out:
     strbuf_release(&out);
 }
 
+/* A git command with a URL secret is refused on the host even after a part that may
+ * redefine commands: it runs nothing there, and in the sandbox the secret would be its. */
+static bool has_git_secret(const sh_parse *p, const sh_pipeline *pl)
+{
+    strbuf sub = STRBUF_INIT;
+    bool hit = route_git_secret(p, pl, &sub);
+    strbuf_release(&sub);
+    return hit;
+}
+
 void route_plan_build(route_plan *plan, const sh_parse *p, const route_ctx *ctx)
 {
     const char *redefined = NULL;
@@ -913,7 +936,7 @@ void route_plan_build(route_plan *plan, const sh_parse *p, const route_ctx *ctx)
             } else if (part->background) {
                 strbuf_addstr(&reason, "runs in the background (&)");
                 part->where = ROUTE_SANDBOX;
-            } else if (redefined) {
+            } else if (redefined && !has_git_secret(p, pl)) {
                 strbuf_addstr(&reason, redefined);
                 part->where = ROUTE_SANDBOX;
             } else {

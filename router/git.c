@@ -14,6 +14,7 @@
  * so that git itself refuses abbreviations, whatever its version.
  */
 #include "router/rules.h"
+#include "common/urlcred.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -470,6 +471,40 @@ static bool is_this_repository(const route_ctx *ctx, const rcmd *c, const char *
           fstat(c->git_dir_fd, &git) == 0 && (same_file(&st, &top) || same_file(&st, &git));
     close(fd);
     return yes;
+}
+
+bool route_git_secret(const sh_parse *p, const sh_pipeline *pl, strbuf *sub)
+{
+    strbuf v = STRBUF_INIT;
+    bool hit = false;
+
+    for (const sh_cmd *cmd = pl->cmds; cmd && !hit; cmd = cmd->next) {
+        bool value_next = false;   /* the word after -C or -c is not the subcommand */
+        if (cmd->kind != SH_SIMPLE || !cmd->words)
+            continue;
+        strbuf_reset(&v);
+        if (!sh_word_static_value(cmd->words, &v) || strcmp(v.buf, "git"))
+            continue;
+        strbuf_reset(sub);
+        for (const sh_word *w = cmd->words->next; w && !hit; w = w->next) {
+            /* The word's source text, quotes and expansions and all: bash may glob an
+             * unquoted `https://u:p@[::1]/r` or expand `u:$TOKEN@`, and either way the
+             * line names a secret in a URL. */
+            hit = urlcred_has(sh_span_ptr(p, w->span), sh_span_len(w->span));
+            strbuf_reset(&v);
+            if (!sh_word_static_value(w, &v)) {
+                value_next = false;
+                continue;
+            }
+            if (!sub->len && !value_next && v.len && v.buf[0] != '-' && !strchr(v.buf, ':'))
+                strbuf_addstr(sub, v.buf);
+            value_next = !strcmp(v.buf, "-C") || !strcmp(v.buf, "-c");
+        }
+    }
+    if (!hit)
+        strbuf_reset(sub);
+    strbuf_release(&v);
+    return hit;
 }
 
 static bool url_scheme(const char *repo, strbuf *scheme, const char **rest)

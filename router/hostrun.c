@@ -619,6 +619,12 @@ int route_run_host(const sh_parse *p, const sh_pipeline *pl, const route_ctx *ct
         strbuf_release(&why);
         return ROUTE_NOT_HOST;
     }
+    if (rp.git_secret) {
+        /* Nothing runs; the reason (no secret in it) is what the person reads. */
+        run_error(o, 2, "%s", why.buf);
+        *status = 2;
+        goto out;
+    }
     memset(pr, 0, sizeof(pr));
     for (size_t i = 0; i < rp.n; i++)
         pr[i].cwd_fd = -1;

@@ -67,6 +67,9 @@ typedef struct rpipe {
     bool bang;
     char *new_cwd;             /* a host cd: where it goes */
     bool cd_project;           /* ... into another project (route_ctx.cd_projects) */
+    /* A git command with a password or token in a URL (route_git_secret()): HOST, and the
+     * runner runs nothing, it says why (n is 0). */
+    bool git_secret;
 } rpipe;
 
 /* Checks one pipeline; on HOST fills rp (release it with rpipe_release),
@@ -127,6 +130,17 @@ extern const char *const git_sub_names[];
 /* Checks a git command's words (argv[0] == "git") for the host. Fills
  * c->git_cwd, git_sub and git_remote. Returns 0, or -1 with why. */
 int route_check_git(const route_ctx *ctx, rcmd *c, strbuf *why);
+
+/* Whether pl has a git command (its name a literal `git`) with a word whose text holds a
+ * URL secret (common/urlcred.h: `https://user:TOKEN@host/r`, also quoted or expanded). In the sandbox the secret
+ * would be in its command line and in the .git it writes; on the host it would be in the
+ * reflog. *sub gets the word after `git` when it names a subcommand (for messages). */
+bool route_git_secret(const sh_parse *p, const sh_pipeline *pl, strbuf *sub);
+/* What sbxsh says instead of running such a command (one line, no secret in it). */
+#define ROUTE_GIT_SECRET_WHY                                                                 \
+    "not run: a password or token in a URL (user:password@host) would reach the sandbox and " \
+    ".git's logs; store it with a credential helper (git config --global credential.helper " \
+    "store, or your system's) and use the URL without it"
 
 /* A URL the repository's configuration gives a remote (as `git remote -v`
  * prints it), for the repository c pins: a local path inside the code

@@ -1265,15 +1265,22 @@ int sbx_session_status(sbx_session *s, strbuf *json, sbx_err *err)
 }
 
 /* Variables that say how to talk to the person, never who they are: carried to every
- * sandbox command, so colours, locales and times look as they do on the host. */
+ * sandbox command, so colours, locales and times look as they do on the host. By exact
+ * name, never by prefix: any name can be set on the host (a CI's LC_DEPLOY_TOKEN, a
+ * TERM_SESSION_ID), and a prefix would carry it into the sandbox. The locale ones are
+ * glibc's categories (locale(7)). */
 static bool terminal_or_locale_var(const char *name, size_t len)
 {
-    static const char *const names[] = { "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR",
-                                         "CLICOLOR", "LANG", "LANGUAGE", "TZ" };
+    static const char *const names[] = {
+        "TERM", "COLORTERM", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "TZ", "LANG", "LANGUAGE",
+        "LC_ALL", "LC_CTYPE", "LC_NUMERIC", "LC_TIME", "LC_COLLATE", "LC_MONETARY",
+        "LC_MESSAGES", "LC_PAPER", "LC_NAME", "LC_ADDRESS", "LC_TELEPHONE", "LC_MEASUREMENT",
+        "LC_IDENTIFICATION",
+    };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (strlen(names[i]) == len && !memcmp(names[i], name, len))
             return true;
-    return len > 3 && !memcmp(name, "LC_", 3);
+    return false;
 }
 
 /* Sets (or replaces) NAME=VALUE in out. */

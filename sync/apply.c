@@ -1,6 +1,7 @@
 /* Receiving a delta: direct on the agent, checked and transactional on the host; see
  * delta.h. */
 #include "sync/delta.h"
+#include "sync/gitcred.h"
 #include "sync/gitpolicy.h"
 #include "sync/safefs.h"
 
@@ -1267,6 +1268,60 @@ static git_plan *git_plan_for(apply_rx *rx, const staged *s, git_plan *plans, bo
     return g;
 }
 
+/* A pulled .git file whose push was filtered of URL secrets (gitcred.h): the lines the
+ * sandbox got filtered become the host's own lines again in the staged file, so that the
+ * commit keeps the host's reflog entries whole and adds the sandbox's. NULL when the staged
+ * file is ready to commit, else why the pull of this path is refused (the host keeps its
+ * file). */
+static const char *restore_credentials(apply_rx *rx, staged *s)
+{
+    strbuf host = STRBUF_INIT, pulled = STRBUF_INIT, merged = STRBUF_INIT;
+    const char *why = NULL;
+    char sname[32];
+    struct stat st;
+    int fd = -1;
+
+    if (read_host_file(rx, s->root, s->path, s->path_len, GIT_CRED_FILTER_MAX, &host) < 0) {
+        /* No file on the host: no line of it to restore. A bigger one than the push
+         * filters was pushed empty: what comes back lacks its lines. */
+        if (errno == EFBIG)
+            why = "the host's file is too big to restore its URLs' credentials into";
+        goto out;
+    }
+    fd = open_staged(rx, s);
+    if (fd < 0 || strbuf_read_fd(&pulled, fd, GIT_CRED_FILTER_MAX) < 0) {
+        why = "the staged file cannot be read";
+        goto out;
+    }
+    close(fd);
+    fd = -1;
+    if (!gitcred_restore(host.buf, host.len, pulled.buf, pulled.len, &merged))
+        goto out;
+    /* Rewritten in place: the stage is the host's own directory, never the sandbox's. */
+    snprintf(sname, sizeof(sname), "%u", s->idx);
+    fd = openat(rx->stage_fd[s->root], sname, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || write_full(fd, merged.buf, merged.len) < 0) {
+        why = "the staged file cannot be rewritten";
+        goto out;
+    }
+    {
+        mf_hasher hs;
+        mf_hash_init(&hs);
+        mf_hash_update(&hs, merged.buf, merged.len);
+        s->hash = mf_hash_final(&hs);   /* what the manifest records the host has */
+    }
+    sf_set_mtime(fd, s->mtime_ns);
+    if (fstat(fd, &st) == 0)
+        s->alloc = (uint64_t)allocated(&st);
+out:
+    if (fd >= 0)
+        close(fd);
+    strbuf_release(&host);
+    strbuf_release(&pulled);
+    strbuf_release(&merged);
+    return why;
+}
+
 /*
  * Commits one staged op into the host tree, in the order the delta had them. The checks
  * that hold at the moment of use are made here: the content rules on the staged file,
@@ -1297,6 +1352,17 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path, git_plan *pl
                                    : "the staged file is gone";
         if (sfd >= 0)
             close(sfd);
+        if (why) {
+            char p[512];
+            warnf(rx, "refused a sandbox change to %s/%s: %s", r->base,
+                  shown(s->path, s->path_len, p, sizeof(p)), why);
+            return;
+        }
+    }
+    if (s->op == WIRE_OP_PUT && s->type == MF_REG &&
+        git_push_strips_credentials(s->path, s->path_len)) {
+        /* The ops are the rx's own (commit_one only reads them otherwise). */
+        const char *why = restore_credentials(rx, &rx->ops[s - rx->ops]);
         if (why) {
             char p[512];
             warnf(rx, "refused a sandbox change to %s/%s: %s", r->base,

@@ -1,7 +1,9 @@
 /* Streaming a delta as frames; see delta.h. */
 #include "sync/delta.h"
+#include "sync/gitcred.h"
 #include "sync/gitpolicy.h"
 #include "sync/safefs.h"
+#include "common/urlcred.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -200,6 +202,32 @@ static void end_file(delta_tx *tx)
     tx->in_file = false;
 }
 
+/* A .git file that can name a remote's URL (gitcred.h): when its text has a secret in a URL,
+ * the text without them goes in tx->mem instead of the file (fd is closed) and true is
+ * returned; the host's file is not touched. A file too big to filter goes empty: a token
+ * in the sandbox is the attack this stops, an empty reflog there costs nothing. */
+static bool cred_filtered(delta_tx *tx, const mf_op *op, int fd)
+{
+    strbuf text = STRBUF_INIT;
+    int r;
+
+    if (!tx->filter_git || !git_push_strips_credentials(op->path, op->path_len))
+        return false;
+    r = strbuf_read_fd(&text, fd, GIT_CRED_FILTER_MAX);
+    if (r == 0 && !urlcred_has(text.buf, text.len)) {
+        strbuf_release(&text);
+        return false;   /* sent from the file as usual */
+    }
+    strbuf_reset(&tx->mem);
+    if (r == 0)
+        urlcred_strip(text.buf, text.len, &tx->mem);
+    strbuf_release(&text);
+    close(fd);
+    tx->fd = -1;
+    tx->size = tx->mem.len;
+    return true;
+}
+
 /* Starts sending op: appends its ENTRY frame (with inline content). false: skip it. */
 static bool start_op(delta_tx *tx, const mf_op *op, strbuf *out)
 {
@@ -258,7 +286,7 @@ static bool start_op(delta_tx *tx, const mf_op *op, strbuf *out)
             close(fd);
             tx->fd = -1;
             tx->size = tx->mem.len;
-        } else {
+        } else if (!cred_filtered(tx, op, fd)) {
             tx->size = op->size;
         }
         e.size = tx->size;

@@ -1,7 +1,7 @@
 # sync/: the manifest, deltas, safe apply, git allowlists, the wire protocol, the host-side
 # connection (libsbx) and sbx-agent (libc only; also built static with musl).
 SYNC_COMMON := sync/wire.c sync/safefs.c sync/ignore.c sync/gitpolicy.c sync/manifest.c \
-               sync/manifest_watch.c sync/manifest_scan.c sync/manifest_save.c sync/manifest_pathmap.c \
+               sync/gitcred.c sync/manifest_watch.c sync/manifest_scan.c sync/manifest_save.c sync/manifest_pathmap.c \
                sync/delta.c sync/apply.c
 SYNC_CONN := sync/conn.c sync/conn_host.c sync/conn_request.c sync/conn_wait.c
 LIB_SRCS += $(SYNC_COMMON) $(SYNC_CONN) sync/resume.c
@@ -43,7 +43,7 @@ fuzz-dns: build-fuzz/fuzz-dns
 fuzz: fuzz-dns
 .PHONY: fuzz-dns
 
-TEST_C += tests/sync/t-unsynced.c tests/sync/t-resume.c
+TEST_C += tests/sync/t-unsynced.c tests/sync/t-resume.c tests/sync/t-gitcred.c
 
 # The resumable stream under the kube backend's exec (sync/resume.c): the keeper in the pod
 # is the sandbox's, so its frames are fuzzed as the agent's are (tests/sync/fuzz-resume.t).

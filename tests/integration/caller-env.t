@@ -38,7 +38,21 @@ out=$(TERM=xterm-256color COLORTERM=truecolor NO_COLOR=1 LANG=C.UTF-8 LC_ALL=C T
       GITHUB_TOKEN=secret-token AWS_SECRET_ACCESS_KEY=secret-key \
       "$SBXSH" -c 'echo "$TERM|$COLORTERM|$NO_COLOR|$LANG|$LC_ALL|$TZ|${GITHUB_TOKEN-unset}|${AWS_SECRET_ACCESS_KEY-unset}"' 2>&1)
 is "$out" "xterm-256color|truecolor|1|C.UTF-8|C|UTC|unset|unset" \
-   "TERM, COLORTERM, NO_COLOR, LANG, LC_*, TZ carried; tokens stay on the host"
+   "TERM, COLORTERM, NO_COLOR, LANG, LC_ALL, TZ carried; tokens stay on the host"
+
+# Locale variables by exact name only (issue 20, attack 10): a host LC_DEPLOY_TOKEN (any
+# LC_ name) stays on the host; every glibc locale category is carried.
+out=$(LC_DEPLOY_TOKEN=x LC_ALL=C.UTF-8 "$SBXSH" -c env 2>&1)
+like "$out" '(^|
+)LC_ALL=C\.UTF-8(
+|$)' "LC_DEPLOY_TOKEN=x LC_ALL=C.UTF-8 sbxsh -c env: LC_ALL is there"
+unlike "$out" 'LC_DEPLOY_TOKEN' "...LC_DEPLOY_TOKEN is not"
+cats=(LC_CTYPE LC_NUMERIC LC_TIME LC_COLLATE LC_MONETARY LC_MESSAGES LC_PAPER LC_NAME LC_ADDRESS
+      LC_TELEPHONE LC_MEASUREMENT LC_IDENTIFICATION LANGUAGE)
+out=$(unset LC_ALL; for v in "${cats[@]}"; do export "$v=C"; done; export LC_=x LC_ALLX=x LC_ctype=x TERMX=x
+      "$SBXSH" -c 'env | grep -E "^(LC_|LANGUAGE=|TERMX)" | cut -d= -f1 | sort | tr "\n" " "' 2>&1)
+is "$out" "$(printf '%s\n' "${cats[@]}" | sort | tr '\n' ' ')" \
+   "every locale category is carried; LC_, LC_ALLX, LC_ctype, TERMX are not"
 
 # AGENT_SANDBOX_FORWARD_ENV: names and patterns, comma-separated.
 out=$(npm_package_version=1.2.3 npm_lifecycle_event=test NODE_ENV=production OTHER=x \

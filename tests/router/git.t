@@ -178,4 +178,17 @@ out=$(run "git fetch --upload-pa=/bin/false origin" 2>&1); is $? 125 "abbreviate
 out=$(run "git ls-remote 'ext::sh -c touch% $T/ext-ran'" 2>&1); is $? 125 "ext:: URL: sandbox"
 ok "ext:: never ran" test ! -e "$T/ext-ran"
 
+# A password in the URL: the host runner runs nothing (git would write the URL into the
+# reflog, the sandbox would get it), says to use a credential helper, and exits 2.
+rm -f .git/FETCH_HEAD
+cp .git/logs/HEAD "$T/head.before"
+out=$(run "git fetch git://u:s3cr3t@127.0.0.1:$port/repo.git main" 2>&1); st=$?
+is "$st" 2 "git fetch with a password in the URL: not run, status 2"
+like "$out" "not run: a password or token in a URL.*credential helper" "with the reason"
+unlike "$out" "s3cr3t" "the message does not repeat the secret"
+ok "git did not run: no FETCH_HEAD" test ! -e .git/FETCH_HEAD
+ok "and the reflog is unchanged" cmp -s .git/logs/HEAD "$T/head.before"
+out=$(run "git ls-remote git://127.0.0.1:$port/repo.git | grep -c main" 2>&1)
+is "$out" 1 "the same URL without the password runs"
+
 done_testing

@@ -94,6 +94,12 @@ is "$(cut -f1 <<<"$out" | tr '\n' ' ')" "host host host host sandbox " \
     "sbx release --force, ls --json piped, doctor and exec are host; render-pool is not"
 like "$(sed -n 4p <<<"$out")" "^host	sbx exec: not run; sbxsh says to type the command itself" \
     "sbx exec: host, running nothing"
+# A password or token in a git URL: a host part that runs nothing and says why (in the
+# sandbox the secret would be the sandbox's); the reason never repeats the secret.
+out=$("$SBXSH" --route -c 'git pull https://u:t0ken@h/r')
+like "$out" "^host	git pull: not run: a password or token in a URL .*credential helper" \
+    "git pull https://u:t@h/r: host, not run, the reason says to use a credential helper"
+unlike "$out" "	.*t0ken.*	" "...and the reason does not repeat the secret"
 out=$(AGENT_SANDBOX_SESSION=mine "$SBXSH" --route -c 'sbx status --session mine; sbx release --session other')
 is "$(cut -f1 <<<"$out" | tr '\n' ' ')" "host sandbox " "--session: only the shell's own session"
 out=$("$SBXSH" --session mine --route -c 'sbx status --session mine')

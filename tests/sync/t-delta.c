@@ -2,7 +2,8 @@
  * Unit tests of sync/delta.c and sync/apply.c in one process: a scanned delta streamed by
  * delta_tx into apply_rx, as the agent applies it (direct) and as the host does (checked,
  * staged, committed at DELTA_END), including chunked files, a file that shrinks while it is
- * sent, git config filtering, aborts, limits and conflicts.
+ * sent, git config filtering, URL secrets kept out of pushed reflogs and restored on a pull,
+ * aborts, limits and conflicts.
  */
 #include "sync/delta.h"
 #include "sync/safefs.h"
@@ -568,6 +569,74 @@ static void test_cancel(void)
     free(dd);
 }
 
+/* URL secrets in .git (sync/gitcred.h): pushed without them, the host's files untouched;
+ * the sandbox's reflog pulled back gets the host's lines restored and keeps its own, with no
+ * conflict and nothing to push again. */
+#define CRED_O1 "1111111111111111111111111111111111111111"
+#define CRED_O2 "2222222222222222222222222222222222222222"
+static void test_cred_roundtrip(void)
+{
+    static const char l1[] = CRED_O1 " " CRED_O2 " A <a@b> 1700000000 +0000\t"
+                             "pull https://u:s3cr3t@h.invalid/r: Fast-forward\n";
+    static const char l2[] = CRED_O2 " " CRED_O1 " A <a@b> 1700000100 +0000\tcommit: sandbox\n";
+    char *hd = st_tmpdir("chost"), *sd = st_tmpdir("csbx");
+    mf_tree *host = st_tree_at(hd), *sbx = st_tree_at(sd);
+    apply_rx *to_sbx = apply_new(sbx, APPLY_AGENT, NULL, st_warn, NULL);
+    apply_rx *to_host = apply_new(host, APPLY_HOST, NULL, st_warn, NULL);
+    char *hlog = xasprintf("%s/.git/logs/HEAD", hd), *slog = xasprintf("%s/.git/logs/HEAD", sd);
+    char *sfetch = xasprintf("%s/.git/FETCH_HEAD", sd), *snotes = xasprintf("%s/notes", sd);
+    char *want = xasprintf("%s%s", l1, l2);
+    mf_delta d = { 0 };
+    bool full;
+    sbx_err err;
+
+    st_sh("mkdir -p '%s/.git/logs'", hd);
+    st_write(hlog, l1);
+    {
+        char *p = xasprintf("%s/.git/FETCH_HEAD", hd);
+        st_write(p, CRED_O1 "\t\tbranch 'main' of https://u:s3cr3t@h.invalid/r\n");
+        free(p);
+        p = xasprintf("%s/notes", hd);
+        st_write(p, "https://u:s3cr3t@h.invalid/r\n");
+        free(p);
+    }
+    is_int(transfer(host, to_sbx, true, 1, NULL, &err), 1, "secrets: the push applies");
+    ok(!strstr(st_read(slog), "s3cr3t") && strstr(st_read(slog), "pull https://h.invalid/r: "),
+       "the sandbox's reflog has the URL without its secret: %s", st_read(slog));
+    ok(!strstr(st_read(sfetch), "s3cr3t") && strstr(st_read(sfetch), "of https://h.invalid/r"),
+       "so has its FETCH_HEAD: %s", st_read(sfetch));
+    ok(strstr(st_read(snotes), "s3cr3t") != NULL, "a file outside .git goes as it is");
+    is_str(st_read(hlog), l1, "the host's reflog is not changed by the push");
+
+    /* A commit in the sandbox appends to its reflog; the pull brings it to the host. */
+    {
+        char *both = xasprintf("%s%s", st_read(slog), l2);
+        st_write(slog, both);
+        free(both);
+    }
+    strbuf_reset(&st_warnings);
+    is_int(transfer(sbx, to_host, false, 1, NULL, &err), 1, "secrets: the pull applies");
+    is_str(st_read(hlog), want, "the host's reflog: its own line whole, then the sandbox's");
+    ok(!strstr(st_warnings.buf, "conflict"), "no conflict: %s", st_warnings.buf);
+    mf_scan(host, &d, &full, st_warn, NULL, &err);
+    is_int((int)d.n, 0, "the host has nothing to push back");
+    mf_delta_release(&d);
+
+    free(hlog);
+    free(slog);
+    free(sfetch);
+    free(snotes);
+    free(want);
+    apply_free(to_sbx);
+    apply_free(to_host);
+    mf_free(host);
+    mf_free(sbx);
+    st_rm_rf(hd);
+    st_rm_rf(sd);
+    free(hd);
+    free(sd);
+}
+
 int main(void)
 {
     test_agent_apply();
@@ -575,6 +644,7 @@ int main(void)
     test_crossing();
     test_git_history();
     test_cancel();
+    test_cred_roundtrip();
     strbuf_release(&st_warnings);
     return done_testing();
 }
