@@ -1286,7 +1286,7 @@ static git_plan *git_plan_for(apply_rx *rx, const staged *s, git_plan *plans, bo
  * directory from the root down to the entry's parent is opened beneath the root by fd,
  * without following a symlink, and checked with the entry's next component counted as
  * present; a missing one ends the walk (a directory this entry makes holds one name). The
- * top-level .git of a code directory is the repository itself: its insides are the
+ * top-level .git of a code directory is the repository itself: it and its insides are the
  * allowlist's (gitpolicy.c). The attack it stops: `mkdir x/objects x/refs; echo ref: ... >
  * x/HEAD; echo "[core] fsmonitor = CMD" > x/config` in the sandbox, then the person's
  * `git status` in x on the host runs CMD.
@@ -1326,9 +1326,14 @@ static bool repo_shape_refusal(apply_rx *rx, const staged *s, const strbuf *path
         int next;
         while (j < path->len && path->buf[j] != '/')
             j++;
-        /* cur is path[0, i - 1); the next component is path[i, j). */
-        if (!(code && i == 5 && !memcmp(path->buf, ".git/", 5)) &&
-            git_dir_is_repo_shape(cur, path->buf + i, j - i)) {
+        /* cur is path[0, i - 1); the next component is path[i, j). The top-level .git and
+         * what is in it are the allowlist's: .git is the repository, and its logs/ holds a
+         * HEAD beside refs/ by nature, while the allowlist's names (no objects, commondir
+         * or HEAD below refs/ and logs/ but their own) keep any repository from being
+         * assembled inside. */
+        if (code && i >= 5 && !memcmp(path->buf, ".git/", 5))
+            break;
+        if (git_dir_is_repo_shape(cur, path->buf + i, j - i)) {
             strbuf_add(shape, path->buf, i ? i - 1 : 0);
             found = true;
             break;

@@ -16,6 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#define H40 "0123456789abcdef0123456789abcdef01234567"
+
 static const char *outside;
 static uint64_t seq;
 static uint64_t host_seq;   /* the host's last push: acknowledged, as a real agent does */
@@ -299,6 +301,17 @@ static bool scenario(const char *name, int round, strbuf *o)
         put(o, "fixture.git/hooks/post-index-change", "#!/bin/sh\n");
         end(o, 3);
         free(cfg);
+    } else if (!strcmp(name, "git-logs")) {
+        /* The host's own .git/logs holds HEAD beside refs/: reflogs still come back. */
+        static const char line[] = H40 " " H40 " A <a@b> 1 +0000\tcommit: x\n";
+        begin(o);
+        put(o, ".git/logs", NULL);
+        put(o, ".git/logs/HEAD", line);
+        put(o, ".git/logs/refs", NULL);
+        put(o, ".git/logs/refs/heads", NULL);
+        put(o, ".git/logs/refs/heads/main", line);
+        put(o, "good", "fine\n");
+        end(o, 6);
     } else if (!strcmp(name, "dotgit-depth")) {
         /* A gitfile and a .git directory deep below the top, among good files. */
         begin(o);
