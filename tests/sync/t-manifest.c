@@ -377,6 +377,22 @@ static void test_wire_limits(void)
        "and the deep one");
     ok(strlen(st_warnings.buf) < 1024, "the warnings are short (a shortened path each)");
     mf_delta_release(&d);
+    strbuf_reset(&st_warnings);
+    mf_invalidate(t);   /* a full walk, as every scan is where inotify is missing */
+    ok(mf_scan(t, &d, &full, st_warn, NULL, &err) == 0 && full, "a full walk again");
+    is_int(d.n, 0, "finds nothing new");
+    is_str(st_warnings.buf, "", "and does not say it again");
+    mf_delta_release(&d);
+    st_sh("cd '%s' && rm -rf pppp*", dir);
+    mf_invalidate(t);
+    ok(mf_scan(t, &d, &full, st_warn, NULL, &err) == 0, "removed");
+    mf_delta_release(&d);
+    st_sh("cd '%s' && bash -c 'p=$(for i in $(seq 22); do "
+          "printf \"%%250s/\" \"\"; done | tr \" \" p); mkdir -p \"$p\"'", dir);
+    mf_invalidate(t);
+    ok(mf_scan(t, &d, &full, st_warn, NULL, &err) == 0, "made anew");
+    ok(strstr(st_warnings.buf, "over the 4096-byte limit") != NULL, "it is said again");
+    mf_delta_release(&d);
     mf_free(t);
     st_rm_rf(dir);
     free(dir);
