@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -783,6 +784,54 @@ static void doctor_agent(void)
     free(agent);
 }
 
+/* Whether `git config SCOPE --get safe.bareRepository` says explicit. */
+static bool git_config_explicit(const char *git, const char *scope)
+{
+    char out[64] = "";
+    int p[2], st;
+    ssize_t n;
+    pid_t pid;
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return false;
+    pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, 0);
+        dup2(p[1], 1);
+        dup2(null, 2);
+        execl(git, "git", "config", scope, "--get", "safe.bareRepository", (char *)NULL);
+        _exit(127);
+    }
+    close(p[1]);
+    n = read_full(p[0], out, sizeof(out) - 1);
+    close(p[0]);
+    out[n > 0 ? n : 0] = '\0';
+    if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        return false;
+    out[strcspn(out, "\r\n")] = '\0';
+    return !strcasecmp(out, "explicit");
+}
+
+/* Host git's own guard against a repository planted in a code directory: with
+ * safe.bareRepository=explicit (git 2.38 and later) it never uses a bare repository it
+ * discovers. A pull never brings one back (sync/README.md), but the person's git then
+ * refuses one however it got there. Only the person's and the system's config count: git
+ * ignores the setting in a repository's own. */
+static void doctor_git(void)
+{
+    char *git = sbx_which("git");
+    if (!git)
+        return;
+    if (git_config_explicit(git, "--global") || git_config_explicit(git, "--system"))
+        finding(0, "host git uses no bare repository it discovers:",
+                "safe.bareRepository=explicit");
+    else
+        finding(1, "host git would use a bare repository it discovers in a code directory",
+                "sbxsh never lets one come back from the sandbox; for git's own guard too "
+                "(git 2.38 or later), run: git config --global safe.bareRepository explicit");
+    free(git);
+}
+
 /* sbx doctor: the configuration, each backend's checks (the class's doctor
  * hook), the agent and the directories; exit 1 when something must be fixed. */
 static int cmd_doctor(int argc, char **argv)
@@ -811,6 +860,7 @@ static int cmd_doctor(int argc, char **argv)
             sbx_backend_classes[i]->doctor(&cfg, finding);
     doctor_agent();
     doctor_dirs(&cfg);
+    doctor_git();
     printf("\n%s\n", problems ? "Fix the FAIL lines above; `sudo make deps` installs the "
                                 "packages." : warnings ? "Usable, but see the WARN lines "
                                 "above." : "All good.");

@@ -83,6 +83,12 @@ struct apply_rx {
     uint64_t stage_bytes;  /* data bytes staged by this delta (holes are free) */
     bool refused, refused_quota;
     char refusal[512];
+
+    /* host: a directory (root, path) whose chain from the root was found free of
+     * repository shapes during this commit (see repo_shape_refusal()) */
+    bool shape_ok_valid;
+    uint16_t shape_ok_root;
+    strbuf shape_ok;
 };
 
 /* A warning through the caller's callback: every refusal is one, and the rest applies. */
@@ -146,6 +152,7 @@ apply_rx *apply_new(mf_tree *t, apply_role role, const apply_limits *lim, mf_war
     rx->fd = -1;
     rx->dir_fd = -1;
     strbuf_init(&rx->dir_path, 0);
+    strbuf_init(&rx->shape_ok, 0);
     rx->stage_fd = xcalloc(n ? n : 1, sizeof(int));
     rx->stage_name = xcalloc(n ? n : 1, sizeof(char *));
     for (size_t i = 0; i < n; i++)
@@ -328,6 +335,7 @@ void apply_free(apply_rx *rx)
         return;
     apply_abort(rx);
     strbuf_release(&rx->dir_path);
+    strbuf_release(&rx->shape_ok);
     free(rx->stage_fd);
     free(rx->stage_name);
     free(rx->ops);
@@ -1322,6 +1330,90 @@ out:
     return why;
 }
 
+/* ---- host: no repository comes back ------------------------------------------------------ */
+
+/*
+ * Whether putting s at path (as mapped) would leave a directory of the host tree that git
+ * would discover as a repository (gitpolicy.h: HEAD beside refs or commondir); then *shape
+ * gets that directory. Decided on the host tree as it is at this commit, not on the delta:
+ * a shape can be assembled across rounds (HEAD now, refs/ next time), or with what the host
+ * already has, and an entry inside an existing shape (its config) is refused too. Each
+ * directory from the root down to the entry's parent is opened beneath the root by fd,
+ * without following a symlink, and checked with the entry's next component counted as
+ * present; a missing one ends the walk (a directory this entry makes holds one name). The
+ * top-level .git of a code directory is the repository itself: it and its insides are the
+ * allowlist's (gitpolicy.c). The attack it stops: `mkdir x/objects x/refs; echo ref: ... >
+ * x/HEAD; echo "[core] fsmonitor = CMD" > x/config` in the sandbox, then the person's
+ * `git status` in x on the host runs CMD.
+ */
+static bool repo_shape_refusal(apply_rx *rx, const staged *s, const strbuf *path, strbuf *shape)
+{
+    const char *name;
+    size_t dlen, i = 0;
+    bool code = mf_root_at(rx->t, s->root)->kind == WIRE_ROOT_CODE, found = false;
+    bool shape_named = false;
+    int rfd = mf_root_fd(rx->t, s->root, false), cur;
+
+    sf_split(path->buf, path->len, &dlen, &name);
+    for (size_t k = 0; k < path->len;) {
+        size_t j = k;
+        while (j < path->len && path->buf[j] != '/')
+            j++;
+        shape_named = shape_named || git_repo_shape_name(path->buf + k, j - k);
+        k = j + 1;
+    }
+    /* Deltas come sorted: the entries of one directory follow each other, and its chain,
+     * found clean, stays clean until an entry with one of the shape's names lands. */
+    if (!shape_named && rx->shape_ok_valid && rx->shape_ok_root == s->root &&
+        rx->shape_ok.len == dlen && !memcmp(rx->shape_ok.buf, path->buf, dlen))
+        return false;
+    rx->shape_ok_valid = false;
+    if (rfd < 0)
+        return false;   /* commit_one() says the root is missing */
+    cur = fcntl(rfd, F_DUPFD_CLOEXEC, 3);
+    if (cur < 0) {
+        strbuf_addstr(shape, "(cannot check)");
+        return true;    /* unchecked: refused */
+    }
+    for (;;) {
+        char comp[SYNC_MAX_NAME + 1];
+        size_t j = i;
+        int next;
+        while (j < path->len && path->buf[j] != '/')
+            j++;
+        /* cur is path[0, i - 1); the next component is path[i, j). The top-level .git and
+         * what is in it are the allowlist's: .git is the repository, and its logs/ holds a
+         * HEAD beside refs/ by nature, while the allowlist's names (no objects, commondir
+         * or HEAD below refs/ and logs/ but their own) keep any repository from being
+         * assembled inside. */
+        if (code && i >= 5 && !memcmp(path->buf, ".git/", 5))
+            break;
+        if (git_dir_is_repo_shape(cur, path->buf + i, j - i)) {
+            strbuf_add(shape, path->buf, i ? i - 1 : 0);
+            found = true;
+            break;
+        }
+        if (j >= path->len || j - i > SYNC_MAX_NAME)
+            break;
+        memcpy(comp, path->buf + i, j - i);
+        comp[j - i] = '\0';
+        next = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0)
+            break;   /* missing, or not a directory (the commit then refuses the entry) */
+        close(cur);
+        cur = next;
+        i = j + 1;
+    }
+    close(cur);
+    if (!found && !shape_named) {
+        rx->shape_ok_valid = true;
+        rx->shape_ok_root = s->root;
+        strbuf_reset(&rx->shape_ok);
+        strbuf_add(&rx->shape_ok, path->buf, dlen);
+    }
+    return found;
+}
+
 /*
  * Commits one staged op into the host tree, in the order the delta had them. The checks
  * that hold at the moment of use are made here: the content rules on the staged file,
@@ -1358,6 +1450,21 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path, git_plan *pl
                   shown(s->path, s->path_len, p, sizeof(p)), why);
             return;
         }
+    }
+    if (s->op == WIRE_OP_PUT) {
+        /* Before anything (a parent directory) is made: see repo_shape_refusal(). */
+        strbuf shape = STRBUF_INIT;
+        if (repo_shape_refusal(rx, s, path, &shape)) {
+            char p[512], d[512];
+            warnf(rx, "refused a sandbox change to %s/%s: it would make %s%s%s a git "
+                  "repository (HEAD beside refs/ or commondir), whose config and hooks git "
+                  "on the host would run; the sandbox keeps its copy", r->base,
+                  shown(path->buf, path->len, p, sizeof(p)), r->base, shape.len ? "/" : "",
+                  shown(shape.buf, shape.len, d, sizeof(d)));
+            strbuf_release(&shape);
+            return;
+        }
+        strbuf_release(&shape);
     }
     if (s->op == WIRE_OP_PUT && s->type == MF_REG &&
         git_push_strips_credentials(s->path, s->path_len)) {
@@ -1501,6 +1608,7 @@ static void host_commit(apply_rx *rx)
     git_plan *plans = xcalloc(n ? n : 1, sizeof(*plans));
     for (size_t i = 0; i < n; i++)
         strbuf_init(&plans[i].packed, 0);
+    rx->shape_ok_valid = false;   /* the host tree may have changed since the last commit */
     for (size_t i = 0; i < rx->nops; i++)
         commit_one(rx, &rx->ops[i], &path, plans);
     for (size_t i = 0; i < n; i++) {

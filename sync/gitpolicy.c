@@ -5,9 +5,11 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- paths ------------------------------------------------------------------------------- */
@@ -526,6 +528,32 @@ bool git_packed_find(const char *text, size_t len, const char *ref, size_t ref_l
         if (nl == ref_len && !memcmp(name, ref, nl))
             return true;
     return false;
+}
+
+bool git_repo_shape_name(const char *name, size_t len)
+{
+    return (len == 4 && !strncasecmp(name, "HEAD", 4)) ||
+           (len == 4 && !strncasecmp(name, "refs", 4)) ||
+           (len == 9 && !strncasecmp(name, "commondir", 9));
+}
+
+/* Whether dfd has name (exactly, as git opens it), or name is the one being added (in any
+ * letter case: a case-insensitive host file system would give it to git under both). */
+static bool shape_has(int dfd, const char *name, const char *adding, size_t adding_len)
+{
+    struct stat st;
+    if (adding && adding_len == strlen(name) && !strncasecmp(adding, name, adding_len))
+        return true;
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        return true;
+    return errno != ENOENT && errno != ENOTDIR;
+}
+
+bool git_dir_is_repo_shape(int dfd, const char *adding, size_t adding_len)
+{
+    return shape_has(dfd, "HEAD", adding, adding_len) &&
+           (shape_has(dfd, "refs", adding, adding_len) ||
+            shape_has(dfd, "commondir", adding, adding_len));
 }
 
 const char *git_pull_refusal_syncpath(const char *rel, size_t len)

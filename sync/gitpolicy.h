@@ -57,6 +57,23 @@ bool git_packed_next(const char **p, const char *end, const char **oid, size_t *
 bool git_packed_find(const char *text, size_t len, const char *ref, size_t ref_len,
                      const char **oid, size_t *oid_len);
 
+/*
+ * Repository shapes anywhere in a pulled tree (README.md, "No repository comes back"). Git's
+ * discovery takes a directory for a repository (is_git_directory() in git's setup.c) when it
+ * has a HEAD and refs/ (and objects/, unless GIT_OBJECT_DIRECTORY names another), or a HEAD
+ * and a commondir file naming where those are. A person's own `git status` in such a
+ * directory (a prompt, an editor) would read its config (core.fsmonitor runs a command) and
+ * its hooks, so no pull may complete one: the shape is HEAD beside refs or commondir (any
+ * file type: git follows symlinks, and takes an executable file for a directory), objects/
+ * left out, since the environment can stand in for it.
+ */
+/* Whether name (one component) is one of the names of that shape, in any letter case. */
+bool git_repo_shape_name(const char *name, size_t len);
+/* Whether directory dfd is a repository shape, with `adding` (one name, or NULL) counted as
+ * present: what it would be once an entry named so lands in it. An fstatat that fails for
+ * another reason than a missing name counts the name as present (fail toward refusing). */
+bool git_dir_is_repo_shape(int dfd, const char *adding, size_t adding_len);
+
 /* The same for a path below a sync path's base directory: any `.git` component is refused. */
 const char *git_pull_refusal_syncpath(const char *rel, size_t len);
 

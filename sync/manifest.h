@@ -118,7 +118,9 @@ void mf_invalidate(mf_tree *t);
 
 /* Scans the roots this side scans and appends what changed to delta, updating the tree.
  * Special files (fifos, sockets, devices) are skipped without a word (kept as MF_OTHER nodes so
- * that deleting their directory still finds them). A code
+ * that deleting their directory still finds them). A path the wire cannot carry (over
+ * SYNC_MAX_PATH bytes or SYNC_MAX_DEPTH components, a name over SYNC_MAX_NAME) is left out
+ * with one warning through warn, and kept as an MF_OTHER node so it is not said again. A code
  * directory's base that cannot be opened is an error (never "everything was deleted").
  * *full is set when the scan was a whole-tree walk. */
 int mf_scan(mf_tree *t, mf_delta *delta, bool *full, mf_warn_fn warn, void *ctx,

@@ -178,6 +178,40 @@ static void hash_racy(mf_node *n, int dirfd, const char *name)
 
 static void scan_dir(scan_ctx *c, mf_node *dir, int dirfd, bool recursive);
 
+/*
+ * Whether name in the current directory is beyond what the wire carries: a path over
+ * SYNC_MAX_PATH bytes, deeper than SYNC_MAX_DEPTH components, or a component over
+ * SYNC_MAX_NAME (a file system other than Linux's may hold one). Such a path is not sent,
+ * and nothing below it is walked: the other side would refuse it, and sent it once
+ * failed the whole round (and, resent, every later one). The scan says so through its
+ * warning callback (the command's stderr in the sandbox), naming the path shortened, once
+ * (unless said: the path is known already).
+ */
+static bool over_wire_limits(scan_ctx *c, const char *name, size_t len, bool said)
+{
+    size_t plen = c->path.len + (c->path.len ? 1 : 0) + len;
+    char head[64], tail[48], what[64], msg[320];
+
+    if (len > SYNC_MAX_NAME)
+        snprintf(what, sizeof(what), "a name over the %d-byte limit", SYNC_MAX_NAME);
+    else if (plen > SYNC_MAX_PATH)
+        snprintf(what, sizeof(what), "a path over the %d-byte limit", SYNC_MAX_PATH);
+    else if (c->depth + 1 > SYNC_MAX_DEPTH)
+        snprintf(what, sizeof(what), "a path deeper than %d components", SYNC_MAX_DEPTH);
+    else
+        return false;
+    if (!c->warn || said)
+        return true;
+    /* The path's start and its last name, printable: it can be kilobytes long. */
+    wire_sanitize(head, sizeof(head), c->path.buf, c->path.len < 60 ? c->path.len : 60);
+    wire_sanitize(tail, sizeof(tail), name, len < 40 ? len : 40);
+    snprintf(msg, sizeof(msg), "not synced: %s/%s%s%s%s (%zu bytes): %s; it stays where it "
+             "was made", c->r->base, head, c->path.len > 60 ? ".../" : c->path.len ? "/" : "",
+             tail, len > 40 ? "..." : "", plen, what);
+    c->warn(c->wctx, msg);
+    return true;
+}
+
 /* Compares one directory entry with its node; returns the node to keep (NULL: none). */
 static mf_node *scan_child(scan_ctx *c, mf_node *dir, int dirfd, const char *name,
                            mf_node *old, bool recursive)
@@ -190,6 +224,18 @@ static mf_node *scan_child(scan_ctx *c, mf_node *dir, int dirfd, const char *nam
 
     if (!pattern_ok(c, name, &must_be_dir) || sf_is_internal_name(name, len))
         goto drop_silently;
+    if (over_wire_limits(c, name, len, old && old->type == MF_OTHER)) {
+        /* Kept as a node that never syncs, as a fifo is, so that the next scan (a full
+         * walk on every command where inotify is missing) does not say it again. */
+        if (old && old->type == MF_OTHER)
+            return old;
+        mf_node_free(c->t, old);
+        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            return NULL;
+        n = mf_node_new(name, len, MF_OTHER);
+        mf_node_set_stat(n, &st, c->ref_ns);
+        return n;
+    }
     if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
         goto gone;
     type = mf_stat_type(&st);

@@ -461,7 +461,11 @@ int wire_get_entry(const wire_frame *f, wire_entry *e, sbx_err *err)
     e->flags = wire_get_u32(&r);
     e->mtime_ns = (int64_t)wire_get_u64(&r);
     e->size = wire_get_u64(&r);
-    if (!wire_get_str(&r, SYNC_MAX_PATH, &e->path, &e->path_len))
+    /* The path is bounded by the frame here, not by SYNC_MAX_PATH: a path over the limit in
+     * a well-formed frame is one bad entry, which the receiver refuses alone
+     * (sf_check_relpath()), so the rest of the delta still applies. Refusing the frame made
+     * one over-long path made in the sandbox drop the whole round, and every later one. */
+    if (!wire_get_str(&r, SYNC_MAX_FRAME, &e->path, &e->path_len))
         return short_payload(f, err);
     if (e->op != WIRE_OP_PUT && e->op != WIRE_OP_DELETE)
         return sbx_errf(err, "malformed ENTRY frame: unknown operation %u", e->op);

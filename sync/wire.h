@@ -199,7 +199,8 @@ typedef struct wire_entry {
     uint32_t flags;
     int64_t mtime_ns;
     uint64_t size;          /* REG: content bytes; LNK: target bytes; DIR: 0 */
-    const char *path;       /* relative to the root; validated by the receiver */
+    const char *path;       /* relative to the root; validated by the receiver (its
+                             * length too: the decoder bounds it only by the frame) */
     size_t path_len;
     const uint8_t *data;    /* LNK: the target; REG: the first inline_len content bytes */
     size_t data_len;

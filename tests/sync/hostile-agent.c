@@ -16,6 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#define H40 "0123456789abcdef0123456789abcdef01234567"
+
 static const char *outside;
 static uint64_t seq;
 static uint64_t host_seq;   /* the host's last push: acknowledged, as a real agent does */
@@ -56,6 +58,40 @@ static void put1(strbuf *o, uint16_t root, uint32_t flags, const char *path, con
     entry(o, WIRE_OP_PUT, WIRE_REG, root, flags, path, strlen(path), data, strlen(data),
           strlen(data));
     end(o, 1);
+}
+
+/* A file or (data NULL) a directory, in the code directory, inside a delta. */
+static void put(strbuf *o, const char *path, const char *data)
+{
+    entry(o, WIRE_OP_PUT, data ? WIRE_REG : WIRE_DIR, 0, 0, path, strlen(path),
+          data ? data : "", data ? strlen(data) : 0, data ? strlen(data) : 0);
+}
+
+/* A config whose fsmonitor leaves a mark outside the roots, if host git ever runs it. */
+static char *fsmonitor_config(void)
+{
+    return xasprintf("[core]\n\tfsmonitor = touch %s/fsmonitor-ran\n", outside);
+}
+
+/* A bare repository's shape at dir (HEAD, config, objects/, refs/heads/main), entries in
+ * the order a scan sends them; returns how many. */
+static int put_shape(strbuf *o, const char *dir)
+{
+    static const char *const parts[][2] = {
+        { "HEAD", "ref: refs/heads/main\n" }, { "config", NULL }, { "objects", "" },
+        { "refs", "" }, { "refs/heads", "" },
+        { "refs/heads/main", "0123456789abcdef0123456789abcdef01234567\n" },
+    };
+    char *cfg = fsmonitor_config();
+    put(o, dir, NULL);
+    for (size_t i = 0; i < ARRAY_SIZE(parts); i++) {
+        char *p = xasprintf("%s/%s", dir, parts[i][0]);
+        const char *data = parts[i][1] ? parts[i][1] : cfg;
+        put(o, p, *data ? data : NULL);
+        free(p);
+    }
+    free(cfg);
+    return 1 + (int)ARRAY_SIZE(parts);
 }
 
 /* Returns false when the scenario ends the stream (no final frame). */
@@ -201,6 +237,113 @@ static bool scenario(const char *name, int round, strbuf *o)
         memset(name300, 'n', 300);
         name300[300] = '\0';
         put1(o, 0, 0, name300, "x");
+    } else if (!strcmp(name, "shape-one-round")) {
+        /* A bare repository made in the sandbox, in one round, among a good file. */
+        begin(o);
+        put(o, "good", "fine\n");
+        end(o, 1 + (uint64_t)put_shape(o, "x"));
+    } else if (!strcmp(name, "shape-rounds")) {
+        /* The same assembled over three rounds: HEAD and config, then objects/, then refs/. */
+        char *cfg = fsmonitor_config();
+        begin(o);
+        if (round == 1) {
+            put(o, "x", NULL);
+            put(o, "x/HEAD", "ref: refs/heads/main\n");
+            put(o, "x/config", cfg);
+            end(o, 3);
+        } else if (round == 2) {
+            put(o, "x/objects", NULL);
+            end(o, 1);
+        } else {
+            put(o, "good", "fine\n");
+            put(o, "x/refs", NULL);
+            put(o, "x/refs/heads", NULL);
+            end(o, 3);
+        }
+        free(cfg);
+    } else if (!strcmp(name, "shape-deep")) {
+        /* Nested twenty directories down. */
+        strbuf p = STRBUF_INIT;
+        int n = 1;
+        begin(o);
+        put(o, "good", "fine\n");
+        for (int i = 0; i < 20; i++) {
+            strbuf_addf(&p, "%sd%d", i ? "/" : "", i);
+            put(o, p.buf, NULL);
+            n++;
+        }
+        strbuf_addstr(&p, "/y");
+        n += put_shape(o, p.buf);
+        end(o, (uint64_t)n);
+        strbuf_release(&p);
+    } else if (!strcmp(name, "shape-commondir")) {
+        /* HEAD and a commondir naming the host's own repository: git takes y for a
+         * worktree's git directory. */
+        begin(o);
+        put(o, "good", "fine\n");
+        put(o, "y", NULL);
+        put(o, "y/HEAD", "ref: refs/heads/main\n");
+        put(o, "y/commondir", "../.git\n");
+        end(o, 4);
+    } else if (!strcmp(name, "shape-host-part")) {
+        /* The host already has pre/HEAD (t-hostile's setup): refs/ completes the shape. */
+        begin(o);
+        put(o, "good", "fine\n");
+        put(o, "pre/refs", NULL);
+        put(o, "pre/refs/heads", NULL);
+        end(o, 3);
+    } else if (!strcmp(name, "shape-host-repo")) {
+        /* The host has a bare repository of its own (fixture.git): nothing goes into it. */
+        char *cfg = fsmonitor_config();
+        begin(o);
+        put(o, "good", "fine\n");
+        put(o, "fixture.git/config", cfg);
+        put(o, "fixture.git/hooks/post-index-change", "#!/bin/sh\n");
+        end(o, 3);
+        free(cfg);
+    } else if (!strcmp(name, "git-logs")) {
+        /* The host's own .git/logs holds HEAD beside refs/: reflogs still come back. */
+        static const char line[] = H40 " " H40 " A <a@b> 1 +0000\tcommit: x\n";
+        begin(o);
+        put(o, ".git/logs", NULL);
+        put(o, ".git/logs/HEAD", line);
+        put(o, ".git/logs/refs", NULL);
+        put(o, ".git/logs/refs/heads", NULL);
+        put(o, ".git/logs/refs/heads/main", line);
+        put(o, "good", "fine\n");
+        end(o, 6);
+    } else if (!strcmp(name, "dotgit-depth")) {
+        /* A gitfile and a .git directory deep below the top, among good files. */
+        begin(o);
+        put(o, "deep/er/.git", "gitdir: /tmp\n");
+        put(o, "deep/er/f", "fine\n");
+        put(o, "deep/er/sub/.git", NULL);
+        put(o, "deep/er/sub/.git/config", "[core]\n\tbare = true\n");
+        put(o, "good", "fine\n");
+        end(o, 5);
+    } else if (!strcmp(name, "long-path")) {
+        /* A 5.5 KB path and a 300-byte name among good files; then a round of its own. */
+        if (round == 1) {
+            strbuf p = STRBUF_INIT;
+            char name300[301];
+            for (int i = 0; i < 22; i++) {
+                if (i)
+                    strbuf_addch(&p, '/');
+                for (int k = 0; k < 250; k++)
+                    strbuf_addch(&p, 'p');
+            }
+            memset(name300, 'n', 300);
+            name300[300] = '\0';
+            begin(o);
+            put(o, "good1", "fine\n");
+            put(o, p.buf, "deep\n");
+            put(o, name300, "long\n");
+            put(o, "good2", "fine\n");
+            end(o, 4);
+            strbuf_release(&p);
+        } else {
+            put1(o, 0, 0, "good3", "fine\n");
+        }
     } else if (!strcmp(name, "outside-pattern")) {
         put1(o, 1, 0, "not-matching", "x");
     } else if (!strcmp(name, "task-file")) {

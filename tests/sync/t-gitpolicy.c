@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define H38 "0123456789abcdef0123456789abcdef012345"
@@ -218,10 +219,48 @@ static char *filt(int (*f)(const char *, size_t, strbuf *), const char *text, in
     return strbuf_detach(&out, NULL);
 }
 
+/* The repository shape a pull never completes (git's is_git_directory()): HEAD beside refs
+ * or commondir, in a real directory, with the name being added counted. */
+static void repo_shapes(void)
+{
+    char dir[512];
+    int dfd;
+    snprintf(dir, sizeof(dir), "%s/sbx-gp-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(dir) || (dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+        ok(0, "a scratch directory");
+        return;
+    }
+    ok(git_repo_shape_name("HEAD", 4) && git_repo_shape_name("refs", 4) &&
+       git_repo_shape_name("commondir", 9) && git_repo_shape_name("head", 4) &&
+       git_repo_shape_name("REFS", 4), "HEAD, refs and commondir are the shape's names, any case");
+    ok(!git_repo_shape_name("objects", 7) && !git_repo_shape_name("config", 6) &&
+       !git_repo_shape_name("HEADS", 5), "objects, config and the like are not");
+    ok(!git_dir_is_repo_shape(dfd, NULL, 0), "an empty directory is no repository");
+    ok(!git_dir_is_repo_shape(dfd, "HEAD", 4), "nor with HEAD alone");
+    mkdirat(dfd, "refs", 0755);
+    ok(!git_dir_is_repo_shape(dfd, NULL, 0), "nor with refs/ alone");
+    ok(git_dir_is_repo_shape(dfd, "HEAD", 4), "HEAD arriving beside refs/ makes one");
+    ok(git_dir_is_repo_shape(dfd, "head", 4), "in any letter case");
+    ok(!git_dir_is_repo_shape(dfd, "objects", 7), "objects/ arriving beside refs/ does not");
+    close(openat(dfd, "HEAD", O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    ok(git_dir_is_repo_shape(dfd, NULL, 0), "HEAD and refs/ are one");
+    unlinkat(dfd, "refs", AT_REMOVEDIR);
+    ok(!git_dir_is_repo_shape(dfd, NULL, 0), "HEAD alone again is not");
+    ok(git_dir_is_repo_shape(dfd, "commondir", 9), "HEAD with a commondir is one");
+    symlinkat("/nonexistent", dfd, "refs");
+    ok(git_dir_is_repo_shape(dfd, NULL, 0), "a refs symlink (even dangling) counts");
+    unlinkat(dfd, "refs", 0);
+    unlinkat(dfd, "HEAD", 0);
+    close(dfd);
+    rmdir(dir);
+}
+
 int main(void)
 {
     char *out;
     int kept;
+
+    repo_shapes();
 
     allowed("src/a.c", WIRE_REG, true);
     allowed(".git", WIRE_DIR, true);

@@ -13,8 +13,24 @@ typedef struct scenario {
     const char *says;      /* a warning or error must contain this */
     int rounds;            /* commands run; the trees are compared after the last */
     const char *named;     /* paths each warning must name, separated by '|' (or NULL) */
+    /* Scenarios where good entries come with the bad ones (the trees then change): paths
+     * under the code directory that must have arrived and that must not have, '|'-separated,
+     * and a directory that must not be a repository to host git (its git dir is the code
+     * directory's .git, and `git status` there runs no fsmonitor). */
+    const char *arrives, *absent, *not_repo;
 } scenario;
 
+/* The warning of a repository shape refused in the code directory at DIR. */
+#define SHAPE(dir) "/" dir " a git repository"
+#define P250 "pppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppp" \
+             "pppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppp" \
+             "pppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppp" \
+             "pppppppppppppppppppppppp"
+
+
+/* The rows that refuse everything leave the last three fields out (NULL). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 static const scenario scenarios[] = {
     { "dotdot", false, "'..' component", 1, NULL },
     { "dotdot-inner", false, "'..' component", 1, NULL },
@@ -63,7 +79,33 @@ static const scenario scenarios[] = {
     { "output-flood", true, "beyond its", 1, NULL },
     { "warn-escapes", false, "text", 1, NULL },
     { "replay-seq", true, "after delta", 1, NULL },
+    /* No repository shape comes back, and what came with it arrives. */
+    { "shape-one-round", false, SHAPE("x"), 1, "/x/refs: it would make", "good|x/HEAD",
+      "x/refs", "x" },
+    { "shape-rounds", false, SHAPE("x"), 3, "/x/refs: it would make|/x/refs/heads: it would",
+      "good|x/HEAD|x/config|x/objects", "x/refs", "x" },
+    { "shape-deep", false, SHAPE("d0/d1/d2/d3/d4/d5/d6/d7/d8/d9/d10/d11/d12/d13/d14/d15/d16/"
+                                 "d17/d18/d19/y"), 1, NULL,
+      "good|d0/d1/d2/d3/d4/d5/d6/d7/d8/d9/d10/d11/d12/d13/d14/d15/d16/d17/d18/d19/y/HEAD",
+      "d0/d1/d2/d3/d4/d5/d6/d7/d8/d9/d10/d11/d12/d13/d14/d15/d16/d17/d18/d19/y/refs",
+      "d0/d1/d2/d3/d4/d5/d6/d7/d8/d9/d10/d11/d12/d13/d14/d15/d16/d17/d18/d19/y" },
+    { "shape-commondir", false, SHAPE("y"), 1, "/y/commondir: it would make", "good|y/HEAD",
+      "y/commondir", "y" },
+    { "shape-host-part", false, SHAPE("pre"), 1, "/pre/refs: it would make", "good|pre/HEAD",
+      "pre/refs", "pre" },
+    { "shape-host-repo", false, SHAPE("fixture.git"), 1,
+      "/fixture.git/config: it would make|/fixture.git/hooks/post-index-change: it would make",
+      "good", "fixture.git/hooks/post-index-change", NULL },
+    { "git-logs", false, "", 1, NULL, "good|.git/logs/HEAD|.git/logs/refs/heads/main", NULL,
+      NULL },
+    { "dotgit-depth", false, "below the top level", 1,
+      "/deep/er/.git: a .git below|/deep/er/sub/.git: a .git below", "good|deep/er/f",
+      "deep/er/.git|deep/er/sub/.git", "deep/er" },
+    /* Over-long paths are refused one by one; the round's good files arrive, and the next. */
+    { "long-path", false, "over the 4096-byte limit", 2, "over the 255-byte limit",
+      "good1|good2|good3", P250, NULL },
 };
+#pragma GCC diagnostic pop
 
 typedef struct ctx {
     strbuf msgs;
@@ -98,6 +140,41 @@ static char *snapshot(const char *tmp)
     return all;
 }
 
+/* Each '|'-separated path of list exists (or does not) under code. */
+static void check_paths(const scenario *sc, const char *code, const char *list, bool exist)
+{
+    char *copy = xstrdup(list), *save = NULL;
+    for (char *n = strtok_r(copy, "|", &save); n; n = strtok_r(NULL, "|", &save)) {
+        char *p = xasprintf("%s/%s", code, n);
+        ok(st_exists(p) == exist, "%s: %.60s %s on the host", sc->name, n,
+           exist ? "arrived" : "is not");
+        free(p);
+    }
+    free(copy);
+}
+
+/* What a person's git sees in the directory: the code directory's repository, and its
+ * `git status` runs no fsmonitor from the sandbox's config. */
+static void check_not_repo(const scenario *sc, const char *tmp, const char *code)
+{
+    char real[PATH_MAX];
+    char *want = xasprintf("%s/.git", realpath(code, real) ? real : code);
+    char *mark = xasprintf("%s/outside/fsmonitor-ran", tmp);
+    st_sh("cd '%s/%s' && git rev-parse --absolute-git-dir > '%s/gitdir' 2>&1; "
+          "git status >/dev/null 2>&1", code, sc->not_repo, tmp);
+    {
+        char *f = xasprintf("%s/gitdir", tmp);
+        const char *got = st_read(f);
+        size_t n = strcspn(got, "\n");
+        ok(strlen(want) == n && !strncmp(got, want, n), "%s: host git in %s finds %s (%s)",
+           sc->name, sc->not_repo, want, got);
+        free(f);
+    }
+    ok(!st_exists(mark), "%s: host git status in %s ran no fsmonitor", sc->name, sc->not_repo);
+    free(want);
+    free(mark);
+}
+
 static void one(const scenario *sc)
 {
     char *tmp = st_tmpdir("hostile");
@@ -119,7 +196,9 @@ static void one(const scenario *sc)
     st_sh("cd '%s' && mkdir -p code/d outside base && echo victim > outside/victim && "
           "echo t > base/task.md && echo /w > base/cwd-1 && cd code && git init -q . && "
           "echo a > a.txt && echo f > d/f && ln -s '%s' link && mkdir -p sub/.git && "
-          "printf '[core]\\n\\tbare = false\\n' > sub/.git/config", tmp, outside);
+          "printf '[core]\\n\\tbare = false\\n' > sub/.git/config && mkdir pre && "
+          "echo 'ref: refs/heads/main' > pre/HEAD && git init -q --bare fixture.git", tmp,
+          outside);
     setenv("HOSTILE_OUTSIDE", outside, 1);
     setenv("SBX_AGENT", helper, 1);
     if (sync_host_new(&cfg, &h, &err) < 0) {
@@ -139,7 +218,8 @@ static void one(const scenario *sc)
         sync_exit_status st;
         if (round == sc->rounds) {
             before = snapshot(tmp);
-            strbuf_reset(&c.msgs);
+            if (!sc->arrives)   /* else every round's warnings count */
+                strbuf_reset(&c.msgs);
         }
         ret = sync_conn_run_wait(conn, (uint32_t)round, &req, hfds, &st, &err);
     }
@@ -149,9 +229,18 @@ static void one(const scenario *sc)
     else
         ok(ret == 0, "%s: the connection goes on%s%s", sc->name, ret ? ": " : "",
            ret ? err.msg : "");
-    ok(strstr(c.msgs.buf, sc->says) || (ret < 0 && strstr(err.msg, sc->says)),
-       "%s: refused with a message (%s)", sc->name, ret < 0 ? err.msg : c.msgs.buf);
-    if (sc->named) {
+    if (!*sc->says)   /* nothing to refuse */
+        ok(ret == 0 && !c.msgs.len, "%s: no warning (%s)", sc->name, c.msgs.buf);
+    else
+        ok(strstr(c.msgs.buf, sc->says) || (ret < 0 && strstr(err.msg, sc->says)),
+           "%s: refused with a message (%s)", sc->name, ret < 0 ? err.msg : c.msgs.buf);
+    if (sc->named && sc->arrives) {
+        /* Each given text is in a warning. */
+        char *list = xstrdup(sc->named), *save = NULL;
+        for (char *n = strtok_r(list, "|", &save); n; n = strtok_r(NULL, "|", &save))
+            ok(strstr(c.msgs.buf, n) != NULL, "%s: a warning says '%s'", sc->name, n);
+        free(list);
+    } else if (sc->named) {
         /* Each refused entry gets its own warning naming it. */
         char *list = xstrdup(sc->named), *save = NULL;
         for (char *n = strtok_r(list, "|", &save); n; n = strtok_r(NULL, "|", &save)) {
@@ -161,8 +250,22 @@ static void one(const scenario *sc)
         }
         free(list);
     }
-    if (!ok(!strcmp(after, before), "%s: the host trees are byte for byte unchanged", sc->name))
+    if (sc->arrives) {
+        check_paths(sc, code, sc->arrives, true);
+        if (sc->absent)
+            check_paths(sc, code, sc->absent, false);
+        if (sc->not_repo)
+            check_not_repo(sc, tmp, code);
+        if (!strcmp(sc->name, "shape-host-repo")) {
+            char *cfgpath = xasprintf("%s/fixture.git/config", code);
+            ok(!strstr(st_read(cfgpath), "fsmonitor"), "%s: the host repository's config is "
+               "its own", sc->name);
+            free(cfgpath);
+        }
+    } else if (!ok(!strcmp(after, before), "%s: the host trees are byte for byte unchanged",
+                   sc->name)) {
         st_diag_diff(before, after);
+    }
     ok(!strchr(c.msgs.buf, '\033'), "%s: messages carry no escape sequences", sc->name);
     sync_conn_free(conn);
     st_agent_stop(&a);

@@ -340,9 +340,68 @@ static void test_pathmap(void)
     mf_pathmap_free(m);
 }
 
+/* A path the wire cannot carry is not in the delta, with a warning; the rest is. */
+static void test_wire_limits(void)
+{
+    char *dir = st_tmpdir("mf");
+    mf_tree *t = code_tree(dir, NULL);
+    mf_delta d = { 0 };
+    sbx_err err;
+    bool full, longest_ok = true, deepest_ok = true, good = false;
+    size_t longest = 0, deepest = 0;
+
+    strbuf_reset(&st_warnings);
+    /* 22 names of 250 bytes (5.5 KB, as `mkdir -p` makes it), 300 levels of "d". */
+    st_sh("cd '%s' && echo ok > good && bash -c 'n=$(printf %%250s \"\" | tr \" \" p) && "
+          "(for i in $(seq 22); do mkdir $n && cd $n || exit 1; done; echo x > f) && "
+          "(for i in $(seq 300); do mkdir d && cd d || exit 1; done; echo x > f)'", dir);
+    ok(mf_scan(t, &d, &full, st_warn, NULL, &err) == 0, "the scan succeeds");
+    for (size_t i = 0; i < d.n; i++) {
+        size_t depth = 1;
+        for (size_t k = 0; k < d.ops[i].path_len; k++)
+            depth += d.ops[i].path[k] == '/';
+        good = good || !strcmp(d.ops[i].path, "good");
+        longest = d.ops[i].path_len > longest ? d.ops[i].path_len : longest;
+        deepest = depth > deepest ? depth : deepest;
+    }
+    longest_ok = longest <= SYNC_MAX_PATH;
+    deepest_ok = deepest <= SYNC_MAX_DEPTH;
+    ok(longest_ok, "no path in the delta is over %d bytes (longest %zu)", SYNC_MAX_PATH, longest);
+    ok(deepest_ok, "none is deeper than %d components (deepest %zu)", SYNC_MAX_DEPTH, deepest);
+    is_int(deepest, SYNC_MAX_DEPTH, "what is within the limits is in it");
+    ok(good, "and the good file too");
+    ok(strstr(st_warnings.buf, "not synced: ") &&
+       strstr(st_warnings.buf, "a path over the 4096-byte limit"),
+       "a warning says the long path is not synced: %s", st_warnings.buf);
+    ok(strstr(st_warnings.buf, "a path deeper than 256 components") != NULL,
+       "and the deep one");
+    ok(strlen(st_warnings.buf) < 1024, "the warnings are short (a shortened path each)");
+    mf_delta_release(&d);
+    strbuf_reset(&st_warnings);
+    mf_invalidate(t);   /* a full walk, as every scan is where inotify is missing */
+    ok(mf_scan(t, &d, &full, st_warn, NULL, &err) == 0 && full, "a full walk again");
+    is_int(d.n, 0, "finds nothing new");
+    is_str(st_warnings.buf, "", "and does not say it again");
+    mf_delta_release(&d);
+    st_sh("cd '%s' && rm -rf pppp*", dir);
+    mf_invalidate(t);
+    ok(mf_scan(t, &d, &full, st_warn, NULL, &err) == 0, "removed");
+    mf_delta_release(&d);
+    st_sh("cd '%s' && bash -c 'p=$(for i in $(seq 22); do "
+          "printf \"%%250s/\" \"\"; done | tr \" \" p); mkdir -p \"$p\"'", dir);
+    mf_invalidate(t);
+    ok(mf_scan(t, &d, &full, st_warn, NULL, &err) == 0, "made anew");
+    ok(strstr(st_warnings.buf, "over the 4096-byte limit") != NULL, "it is said again");
+    mf_delta_release(&d);
+    mf_free(t);
+    st_rm_rf(dir);
+    free(dir);
+}
+
 int main(void)
 {
     test_scan();
+    test_wire_limits();
     test_patterns();
     test_watch();
     test_shared_watch();
