@@ -6,17 +6,17 @@
  * The state directory (cfg->state_root/SESSION, mode 0700) holds:
  *   sandbox.json   what a later holder needs to reattach: runtime, id, pid
  *                  and start time, creation time, code directories, network
- *   home/          the sandbox's private HOME (same path as the host's $HOME)
  *   agent/         /run/sbxsh inside: the agent's socket and state file
  *   sandbox.log    the runtime's and the agent's own stderr
  *   rootfs/, config.json, runsc/   runsc only: the OCI bundle and runsc's --root
  *
  * Both runtimes show the sandbox the same tree (local_plan_mounts): system
  * directories read-only, an allowlist of /etc, fresh /proc, /dev and /tmp,
- * the private HOME, and the agent read-only. Each code directory's copy is a
- * tmpfs inside the sandbox (of AGENT_SANDBOX_DISK_MAX bytes), not a host
- * directory: no host process can be steered into it, and it cannot fill the
- * host's disk. The sync fills it on the first push.
+ * and the agent read-only. The private HOME and each code directory's copy
+ * are tmpfs mounts inside the sandbox (of AGENT_SANDBOX_DISK_MAX bytes), not
+ * host directories: no host process can be steered into them, nothing the
+ * sandbox makes there (setuid files, fifos) is a host file, and they cannot
+ * fill the host's disk. The sync fills the copies on the first push.
  *
  * Every sandbox runs under limits (sandbox_limits, limits.c): a cgroup made per
  * sandbox where one is writable (ours under bwrap, runsc's own under runsc),
@@ -60,22 +60,18 @@ static void stop_sandbox(pid_t pid, uint64_t starttime, const strvec *cgroups)
         local_cg_remove(cgroups);
 }
 
-/* Empties what a sandbox had, except the private HOME when keep_home. */
-static int wipe_state(local_backend *lb, bool keep_home, sbx_err *err)
+/* Empties what a sandbox had. */
+static int wipe_state(local_backend *lb, sbx_err *err)
 {
-    /* "code" held the copies before they moved into the sandbox's tmpfs: a
-     * state directory of an older sbxsh still has it. */
-    static const char *const parts[] = { "code", "agent", "rootfs", "runsc", "config.json",
-                                         "runsc.pid", "sandbox.json", "egress", "resolv.conf" };
+    /* "code" held the copies, and "home" the private HOME, before they moved
+     * into the sandbox's tmpfs: a state directory of an older sbxsh still has
+     * them (an old HOME may hold what a sandbox left there: setuid files,
+     * fifos), and a new sandbox does not use them. */
+    static const char *const parts[] = { "code", "home", "agent", "rootfs", "runsc",
+                                         "config.json", "runsc.pid", "sandbox.json", "egress",
+                                         "resolv.conf" };
     for (size_t i = 0; i < ARRAY_SIZE(parts); i++) {
         char *p = local_state_path(lb, parts[i]);
-        int r = sbx_rm_rf(p, err);
-        free(p);
-        if (r < 0)
-            return -1;
-    }
-    if (!keep_home) {
-        char *p = local_state_path(lb, "home");
         int r = sbx_rm_rf(p, err);
         free(p);
         if (r < 0)
@@ -84,11 +80,11 @@ static int wipe_state(local_backend *lb, bool keep_home, sbx_err *err)
     return 0;
 }
 
-/* The state directory's parts a new sandbox binds: the agent's directory, the
- * private HOME, runsc's --root; all private (0700). */
+/* The state directory's parts a new sandbox binds: the agent's directory,
+ * runsc's --root, the egress proxy's; all private (0700). */
 static int make_dirs(local_backend *lb, sbx_err *err)
 {
-    static const char *const dirs[] = { "agent", "home", "runsc", "egress" };
+    static const char *const dirs[] = { "agent", "runsc", "egress" };
     for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
         char *p = local_state_path(lb, dirs[i]);
         int r = !strcmp(dirs[i], "egress") && !lb->network_allowlist ? 0
@@ -110,7 +106,7 @@ static int make_dirs(local_backend *lb, sbx_err *err)
 
 /* claim(): reattaches to the sandbox sandbox.json records when it is alive and
  * of the same shape (runtime, network, code directories), keeping the limits it
- * was made with; else stops what is left of it, wipes all but the private HOME
+ * was made with; else stops what is left of it, wipes its state
  * and starts a new one under a fresh random id, recorded before returning. */
 static int local_claim(sbx_backend *b, bool *reattached, sbx_err *err)
 {
@@ -149,14 +145,14 @@ static int local_claim(sbx_backend *b, bool *reattached, sbx_err *err)
             return 0;
         }
         /* Dead, or made for other code directories or another runtime:
-         * nothing of it can be reused but the private HOME. */
+         * nothing of it can be reused. */
         stop_sandbox(s.pid, s.starttime, &s.lim.cgroups);
         local_stop_egress(s.egress_pid, s.egress_start);
         local_saved_state_free(&s);
     }
     strvec_clear(&lb->lim.cgroups);
     lb->lim.mechanism[0] = '\0';
-    if (wipe_state(lb, true, err) < 0 || make_dirs(lb, err) < 0)
+    if (wipe_state(lb, err) < 0 || make_dirs(lb, err) < 0)
         return -1;
 
     int ur = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
@@ -310,7 +306,7 @@ static int local_open_stream(sbx_backend *b, int *rfd, int *wfd, sbx_err *err)
 }
 
 /* release(): stops the recorded sandbox (or the claimed one) and deletes
- * everything of the session's state, the private HOME included. */
+ * everything of the session's state. */
 static int local_release(sbx_backend *b, sbx_err *err)
 {
     local_backend *lb = (local_backend *)b;
@@ -325,7 +321,7 @@ static int local_release(sbx_backend *b, sbx_err *err)
         local_stop_egress(lb->egress_pid, lb->egress_start);
     }
     lb->claimed = false;
-    if (wipe_state(lb, false, err) < 0)
+    if (wipe_state(lb, err) < 0)
         return -1;
     {
         char *log = local_state_path(lb, "sandbox.log");

@@ -135,9 +135,14 @@ void local_plan_mounts(local_backend *lb, mount_list *ml)
     if (lb->runtime == SBX_RUNTIME_RUNSC && lb->compat_so)
         local_ml_add(ml, M_RO, lb->compat_so, SBX_IN_COMPAT_SO);
 
-    p = xasprintf("%s/home", lb->dir);
-    local_ml_add(ml, M_RW, p, lb->home);
-    free(p);
+    /* The private HOME is memory too, mode 0700, nosuid and nodev (as every tmpfs here):
+     * not a host directory. As one (STATE/SESSION/home, bound in), it held on the host
+     * whatever the sandbox made there: setuid and setgid executables of the caller (root
+     * under CI), fifos, sockets, world-writable directories, and as many files and bytes as
+     * the host's disk would take. Here it is bounded like /tmp, and gone with the sandbox. */
+    mount_ent *home = local_ml_add(ml, M_TMPFS, NULL, lb->home);
+    home->size = lb->lim.disk_max;
+    home->mode = 0700;
     /* The copies live in the sandbox's memory, at the same absolute paths:
      * nothing of them is a host path (a host process steered into one would
      * run with the sandbox's files), and they cannot grow the host's disk.

@@ -18,9 +18,9 @@
 #include "common/fsutil.h"
 
 /* Makes rel (a relative path) beneath the directory base without following
- * any link on the way: base may be a directory the sandbox writes (the
- * private HOME), where a symlink planted by an earlier sandbox must not
- * steer a host mkdir or create elsewhere. The last component becomes a
+ * any link on the way: base may be a directory the sandbox writes (a bind
+ * such as the agent's directory), where a symlink planted by an earlier
+ * sandbox must not steer a host mkdir or create elsewhere. The last component becomes a
  * directory, an empty file, or a symlink to target. */
 static int mkpath_beneath(const char *base, const char *rel, mount_kind kind, bool is_file,
                           const char *target, sbx_err *err)
@@ -170,8 +170,8 @@ static int write_bundle(local_backend *lb, sbx_err *err)
     cJSON_AddBoolToObject(proc, "terminal", false);
     user = cJSON_AddObjectToObject(proc, "user");
     /* Rootless runsc (a non-root caller) runs the sandbox in a user namespace where the
-     * caller is root: files the caller owns on the host (the agent's directory, the
-     * private HOME, all mode 0700) belong to uid 0 inside. The agent must be that uid 0
+     * caller is root: files the caller owns on the host (the agent's directory,
+     * mode 0700) belong to uid 0 inside. The agent must be that uid 0
      * to use them; it is still only the caller on the host, with no capabilities. As
      * root on the host, the caller's uid is 0 already. */
     cJSON_AddNumberToObject(user, "uid", getuid() ? 0 : getuid());

@@ -513,6 +513,15 @@ int sbx_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *err)
         sbx_err_prefix(err, "AGENT_SANDBOX_DISK_MAX");
         goto fail;
     }
+    /* Entries (files, directories, symlinks) the session's pulls may make on the host: an
+     * empty file costs an inode whatever the disk quota says. */
+    cfg->files_max = SBX_FILES_MAX_DEFAULT;
+    if ((v = env_nonempty("AGENT_SANDBOX_FILES_MAX")) &&
+        (sbx_parse_size(v, 0, &cfg->files_max, err) < 0 || strpbrk(v, "kKmMgGtTbB"))) {
+        sbx_errf(err, "AGENT_SANDBOX_FILES_MAX='%s': give a number of files (e.g. 1000000), "
+                 "or 0 for no limit", v);
+        goto fail;
+    }
 
     v = env_nonempty("AGENT_SANDBOX_BACKEND");
     cfg->backend = xstrdup(v ? v : "local");

@@ -83,6 +83,9 @@ typedef struct sbx_config {
     unsigned long long disk_max; /* AGENT_SANDBOX_DISK_MAX: bytes the session may write on
                                the host (pulls) and in its code copy; default 10 GiB;
                                "0": no limit */
+    unsigned long long files_max; /* AGENT_SANDBOX_FILES_MAX: files, directories and symlinks
+                               the session's pulls may make on the host; default 1,000,000;
+                               "0": no limit */
     char *backend;          /* AGENT_SANDBOX_BACKEND: "local" (default) or "kube" */
     sbx_local_config local; /* the local backend's settings */
     sbx_kube_config kube;   /* the Kubernetes backend's settings */
@@ -140,6 +143,7 @@ int sbx_parse_cpus(const char *s, unsigned *out, sbx_err *err);
 
 #define SBX_PIDS_MAX_DEFAULT 4096
 #define SBX_DISK_MAX_DEFAULT (10ULL << 30)
+#define SBX_FILES_MAX_DEFAULT 1000000ULL
 
 /* Parses an idle timeout: "1800", "90s", "30m", "2h", "0" (never). */
 int sbx_parse_duration(const char *s, unsigned *out, sbx_err *err);

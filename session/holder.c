@@ -248,13 +248,18 @@ static void schedule_save(holder *h)
 }
 
 /* The text of a refused pull for the client (it exits 125 with it). */
-static void send_pull_error(hclient *c, const sbx_config *cfg, const char *why, bool quota)
+static void send_pull_error(hclient *c, const sbx_config *cfg, const char *why,
+                            sync_quota quota)
 {
     char msg[1024];
-    if (quota)
+    if (quota == SYNC_QUOTA_DISK)
         snprintf(msg, sizeof(msg), "%s (AGENT_SANDBOX_DISK_MAX=%llu bytes; remove files in the "
                  "sandbox, or start a session with a larger AGENT_SANDBOX_DISK_MAX)", why,
                  cfg->disk_max);
+    else if (quota == SYNC_QUOTA_FILES)
+        snprintf(msg, sizeof(msg), "%s (AGENT_SANDBOX_FILES_MAX=%llu; remove files in the "
+                 "sandbox, or start a session with a larger AGENT_SANDBOX_FILES_MAX)", why,
+                 cfg->files_max);
     else
         snprintf(msg, sizeof(msg), "%s", why);
     send_str(c, P_ERROR, msg);
@@ -305,7 +310,7 @@ static void client_write(holder *h, hclient *c);
 static void on_sync_done(void *ctx, uint64_t id)
 {
     holder *h = ctx;
-    bool quota;
+    sync_quota quota;
     const char *why = h->conn ? sync_conn_pull_error(h->conn, &quota) : NULL;
     if (why)
         log_msg("pull refused: %s", why);
@@ -425,6 +430,7 @@ static int make_host(holder *h, sbx_err *err)
         .user_gitconfig = h->user_gitconfig,
         .sandbox_gitconfig = h->sandbox_gitconfig,
         .disk_max = cfg->disk_max,
+        .files_max = cfg->files_max,
     };
     return sync_host_new(&sc, &h->host, err);
 }

@@ -24,7 +24,7 @@ typedef struct staged {
     size_t path_len;
     uint32_t idx;          /* name in the root's staging directory (REG, LNK) */
     uint64_t hash;
-    uint64_t alloc;        /* REG: the staged file's allocated bytes (st_blocks), for the quota */
+    uint64_t alloc;        /* PUT: what the entry costs the disk quota (entry_cost()) */
 } staged;
 
 typedef struct dir_rename {
@@ -80,8 +80,10 @@ struct apply_rx {
     /* host: the disk quota (see apply_limits) and a refused delta: once refused, its
      * remaining frames are checked as usual but nothing is staged, and DELTA_END commits
      * nothing. */
-    uint64_t stage_bytes;  /* data bytes staged by this delta (holes are free) */
-    bool refused, refused_quota;
+    uint64_t stage_cost;   /* what this delta's finished puts cost the disk quota */
+    uint64_t stage_puts;   /* its puts so far, for the entry quota */
+    bool refused;
+    sync_quota refused_quota;
     char refusal[512];
 
     /* host: a directory (root, path) whose chain from the root was found free of
@@ -251,8 +253,8 @@ void apply_abort(apply_rx *rx)
 
 /* Refuses the delta as a whole (the first reason wins): the stage goes at once, the rest
  * of the delta is read and checked but nothing is staged, and DELTA_END commits nothing. */
-static void refuse(apply_rx *rx, bool quota, const char *fmt, ...) SBX_PRINTF(3, 4);
-static void refuse(apply_rx *rx, bool quota, const char *fmt, ...)
+static void refuse(apply_rx *rx, sync_quota quota, const char *fmt, ...) SBX_PRINTF(3, 4);
+static void refuse(apply_rx *rx, sync_quota quota, const char *fmt, ...)
 {
     bool in = rx->in_entry;
     uint64_t left = rx->left;
@@ -280,11 +282,11 @@ bool apply_refuse(apply_rx *rx, const char *why)
      * belongs to a round whose client was answered; the caller's own pull is yet to come. */
     if (!rx->active || rx->role != APPLY_HOST || rx->refused)
         return false;
-    refuse(rx, false, "%s", why);
+    refuse(rx, SYNC_QUOTA_NONE, "%s", why);
     return true;
 }
 
-const char *apply_refusal(const apply_rx *rx, bool *quota)
+const char *apply_refusal(const apply_rx *rx, sync_quota *quota)
 {
     if (quota)
         *quota = rx->refused_quota;
@@ -300,8 +302,8 @@ static void human_size(char *buf, size_t n, int64_t v)
         snprintf(buf, n, "%.1f MiB", (double)v / (1024.0 * 1024.0));
 }
 
-/* Whether staging `more` bytes on top of what the session's pulls already use goes over the
- * quota; if so, the delta is refused. */
+/* Whether staging entries that cost `more` bytes on top of what the session's pulls already
+ * use goes over the disk quota; if so, the delta is refused. */
 static bool over_quota(apply_rx *rx, uint64_t more)
 {
     int64_t used = rx->lim.disk_used ? *rx->lim.disk_used : 0;
@@ -310,23 +312,52 @@ static bool over_quota(apply_rx *rx, uint64_t more)
         return false;
     human_size(a, sizeof(a), used > 0 ? used : 0);
     human_size(b, sizeof(b), (int64_t)rx->lim.max_disk);
-    refuse(rx, true, "the sandbox's changes were not applied: with them, what this session's "
-           "pulls wrote on the host would exceed its disk quota of %s (they use %s now); the "
-           "host tree is as it was, and the sandbox keeps its files", b, a);
+    refuse(rx, SYNC_QUOTA_DISK, "the sandbox's changes were not applied: with them, what this "
+           "session's pulls wrote on the host would exceed its disk quota of %s (they use %s "
+           "now; every file, directory and symlink counts at least %d bytes); the host tree is "
+           "as it was, and the sandbox keeps its files", b, a, SYNC_ENTRY_COST);
     return true;
 }
 
-/* A commit installed or removed allocated bytes: the session's total follows. */
-static void account(apply_rx *rx, int64_t bytes)
+/* Whether `more` new entries on top of what the session's pulls already made go over the
+ * entry quota; if so, the delta is refused. The attack it stops: a pull of a million empty
+ * files or directories, which cost the host inodes whatever their size. */
+static bool over_files(apply_rx *rx, uint64_t more)
+{
+    int64_t used = rx->lim.files_used ? *rx->lim.files_used : 0;
+    if (!rx->lim.max_files || (double)used + (double)more <= (double)rx->lim.max_files)
+        return false;
+    refuse(rx, SYNC_QUOTA_FILES, "the sandbox's changes were not applied: with them, this "
+           "session's pulls would have made more than %llu files, directories and symlinks on "
+           "the host, its entry quota (they made %lld so far, this pull brings at least %llu); "
+           "the host tree is as it was, and the sandbox keeps its files",
+           (unsigned long long)rx->lim.max_files, (long long)(used > 0 ? used : 0),
+           (unsigned long long)more);
+    return true;
+}
+
+/* A commit installed or removed entries: the session's totals follow (bytes allocated,
+ * entries made). */
+static void account(apply_rx *rx, int64_t bytes, int64_t entries)
 {
     if (rx->lim.disk_used)
         *rx->lim.disk_used += bytes;
+    if (rx->lim.files_used)
+        *rx->lim.files_used += entries;
 }
 
-/* What a file costs the quota: its allocated bytes (holes are free); other types nothing. */
+/* What an entry of st's size costs the disk quota: its allocated bytes (holes are free),
+ * and at least SYNC_ENTRY_COST whatever its type (an empty file, a directory, a symlink
+ * cost the host an inode and a directory entry). */
+static int64_t entry_cost(int64_t allocated_bytes)
+{
+    return allocated_bytes > SYNC_ENTRY_COST ? allocated_bytes : SYNC_ENTRY_COST;
+}
+
+/* What a host entry costs the quota (what deleting or replacing it frees). */
 static int64_t allocated(const struct stat *st)
 {
-    return S_ISREG(st->st_mode) ? (int64_t)st->st_blocks * 512 : 0;
+    return entry_cost((int64_t)st->st_blocks * 512);
 }
 
 void apply_free(apply_rx *rx)
@@ -352,8 +383,9 @@ int apply_begin(apply_rx *rx, uint64_t seq, uint64_t acked, sbx_err *err)
     rx->acked = acked;
     rx->entries = rx->bytes = 0;
     rx->next_idx = 0;
-    rx->stage_bytes = 0;
-    rx->refused = rx->refused_quota = false;
+    rx->stage_cost = rx->stage_puts = 0;
+    rx->refused = false;
+    rx->refused_quota = SYNC_QUOTA_NONE;
     rx->refusal[0] = '\0';
     return 0;
 }
@@ -842,12 +874,29 @@ static int host_entry(apply_rx *rx, const wire_entry *e, sbx_err *err)
         }
         return 0;
     }
+    if (e->op == WIRE_OP_PUT) {
+        /* Checked as the entries come, so that the stage itself never holds more entries
+         * (or, below, bytes) than the quotas leave: a delta of a million empty files is
+         * refused at the entry that crosses the line, not after staging them all. */
+        uint64_t cost = has_content ? 0 : SYNC_ENTRY_COST;   /* a file's: at its end */
+        if (over_files(rx, ++rx->stage_puts) || over_quota(rx, rx->stage_cost + cost)) {
+            if (has_content && e->size) {
+                rx->in_entry = rx->skip = true;
+                rx->left = e->size;
+            }
+            return 0;
+        }
+    }
     rx->e_path = xstrndup(e->path, e->path_len);
     rx->e_path_len = e->path_len;
     rx->e_idx = rx->next_idx++;
 
     if (e->op == WIRE_OP_DELETE || e->ftype == MF_DIR) {
-        add_staged(rx);
+        staged *s = add_staged(rx);
+        if (e->op == WIRE_OP_PUT) {
+            s->alloc = SYNC_ENTRY_COST;
+            rx->stage_cost += s->alloc;
+        }
         return 0;
     }
     if (stage_dir(rx, e->root, err) < 0)
@@ -859,7 +908,8 @@ static int host_entry(apply_rx *rx, const wire_entry *e, sbx_err *err)
         target[e->data_len] = '\0';
         if (symlinkat(target, rx->stage_fd[e->root], rx->tmp) < 0)
             return sbx_errno(err, "cannot stage a symlink");
-        add_staged(rx);
+        add_staged(rx)->alloc = SYNC_ENTRY_COST;
+        rx->stage_cost += SYNC_ENTRY_COST;
         return 0;
     }
     rx->fd = openat(rx->stage_fd[e->root], rx->tmp,
@@ -872,8 +922,8 @@ static int host_entry(apply_rx *rx, const wire_entry *e, sbx_err *err)
     return 0;
 }
 
-/* A staged file is complete: its mtime set, its hash and allocated size kept for the
- * commit (and the quota). */
+/* A staged file is complete: its mtime set, its hash and cost kept for the commit (and the
+ * quota). */
 static int host_finish_file(apply_rx *rx, sbx_err *err)
 {
     staged *s;
@@ -882,6 +932,8 @@ static int host_finish_file(apply_rx *rx, sbx_err *err)
     sf_set_mtime(rx->fd, rx->e_mtime);
     if (fstat(rx->fd, &st) == 0)
         alloc = (uint64_t)allocated(&st);
+    else
+        alloc = SYNC_ENTRY_COST;
     if (close(rx->fd) < 0) {
         rx->fd = -1;
         return sbx_errno(err, "cannot stage a file");
@@ -890,7 +942,9 @@ static int host_finish_file(apply_rx *rx, sbx_err *err)
     s = add_staged(rx);
     s->hash = mf_hash_final(&rx->hs);
     s->alloc = alloc;
+    rx->stage_cost += alloc;
     rx->in_entry = false;
+    over_quota(rx, rx->stage_cost);
     return 0;
 }
 
@@ -1513,7 +1567,7 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path, git_plan *pl
                       s->path);
         } else if (unlinkat(dfd, name, S_ISDIR(cur.st_mode) ? AT_REMOVEDIR : 0) == 0) {
             mf_forget(rx->t, s->root, s->path, s->path_len);
-            account(rx, -allocated(&cur));   /* quota */
+            account(rx, -allocated(&cur), -1);   /* quota */
             if (g)
                 git_deleted(rx, s, g, kind, &old);
         } else if (errno != ENOTEMPTY && errno != EEXIST) {
@@ -1529,15 +1583,19 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path, git_plan *pl
             if (!mapped)
                 host_record(rx, s, dfd, name);
         } else if (!have_cur) {
-            if (mkdirat(dfd, name, 0755) < 0)
+            if (mkdirat(dfd, name, 0755) < 0) {
                 warnf(rx, "cannot create %s/%s: %s", r->base, path->buf, strerror(errno));
-            else if (!mapped)
-                host_record(rx, s, dfd, name);
+            } else {
+                account(rx, (int64_t)s->alloc, 1);   /* quota */
+                if (!mapped)
+                    host_record(rx, s, dfd, name);
+            }
         } else {
             char cname[NAME_MAX + 1];
             sf_conflict_name(dfd, name, cname, sizeof(cname));
             if (mkdirat(dfd, cname, 0755) == 0) {
                 dir_rename *dr;
+                account(rx, (int64_t)s->alloc, 1);   /* quota */
                 XGROW(rx->renames, rx->arenames, rx->nrenames + 1);
                 dr = &rx->renames[rx->nrenames++];
                 dr->root = s->root;
@@ -1569,7 +1627,8 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path, git_plan *pl
         if (install(rx, s, dfd, name, have_cur ? &cur : NULL) < 0) {
             warnf(rx, "cannot write %s/%s: %s", r->base, path->buf, strerror(errno));
         } else {
-            account(rx, (int64_t)s->alloc - (have_cur ? allocated(&cur) : 0));   /* quota */
+            account(rx, (int64_t)s->alloc - (have_cur ? allocated(&cur) : 0),
+                    have_cur ? 0 : 1);   /* quota */
             if (!crossing && !mapped)
                 host_record(rx, s, dfd, name);
             if (packed) {
@@ -1589,7 +1648,7 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path, git_plan *pl
         if (install(rx, s, dfd, cname, NULL) < 0) {
             warnf(rx, "cannot write %s/%s: %s", r->base, cname, strerror(errno));
         } else {
-            account(rx, (int64_t)s->alloc);   /* quota */
+            account(rx, (int64_t)s->alloc, 1);   /* quota */
             warnf(rx, "conflict: %s/%s changed both on the host and in the sandbox; kept the "
                   "host's version, the sandbox's is %s/%.*s%s%s", r->base, path->buf, r->base,
                   (int)dlen, path->buf, dlen ? "/" : "", cname);
@@ -1694,8 +1753,8 @@ static int content(apply_rx *rx, const void *data, size_t len, sbx_err *err)
                 return sbx_errno(err, "cannot stage a file");
             agent_write_failed(rx);
         } else if (rx->role == APPLY_HOST) {
-            rx->stage_bytes += len;
-            over_quota(rx, rx->stage_bytes);
+            /* The file's data so far on top of the finished entries' cost. */
+            over_quota(rx, rx->stage_cost + rx->e_data);
         }
     }
     return entry_progress(rx, err);
@@ -1784,11 +1843,14 @@ int apply_frame(apply_rx *rx, const wire_frame *f, sbx_err *err)
                             "delta %llu", (unsigned long long)n, (unsigned long long)seq,
                             (unsigned long long)rx->entries, (unsigned long long)rx->seq);
         if (rx->role == APPLY_HOST) {
-            /* What was staged, by its allocated blocks, must fit before anything lands. */
-            uint64_t alloc = 0;
-            for (size_t i = 0; !rx->refused && i < rx->nops; i++)
+            /* What was staged, by its allocated blocks and entries, must fit before anything
+             * lands. */
+            uint64_t alloc = 0, puts = 0;
+            for (size_t i = 0; !rx->refused && i < rx->nops; i++) {
                 alloc += rx->ops[i].alloc;
-            if (!rx->refused && !over_quota(rx, alloc))
+                puts += rx->ops[i].op == WIRE_OP_PUT;
+            }
+            if (!rx->refused && !over_files(rx, puts) && !over_quota(rx, alloc))
                 host_commit(rx);
             else
                 clear_staging(rx);

@@ -50,6 +50,11 @@ typedef struct sync_config {
      * exceed it. A pull that would go over is refused as a whole before anything is
      * committed (the host tree stays as it was; the round's exit says why). */
     uint64_t disk_max;
+    /* The session's entry quota for pulls (AGENT_SANDBOX_FILES_MAX), 0 for none: how many
+     * files, directories and symlinks pulls have added to the host tree since
+     * sync_host_new() (what they deleted is credited). A pull over it is refused as a whole,
+     * like one over disk_max. */
+    uint64_t files_max;
 
     /* Never use inotify on the host: every push is a full stat walk (tests, benchmarks). */
     bool no_watch;
@@ -58,5 +63,17 @@ typedef struct sync_config {
 #define SYNC_DEFAULT_MAX_FILE_SIZE (4ULL << 30)
 #define SYNC_DEFAULT_MAX_PULL_BYTES (16ULL << 30)
 #define SYNC_DEFAULT_MAX_PULL_ENTRIES 2000000ULL
+
+/* What any entry a pull makes on the host costs the disk quota at least: an inode and its
+ * directory entry, a block for a directory or a small file. Without it, empty files and
+ * directories (and symlinks) were free: 40,000 of them went through a 1 MiB quota. */
+#define SYNC_ENTRY_COST 4096
+
+/* Which of the session's pull quotas refused a pull (sync_exit_status, apply_refusal()). */
+typedef enum sync_quota {
+    SYNC_QUOTA_NONE = 0,
+    SYNC_QUOTA_DISK,       /* disk_max */
+    SYNC_QUOTA_FILES,      /* files_max */
+} sync_quota;
 
 #endif

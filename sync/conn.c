@@ -356,7 +356,7 @@ static void on_delta_frame(sync_conn *c, const wire_frame *f)
     }
     if (r == 1) {
         uint64_t entries, bytes;
-        bool quota;
+        sync_quota quota;
         const char *why = apply_refusal(c->rx, &quota);
         /* A refused delta is consumed all the same (its sequence number is acknowledged):
          * the agent does not send it again, so one over the quota does not come back with

@@ -156,10 +156,10 @@ typedef struct sync_exit_status {
      * next call on the connection. */
     const char *message;
     /* NULL, or why the sandbox's changes of this round were not applied (the pull was over
-     * the disk quota, pull_error_quota set; or interrupted with sync_conn_abort_pull()):
+     * a quota, pull_error_quota says which; or interrupted with sync_conn_abort_pull()):
      * the host tree is as it was before that pull. Valid during the callback. */
     const char *pull_error;
-    bool pull_error_quota;
+    sync_quota pull_error_quota;
 } sync_exit_status;
 
 /* Callbacks; any may be NULL. ctx is sync_conn_open()'s ctx. Byte buffers and strings are
@@ -245,7 +245,7 @@ int sync_conn_signal(sync_conn *conn, uint32_t chan, int signo);
  * connection. The connection stays usable. */
 int sync_conn_abort_pull(sync_conn *conn, const char *why);
 /* During the sync_done callback: why that round's pull was refused, or NULL. */
-const char *sync_conn_pull_error(const sync_conn *conn, bool *quota);
+const char *sync_conn_pull_error(const sync_conn *conn, sync_quota *quota);
 int sync_conn_winsize(sync_conn *conn, uint32_t chan, uint16_t rows, uint16_t cols);
 /* The consumer of (chan, fd) went away: the agent closes its read end, so that the child's
  * next write gets SIGPIPE; no more output callbacks for that fd. */

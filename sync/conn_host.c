@@ -166,6 +166,8 @@ int sync_host_new(const sync_config *cfg, sync_host **out, sbx_err *err)
                                                   : SYNC_DEFAULT_MAX_PULL_ENTRIES;
     h->limits.max_disk = cfg->disk_max;
     h->limits.disk_used = &h->disk_used;
+    h->limits.max_files = cfg->files_max;
+    h->limits.files_used = &h->files_used;
     h->no_watch = cfg->no_watch;
     if (cfg->state_file) {
         h->state_file = xstrdup(cfg->state_file);

@@ -58,6 +58,8 @@ struct sync_host {
     /* What this session's pulls added to the host tree, in allocated bytes (the quota's
      * running total, see apply_limits): kept across connections, from sync_host_new(). */
     int64_t disk_used;
+    /* What they added in entries (files, directories, symlinks), for the entry quota. */
+    int64_t files_used;
     bool no_watch;
     uint64_t pair_id, push_seq, pull_seq;
     bool dirty;
@@ -120,7 +122,7 @@ struct sync_conn {
      * SYNC_DONE that follows it: the agent sends a pull right before the EXIT (or
      * SYNC_DONE) of the round that asked for it. Empty: it was applied. */
     char pull_error[600];
-    bool pull_error_quota;
+    sync_quota pull_error_quota;   /* which quota refused it, if one did */
     bool in_pending;         /* complete frames wait in c->in (the apply budget ran out) */
 };
 

@@ -167,7 +167,7 @@ int sync_conn_abort_pull(sync_conn *c, const char *why)
     return 1;
 }
 
-const char *sync_conn_pull_error(const sync_conn *c, bool *quota)
+const char *sync_conn_pull_error(const sync_conn *c, sync_quota *quota)
 {
     if (quota)
         *quota = c->pull_error_quota;

@@ -15,6 +15,7 @@
 #ifndef SBX_SYNC_DELTA_H
 #define SBX_SYNC_DELTA_H
 
+#include "sync/config.h"
 #include "sync/manifest.h"
 
 typedef struct delta_tx {
@@ -64,11 +65,18 @@ typedef struct apply_limits {
     uint64_t max_entries;
     /* Host: the disk quota of the pulls (0: none) and the running total it is checked
      * against, owned by the caller and updated by each commit: the allocated bytes of the
-     * files pulls installed minus those of the host files they replaced or deleted (so a
-     * pull that rewrites a file costs only what it grows by; holes cost nothing). A delta
-     * whose staged data would bring *disk_used over max_disk is refused as a whole. */
+     * entries pulls installed minus those of the host entries they replaced or deleted (so
+     * a pull that rewrites a file costs only what it grows by; holes cost nothing), each
+     * entry (file, directory, symlink) at least SYNC_ENTRY_COST. A delta whose staged
+     * entries would bring *disk_used over max_disk is refused as a whole. */
     uint64_t max_disk;
     int64_t *disk_used;
+    /* Host: the entry quota (0: none) and its running total, the same way: entries pulls
+     * made minus those they deleted. A delta whose entries (every put counts, as for the
+     * disk: a delta is checked by what it brings) would bring *files_used over max_files is
+     * refused as a whole. */
+    uint64_t max_files;
+    int64_t *files_used;
 } apply_limits;
 
 typedef struct apply_rx apply_rx;
@@ -96,8 +104,9 @@ void apply_abort(apply_rx *rx);
  * interrupted before). For an interrupted pull (the user's Ctrl-C). */
 bool apply_refuse(apply_rx *rx, const char *why);
 /* After apply_frame() returned 1: NULL when the delta was committed, else why it was refused
- * (over the disk quota, *quota set; or apply_refuse()'s reason). Valid until the next delta. */
-const char *apply_refusal(const apply_rx *rx, bool *quota);
+ * (over a quota, *quota says which; or apply_refuse()'s reason, *quota SYNC_QUOTA_NONE).
+ * Valid until the next delta. */
+const char *apply_refusal(const apply_rx *rx, sync_quota *quota);
 /* Counters of the last completed delta. */
 void apply_stats(const apply_rx *rx, uint64_t *entries, uint64_t *bytes);
 

@@ -66,24 +66,27 @@ for rt in runsc bwrap; do
     is "$($PROBE run 'printenv SBX_CANARY || echo none')" "none" \
        "$rt: no host environment reaches the sandbox"
     # What the sandbox learns of the host's paths: bwrap's pid 1 gets its
-    # options through --args, and the code copy is a tmpfs inside, so the
-    # state directory shows only where HOME and the agent directory are bound
-    # from (bwrap's mountinfo gives a bind's source path within its file
+    # options through --args, and the code copy and HOME are tmpfs mounts
+    # inside, so the state directory shows only where the agent directory is
+    # bound from (bwrap's mountinfo gives a bind's source path within its file
     # system; runsc's gofer mounts show none).
     view=$($PROBE run 'tr "\\0" " " </proc/1/cmdline; echo; cat /proc/self/mountinfo')
     st=$(cd "$AGENT_SANDBOX_STATE_DIR" && pwd -P)
     is "$(printf '%s\n' "$view" | head -n 1 | grep -c "$st")" "0" \
        "$rt: /proc/1/cmdline does not show the state directory"
     if [ $rt = bwrap ]; then
-        remains="/run/sbxsh $HOME"
+        remains="/run/sbxsh"
     else
         remains=""
     fi
     is "$(printf '%s\n' "$view" | grep "$st" | awk '{print $5}' | sort | tr '\n' ' ' | sed 's/ $//')" \
-       "$remains" "$rt: mountinfo shows the state directory only as the source of HOME and the agent directory${remains:+ (bwrap)}"
+       "$remains" "$rt: mountinfo shows the state directory only as the source of the agent directory${remains:+ (bwrap)}"
     like "$(printf '%s\n' "$view" | awk -v p="$PROJ" '$5 == p')" " - tmpfs " \
        "$rt: the code directory's copy is a tmpfs inside the sandbox"
     ok "$rt: ...and no host directory holds it" eval "! ls -d \"$AGENT_SANDBOX_STATE_DIR\"/*/code 2>/dev/null | grep -q ."
+    like "$(printf '%s\n' "$view" | awk -v p="$HOME" '$5 == p')" " - tmpfs " \
+       "$rt: the private HOME is a tmpfs inside the sandbox"
+    ok "$rt: ...and no host directory holds it" eval "! ls -d \"$AGENT_SANDBOX_STATE_DIR\"/*/home 2>/dev/null | grep -q ."
     $PROBE run 'tail -f /dev/null >/dev/null 2>&1 & echo started' >/dev/null
     is "$($PROBE run 'pgrep -x tail >/dev/null && echo alive')" "alive" \
        "$rt: a background process survives between commands"
@@ -120,6 +123,8 @@ for rt in runsc bwrap; do
        "full" "$rt: AGENT_SANDBOX_DISK_MAX bounds the code copy"
     is "$($PROBE run 'head -c 48M /dev/zero > /tmp/big 2>/dev/null && echo wrote || echo full; rm -f /tmp/big')" \
        "full" "$rt: ...and the private /tmp"
+    is "$($PROBE run "head -c 48M /dev/zero > $HOME/big 2>/dev/null && echo wrote || echo full; rm -f $HOME/big")" \
+       "full" "$rt: ...and the private HOME"
     like "$($PROBE status)" '"disk_max":33554432' "$rt: ...as the status says"
 
     pid=$($PROBE status | sed -n 's/.*"pid":\([0-9]*\).*/\1/p')

@@ -177,17 +177,25 @@ int main(void)
     is_int(cfg.pids_max, SBX_PIDS_MAX_DEFAULT, "pids limit by default");
     ok(cfg.memory_max > 0, "a memory limit by default");
     ok(cfg.disk_max == SBX_DISK_MAX_DEFAULT, "disk limit by default");
+    ok(cfg.files_max == 1000000, "an entry limit of 1,000,000 by default");
     sbx_config_free(&cfg);
     setenv("AGENT_SANDBOX_PIDS_MAX", "100", 1);
     setenv("AGENT_SANDBOX_MEMORY_MAX", "256M", 1);
     setenv("AGENT_SANDBOX_CPUS", "1.5", 1);
     setenv("AGENT_SANDBOX_DISK_MAX", "50M", 1);
+    setenv("AGENT_SANDBOX_FILES_MAX", "5000", 1);
     ok(sbx_config_load(&cfg, NULL, &err) == 0, "config with limits loads");
     is_int(cfg.pids_max, 100, "AGENT_SANDBOX_PIDS_MAX");
     ok(cfg.memory_max == 256ULL << 20, "AGENT_SANDBOX_MEMORY_MAX");
     is_int(cfg.cpus_milli, 1500, "AGENT_SANDBOX_CPUS");
     ok(cfg.disk_max == 50ULL << 20, "AGENT_SANDBOX_DISK_MAX");
+    ok(cfg.files_max == 5000, "AGENT_SANDBOX_FILES_MAX");
     sbx_config_free(&cfg);
+    setenv("AGENT_SANDBOX_FILES_MAX", "10M", 1);
+    ok(sbx_config_load(&cfg, NULL, &err) < 0 && strstr(err.msg, "AGENT_SANDBOX_FILES_MAX") &&
+       strstr(err.msg, "give a number of files"),
+       "an entry limit with a unit refused, naming the variable: %s", err.msg);
+    unsetenv("AGENT_SANDBOX_FILES_MAX");
     setenv("AGENT_SANDBOX_PIDS_MAX", "10k", 1);
     ok(sbx_config_load(&cfg, NULL, &err) < 0 && strstr(err.msg, "AGENT_SANDBOX_PIDS_MAX"),
        "a pids limit with a unit refused, naming the variable");

@@ -164,7 +164,7 @@ static void test_quota(void)
     apply_rx *rx;
     xfer_stats xs;
     sbx_err err;
-    bool quota = false;
+    sync_quota quota = SYNC_QUOTA_NONE;
     char *before, *after;
     const char *why;
 
