@@ -117,9 +117,10 @@ int sbx_resolve_code_dirs(const char *env_value, const char *cwd, strvec *out, s
 /* Why cwd has no code directory, in a few words ("the home directory"). */
 const char *sbx_no_code_dir_reason(const char *cwd);
 
-/* The name derived from code directories: basename of the first, '-', and
- * 8 hex digits of a hash over all of them, e.g. "myproj-3fa9c2d1". */
-char *sbx_session_name_derive(const strvec *code_dirs);
+/* The name derived from code directories: basename of the first (or "scratch" without
+ * one), '-', and 8 hex digits of a hash over all of them and the state directory
+ * (state_root, NULL for none), e.g. "myproj-3fa9c2d1". */
+char *sbx_session_name_derive(const strvec *code_dirs, const char *state_root);
 /* 0 when name is a valid session name, else -1 with a message. */
 int sbx_session_name_check(const char *name, sbx_err *err);
 

@@ -27,6 +27,7 @@
 #include <cjson/cJSON.h>
 #include <stdarg.h>
 
+#include "common/version.h"
 #include "common/strbuf.h"
 #include "common/strvec.h"
 #include "session/backend.h"
@@ -56,9 +57,13 @@ static const char usage_main[] =
     "                   print a Kubernetes warm pool (SandboxTemplate and\n"
     "                   SandboxWarmPool) with secure defaults, for cluster/\n"
     "\n"
+    "  --help, --version\n"
+    "                   this text; sbx's version (sbxsh's, which it comes with)\n"
+    "\n"
     "Run `sbx COMMAND --help` for a command's options. The session defaults to the one\n"
     "sbxsh uses here: AGENT_SANDBOX_SESSION, else named after the code directories\n"
-    "(AGENT_SANDBOX_CODE_DIRS, else the git top level, else the current directory).\n"
+    "(AGENT_SANDBOX_CODE_DIRS, else the git top level, else the current directory) and\n"
+    "the state directory (so different HOMEs never share a session).\n"
     "\n"
     "environment:\n"
     "  AGENT_SANDBOX_SESSION          session name\n"
@@ -834,6 +839,10 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         fputs(usage_main, stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("sbx (sbxsh) %s\n", SBXSH_VERSION);
         return 0;
     }
     for (size_t i = 0; i < ARRAY_SIZE(cmds); i++)

@@ -11,6 +11,8 @@ like "$("$SBX" --help)" "^usage: sbx COMMAND" "sbx --help"
 for c in exec release status ls doctor; do
     like "$("$SBX" $c --help)" "^usage: sbx $c" "sbx $c --help"
 done
+is "$("$SBX" --version)" "sbx (sbxsh) $("$SBXSH" --version | sed -n 's/^sbxsh \([^ ]*\) .*/\1/p')" \
+    "sbx --version: sbxsh's version"
 "$SBX" 2>/dev/null; is "$?" 2 "no command: usage, status 2"
 "$SBX" frobnicate 2>"$SBX_TEST_TMP/e"; is "$?" 2 "unknown command: status 2"
 like "$(cat "$SBX_TEST_TMP/e")" "unknown command 'frobnicate'" "...named"
