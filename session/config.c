@@ -731,14 +731,40 @@ char *sbx_session_log_path(const sbx_config *cfg)
     return xasprintf("%s/%s.log", cfg->run_dir, cfg->session);
 }
 
-char *sbx_config_fingerprint(const sbx_config *cfg)
+/* The fingerprint, with backend number `swap`'s section replaced by `section` (swap < 0:
+ * none replaced). */
+static char *fingerprint_with(const sbx_config *cfg, long swap, const char *section)
 {
     strbuf sb = STRBUF_INIT;
-    for (size_t i = 0; sbx_backend_classes[i]; i++)
-        if (sbx_backend_classes[i]->fingerprint)
+    for (size_t i = 0; sbx_backend_classes[i]; i++) {
+        if ((long)i == swap)
+            strbuf_addstr(&sb, section);
+        else if (sbx_backend_classes[i]->fingerprint)
             sbx_backend_classes[i]->fingerprint(cfg, &sb);
+    }
     strbuf_addstr(&sb, "code_dirs=");
     for (size_t i = 0; i < cfg->code_dirs.n; i++)
         strbuf_addf(&sb, "%s%s", i ? ":" : "", cfg->code_dirs.v[i]);
     return strbuf_detach(&sb, NULL);
+}
+
+char *sbx_config_fingerprint(const sbx_config *cfg)
+{
+    return fingerprint_with(cfg, -1, NULL);
+}
+
+void sbx_config_fingerprints_also(const sbx_config *cfg, strvec *out)
+{
+    for (size_t i = 0; sbx_backend_classes[i]; i++) {
+        strvec sections = STRVEC_INIT;
+        if (!sbx_backend_classes[i]->fingerprint_also)
+            continue;
+        sbx_backend_classes[i]->fingerprint_also(cfg, &sections);
+        for (size_t k = 0; k < sections.n; k++) {
+            char *fp = fingerprint_with(cfg, (long)i, sections.v[k]);
+            strvec_push(out, fp);
+            free(fp);
+        }
+        strvec_clear(&sections);
+    }
 }

@@ -126,9 +126,13 @@ int sbx_session_name_check(const char *name, sbx_err *err);
 
 /* What fixes a sandbox's shape: the local runtime as asked, network, code
  * directories. A holder serves only clients whose fingerprint equals its
- * own (a session named explicitly could otherwise be reused with another
- * runtime or other directories without a word). Malloc'd. */
+ * own or one of sbx_config_fingerprints_also() (a session named explicitly could
+ * otherwise be reused with another runtime or other directories without a word).
+ * Malloc'd. */
 char *sbx_config_fingerprint(const sbx_config *cfg);
+/* The other fingerprints a holder of cfg's shape serves (the backends' fingerprint_also
+ * hooks), pushed to out. */
+void sbx_config_fingerprints_also(const sbx_config *cfg, strvec *out);
 
 /* Parses a size: "1048576", "512K", "256M", "10G", "1T" (powers of 1024; an optional
  * trailing "B" or "iB"), or "N%" of total RAM when pct_of is non-zero. */

@@ -80,7 +80,7 @@ static const char usage_main[] =
     "  AGENT_SANDBOX_IDLE_TIMEOUT     release after this long unused (default 30m; 0: never)\n"
     "  AGENT_SANDBOX_FORWARD_ENV      host variables the sandbox gets, comma-separated\n"
     "  AGENT_SANDBOX_SYNC_PATHS, AGENT_SANDBOX_TASK_FILES, AGENT_SANDBOX_SYNC_EXCLUDE\n"
-    "                                 more to sync (see sync/README.md)\n"
+    "                                 more to sync, colon-separated (see sbxsh(1))\n"
     "  AGENT_SANDBOX_STATE_DIR        sandboxes' files (default ~/.local/state/sbxsh)\n"
     "  AGENT_SANDBOX_AGENT            the sbx-agent binary to use\n"
     "\n"
