@@ -129,7 +129,8 @@ static const char usage_doctor[] =
     "Checks what sbxsh needs here: a sandbox runtime that starts, user namespaces, the\n"
     "agent binary, the state and runtime directories, and with AGENT_SANDBOX_BACKEND=kube\n"
     "the cluster: kubeconfig, server, identity, each verb sbxsh needs, the pool and its\n"
-    "runtime class. Each problem says what to do.\n"
+    "runtime class. Each problem says what to do. Then, when nothing failed, it starts a\n"
+    "sandbox as sbxsh would here (without the code), runs true in it and releases it.\n"
     "Exit status 1 when something must be fixed.\n";
 
 static void die125(const char *msg) SBX_NORETURN;
@@ -307,8 +308,9 @@ out:
 
 /* The holder that holds STATE/SESSION/holder.lock (its pid is in it), killed; then the
  * sandbox, by the pid the backend recorded, and the session's files. Nothing is asked of
- * a process that may be stuck, and every wait is bounded. */
-static int force_release(sbx_config *cfg, const char *dir)
+ * a process that may be stuck, and every wait is bounded. quiet: no word of what was done
+ * (sbx doctor's probe, whose own findings say it). */
+static int force_release(sbx_config *cfg, const char *dir, bool quiet)
 {
     char *lockp = xasprintf("%s/holder.lock", dir), *sock = sbx_session_socket_path(cfg);
     char *log = sbx_session_log_path(cfg);
@@ -330,7 +332,8 @@ static int force_release(sbx_config *cfg, const char *dir)
         }
         /* only the holder itself: a pid in a stale file may be anyone's now */
         if (!strncmp(comm, "sbx-holder", 10) && kill((pid_t)pid, SIGKILL) == 0) {
-            printf("killed the holder (pid %ld)\n", pid);
+            if (!quiet)
+                printf("killed the holder (pid %ld)\n", pid);
             found = true;
         }
         for (int i = 0; i < 100 && flock(fd, LOCK_EX | LOCK_NB) < 0; i++)
@@ -344,10 +347,12 @@ static int force_release(sbx_config *cfg, const char *dir)
         sbx_sandbox_spec spec = { .agent_path = cfg->agent_path };
         sbx_backend *b = sbx_backend_new(cfg, &spec, &err);
         if (!b || b->ops->release(b, &err) < 0) {
-            fprintf(stderr, "sbx: cannot stop the sandbox: %s\n", err.msg);
+            if (!quiet)
+                fprintf(stderr, "sbx: cannot stop the sandbox: %s\n", err.msg);
             rc = SBX_EXIT_INTERNAL;
         } else {
-            printf("stopped the sandbox and deleted its state (its last changes were not "
+            if (!quiet)
+                printf("stopped the sandbox and deleted its state (its last changes were not "
                    "pulled)\n");
             found = true;
         }
@@ -357,7 +362,7 @@ static int force_release(sbx_config *cfg, const char *dir)
     unlink(log);
     unlink(lockp);
     rmdir(dir);
-    if (!found && rc == 0) {
+    if (!found && rc == 0 && !quiet) {
         fprintf(stderr, "sbx: no session '%s' here (sbx ls lists them)\n", cfg->session);
         rc = 1;
     }
@@ -414,7 +419,7 @@ static int cmd_release(int argc, char **argv)
     load_config(&cfg, session);
     dir = sbx_session_state_dir(&cfg);
     if (force) {
-        rc = force_release(&cfg, dir);
+        rc = force_release(&cfg, dir, false);
         goto out;
     }
     no.hello_timeout_ms = adopt.hello_timeout_ms = timeout ? timeout * 1000 : 0;
@@ -790,6 +795,85 @@ static void doctor_agent(void)
 
 /* sbx doctor: the configuration, each backend's checks (the class's doctor
  * hook), the agent and the directories; exit 1 when something must be fixed. */
+/* The check that matters most: a sandbox of this configuration starts and runs a command.
+ * The piecewise checks above can all pass while every command fails 125 (a runsc that
+ * `runsc do` runs but that cannot start sbxsh's sandbox, a broken agent upload, a pool whose
+ * pods never become ready), and "All good." must not be said then. The probe is a session
+ * of its own with no code directory (nothing synced), released at once. */
+static void doctor_probe(void)
+{
+    sbx_config cfg;
+    bool have_cfg = false;
+    sbx_session *s = NULL;
+    sbx_err err;
+    sbx_exit st;
+    strvec env = STRVEC_INIT;
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    char *name = xasprintf("doctor-%d", (int)getpid());
+    bool ran = false;
+
+    if (sbx_config_load(&cfg, &(sbx_config_opts){ .session = name, .cwd = "/" }, &err) < 0) {
+        finding(2, "cannot start a sandbox", "%s", err.msg);
+        goto out;
+    }
+    have_cfg = true;
+    if (!(cfg.agent_path = sbx_find_agent(&err))) {
+        finding(2, "cannot start a sandbox", "%s", err.msg);
+        goto out;
+    }
+    strvec_clear(&cfg.code_dirs);
+    strvec_clear(&cfg.sync_paths);
+    strvec_clear(&cfg.task_files);
+    if (sbx_session_open(&cfg, NULL, &s, &err) < 0) {
+        finding(2, "cannot start a sandbox", "%s", err.msg);
+        goto out;
+    }
+    sbx_sandbox_env(&cfg, false, &env);
+    sbx_fd_map fds[] = {
+        { 0, SBX_FD_RELAY_IN, null },
+        { 1, SBX_FD_RELAY_OUT, null },
+        { 2, SBX_FD_RELAY_OUT, null },
+    };
+    sbx_command cmd = {
+        .exe = "true",
+        .argv = (const char *const[]){ "true", NULL },
+        .env = (const char *const *)env.v,
+        .cwd = "/",
+        .fds = fds,
+        .nfds = 3,
+        .filter = SBX_FILTER_AUTO,
+    };
+    if (sbx_session_run(s, &cmd, &st, &err) < 0)
+        finding(2, "a sandbox of this configuration cannot run a command", "%s (what every "
+                "sbxsh command here would fail with)", err.msg);
+    else if (!WIFEXITED(st.wait_status) || WEXITSTATUS(st.wait_status) != 0)
+        finding(2, "a sandbox starts, but `true` failed in it", "%s",
+                st.spawn_failed ? st.message : "exit status not 0");
+    else
+        ran = true;
+    if (sbx_session_release(s, 0, &err) == 0) {
+        if (ran)
+            finding(0, "a sandbox starts here and runs a command", "(%s, released)", name);
+    } else {
+        /* a probe that failed may leave a holder or a stopped sandbox behind: gone too */
+        char *dir = sbx_session_state_dir(&cfg);
+        sbx_session_close(s);
+        s = NULL;
+        if (force_release(&cfg, dir, true) != 0)
+            finding(1, "the probe's sandbox could not be released", "%s (sbx release --force "
+                    "--session %s)", err.msg, name);
+        free(dir);
+    }
+out:
+    sbx_session_close(s);
+    strvec_clear(&env);
+    if (have_cfg)
+        sbx_config_free(&cfg);
+    if (null >= 0)
+        close(null);
+    free(name);
+}
+
 static int cmd_doctor(int argc, char **argv)
 {
     int first = parse_opts(argc, argv, usage_doctor, NULL, NULL, NULL, NULL);
@@ -816,6 +900,10 @@ static int cmd_doctor(int argc, char **argv)
             sbx_backend_classes[i]->doctor(&cfg, finding);
     doctor_agent();
     doctor_dirs(&cfg);
+    if (!problems)
+        doctor_probe();
+    else
+        finding(0, "no sandbox started:", "fix the FAIL lines first");
     printf("\n%s\n", problems ? "Fix the FAIL lines above; `sudo make deps` installs the "
                                 "packages." : warnings ? "Usable, but see the WARN lines "
                                 "above." : "All good.");
