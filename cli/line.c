@@ -1556,13 +1556,19 @@ static void after_host_part(line_exec *x, const sh_pipeline *pl, int status)
     drop_session(x);
 }
 
-/* May the shell move to the session of the project it cd's into? Only at a prompt, and
- * only when nobody chose the session or the code directories: a session named with
- * --session or AGENT_SANDBOX_SESSION, or AGENT_SANDBOX_CODE_DIRS, stays as asked. */
+/* May the shell move to the session of the project it cd's into? When nobody chose the
+ * session or the code directories (line_may_move_to_projects), in every mode: `ssh HOST 'cd
+ * proj && git pull'` and `su - USER -c 'cd proj && make'` start in ~, whose session has no
+ * code directory, and bash would run the rest in proj. */
 static bool may_move_to_projects(const line_exec *x)
 {
+    return line_may_move_to_projects(&x->cfg);
+}
+
+bool line_may_move_to_projects(const sbx_config *cfg)
+{
     const char *dirs = getenv("AGENT_SANDBOX_CODE_DIRS");
-    return x->o.interactive && x->cfg.session_derived && !(dirs && *dirs);
+    return cfg->session_derived && !(dirs && *dirs);
 }
 
 /*
@@ -1592,11 +1598,12 @@ static void move_to_project(line_exec *x)
         sbx_config_free(&next);
         return;
     }
-    if (x->shell_running)
+    /* said at a prompt; a script or -c line, like bash, says nothing of where it runs */
+    if (x->o.interactive && x->shell_running)
         fprintf(stderr, "sbxsh: %s is in project '%s': its commands run in that session's "
                         "sandbox from now on (a new shell there: variables, functions and jobs "
                         "stay in session '%s')\n", x->cwd, next.session, x->cfg.session);
-    else
+    else if (x->o.interactive)
         fprintf(stderr, "sbxsh: %s is in project '%s': its commands run in that session's "
                         "sandbox from now on\n", x->cwd, next.session);
     drop_session(x);
