@@ -224,6 +224,7 @@ struct line_exec {
     unsigned nstopped;        /* ... of which stopped */
     bool exit_ok;             /* a lone exit ends the shell even with stopped jobs (exit_refused) */
     int stdin_null;           /* running an eval's text with `< /dev/null` (run_eval) */
+    char *start_oldpwd;       /* OLDPWD for the next shell (a cd moved it to a project) */
     bool names_dirty;         /* the shell may have redefined command names (startup files, a
                                  function, alias, source, eval...): host parts are checked
                                  against it first (host_names_unchanged) */
@@ -438,6 +439,7 @@ void line_exec_free(line_exec *x)
     free(x->last_arg);
     free(x->cwd);
     free(x->shell_cwd);
+    free(x->start_oldpwd);
     free(x->ps4);
     free(x);
 }
@@ -553,7 +555,7 @@ void line_route_ctx(const sbx_config *cfg, const char *cwd, route_ctx *ctx)
 
 /* The context for the next part: from where it runs (x->cwd follows every cd). */
 static bool may_move_to_projects(const line_exec *x);
-static void move_to_project(line_exec *x);
+static void move_to_project(line_exec *x, const char *oldpwd);
 
 static void route_ctx_fill(const line_exec *x, route_ctx *ctx)
 {
@@ -762,6 +764,14 @@ static int shell_start(line_exec *x, sbx_err *err)
     strbuf_addstr(&w, "{ __sbx_a=$_; ");
     if (x->o.stdin_is_script && !x->o.tty)
         strbuf_addstr(&w, "exec 197</dev/null; ");
+    if (x->start_oldpwd) {
+        /* bash's cd exports OLDPWD */
+        strbuf_addstr(&w, "OLDPWD=");
+        strbuf_add_shell_quoted(&w, x->start_oldpwd, strlen(x->start_oldpwd));
+        strbuf_addstr(&w, "; builtin export OLDPWD; ");
+        free(x->start_oldpwd);
+        x->start_oldpwd = NULL;
+    }
     strbuf_addstr(&w, "__sbx_start() { builtin unset -f __sbx_start; builtin unset -v __sbx_a; }; "
                       "__sbx_start \"$__sbx_a\"; } 2>/dev/null");
     strbuf_addf(&w, SETLINE_FMT "\n", 0u);
@@ -1581,7 +1591,7 @@ bool line_may_move_to_projects(const sbx_config *cfg)
  * one's variables, functions and jobs stay in the old session (its holder keeps it until
  * its idle timeout, and a later cd back there starts a new shell in it). The line says so.
  */
-static void move_to_project(line_exec *x)
+static void move_to_project(line_exec *x, const char *oldpwd)
 {
     sbx_config next;
     sbx_config_opts co = { .cwd = x->cwd };
@@ -1607,6 +1617,9 @@ static void move_to_project(line_exec *x)
         fprintf(stderr, "sbxsh: %s is in project '%s': its commands run in that session's "
                         "sandbox from now on\n", x->cwd, next.session);
     drop_session(x);
+    /* `cd -` goes back, as after any cd: the new shell starts with OLDPWD (shell_start) */
+    free(x->start_oldpwd);
+    x->start_oldpwd = xstrdup(oldpwd);
     sbx_config_free(&x->cfg);
     x->cfg = next;
     strvec_clear(&x->env);
@@ -1801,9 +1814,10 @@ static int run_parts(line_exec *x, const sh_parse *p, route_plan *plan, unsigned
             free(x->last_arg);
             x->last_arg = host_last_arg(parts[i].pipe);
             if (newcwd.len) {
-                free(x->cwd);
+                char *old = x->cwd;
                 x->cwd = strbuf_detach(&newcwd, NULL);
-                move_to_project(x);
+                move_to_project(x, old);
+                free(old);
             }
             strbuf_release(&newcwd);
             if (x->errexit && status != 0 && !parts[i].pipe->bang && !joins_andor(parts, n, i)) {

@@ -65,6 +65,11 @@ for rt in $runtimes; do
     is "$("$SBX" ls 2>/dev/null | awk 'NR > 1 { print $1 }' | sed 's/-[0-9a-f]*$//' | sort | tr '\n' ' ')" \
         "alpha beta scratch " "$rt: three sessions, each project's its own"
 
+    # cd - after a move goes back, as after any cd (the new shell has OLDPWD)
+    out=$(printf '%s\n' 'cd alpha' 'cd - >/dev/null; pwd; echo "old=$OLDPWD"' | "$SBXSH" -i 2>&1)
+    unlike "$out" 'OLDPWD not set' "$rt: cd - after a move into a project: no 'OLDPWD not set'"
+    like "$out" $'\n'"$HOME"$'\nold='"$HOME/alpha"$'\n' "$rt: ...it goes back to ~, OLDPWD the project"
+
     # Named by the caller: no move (the cd runs in the sandbox, which has no ~/alpha).
     out=$(printf '%s\n' 'cd alpha' 'pwd' | AGENT_SANDBOX_SESSION=cdp-named-$rt "$SBXSH" -i 2>&1)
     unlike "$out" 'is in project' "$rt: AGENT_SANDBOX_SESSION set: the shell does not move"
