@@ -223,6 +223,11 @@ struct line_exec {
     unsigned njobs;           /* the shell's running and stopped jobs (\j), as last reported */
     unsigned nstopped;        /* ... of which stopped */
     bool exit_ok;             /* a lone exit ends the shell even with stopped jobs (exit_refused) */
+    int stdin_null;           /* running an eval's text with `< /dev/null` (run_eval) */
+    char *start_oldpwd;       /* OLDPWD for the next shell (a cd moved it to a project) */
+    bool names_dirty;         /* the shell may have redefined command names (startup files, a
+                                 function, alias, source, eval...): host parts are checked
+                                 against it first (host_names_unchanged) */
     strbuf notices;           /* job notices of the last report, to print before the prompt */
 };
 
@@ -322,6 +327,78 @@ int line_exec_names(line_exec *x, strbuf *functions, strbuf *variables, sbx_err 
     return 0;
 }
 
+/*
+ * Whether the session's shell still takes each command of a host part as the router did
+ * (route_part_commands: "file" for a program, "builtin" for echo, printf and cd), asked with
+ * `type -t`, a builtin, on fd 199. After a part that may have redefined commands (Claude
+ * Code's `source SNAPSHOT && ... && eval 'git push'`, a login shell's profile, a function
+ * named git), bash would run whatever git now means: only while that is still the program
+ * does the part run on the host. The shell's answer is the sandbox's word, so it decides
+ * only where the person's own checked command runs, never what runs: a lie can at most run
+ * `git push` on the host as a line without the definitions would. A name the shell does
+ * not find is a program too (no git in the sandbox's image: nothing redefined it). With a
+ * DEBUG trap or a function named builtin about (fork_reports), the question is asked from a
+ * subshell, which neither sees. $? and $_ come back as after a host part (sandbox_stale).
+ * Sets *same; returns -1 only when the shell could not be asked.
+ */
+static int host_names_unchanged(line_exec *x, const sh_pipeline *pl, bool *same, sbx_err *err)
+{
+    strvec want = STRVEC_INIT;
+    strbuf q = STRBUF_INIT, types = STRBUF_INIT, last = STRBUF_INIT;
+    int rc = 0;
+
+    *same = true;
+    route_part_commands(pl, &want);
+    if (!want.n)
+        goto out;
+    strbuf_addstr(&q, x->fork_reports ? "{ ( " FORK_OWN_BUILTIN "{ "
+                                      : "{ __sbx_a=$_; { ");
+    for (size_t i = 0; i + 1 < want.n; i += 2) {
+        strbuf_addstr(&q, "builtin type -t -- ");
+        strbuf_add_shell_quoted(&q, want.v[i], strlen(want.v[i]));
+        strbuf_addstr(&q, " || builtin printf '\\n'; ");
+    }
+    if (x->fork_reports)
+        strbuf_addstr(&q, "builtin printf '\\0\\0'; } >&199 2>/dev/null; ) >/dev/null; } 2>/dev/null\n");
+    else
+        strbuf_addstr(&q, "builtin printf '\\0%s\\0' \"$__sbx_a\"; } >&199 2>/dev/null; "
+                          "builtin unset -v __sbx_a; } 2>/dev/null\n");
+    if (sbx_session_write(x->sess, x->script_fd, q.buf, q.len, err) < 0 ||
+        sbx_session_read_record(x->sess, 199, '\0', &types, err) < 0 ||
+        sbx_session_read_record(x->sess, 199, '\0', &last, err) < 0) {
+        rc = -1;
+        goto out;
+    }
+    x->shell_line++;
+    x->sandbox_stale = true;
+    if (!x->fork_reports) {
+        free(x->last_arg);
+        x->last_arg = xstrndup(last.buf ? last.buf : "", strnlen(last.buf ? last.buf : "",
+                                                                  last.len));
+    }
+    /* one line per name, in order: its kind, or empty when not found */
+    const char *t = types.buf ? types.buf : "";
+    size_t tlen = strnlen(t, types.len);
+    for (size_t i = 0; i + 1 < want.n; i += 2) {
+        const char *nl = memchr(t, '\n', tlen);
+        size_t len = nl ? (size_t)(nl - t) : tlen;
+        bool file = !strcmp(want.v[i + 1], "file");
+        if (!nl || !((len == strlen(want.v[i + 1]) && !memcmp(t, want.v[i + 1], len)) ||
+                     (file && len == 0)))
+            *same = false;
+        if (!nl)
+            break;
+        tlen -= len + 1;
+        t = nl + 1;
+    }
+out:
+    strvec_clear(&want);
+    strbuf_release(&q);
+    strbuf_release(&types);
+    strbuf_release(&last);
+    return rc;
+}
+
 const char *line_exec_sandbox_path(const line_exec *x)
 {
     for (size_t i = 0; i < x->env.n; i++)
@@ -362,6 +439,7 @@ void line_exec_free(line_exec *x)
     free(x->last_arg);
     free(x->cwd);
     free(x->shell_cwd);
+    free(x->start_oldpwd);
     free(x->ps4);
     free(x);
 }
@@ -477,7 +555,7 @@ void line_route_ctx(const sbx_config *cfg, const char *cwd, route_ctx *ctx)
 
 /* The context for the next part: from where it runs (x->cwd follows every cd). */
 static bool may_move_to_projects(const line_exec *x);
-static void move_to_project(line_exec *x);
+static void move_to_project(line_exec *x, const char *oldpwd);
 
 static void route_ctx_fill(const line_exec *x, route_ctx *ctx)
 {
@@ -616,6 +694,22 @@ start:
 
 /* ---- the persistent shell ------------------------------------------------------------- */
 
+/* Does bash, given these options, start as a login shell (-l, --login, a cluster with l)? */
+static bool login_shell_args(const char *const *args)
+{
+    for (size_t i = 0; args && args[i]; i++) {
+        const char *a = args[i];
+        if (!strcmp(a, "--login"))
+            return true;
+        if (a[0] == '-' && a[1] != '-' && strchr(a, 'l'))
+            return true;
+        /* -o NAME, -O NAME, +o NAME, +O NAME: the next word is a name, not options */
+        if ((a[0] == '-' || a[0] == '+') && strpbrk(a + 1, "oO") && args[i + 1])
+            i++;
+    }
+    return false;
+}
+
 static int shell_start(line_exec *x, sbx_err *err)
 {
     strvec argv = STRVEC_INIT;
@@ -670,6 +764,14 @@ static int shell_start(line_exec *x, sbx_err *err)
     strbuf_addstr(&w, "{ __sbx_a=$_; ");
     if (x->o.stdin_is_script && !x->o.tty)
         strbuf_addstr(&w, "exec 197</dev/null; ");
+    if (x->start_oldpwd) {
+        /* bash's cd exports OLDPWD */
+        strbuf_addstr(&w, "OLDPWD=");
+        strbuf_add_shell_quoted(&w, x->start_oldpwd, strlen(x->start_oldpwd));
+        strbuf_addstr(&w, "; builtin export OLDPWD; ");
+        free(x->start_oldpwd);
+        x->start_oldpwd = NULL;
+    }
     strbuf_addstr(&w, "__sbx_start() { builtin unset -f __sbx_start; builtin unset -v __sbx_a; }; "
                       "__sbx_start \"$__sbx_a\"; } 2>/dev/null");
     strbuf_addf(&w, SETLINE_FMT "\n", 0u);
@@ -696,6 +798,10 @@ static int shell_start(line_exec *x, sbx_err *err)
         strbuf_addstr(&w, "if [ -r ~/.bashrc ]; then . ~/.bashrc; fi\n");
         x->shell_line++;
     }
+    /* startup files (~/.bashrc, a login shell's profile) may define functions and aliases
+     * (and the chunk this shell starts for may have set it already) */
+    if (x->o.sandbox_bashrc || login_shell_args(x->o.bash_args))
+        x->names_dirty = true;
     rc = sbx_session_write(x->sess, x->script_fd, w.buf, w.len, err);
     strbuf_release(&w);
     return rc;
@@ -1399,6 +1505,8 @@ static char *host_last_arg(const sh_pipeline *pl)
  * have), rather than glue that could run anywhere? */
 static bool part_needs_host(const route_part *part)
 {
+    if (part->secret)
+        return true;    /* refused there: never the sandbox's */
     if (part->where != ROUTE_HOST || part->background)
         return false;
     if (part->cd_project)
@@ -1425,6 +1533,7 @@ static void drop_session(line_exec *x)
     }
     x->shell_running = false;
     x->fork_reports = false;
+    x->names_dirty = false;
 }
 
 /* A host `sbx release` (the router lets only this shell's own session through) that
@@ -1459,13 +1568,19 @@ static void after_host_part(line_exec *x, const sh_pipeline *pl, int status)
     drop_session(x);
 }
 
-/* May the shell move to the session of the project it cd's into? Only at a prompt, and
- * only when nobody chose the session or the code directories: a session named with
- * --session or AGENT_SANDBOX_SESSION, or AGENT_SANDBOX_CODE_DIRS, stays as asked. */
+/* May the shell move to the session of the project it cd's into? When nobody chose the
+ * session or the code directories (line_may_move_to_projects), in every mode: `ssh HOST 'cd
+ * proj && git pull'` and `su - USER -c 'cd proj && make'` start in ~, whose session has no
+ * code directory, and bash would run the rest in proj. */
 static bool may_move_to_projects(const line_exec *x)
 {
+    return line_may_move_to_projects(&x->cfg);
+}
+
+bool line_may_move_to_projects(const sbx_config *cfg)
+{
     const char *dirs = getenv("AGENT_SANDBOX_CODE_DIRS");
-    return x->o.interactive && x->cfg.session_derived && !(dirs && *dirs);
+    return cfg->session_derived && !(dirs && *dirs);
 }
 
 /*
@@ -1478,7 +1593,7 @@ static bool may_move_to_projects(const line_exec *x)
  * one's variables, functions and jobs stay in the old session (its holder keeps it until
  * its idle timeout, and a later cd back there starts a new shell in it). The line says so.
  */
-static void move_to_project(line_exec *x)
+static void move_to_project(line_exec *x, const char *oldpwd)
 {
     sbx_config next;
     sbx_config_opts co = { .cwd = x->cwd };
@@ -1495,14 +1610,18 @@ static void move_to_project(line_exec *x)
         sbx_config_free(&next);
         return;
     }
-    if (x->shell_running)
+    /* said at a prompt; a script or -c line, like bash, says nothing of where it runs */
+    if (x->o.interactive && x->shell_running)
         fprintf(stderr, "sbxsh: %s is in project '%s': its commands run in that session's "
                         "sandbox from now on (a new shell there: variables, functions and jobs "
                         "stay in session '%s')\n", x->cwd, next.session, x->cfg.session);
-    else
+    else if (x->o.interactive)
         fprintf(stderr, "sbxsh: %s is in project '%s': its commands run in that session's "
                         "sandbox from now on\n", x->cwd, next.session);
     drop_session(x);
+    /* `cd -` goes back, as after any cd: the new shell starts with OLDPWD (shell_start) */
+    free(x->start_oldpwd);
+    x->start_oldpwd = xstrdup(oldpwd);
     sbx_config_free(&x->cfg);
     x->cfg = next;
     strvec_clear(&x->env);
@@ -1512,10 +1631,12 @@ static void move_to_project(line_exec *x)
 /* A line is split between host and sandbox only when it must be: some part
  * needs the host. Otherwise glue runs wherever the rest runs, so that a
  * line with any sandbox part is one exact `bash -c` there. */
-static bool plan_needs_split(const route_plan *plan)
+static bool eval_needs_host(const line_exec *x, const route_part *part);
+
+static bool plan_needs_split(line_exec *x, const route_plan *plan)
 {
     for (size_t i = 0; i < plan->n; i++)
-        if (part_needs_host(&plan->parts[i]))
+        if (part_needs_host(&plan->parts[i]) || eval_needs_host(x, &plan->parts[i]))
             return true;
     return false;
 }
@@ -1558,13 +1679,54 @@ static void build_chunk(line_exec *x, const sh_parse *p, const route_part *parts
         strbuf_addstr(out, "; }");
     /* An error that makes bash abandon the rest of the line skips "done",
      * and only "next" comes. */
-    strbuf_addstr(out, x->o.stdin_is_script && !x->o.tty ? " 0<&197; " : " 0<&198; ");
+    strbuf_addstr(out, x->stdin_null ? " 0</dev/null; "
+                       : x->o.stdin_is_script && !x->o.tty ? " 0<&197; " : " 0<&198; ");
     strbuf_addstr(out, x->fork_reports ? REPORT_FORK("done") : REPORT("done"));
     if (text.len > span_len)
         strbuf_add(out, text.buf + span_len, text.len - span_len);
     else
         strbuf_addch(out, '\n');
     strbuf_release(&text);
+}
+
+/*
+ * Agents wrap the command they were asked to run in `eval` (Claude Code:
+ * `source SNAPSHOT && eval 'git push origin HEAD' < /dev/null && pwd -P >| CWDFILE`).
+ * Bash runs the eval's text as a line of its own, in the same shell; the router has
+ * parsed and planned that text when it is known before it runs (route_part.eval), and a
+ * text that needs the host (git's network commands, sbx) runs here part by part, its
+ * `< /dev/null` given to each. Not under set -e, whose exemptions inside an and-or list
+ * the chunks could not reproduce: then the eval runs in the sandbox whole, as before.
+ */
+static bool eval_needs_host(const line_exec *x, const route_part *part)
+{
+    if (!part->eval || x->errexit)
+        return false;
+    for (size_t i = 0; i < part->eval->plan.n; i++)
+        if (part_needs_host(&part->eval->plan.parts[i]) ||
+            eval_needs_host(x, &part->eval->plan.parts[i]))
+            return true;
+    return false;
+}
+
+static int run_parts(line_exec *x, const sh_parse *p, route_plan *plan, unsigned line_base,
+                     bool *exited, sbx_err *err);
+
+/* Runs an eval part's text as bash would: its parts in turn, in this shell; the eval's
+ * status is the text's last. */
+static int run_eval(line_exec *x, const sh_parse *p, const route_part *part, unsigned line_base,
+                    bool *exited, sbx_err *err)
+{
+    int saved = x->stdin_null, rc;
+    unsigned base = line_base ? line_base - 1 + route_line_of(p, part->span.start) : 0;
+
+    if (part->eval->stdin_null)
+        x->stdin_null = 1;
+    /* an empty text leaves $? 0, as bash's eval does */
+    x->last_status = 0;
+    rc = run_parts(x, &part->eval->parse, &part->eval->plan, base, exited, err);
+    x->stdin_null = saved;
+    return rc;
 }
 
 /* Runs a routed list. line_base is added to line numbers (0: none, as in
@@ -1577,7 +1739,7 @@ static int run_parts(line_exec *x, const sh_parse *p, route_plan *plan, unsigned
 
     *exited = false;
     for (size_t i = 0; i < n;) {
-        if (parts[i].where == ROUTE_HOST && !parts[i].background) {
+        if ((parts[i].where == ROUTE_HOST && !parts[i].background) || parts[i].secret) {
             route_join j = parts[i].join;
             route_ctx ctx;
             route_run_opts ro = { .errname = x->o.dollar0, .pipefail = x->pipefail };
@@ -1589,6 +1751,17 @@ static int run_parts(line_exec *x, const sh_parse *p, route_plan *plan, unsigned
                 i++;
                 continue;
             }
+            if (x->shell_running && !x->shell_ended && !parts[i].secret &&
+                (parts[i].names_unknown || x->names_dirty)) {
+                bool same;
+                if (host_names_unchanged(x, parts[i].pipe, &same, err) < 0)
+                    return -1;
+                if (!same) {
+                    /* the shell runs another git (a function, an alias): bash's, there */
+                    parts[i].where = ROUTE_SANDBOX;
+                    continue;
+                }
+            }
             route_ctx_fill(x, &ctx);
             /* bash expands PS4 before each trace; one with expansions is shown as
              * bash's default rather than expanded here */
@@ -1596,6 +1769,20 @@ static int run_parts(line_exec *x, const sh_parse *p, route_plan *plan, unsigned
                 ro.xtrace = x->ps4 && !strpbrk(x->ps4, "$`\\") ? x->ps4 : "+ ";
             if (line_base)
                 ro.line = line_base - 1 + route_line_of(p, parts[i].span.start);
+            /* inside `eval '...' < /dev/null`: the part's stdin is /dev/null, put back after */
+            int saved_in = -1;
+            if (x->stdin_null) {
+                int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                saved_in = fcntl(0, F_DUPFD_CLOEXEC, 10);
+                if (nul < 0 || saved_in < 0 || dup2(nul, 0) < 0) {
+                    if (nul >= 0)
+                        close(nul);
+                    if (saved_in >= 0)
+                        close(saved_in);
+                    return sbx_errno(err, "cannot give a host part /dev/null as its stdin");
+                }
+                close(nul);
+            }
             if (part_is_cd(parts[i].pipe)) {
                 rc = route_run_host(p, parts[i].pipe, &ctx, &ro, &status, &newcwd, err);
             } else {
@@ -1609,9 +1796,23 @@ static int run_parts(line_exec *x, const sh_parse *p, route_plan *plan, unsigned
                     rc = -1;
                 }
             }
+            if (saved_in >= 0) {
+                dup2(saved_in, 0);
+                close(saved_in);
+            }
             if (rc < 0) {
                 strbuf_release(&newcwd);
                 return -1;
+            }
+            if (rc == ROUTE_NOT_HOST && parts[i].secret) {
+                /* A git command with a URL secret that the host would not run from here
+                 * (the cwd outside the code directories, a background `&`): not the
+                 * sandbox's either, where the secret would be the sandbox's. */
+                fprintf(stderr, "%s: git: not run: a password or token in a URL would reach "
+                        "the sandbox; store it with a credential helper (git credential, gh "
+                        "auth login) and use the URL without it\n", x->o.dollar0);
+                rc = ROUTE_RAN;
+                status = 2;
             }
             if (rc == ROUTE_NOT_HOST) {
                 /* The cwd moved since the plan was made: it runs in the sandbox. */
@@ -1626,9 +1827,10 @@ static int run_parts(line_exec *x, const sh_parse *p, route_plan *plan, unsigned
             free(x->last_arg);
             x->last_arg = host_last_arg(parts[i].pipe);
             if (newcwd.len) {
-                free(x->cwd);
+                char *old = x->cwd;
                 x->cwd = strbuf_detach(&newcwd, NULL);
-                move_to_project(x);
+                move_to_project(x, old);
+                free(old);
             }
             strbuf_release(&newcwd);
             if (x->errexit && status != 0 && !parts[i].pipe->bang && !joins_andor(parts, n, i)) {
@@ -1645,13 +1847,28 @@ static int run_parts(line_exec *x, const sh_parse *p, route_plan *plan, unsigned
             continue;
         }
 
-        size_t j = i + 1;
+        size_t j = i;
         strbuf chunk = STRBUF_INIT;
         unsigned first = 0, lastl = 0;
         int r;
-        while (j < n && (parts[j].where == ROUTE_SANDBOX || parts[j].background))
+        /* the sandbox parts up to the next host part, or to an eval that needs the host */
+        while (j < n && (parts[j].where == ROUTE_SANDBOX || parts[j].background) &&
+               !eval_needs_host(x, &parts[j]))
             j++;
+        if (j == i) {
+            route_join jn = parts[i].join;
+            if (!((jn == ROUTE_JOIN_AND && x->last_status != 0) ||
+                  (jn == ROUTE_JOIN_OR && x->last_status == 0))) {
+                r = run_eval(x, p, &parts[i], line_base, exited, err);
+                if (r < 0 || *exited)
+                    return r < 0 ? -1 : 0;
+            }
+            i++;
+            continue;
+        }
         build_chunk(x, p, parts, n, i, j, &chunk);
+        for (size_t k = i; k < j && !x->names_dirty; k++)
+            x->names_dirty = route_may_redefine(parts[k].pipe);
         if (line_base) {
             sh_span last = parts[j - 1].span;
             first = line_base - 1 + route_line_of(p, parts[i].span.start);
@@ -1709,7 +1926,7 @@ int line_exec_program(line_exec *x, const char *text, size_t len, bool extglob,
     route_plan_build(&plan, &p, &ctx);
     for (size_t i = 0; i < plan.n; i++)
         host += plan.parts[i].where == ROUTE_HOST && !plan.parts[i].background;
-    if (host < plan.n && !plan_needs_split(&plan)) {
+    if (host < plan.n && !plan_needs_split(x, &plan)) {
         route_plan_release(&plan);
         sh_parse_free(&p);
         return run_oneshot(x, text, script, outside, wait_status, err);
@@ -1811,7 +2028,7 @@ int line_exec_command(line_exec *x, const sh_parse *p, unsigned first_line, bool
         return 0;
     route_ctx_fill(x, &ctx);
     route_plan_build(&plan, p, &ctx);
-    if (!plan_needs_split(&plan)) {
+    if (!plan_needs_split(x, &plan)) {
         /* all of it in the sandbox's shell, as one chunk: exact bash */
         for (size_t i = 0; i < plan.n; i++)
             plan.parts[i].where = ROUTE_SANDBOX;

@@ -39,6 +39,9 @@
  * directories and sync paths, cwd, and this process's PATH, HOME and CDPATH.
  * Borrows cfg and cwd. */
 void line_route_ctx(const sbx_config *cfg, const char *cwd, route_ctx *ctx);
+/* Whether a shell of cfg follows a `cd` into another project to that project's session
+ * (route_ctx.cd_projects): when nobody chose the session or the code directories. */
+bool line_may_move_to_projects(const sbx_config *cfg);
 
 /* The whole of --route for sbxsh's main(): loads the configuration as execution
  * does (with --session, so a bad AGENT_SANDBOX_* or session name fails here as it

@@ -5,6 +5,7 @@
  * message; this file alone decides exit statuses: 2 for usage and syntax
  * errors (as bash), 125 for sbxsh's own failures, else the command's status.
  */
+#include "common/version.h"
 #include "common/strbuf.h"
 #include "common/util.h"
 #include "shell/ast_json.h"
@@ -19,7 +20,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SBXSH_VERSION "0.1.0"
 
 /* The text -n, --ast and --route work on: the -c string, the script file, or
  * all of stdin. *owned is set when buf must be freed. */

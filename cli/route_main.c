@@ -27,6 +27,7 @@ int line_print_route(const sh_parse *p, bool json, const char *session, sbx_err 
     if (!cwd)
         cwd = xstrdup("/");
     line_route_ctx(&cfg, cwd, &ctx);
+    ctx.cd_projects = line_may_move_to_projects(&cfg);
     route_plan_build(&plan, p, &ctx);
     route_print(&plan, p, &ctx, json, &out);
     route_plan_release(&plan);

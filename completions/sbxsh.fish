@@ -55,3 +55,4 @@ complete -c sbx -n "__fish_seen_subcommand_from exec" -l keep -d "Keep the sessi
 complete -c sbx -n "__fish_seen_subcommand_from exec" -l tty -d 'Run on a terminal'
 complete -c sbx -n "__fish_seen_subcommand_from status ls" -l json -d 'JSON output'
 complete -c sbx -l help -d 'Show help'
+complete -c sbx -n __fish_use_subcommand -l version -d 'Show the version'

@@ -157,6 +157,7 @@ bool local_alive(sbx_backend *b);
 /* settings.c: the class's configure and fingerprint hooks (cfg->local). */
 int local_configure(sbx_config *cfg, sbx_err *err);
 void local_fingerprint(const sbx_config *cfg, strbuf *out);
+void local_fingerprint_also(const sbx_config *cfg, strvec *also);
 void local_sandbox_env(const sbx_config *cfg, strvec *vars);
 
 /* runtime.c: which runtime want (AUTO: runsc when installed, else bwrap) resolves

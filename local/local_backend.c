@@ -409,6 +409,7 @@ const sbx_backend_class sbx_backend_class_local = {
     .name = "local",
     .configure = local_configure,
     .fingerprint = local_fingerprint,
+    .fingerprint_also = local_fingerprint_also,
     .sandbox_env = local_sandbox_env,
     .create = local_new,
     .peek = local_peek,

@@ -97,6 +97,29 @@ void local_fingerprint(const sbx_config *cfg, strbuf *out)
     strbuf_addch(out, ' ');
 }
 
+/* A session that named its runtime serves a call that leaves it to the default (auto):
+ * the person who started it with AGENT_SANDBOX_LOCAL_RUNTIME=bwrap, then ran sbxsh without
+ * the variable, was refused for the session's whole life. A session that took the default
+ * serves a call naming the runtime the default chose (the one this machine resolves auto
+ * to, as the backend did when it started). Network and egress must still match. */
+void local_fingerprint_also(const sbx_config *cfg, strvec *also)
+{
+    sbx_config other = *cfg;
+    strbuf sb = STRBUF_INIT;
+    sbx_runtime chosen;
+
+    if (cfg->local.runtime != SBX_RUNTIME_AUTO) {
+        other.local.runtime = SBX_RUNTIME_AUTO;
+    } else {
+        if (sbx_local_runtime_resolve(SBX_RUNTIME_AUTO, &chosen, NULL, NULL) < 0)
+            return;
+        other.local.runtime = chosen;
+    }
+    local_fingerprint(&other, &sb);
+    strvec_push(also, sb.buf);
+    strbuf_release(&sb);
+}
+
 /* AGENT_SANDBOX_LOCAL_NETWORK=allowlist: the agent's relay to the host's egress proxy
  * (local/egress.h), in both spellings tools read; it replaces a forwarded host proxy,
  * which the sandbox could not reach anyway. */

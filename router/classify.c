@@ -784,7 +784,7 @@ static route_join join_of_sep(sh_sep s)
  * alias, hash or enable, sourcing, eval, or a compound command that may
  * hold any of them): bash would run the new meaning of a later `git` or
  * `echo` in the line, so the rest of the line stays with bash. */
-static bool may_redefine(const sh_pipeline *pl)
+bool route_may_redefine(const sh_pipeline *pl)
 {
     static const char *const names[] = { "alias", "hash", "enable", "source", ".", "eval",
                                          "shopt" };
@@ -820,7 +820,7 @@ static bool may_redefine(const sh_pipeline *pl)
  * CDPATH, options) leaves the cwd unknown (*known = false). Other parts do not
  * move it: a cd in a pipeline, a subshell or the background runs in a child,
  * and whatever can hide one (functions, source, eval, compound commands)
- * already sends every later part to the sandbox (may_redefine). */
+ * make the cwd unknown to the plan from there on (route_may_redefine). */
 static void follow_sandbox_cd(const sh_pipeline *pl, const route_ctx *ctx, strbuf *cwd,
                               bool *known)
 {
@@ -881,8 +881,7 @@ out:
     strbuf_release(&out);
 }
 
-/* A git command with a URL secret is refused on the host even after a part that may
- * redefine commands: it runs nothing there, and in the sandbox the secret would be its. */
+/* A git command with a URL secret (route_part.secret). */
 static bool has_git_secret(const sh_parse *p, const sh_pipeline *pl)
 {
     strbuf sub = STRBUF_INIT;
@@ -891,16 +890,124 @@ static bool has_git_secret(const sh_parse *p, const sh_pipeline *pl)
     return hit;
 }
 
+void route_part_commands(const sh_pipeline *pl, strvec *out)
+{
+    for (const sh_cmd *c = pl->cmds; c; c = c->next) {
+        strbuf name = STRBUF_INIT;
+        if (c->kind == SH_SIMPLE && c->words && sh_word_static_value(c->words, &name)) {
+            bool builtin = !strcmp(name.buf, "echo") || !strcmp(name.buf, "printf") ||
+                           !strcmp(name.buf, "cd");
+            strvec_push(out, name.buf);
+            strvec_push(out, builtin ? "builtin" : "file");
+        }
+        strbuf_release(&name);
+    }
+}
+
+bool route_eval_text(const sh_pipeline *pl, strbuf *text, bool *stdin_null)
+{
+    const sh_cmd *c = pl->cmds;
+    strbuf v = STRBUF_INIT;
+    bool ok = false;
+
+    *stdin_null = false;
+    strbuf_reset(text);
+    if (pl->bang || !c || c->next || c->kind != SH_SIMPLE || c->assigns || !c->words ||
+        !c->words->next || !sh_word_static_value(c->words, &v) || strcmp(v.buf, "eval"))
+        goto out;
+    if (c->redirs) {
+        const sh_redir *r = c->redirs;
+        strbuf_reset(&v);
+        if (r->next || r->op != R_IN || (r->fd != -1 && r->fd != 0) || r->fd_var ||
+            !sh_word_static_value(r->target, &v) || strcmp(v.buf, "/dev/null"))
+            goto out;
+        *stdin_null = true;
+    }
+    for (const sh_word *w = c->words->next; w; w = w->next) {
+        strbuf_reset(&v);
+        if (!sh_word_static_value(w, &v) || memchr(v.buf, '\0', v.len))
+            goto out;
+        if (text->len)
+            strbuf_addch(text, ' ');
+        strbuf_add(text, v.buf, v.len);
+    }
+    ok = true;
+out:
+    strbuf_release(&v);
+    return ok;
+}
+
+static void plan_build(route_plan *plan, const sh_parse *p, const route_ctx *ctx,
+                       bool redefined, bool cwd_known, unsigned depth);
+
+/*
+ * An agent's wrapper, seen through (Claude Code runs `eval 'CMD' < /dev/null`): an eval
+ * whose text is known (route_eval_text) is parsed as bash would parse it when it runs (the
+ * same parse with extglob on and off: a text whose meaning depends on it stays whole, as
+ * does one that does not parse: bash reports that error itself) and planned as a line of
+ * its own, from where this part runs and with what the line so far may have redefined.
+ * Kept on the part when that plan has a HOST part; the executor then runs the text part by
+ * part, where bash runs it as one command. NULL otherwise.
+ */
+static route_eval *see_through_eval(const sh_pipeline *pl, const route_ctx *ctx,
+                                    bool redefined, bool cwd_known, unsigned depth)
+{
+    route_eval *ev;
+    sh_parse other;
+    sh_status st;
+    bool host = false;
+
+    if (depth >= ROUTE_EVAL_DEPTH)
+        return NULL;
+    ev = xcalloc(1, sizeof(*ev));
+    strbuf_init(&ev->text, 0);
+    if (!route_eval_text(pl, &ev->text, &ev->stdin_null) ||
+        ev->text.len > ROUTE_MAX_LINE) {
+        strbuf_release(&ev->text);
+        free(ev);
+        return NULL;
+    }
+    st = sh_parse_all(&other, ev->text.buf, ev->text.len, &(sh_parse_opts){ .extglob = true },
+                      true);
+    sh_parse_free(&other);
+    if (st != SH_OK || sh_parse_all(&ev->parse, ev->text.buf, ev->text.len,
+                                    &(sh_parse_opts){ .extglob = false }, true) != SH_OK ||
+        !ev->parse.root) {
+        sh_parse_free(&ev->parse);
+        strbuf_release(&ev->text);
+        free(ev);
+        return NULL;
+    }
+    plan_build(&ev->plan, &ev->parse, ctx, redefined, cwd_known, depth + 1);
+    for (size_t i = 0; i < ev->plan.n && !host; i++)
+        host = (ev->plan.parts[i].where == ROUTE_HOST && !ev->plan.parts[i].background) ||
+               ev->plan.parts[i].eval;
+    if (!host) {
+        route_plan_release(&ev->plan);
+        sh_parse_free(&ev->parse);
+        strbuf_release(&ev->text);
+        free(ev);
+        return NULL;
+    }
+    return ev;
+}
+
 void route_plan_build(route_plan *plan, const sh_parse *p, const route_ctx *ctx)
 {
-    const char *redefined = NULL;
+    plan_build(plan, p, ctx, false, true, 0);
+}
+
+static void plan_build(route_plan *plan, const sh_parse *p, const route_ctx *ctx,
+                       bool redefined, bool cwd_known, unsigned depth)
+{
+    /* redefined: after a sandbox part that may redefine commands */
     strbuf why = STRBUF_INIT, reason = STRBUF_INIT, cwd = STRBUF_INIT, newcwd = STRBUF_INIT;
     const char *whole = line_refusal(p, &why);
     route_ctx lctx = *ctx;
     size_t n = 0, k = 0;
     unsigned andor = 0;
     sh_sep prev_sep = SH_SEP_NONE;
-    bool cwd_known = true;   /* false after a sandbox cd the plan cannot follow */
+    /* cwd_known: false after a sandbox cd the plan cannot follow */
 
     memset(plan, 0, sizeof(*plan));
     arena_init(&plan->mem);
@@ -925,6 +1032,7 @@ void route_plan_build(route_plan *plan, const sh_parse *p, const route_ctx *ctx)
             part->span = pl->span;
             part->andor = andor;
             part->background = ao->sep == SH_SEP_AMP;
+            part->secret = has_git_secret(p, pl);
             if (first)
                 part->join = andor ? join_of_sep(prev_sep) : ROUTE_JOIN_NONE;
             else
@@ -935,9 +1043,6 @@ void route_plan_build(route_plan *plan, const sh_parse *p, const route_ctx *ctx)
                 part->where = ROUTE_SANDBOX;
             } else if (part->background) {
                 strbuf_addstr(&reason, "runs in the background (&)");
-                part->where = ROUTE_SANDBOX;
-            } else if (redefined && !has_git_secret(p, pl)) {
-                strbuf_addstr(&reason, redefined);
                 part->where = ROUTE_SANDBOX;
             } else {
                 strbuf_reset(&newcwd);
@@ -966,13 +1071,40 @@ void route_plan_build(route_plan *plan, const sh_parse *p, const route_ctx *ctx)
                     strbuf_release(&probe);
                     strbuf_release(&both);
                 }
+                /* After a part that may have redefined commands, bash runs a later
+                 * `git` as whatever the sandbox's shell now calls git: host only while
+                 * that is still the program (checked by the runner when it gets there,
+                 * from the shell itself). Its status and cwd are the sandbox's report. */
+                if (part->where == ROUTE_HOST && redefined && !part->secret) {
+                    strbuf both = STRBUF_INIT;
+                    part->names_unknown = true;
+                    strbuf_addf(&both, "%s (%s)", ROUTE_NAMES_UNKNOWN, reason.buf);
+                    strbuf_reset(&reason);
+                    strbuf_add(&reason, both.buf, both.len);
+                    strbuf_release(&both);
+                }
+                if (part->where == ROUTE_SANDBOX && !part->background &&
+                    (part->eval = see_through_eval(pl, &lctx, redefined, cwd_known, depth))) {
+                    strbuf_reset(&reason);
+                    strbuf_addstr(&reason, ROUTE_EVAL);
+                }
                 if (part->where == ROUTE_SANDBOX)
                     follow_sandbox_cd(pl, &lctx, &cwd, &cwd_known);
             }
+            if (part->secret && part->where == ROUTE_SANDBOX) {
+                /* in the background, or in a line sent whole to the sandbox: the executor
+                 * gives it to the host runner all the same, to be refused there */
+                strbuf_reset(&reason);
+                strbuf_addstr(&reason, "git with a password or token in a URL: not run, "
+                                       "on the host or in the sandbox");
+                part->where = ROUTE_HOST;
+            }
             part->reason = arena_strndup(&plan->mem, reason.buf, reason.len);
-            if (!redefined && part->where == ROUTE_SANDBOX && may_redefine(pl))
-                redefined = "follows a part that may redefine commands (a function, alias, "
-                            "source, eval, or a compound command)";
+            /* a function, source or eval may cd where the plan cannot follow */
+            if (part->where == ROUTE_SANDBOX && route_may_redefine(pl)) {
+                redefined = true;
+                cwd_known = false;
+            }
         }
         prev_sep = ao->sep;
     }
@@ -986,6 +1118,15 @@ done:
 
 void route_plan_release(route_plan *plan)
 {
+    for (size_t i = 0; i < plan->n; i++) {
+        route_eval *ev = plan->parts[i].eval;
+        if (!ev)
+            continue;
+        route_plan_release(&ev->plan);
+        sh_parse_free(&ev->parse);
+        strbuf_release(&ev->text);
+        free(ev);
+    }
     arena_free(&plan->mem);
     memset(plan, 0, sizeof(*plan));
 }

@@ -35,22 +35,14 @@ static void add_json_string(strbuf *out, const char *s, size_t n)
     strbuf_addch(out, '"');
 }
 
-void route_print(const route_plan *plan, const sh_parse *p, const route_ctx *ctx, bool json,
-                 strbuf *out)
+/* The parts of plan, for route_print; an eval's text's parts follow its own, their text
+ * indented two spaces a level (text), or as the part's "eval" object (JSON, offsets into
+ * the eval's text). */
+static void print_parts(const route_plan *plan, const sh_parse *p, bool json, unsigned level,
+                        strbuf *out)
 {
     strbuf text = STRBUF_INIT;
 
-    if (json) {
-        strbuf_addstr(out, "{\"cwd\":");
-        add_json_string(out, ctx->cwd ? ctx->cwd : "", ctx->cwd ? strlen(ctx->cwd) : 0);
-        strbuf_addstr(out, ",\"code_dirs\":[");
-        for (size_t i = 0; i < ctx->n_code_dirs; i++) {
-            if (i)
-                strbuf_addch(out, ',');
-            add_json_string(out, ctx->code_dirs[i], strlen(ctx->code_dirs[i]));
-        }
-        strbuf_addstr(out, "],\"parts\":[");
-    }
     for (size_t i = 0; i < plan->n; i++) {
         const route_part *part = &plan->parts[i];
         const char *where = part->where == ROUTE_HOST ? "host" : "sandbox";
@@ -65,18 +57,48 @@ void route_print(const route_plan *plan, const sh_parse *p, const route_ctx *ctx
             add_json_string(out, part->reason, strlen(part->reason));
             strbuf_addstr(out, ",\"join\":");
             add_json_string(out, j, strlen(j));
-            strbuf_addf(out, ",\"background\":%s,\"cwd_known\":%s,\"start\":%u,\"end\":%u,"
-                        "\"text\":", part->background ? "true" : "false",
-                        part->cwd_unknown ? "false" : "true", part->span.start, part->span.end);
+            strbuf_addf(out, ",\"background\":%s,\"cwd_known\":%s,\"names_known\":%s,"
+                        "\"start\":%u,\"end\":%u,\"text\":", part->background ? "true" : "false",
+                        part->cwd_unknown ? "false" : "true",
+                        part->names_unknown ? "false" : "true", part->span.start, part->span.end);
             add_json_string(out, text.buf, text.len);
+            if (part->eval) {
+                strbuf_addstr(out, ",\"eval\":{\"text\":");
+                add_json_string(out, part->eval->text.buf, part->eval->text.len);
+                strbuf_addf(out, ",\"stdin_null\":%s,\"parts\":[",
+                            part->eval->stdin_null ? "true" : "false");
+                print_parts(&part->eval->plan, &part->eval->parse, json, level + 1, out);
+                strbuf_addstr(out, "]}");
+            }
             strbuf_addch(out, '}');
         } else {
             strbuf_addf(out, "%s\t%s\t", where, part->reason);
+            for (unsigned k = 0; k < level; k++)
+                strbuf_addstr(out, "  ");
             add_escaped(out, text.buf, text.len);
             strbuf_addch(out, '\n');
+            if (part->eval)
+                print_parts(&part->eval->plan, &part->eval->parse, json, level + 1, out);
         }
     }
+    strbuf_release(&text);
+}
+
+void route_print(const route_plan *plan, const sh_parse *p, const route_ctx *ctx, bool json,
+                 strbuf *out)
+{
+    if (json) {
+        strbuf_addstr(out, "{\"cwd\":");
+        add_json_string(out, ctx->cwd ? ctx->cwd : "", ctx->cwd ? strlen(ctx->cwd) : 0);
+        strbuf_addstr(out, ",\"code_dirs\":[");
+        for (size_t i = 0; i < ctx->n_code_dirs; i++) {
+            if (i)
+                strbuf_addch(out, ',');
+            add_json_string(out, ctx->code_dirs[i], strlen(ctx->code_dirs[i]));
+        }
+        strbuf_addstr(out, "],\"parts\":[");
+    }
+    print_parts(plan, p, json, 0, out);
     if (json)
         strbuf_addstr(out, "]}\n");
-    strbuf_release(&text);
 }

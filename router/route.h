@@ -27,6 +27,7 @@
 
 #include "common/arena.h"
 #include "common/strbuf.h"
+#include "common/strvec.h"
 #include "common/util.h"
 #include "shell/ast.h"
 #include "shell/parse.h"
@@ -84,6 +85,8 @@ typedef struct route_ctx {
     bool cd_projects;
 } route_ctx;
 
+struct route_eval;
+
 typedef struct route_part {
     route_where where;
     const char *reason;        /* one printable line, lives in the plan */
@@ -97,18 +100,51 @@ typedef struct route_part {
      * code directories, else the runner sends it to the sandbox. Its reason starts
      * with ROUTE_CWD_UNKNOWN. */
     bool cwd_unknown;
+    /* HOST after a sandbox part that may have redefined commands (a function, alias,
+     * source, eval, shopt, or a compound command): HOST only while the sandbox's shell
+     * still takes each command name of the part as the plan does (route_part_commands:
+     * a program for git, a builtin for echo), else the runner sends it to the sandbox,
+     * where bash would run the new meaning. Its reason starts with ROUTE_NAMES_UNKNOWN. */
+    bool names_unknown;
     /* HOST: a `cd` into another project (route_ctx.cd_projects); it must run on the host,
      * even in a line that is otherwise the sandbox's, for the shell to follow it there. */
     bool cd_project;
+    /* SANDBOX: an `eval` whose text is known before it runs (route_eval_text) and has a
+     * HOST part: its text, parsed and planned from where this part runs, for the line
+     * executor to run part by part as bash runs an eval's text; NULL otherwise. */
+    struct route_eval *eval;
+    /* A git command with a password or token in a URL (however the part is routed: in the
+     * background, after a redefinition, in a line sent whole to the sandbox): the executor
+     * gives it to the host runner, which refuses it and runs nothing, never to the sandbox,
+     * where the secret would be the sandbox's. */
+    bool secret;
 } route_part;
 
 #define ROUTE_CWD_UNKNOWN "host if the cwd is still inside the code directories, else sandbox"
+#define ROUTE_NAMES_UNKNOWN "host if the sandbox's shell has not redefined its commands, else sandbox"
+#define ROUTE_EVAL "eval: its text runs part by part, as a line of its own"
 
 typedef struct route_plan {
     route_part *parts;
     size_t n;
     arena mem;                 /* parts and reasons */
 } route_plan;
+
+/* An eval's text as a line of its own (route_part.eval). Offsets in its parts' spans are
+ * into text. */
+typedef struct route_eval {
+    strbuf text;               /* the words joined by spaces, as eval joins them */
+    bool stdin_null;           /* the eval had `< /dev/null`: every part of the text gets it */
+    sh_parse parse;
+    route_plan plan;
+} route_eval;
+
+#define ROUTE_EVAL_DEPTH 8     /* evals seen through, one inside another */
+
+/* Whether pl is `eval WORD...` whose text is known before it runs: literal words (no
+ * expansion), no assignment before it, not negated, and no redirection but `< /dev/null`
+ * (*stdin_null). text gets the words joined by spaces, as eval joins them. */
+bool route_eval_text(const sh_pipeline *pl, strbuf *text, bool *stdin_null);
 
 /* Splits p's top-level list (p->status must be SH_OK) into parts and routes
  * each. Never fails: whatever cannot be decided is SANDBOX. A `cd` changes
@@ -117,6 +153,16 @@ typedef struct route_plan {
  * sandbox cd it cannot follow, a part that is HOST only from inside the code
  * directories gets cwd_unknown. */
 void route_plan_build(route_plan *plan, const sh_parse *p, const route_ctx *ctx);
+
+/* Whether a SANDBOX pipeline may change what a later command name means (a function,
+ * alias, hash, enable, source, eval, shopt, or a compound command that may hold one). */
+bool route_may_redefine(const sh_pipeline *pl);
+
+/* What a HOST pipeline's commands must be in the sandbox's shell for running it on the
+ * host to be what bash would do there: for each command, its name and the kind bash's
+ * `type -t` must give ("builtin" for echo, printf and cd, whose builtins the host runner
+ * reproduces; "file" for the programs), pushed to out as name, kind, name, kind... */
+void route_part_commands(const sh_pipeline *pl, strvec *out);
 void route_plan_release(route_plan *plan);
 
 /* Routes one pipeline of p against ctx; on SANDBOX (and on HOST) appends a

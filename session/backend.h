@@ -112,6 +112,11 @@ typedef struct sbx_backend_class {
     /* Appends what of its section fixes a sandbox's shape ("runtime=runsc network=none ")
      * to the session's fingerprint (sbx_config_fingerprint). */
     void (*fingerprint)(const sbx_config *cfg, strbuf *out);
+    /* Optional: the other forms of that section which a holder of cfg's shape also serves,
+     * one string each pushed to also. A call that leaves a choice to its default asks for
+     * the default ("runtime=auto"), which a session's explicit choice satisfies; a session
+     * that took the default serves a call that names what the default chose. */
+    void (*fingerprint_also)(const sbx_config *cfg, strvec *also);
     /* Configured for cfg's session (its own section of cfg: cfg->local for "local").
      * Fails with a message saying what to install when what it needs is missing. */
     sbx_backend *(*create)(const sbx_config *cfg, const sbx_sandbox_spec *spec,

@@ -214,15 +214,24 @@ static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
     return h;
 }
 
-char *sbx_session_name_derive(const strvec *code_dirs)
+char *sbx_session_name_derive(const strvec *code_dirs, const char *state_root)
 {
     uint64_t h = 0xcbf29ce484222325ULL;
     strbuf sb = STRBUF_INIT;
-    /* A session with no code directory (a login shell in ~): one per user. */
+    /* A session with no code directory (a login shell in ~): one per user and state
+     * directory. */
     const char *base = code_dirs->n ? "session" : "scratch";
 
     for (size_t i = 0; i < code_dirs->n; i++)
         h = fnv1a(h, code_dirs->v[i], strlen(code_dirs->v[i]) + 1);
+    /* The state directory is part of the key: it follows HOME (or XDG_STATE_HOME, or
+     * AGENT_SANDBOX_STATE_DIR), and the holder's socket lives in the run directory, which
+     * one uid shares. Without it, two callers of one uid with different HOMEs (harnesses
+     * set HOME per task) derived one name and shared one sandbox, whose private home was
+     * the first caller's. The code directories are hashed with their NULs, so the NUL
+     * before the state directory keeps "a" + "/b" apart from "a/b". */
+    if (state_root)
+        h = fnv1a(h, state_root, strlen(state_root) + 1);
     if (code_dirs->n) {
         const char *slash = strrchr(code_dirs->v[0], '/');
         if (slash && slash[1])
@@ -446,9 +455,6 @@ int sbx_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *err)
         if (sbx_session_name_check(v, err) < 0)
             goto fail;
         cfg->session = xstrdup(v);
-    } else {
-        cfg->session = sbx_session_name_derive(&cfg->code_dirs);
-        cfg->session_derived = true;
     }
 
     sbx_split_list(&cfg->sync_paths, getenv("AGENT_SANDBOX_SYNC_PATHS"), ':');
@@ -550,6 +556,11 @@ int sbx_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *err)
     if (cfg->state_root[0] != '/') {
         sbx_errf(err, "AGENT_SANDBOX_STATE_DIR='%s' is not an absolute path", cfg->state_root);
         goto fail;
+    }
+    /* A derived name needs the state directory (sbx_session_name_derive says why). */
+    if (!cfg->session) {
+        cfg->session = sbx_session_name_derive(&cfg->code_dirs, cfg->state_root);
+        cfg->session_derived = true;
     }
     add_secret_excludes(cfg);
     /* The sandbox's copies live in the state directory; a code directory
@@ -729,14 +740,40 @@ char *sbx_session_log_path(const sbx_config *cfg)
     return xasprintf("%s/%s.log", cfg->run_dir, cfg->session);
 }
 
-char *sbx_config_fingerprint(const sbx_config *cfg)
+/* The fingerprint, with backend number `swap`'s section replaced by `section` (swap < 0:
+ * none replaced). */
+static char *fingerprint_with(const sbx_config *cfg, long swap, const char *section)
 {
     strbuf sb = STRBUF_INIT;
-    for (size_t i = 0; sbx_backend_classes[i]; i++)
-        if (sbx_backend_classes[i]->fingerprint)
+    for (size_t i = 0; sbx_backend_classes[i]; i++) {
+        if ((long)i == swap)
+            strbuf_addstr(&sb, section);
+        else if (sbx_backend_classes[i]->fingerprint)
             sbx_backend_classes[i]->fingerprint(cfg, &sb);
+    }
     strbuf_addstr(&sb, "code_dirs=");
     for (size_t i = 0; i < cfg->code_dirs.n; i++)
         strbuf_addf(&sb, "%s%s", i ? ":" : "", cfg->code_dirs.v[i]);
     return strbuf_detach(&sb, NULL);
+}
+
+char *sbx_config_fingerprint(const sbx_config *cfg)
+{
+    return fingerprint_with(cfg, -1, NULL);
+}
+
+void sbx_config_fingerprints_also(const sbx_config *cfg, strvec *out)
+{
+    for (size_t i = 0; sbx_backend_classes[i]; i++) {
+        strvec sections = STRVEC_INIT;
+        if (!sbx_backend_classes[i]->fingerprint_also)
+            continue;
+        sbx_backend_classes[i]->fingerprint_also(cfg, &sections);
+        for (size_t k = 0; k < sections.n; k++) {
+            char *fp = fingerprint_with(cfg, (long)i, sections.v[k]);
+            strvec_push(out, fp);
+            free(fp);
+        }
+        strvec_clear(&sections);
+    }
 }

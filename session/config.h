@@ -120,17 +120,22 @@ int sbx_resolve_code_dirs(const char *env_value, const char *cwd, strvec *out, s
 /* Why cwd has no code directory, in a few words ("the home directory"). */
 const char *sbx_no_code_dir_reason(const char *cwd);
 
-/* The name derived from code directories: basename of the first, '-', and
- * 8 hex digits of a hash over all of them, e.g. "myproj-3fa9c2d1". */
-char *sbx_session_name_derive(const strvec *code_dirs);
+/* The name derived from code directories: basename of the first (or "scratch" without
+ * one), '-', and 8 hex digits of a hash over all of them and the state directory
+ * (state_root, NULL for none), e.g. "myproj-3fa9c2d1". */
+char *sbx_session_name_derive(const strvec *code_dirs, const char *state_root);
 /* 0 when name is a valid session name, else -1 with a message. */
 int sbx_session_name_check(const char *name, sbx_err *err);
 
 /* What fixes a sandbox's shape: the local runtime as asked, network, code
  * directories. A holder serves only clients whose fingerprint equals its
- * own (a session named explicitly could otherwise be reused with another
- * runtime or other directories without a word). Malloc'd. */
+ * own or one of sbx_config_fingerprints_also() (a session named explicitly could
+ * otherwise be reused with another runtime or other directories without a word).
+ * Malloc'd. */
 char *sbx_config_fingerprint(const sbx_config *cfg);
+/* The other fingerprints a holder of cfg's shape serves (the backends' fingerprint_also
+ * hooks), pushed to out. */
+void sbx_config_fingerprints_also(const sbx_config *cfg, strvec *out);
 
 /* Parses a size: "1048576", "512K", "256M", "10G", "1T" (powers of 1024; an optional
  * trailing "B" or "iB"), or "N%" of total RAM when pct_of is non-zero. */

@@ -50,6 +50,7 @@ typedef struct holder {
     char *state_file;   /* the host manifest (sync_host_save) */
     char *user_gitconfig, *sandbox_gitconfig;
     char *fingerprint;  /* sbx_config_fingerprint(): clients must match it */
+    strvec fingerprint_also;    /* ...or one of these (sbx_config_fingerprints_also) */
     /* What the sync covers besides the code directories: the union of what
      * the clients asked for (AGENT_SANDBOX_SYNC_PATHS, _TASK_FILES,
      * _SYNC_EXCLUDE). A client adding to it makes the host state stale:
@@ -791,6 +792,19 @@ static void handle_status(holder *h, hclient *c)
     strbuf_release(&js);
 }
 
+/* Whether this holder serves a client whose fingerprint is fp: its own shape, or one the
+ * backends say it also satisfies (a call leaving the runtime to its default). */
+static bool serves_fingerprint(const holder *h, const char *fp, size_t fplen)
+{
+    if (fplen == strlen(h->fingerprint) && !memcmp(fp, h->fingerprint, fplen))
+        return true;
+    for (size_t i = 0; i < h->fingerprint_also.n; i++)
+        if (fplen == strlen(h->fingerprint_also.v[i]) &&
+            !memcmp(fp, h->fingerprint_also.v[i], fplen))
+            return true;
+    return false;
+}
+
 /* Returns -1 when the client must be dropped (a malformed frame). */
 static int handle_frame(holder *h, hclient *c, int type, proto_reader *r)
 {
@@ -810,7 +824,7 @@ static int handle_frame(holder *h, hclient *c, int type, proto_reader *r)
                                  "versions; run `sbx release` and try again");
             return 0;
         }
-        if (fplen && (fplen != strlen(h->fingerprint) || memcmp(fp, h->fingerprint, fplen))) {
+        if (fplen && !serves_fingerprint(h, fp, fplen)) {
             char msg[1024];
             snprintf(msg, sizeof(msg), "session '%s' runs with %s, and this call asks for "
                      "%.*s; use another session name, or `sbx release --session %s` first",
@@ -1158,6 +1172,8 @@ static void holder_init(holder *h, const sbx_config *cfg, int listen_fd)
     h->user_gitconfig = xasprintf("%s/.gitconfig", cfg->home);
     h->sandbox_gitconfig = xasprintf("%s/.gitconfig", cfg->home);
     h->fingerprint = sbx_config_fingerprint(cfg);
+    strvec_init(&h->fingerprint_also);
+    sbx_config_fingerprints_also(cfg, &h->fingerprint_also);
     strvec_pushv(&h->sync_paths, cfg->sync_paths.v);
     strvec_pushv(&h->task_files, cfg->task_files.v);
     strvec_pushv(&h->excludes, cfg->excludes.v);
@@ -1309,6 +1325,7 @@ static void holder_finish(holder *h)
     free(h->user_gitconfig);
     free(h->sandbox_gitconfig);
     free(h->fingerprint);
+    strvec_clear(&h->fingerprint_also);
     strvec_clear(&h->sync_paths);
     strvec_clear(&h->task_files);
     strvec_clear(&h->excludes);

@@ -28,6 +28,7 @@
 #include <cjson/cJSON.h>
 #include <stdarg.h>
 
+#include "common/version.h"
 #include "common/strbuf.h"
 #include "common/strvec.h"
 #include "session/backend.h"
@@ -57,9 +58,13 @@ static const char usage_main[] =
     "                   print a Kubernetes warm pool (SandboxTemplate and\n"
     "                   SandboxWarmPool) with secure defaults, for cluster/\n"
     "\n"
+    "  --help, --version\n"
+    "                   this text; sbx's version (sbxsh's, which it comes with)\n"
+    "\n"
     "Run `sbx COMMAND --help` for a command's options. The session defaults to the one\n"
     "sbxsh uses here: AGENT_SANDBOX_SESSION, else named after the code directories\n"
-    "(AGENT_SANDBOX_CODE_DIRS, else the git top level, else the current directory).\n"
+    "(AGENT_SANDBOX_CODE_DIRS, else the git top level, else the current directory) and\n"
+    "the state directory (so different HOMEs never share a session).\n"
     "\n"
     "environment:\n"
     "  AGENT_SANDBOX_SESSION          session name\n"
@@ -76,7 +81,7 @@ static const char usage_main[] =
     "  AGENT_SANDBOX_IDLE_TIMEOUT     release after this long unused (default 30m; 0: never)\n"
     "  AGENT_SANDBOX_FORWARD_ENV      host variables the sandbox gets, comma-separated\n"
     "  AGENT_SANDBOX_SYNC_PATHS, AGENT_SANDBOX_TASK_FILES, AGENT_SANDBOX_SYNC_EXCLUDE\n"
-    "                                 more to sync (see sync/README.md)\n"
+    "                                 more to sync, colon-separated (see sbxsh(1))\n"
     "  AGENT_SANDBOX_STATE_DIR        sandboxes' files (default ~/.local/state/sbxsh)\n"
     "  AGENT_SANDBOX_AGENT            the sbx-agent binary to use\n"
     "\n"
@@ -125,7 +130,8 @@ static const char usage_doctor[] =
     "Checks what sbxsh needs here: a sandbox runtime that starts, user namespaces, the\n"
     "agent binary, the state and runtime directories, and with AGENT_SANDBOX_BACKEND=kube\n"
     "the cluster: kubeconfig, server, identity, each verb sbxsh needs, the pool and its\n"
-    "runtime class. Each problem says what to do.\n"
+    "runtime class. Each problem says what to do. Then, when nothing failed, it starts a\n"
+    "sandbox as sbxsh would here (without the code), runs true in it and releases it.\n"
     "Exit status 1 when something must be fixed.\n";
 
 static void die125(const char *msg) SBX_NORETURN;
@@ -303,8 +309,9 @@ out:
 
 /* The holder that holds STATE/SESSION/holder.lock (its pid is in it), killed; then the
  * sandbox, by the pid the backend recorded, and the session's files. Nothing is asked of
- * a process that may be stuck, and every wait is bounded. */
-static int force_release(sbx_config *cfg, const char *dir)
+ * a process that may be stuck, and every wait is bounded. quiet: no word of what was done
+ * (sbx doctor's probe, whose own findings say it). */
+static int force_release(sbx_config *cfg, const char *dir, bool quiet)
 {
     char *lockp = xasprintf("%s/holder.lock", dir), *sock = sbx_session_socket_path(cfg);
     char *log = sbx_session_log_path(cfg);
@@ -326,7 +333,8 @@ static int force_release(sbx_config *cfg, const char *dir)
         }
         /* only the holder itself: a pid in a stale file may be anyone's now */
         if (!strncmp(comm, "sbx-holder", 10) && kill((pid_t)pid, SIGKILL) == 0) {
-            printf("killed the holder (pid %ld)\n", pid);
+            if (!quiet)
+                printf("killed the holder (pid %ld)\n", pid);
             found = true;
         }
         for (int i = 0; i < 100 && flock(fd, LOCK_EX | LOCK_NB) < 0; i++)
@@ -340,10 +348,12 @@ static int force_release(sbx_config *cfg, const char *dir)
         sbx_sandbox_spec spec = { .agent_path = cfg->agent_path };
         sbx_backend *b = sbx_backend_new(cfg, &spec, &err);
         if (!b || b->ops->release(b, &err) < 0) {
-            fprintf(stderr, "sbx: cannot stop the sandbox: %s\n", err.msg);
+            if (!quiet)
+                fprintf(stderr, "sbx: cannot stop the sandbox: %s\n", err.msg);
             rc = SBX_EXIT_INTERNAL;
         } else {
-            printf("stopped the sandbox and deleted its state (its last changes were not "
+            if (!quiet)
+                printf("stopped the sandbox and deleted its state (its last changes were not "
                    "pulled)\n");
             found = true;
         }
@@ -353,7 +363,7 @@ static int force_release(sbx_config *cfg, const char *dir)
     unlink(log);
     unlink(lockp);
     rmdir(dir);
-    if (!found && rc == 0) {
+    if (!found && rc == 0 && !quiet) {
         fprintf(stderr, "sbx: no session '%s' here (sbx ls lists them)\n", cfg->session);
         rc = 1;
     }
@@ -410,7 +420,7 @@ static int cmd_release(int argc, char **argv)
     load_config(&cfg, session);
     dir = sbx_session_state_dir(&cfg);
     if (force) {
-        rc = force_release(&cfg, dir);
+        rc = force_release(&cfg, dir, false);
         goto out;
     }
     no.hello_timeout_ms = adopt.hello_timeout_ms = timeout ? timeout * 1000 : 0;
@@ -834,6 +844,85 @@ static void doctor_git(void)
 
 /* sbx doctor: the configuration, each backend's checks (the class's doctor
  * hook), the agent and the directories; exit 1 when something must be fixed. */
+/* The check that matters most: a sandbox of this configuration starts and runs a command.
+ * The piecewise checks above can all pass while every command fails 125 (a runsc that
+ * `runsc do` runs but that cannot start sbxsh's sandbox, a broken agent upload, a pool whose
+ * pods never become ready), and "All good." must not be said then. The probe is a session
+ * of its own with no code directory (nothing synced), released at once. */
+static void doctor_probe(void)
+{
+    sbx_config cfg;
+    bool have_cfg = false;
+    sbx_session *s = NULL;
+    sbx_err err;
+    sbx_exit st;
+    strvec env = STRVEC_INIT;
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    char *name = xasprintf("doctor-%d", (int)getpid());
+    bool ran = false;
+
+    if (sbx_config_load(&cfg, &(sbx_config_opts){ .session = name, .cwd = "/" }, &err) < 0) {
+        finding(2, "cannot start a sandbox", "%s", err.msg);
+        goto out;
+    }
+    have_cfg = true;
+    if (!(cfg.agent_path = sbx_find_agent(&err))) {
+        finding(2, "cannot start a sandbox", "%s", err.msg);
+        goto out;
+    }
+    strvec_clear(&cfg.code_dirs);
+    strvec_clear(&cfg.sync_paths);
+    strvec_clear(&cfg.task_files);
+    if (sbx_session_open(&cfg, NULL, &s, &err) < 0) {
+        finding(2, "cannot start a sandbox", "%s", err.msg);
+        goto out;
+    }
+    sbx_sandbox_env(&cfg, false, &env);
+    sbx_fd_map fds[] = {
+        { 0, SBX_FD_RELAY_IN, null },
+        { 1, SBX_FD_RELAY_OUT, null },
+        { 2, SBX_FD_RELAY_OUT, null },
+    };
+    sbx_command cmd = {
+        .exe = "true",
+        .argv = (const char *const[]){ "true", NULL },
+        .env = (const char *const *)env.v,
+        .cwd = "/",
+        .fds = fds,
+        .nfds = 3,
+        .filter = SBX_FILTER_AUTO,
+    };
+    if (sbx_session_run(s, &cmd, &st, &err) < 0)
+        finding(2, "a sandbox of this configuration cannot run a command", "%s (what every "
+                "sbxsh command here would fail with)", err.msg);
+    else if (!WIFEXITED(st.wait_status) || WEXITSTATUS(st.wait_status) != 0)
+        finding(2, "a sandbox starts, but `true` failed in it", "%s",
+                st.spawn_failed ? st.message : "exit status not 0");
+    else
+        ran = true;
+    if (sbx_session_release(s, 0, &err) == 0) {
+        if (ran)
+            finding(0, "a sandbox starts here and runs a command", "(%s, released)", name);
+    } else {
+        /* a probe that failed may leave a holder or a stopped sandbox behind: gone too */
+        char *dir = sbx_session_state_dir(&cfg);
+        sbx_session_close(s);
+        s = NULL;
+        if (force_release(&cfg, dir, true) != 0)
+            finding(1, "the probe's sandbox could not be released", "%s (sbx release --force "
+                    "--session %s)", err.msg, name);
+        free(dir);
+    }
+out:
+    sbx_session_close(s);
+    strvec_clear(&env);
+    if (have_cfg)
+        sbx_config_free(&cfg);
+    if (null >= 0)
+        close(null);
+    free(name);
+}
+
 static int cmd_doctor(int argc, char **argv)
 {
     int first = parse_opts(argc, argv, usage_doctor, NULL, NULL, NULL, NULL);
@@ -861,6 +950,10 @@ static int cmd_doctor(int argc, char **argv)
     doctor_agent();
     doctor_dirs(&cfg);
     doctor_git();
+    if (!problems)
+        doctor_probe();
+    else
+        finding(0, "no sandbox started:", "fix the FAIL lines first");
     printf("\n%s\n", problems ? "Fix the FAIL lines above; `sudo make deps` installs the "
                                 "packages." : warnings ? "Usable, but see the WARN lines "
                                 "above." : "All good.");
@@ -884,6 +977,10 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         fputs(usage_main, stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("sbx (sbxsh) %s\n", SBXSH_VERSION);
         return 0;
     }
     for (size_t i = 0; i < ARRAY_SIZE(cmds); i++)

@@ -34,9 +34,50 @@
 
 /* ---- the DNS answer ------------------------------------------------------------------- */
 
-size_t dns_answer(const uint8_t *q, size_t qlen, uint8_t *out, size_t outsz, char *name,
-                  size_t namesz)
+static bool ends_with(const char *s, size_t n, const char *suffix)
 {
+    size_t k = strlen(suffix);
+    return n >= k && !memcmp(s + n - k, suffix, k);
+}
+
+/* 127.x.y.z as "z.y.x.127.in-addr.arpa", or ::1 as the 32 nibbles "1.0.0. ... .0.ip6.arpa". */
+static bool is_loopback_reverse(const char *name, size_t n)
+{
+    static const char v6[] = "1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.ip6.arpa";
+    if (n == sizeof(v6) - 1 && !memcmp(name, v6, n))
+        return true;
+    if (!ends_with(name, n, ".127.in-addr.arpa"))
+        return false;
+    /* three labels of digits before it */
+    size_t labels = 0, digits = 0;
+    for (size_t i = 0; i < n - strlen(".127.in-addr.arpa"); i++) {
+        if (name[i] == '.') {
+            if (!digits)
+                return false;
+            labels++;
+            digits = 0;
+        } else if (name[i] >= '0' && name[i] <= '9' && digits < 3) {
+            digits++;
+        } else {
+            return false;
+        }
+    }
+    return digits && labels == 2;
+}
+
+bool dns_name_is_reverse(const char *name)
+{
+    size_t n = strlen(name);
+    return ends_with(name, n, ".in-addr.arpa") || ends_with(name, n, ".ip6.arpa") ||
+           !strcmp(name, "in-addr.arpa") || !strcmp(name, "ip6.arpa");
+}
+
+size_t dns_answer(const uint8_t *q, size_t qlen, const char *self, uint8_t *out, size_t outsz,
+                  char *name, size_t namesz)
+{
+    static const uint8_t v4[4] = { 127, 0, 0, 1 };
+    static const uint8_t v6[16] = { [15] = 1 };
+    unsigned qtype = 0, qclass = 0;
     char nb[256];
     size_t at = 12, nlen = 0, qend = 0;
     unsigned rcode = 3;     /* NXDOMAIN */
@@ -45,7 +86,7 @@ size_t dns_answer(const uint8_t *q, size_t qlen, uint8_t *out, size_t outsz, cha
     if (namesz)
         name[0] = '\0';
     /* A header, a query (QR clear), and room for ours. */
-    if (qlen < 12 || (q[2] & 0x80) || outsz < 12 + DNS_MAX_NAME + 6)
+    if (qlen < 12 || (q[2] & 0x80) || outsz < DNS_MAX_ANSWER)
         return 0;
     qd = (unsigned)q[4] << 8 | q[5];
     if (((q[2] >> 3) & 0xf) != 0) {
@@ -86,6 +127,21 @@ size_t dns_answer(const uint8_t *q, size_t qlen, uint8_t *out, size_t outsz, cha
             rcode = 1;      /* no type and class */
         if (rcode == 3) {
             qend = at + 4;
+            qtype = (unsigned)q[at] << 8 | q[at + 1];
+            qclass = (unsigned)q[at + 2] << 8 | q[at + 3];
+            /* The sandbox's own names, which a machine's /etc/hosts answers (the sandbox
+             * sees the host's /etc/hosts, which does not name it): `hostname -f`, Python's
+             * socket.getfqdn() and Java's InetAddress.getLocalHost() look the host name up
+             * and fail on NXDOMAIN. A name the sandbox sets for itself adds nothing it
+             * could not reach anyway: both answers are loopback. */
+            if (nlen && ((self && *self && strlen(self) == nlen && !memcmp(nb, self, nlen)) ||
+                         (nlen == 9 && !memcmp(nb, "localhost", 9))))
+                rcode = 0;
+            /* The reverse names of loopback addresses (getfqdn() asks for the name of the
+             * address it was given): no record, and not a name that does not exist. */
+            nb[nlen] = '\0';
+            if (is_loopback_reverse(nb, nlen))
+                rcode = 0;
             if (namesz) {
                 size_t k = nlen < namesz - 1 ? nlen : namesz - 1;
                 memcpy(name, nb, k);
@@ -100,9 +156,32 @@ size_t dns_answer(const uint8_t *q, size_t qlen, uint8_t *out, size_t outsz, cha
     out[3] = (uint8_t)(0x80 | rcode);
     memset(out + 4, 0, 8);
     if (qend) {
+        const uint8_t *addr = NULL;
+        size_t alen = 0, n = qend;
         out[5] = 1;
         memcpy(out + 12, q + 12, qend - 12);
-        return qend;
+        if (rcode == 0 && qclass == 1 && (qtype == 1 || qtype == 28)) {
+            addr = qtype == 1 ? v4 : v6;
+            alen = qtype == 1 ? sizeof(v4) : sizeof(v6);
+        }
+        if (addr) {
+            /* one answer: the question's name by pointer (offset 12), its type and class,
+             * TTL 0 (nothing to cache: the answer never changes, and costs nothing), the
+             * address */
+            static const uint8_t rr[] = { 0xc0, 0x0c };
+            out[7] = 1;
+            memcpy(out + n, rr, 2);
+            out[n + 2] = (uint8_t)(qtype >> 8);
+            out[n + 3] = (uint8_t)qtype;
+            out[n + 4] = 0;
+            out[n + 5] = 1;
+            memset(out + n + 6, 0, 4);
+            out[n + 10] = 0;
+            out[n + 11] = (uint8_t)alen;
+            memcpy(out + n + 12, addr, alen);
+            n += 12 + alen;
+        }
+        return n;
     }
     return 12;
 }
@@ -152,6 +231,9 @@ typedef struct relay {
 } relay;
 
 static int notice_pipe = -1;
+/* The sandbox's host name, lower-cased, read when the helper starts: the stub answers it
+ * (dns_answer). */
+static char self_name[DNS_MAX_NAME + 1];
 
 /* A CONNECT the proxy refused (403, or 400/502/503): clients show only "CONNECT tunnel
  * failed, response 403", not the body that says which variable to set, so the agent shows
@@ -362,7 +444,7 @@ static void tcpdns_step(tcpdns *t, int pipefd, const char *mode, int64_t *last)
     t->len += (size_t)n;
     while (t->len >= 2) {
         size_t want = (size_t)t->buf[0] << 8 | t->buf[1];
-        uint8_t resp[2 + 12 + DNS_MAX_NAME + 6];
+        uint8_t resp[2 + DNS_MAX_ANSWER];
         char name[DNS_MAX_NAME + 1];
         if (want > DNS_MAX_MSG || want < 12) {
             close(t->fd);
@@ -371,11 +453,13 @@ static void tcpdns_step(tcpdns *t, int pipefd, const char *mode, int64_t *last)
         }
         if (t->len < 2 + want)
             return;
-        size_t rl = dns_answer(t->buf + 2, want, resp + 2, sizeof(resp) - 2, name, sizeof(name));
+        size_t rl = dns_answer(t->buf + 2, want, self_name, resp + 2, sizeof(resp) - 2, name,
+                               sizeof(name));
         if (rl) {
             resp[0] = (uint8_t)(rl >> 8);
             resp[1] = (uint8_t)rl;
-            notify(pipefd, mode, name, last);
+            if (dns_answer_refused(resp + 2, rl) && !dns_name_is_reverse(name))
+                notify(pipefd, mode, name, last);
             /* a short answer on a fresh socket: it fits, or the client is not reading */
             if (write(t->fd, resp, rl + 2) != (ssize_t)(rl + 2)) {
                 close(t->fd);
@@ -438,17 +522,19 @@ static void serve(int udp, int tcp, int rlfd, const dnsstub_opts *o, int pipefd)
         if (pfd[0].revents & POLLIN) {
             /* a burst of queries: answer what is queued, bounded per turn */
             for (int k = 0; k < 64; k++) {
-                uint8_t q[DNS_MAX_MSG], resp[12 + DNS_MAX_NAME + 6];
+                uint8_t q[DNS_MAX_MSG], resp[DNS_MAX_ANSWER];
                 char name[DNS_MAX_NAME + 1];
                 struct sockaddr_storage from;
                 socklen_t fl = sizeof(from);
                 ssize_t ql = recvfrom(udp, q, sizeof(q), 0, (struct sockaddr *)&from, &fl);
                 if (ql < 0)
                     break;
-                size_t rlen = dns_answer(q, (size_t)ql, resp, sizeof(resp), name, sizeof(name));
+                size_t rlen = dns_answer(q, (size_t)ql, self_name, resp, sizeof(resp), name,
+                                         sizeof(name));
                 if (rlen) {
                     /* the notice first: the client may exit as soon as it has the answer */
-                    notify(pipefd, o->notice_mode, name, &last);
+                    if (dns_answer_refused(resp, rlen) && !dns_name_is_reverse(name))
+                        notify(pipefd, o->notice_mode, name, &last);
                     sendto(udp, resp, rlen, 0, (struct sockaddr *)&from, fl);
                 }
             }
@@ -519,6 +605,12 @@ int dnsstub_start(const dnsstub_opts *o)
     drop_caps();
     if (udp < 0 && rlfd < 0)
         return -1;
+    if (gethostname(self_name, sizeof(self_name)) < 0)
+        self_name[0] = '\0';
+    self_name[sizeof(self_name) - 1] = '\0';
+    for (char *c = self_name; *c; c++)
+        if (*c >= 'A' && *c <= 'Z')
+            *c = (char)(*c - 'A' + 'a');
     if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0) {
         perror("sbx-agent: pipe");
         return -1;

@@ -27,14 +27,34 @@
 #define DNS_MAX_MSG 4096
 #define DNS_MAX_NAME 253
 
-/* Answers the DNS query q (untrusted bytes): writes a response into out (NXDOMAIN for a
- * standard query, NOTIMP for another opcode, FORMERR for a malformed question) and returns
- * its length, or 0 when q is not worth an answer (too short for a header, or a response).
+/* The most a response of dns_answer() takes: the header, the echoed question, and one answer
+ * record (a pointer to the question's name, type, class, TTL, length, an IPv6 address). */
+#define DNS_MAX_ANSWER (12 + DNS_MAX_NAME + 6 + 28)
+
+/* Answers the DNS query q (untrusted bytes): writes a response into out and returns its
+ * length, or 0 when q is not worth an answer (too short for a header, or a response).
+ * The sandbox's own names are answered, as /etc/hosts answers them on a machine: the host
+ * name self (lower-case; NULL or "" for none) and "localhost", each with one A record
+ * (127.0.0.1) or AAAA record (::1), or no record for another type (NOERROR); the reverse
+ * names of loopback addresses get no record (NOERROR), as getfqdn() needs. Every other
+ * standard query gets NXDOMAIN, another opcode NOTIMP, a malformed question FORMERR.
  * name (namesz >= DNS_MAX_NAME + 1) gets the first question's name, lower-cased, with any
  * byte outside [a-z0-9._-] shown as '?', or "" when there is none. outsz must be at least
- * 12 + DNS_MAX_NAME + 6. */
-size_t dns_answer(const uint8_t *q, size_t qlen, uint8_t *out, size_t outsz, char *name,
-                  size_t namesz);
+ * DNS_MAX_ANSWER. */
+size_t dns_answer(const uint8_t *q, size_t qlen, const char *self, uint8_t *out, size_t outsz,
+                  char *name, size_t namesz);
+
+/* Whether a response dns_answer() wrote says the name does not exist here (so the
+ * sandbox's notice about its network applies): any answer but NOERROR. */
+/* Whether name (as dns_answer() gives it) is a reverse lookup (in-addr.arpa, ip6.arpa): an
+ * address's name, which says nothing of a host the sandbox wanted to reach, so the notice
+ * is not for it. */
+bool dns_name_is_reverse(const char *name);
+
+static inline bool dns_answer_refused(const uint8_t *resp, size_t len)
+{
+    return len >= 12 && (resp[3] & 0xf) != 0;
+}
 
 typedef struct dnsstub_opts {
     bool dns;                   /* serve 127.0.0.1:53 */

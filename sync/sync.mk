@@ -13,6 +13,12 @@ TEST_C += tests/sync/t-wire.c tests/sync/t-ignore.c tests/sync/t-gitpolicy.c tes
           tests/sync/t-conn.c tests/sync/t-hostile.c tests/sync/t-flow.c
 TEST_HELPERS += tests/sync/hostile-agent.c tests/sync/sync-run.c
 
+# The DNS stub is the agent's alone (not in libsbx): its unit test links its object.
+TEST_C += tests/sync/t-dnsstub.c
+$(BUILD)/tests/sync/t-dnsstub.t: tests/sync/t-dnsstub.c $(BUILD)/sync/dnsstub.o $(BUILD)/libsbx.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -MF $(BUILD)/tests/sync/t-dnsstub.d -MT $@ $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LDLIBS)
+
 # The protocol decoder and host-side applier under libFuzzer (clang): `make fuzz` runs it
 # FUZZ_SECONDS from the seeds in tests/fuzz/corpus-wire; tests/sync/fuzz-wire.t runs it for a
 # few seconds in make check when clang's libFuzzer is installed.

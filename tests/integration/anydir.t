@@ -42,6 +42,20 @@ $HOME" "$rt: a login shell in ~ starts"
     session=$(sed -n 's/^session: *//p' <<<"$status")
     like "$session" '^scratch-' "$rt: the session is the user's scratch session"
 
+    # A second caller of the same uid with another HOME (a harness that sets one per
+    # task) gets a scratch session of its own, where its HOME exists.
+    home2=$SBX_TEST_TMP/home2-$rt
+    mkdir -p "$home2"
+    home2=$(cd "$home2" && pwd -P)
+    out=$(cd "$home2" && HOME=$home2 "$SBXSH" -c 'pwd; echo "$HOME"; test -e made-in-sandbox.txt && echo shared || echo own' 2>&1)
+    is "$out" "$home2
+$home2
+own" "$rt: another HOME, same uid: its own scratch sandbox, its HOME exists there"
+    session2=$(cd "$home2" && HOME=$home2 "$SBX" status 2>&1 | sed -n 's/^session: *//p')
+    like "$session2" '^scratch-' "$rt: ...a scratch session"
+    isnt "$session2" "$session" "$rt: ...not the first HOME's"
+    (cd "$home2" && HOME=$home2 "$SBX" release >/dev/null 2>&1)
+
     # /tmp and /: nothing copied, the sandbox's own directories.
     marker=/tmp/sbx-anydir-$rt-$$
     echo host >"$marker"

@@ -1,10 +1,12 @@
 #!/bin/bash
-# At sbxsh's prompt, a cd into another project moves the shell to that project's own
-# session (cli/line.c, move_to_project): a login shell in ~ (no code directory) reaches
-# the repositories under it, and one project's shell reaches the next, as `sbxsh -c` started
-# there would. A cd out of every project keeps the session; a session or code directories
-# named by the caller never move; `sbxsh -c` and --route are unchanged. `sbx status` and
-# `sbx release` typed after such a cd are about the session the shell moved to.
+# A cd into another project moves the shell to that project's own session (cli/line.c,
+# move_to_project): a login shell in ~ (no code directory) reaches the repositories under
+# it, and one project's shell reaches the next, as `sbxsh -c` started there would. At a
+# prompt the shell says so; `sbxsh -c 'cd proj && ...'` from ~ (ssh HOST CMD, su - USER -c
+# CMD) moves silently, as bash would just run it there, and --route shows it. A cd out of
+# every project keeps the session; a session or code directories named by the caller never
+# move. `sbx status` and `sbx release` typed after such a cd are about the session the
+# shell moved to.
 . "$(dirname "$0")/lib.sh"
 
 runtimes=${SBX_IT_RUNTIMES:-bwrap runsc}
@@ -63,17 +65,29 @@ for rt in $runtimes; do
     is "$("$SBX" ls 2>/dev/null | awk 'NR > 1 { print $1 }' | sed 's/-[0-9a-f]*$//' | sort | tr '\n' ' ')" \
         "alpha beta scratch " "$rt: three sessions, each project's its own"
 
+    # cd - after a move goes back, as after any cd (the new shell has OLDPWD)
+    out=$(printf '%s\n' 'cd alpha' 'cd - >/dev/null; pwd; echo "old=$OLDPWD"' | "$SBXSH" -i 2>&1)
+    unlike "$out" 'OLDPWD not set' "$rt: cd - after a move into a project: no 'OLDPWD not set'"
+    like "$out" $'\n'"$HOME"$'\nold='"$HOME/alpha"$'\n' "$rt: ...it goes back to ~, OLDPWD the project"
+
     # Named by the caller: no move (the cd runs in the sandbox, which has no ~/alpha).
     out=$(printf '%s\n' 'cd alpha' 'pwd' | AGENT_SANDBOX_SESSION=cdp-named-$rt "$SBXSH" -i 2>&1)
     unlike "$out" 'is in project' "$rt: AGENT_SANDBOX_SESSION set: the shell does not move"
     like "$out" 'cd: alpha: No such file or directory' "$rt: ...and the cd is the sandbox's, as before"
     "$SBX" release --session "cdp-named-$rt" >/dev/null 2>&1
 
-    # Not at a prompt: unchanged.
-    is "$("$SBXSH" --route -c 'cd alpha' | cut -f1,2)" "sandbox	cd out of the code directories" \
-        "$rt: --route (the plan of sbxsh -c) still sends that cd to the sandbox"
-    like "$("$SBXSH" -c 'cd alpha' 2>&1)" 'cd: alpha: No such file or directory' \
-        "$rt: sbxsh -c 'cd alpha' in ~ is unchanged"
+    # Not at a prompt: what `ssh HOST 'cd alpha && ...'` and `su - USER -c '...'` run.
+    is "$("$SBXSH" --route -c 'cd alpha && make' | cut -f1,2)" "host	cd: into another project (the shell moves to its session)
+sandbox	make is not a host command" "$rt: --route -c: the cd into a project runs on the host"
+    out=$("$SBXSH" -c 'cd alpha && cat alpha.txt && echo from-c > c.txt && git log -1 --format=%s' 2>&1)
+    is "$out" "alpha-file
+alpha" "$rt: sbxsh -c 'cd alpha && ...' in ~ runs the rest in alpha's session, silently as bash"
+    is "$(cat "$HOME/alpha/c.txt" 2>&1)" from-c "$rt: ...and what it makes reaches the host"
+    is "$("$SBXSH" -l -c 'cd beta && pwd && cat beta.txt' 2>&1)" "$HOME/beta
+beta-file" "$rt: a login shell's -c (su - USER -c 'cd beta && ...') likewise"
+    like "$(AGENT_SANDBOX_SESSION=cdp-named-c-$rt "$SBXSH" -c 'cd alpha' 2>&1)" \
+        'cd: alpha: No such file or directory' "$rt: -c with a named session: the cd stays the sandbox's"
+    "$SBX" release --session "cdp-named-c-$rt" >/dev/null 2>&1
     release_all
 done
 done_testing

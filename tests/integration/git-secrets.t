@@ -78,6 +78,15 @@ for rt in $runtimes; do
     like "$out" "status=2" "$rt: ...with status 2, and the line goes on"
     unlike "$out" 's3cr3t' "$rt: ...without repeating the secret"
     ok "$rt: ...and nothing ran (the reflog is unchanged)" cmp -s .git/logs/HEAD "$SBX_TEST_TMP/head.before"
+    # In the background, after a redefinition, inside an eval, in a line the router sends
+    # whole to the sandbox (a CR): refused on the host all the same, never the sandbox's
+    # (which would try it: "Could not resolve host").
+    for line in "git pull $URL & wait" "f() { :; }; git pull $URL" "eval 'git pull $URL'" \
+                "git pull $URL"$'\r'; do
+        out=$("$SBXSH" -c "$line; echo after" 2>&1)
+        like "$out" "git pull: not run: a password or token in a URL" "$rt: $(printf %q "${line/$URL/URL}"): refused"
+        unlike "$out" 's3cr3t|resolve host' "$rt: ...never tried in the sandbox, the secret not repeated"
+    done
     end_session
 done
 done_testing

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The sbx command line: help, doctor, and what it says when there is no
-# session or the input is wrong. Starts no sandbox.
+# session or the input is wrong. Starts no sandbox but doctor's probe.
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/lib.sh"
 
@@ -11,6 +11,8 @@ like "$("$SBX" --help)" "^usage: sbx COMMAND" "sbx --help"
 for c in exec release status ls doctor; do
     like "$("$SBX" $c --help)" "^usage: sbx $c" "sbx $c --help"
 done
+is "$("$SBX" --version)" "sbx (sbxsh) $("$SBXSH" --version | sed -n 's/^sbxsh \([^ ]*\) .*/\1/p')" \
+    "sbx --version: sbxsh's version"
 "$SBX" 2>/dev/null; is "$?" 2 "no command: usage, status 2"
 "$SBX" frobnicate 2>"$SBX_TEST_TMP/e"; is "$?" 2 "unknown command: status 2"
 like "$(cat "$SBX_TEST_TMP/e")" "unknown command 'frobnicate'" "...named"
@@ -47,6 +49,15 @@ if [ "$(id -u)" = 0 ] && [ -d /sys/fs/cgroup/pids ] && [ -d /sys/fs/cgroup/memor
 fi
 if [ -z "$(runtime_skip_reason runsc)$(runtime_skip_reason bwrap)" ]; then
     is "$rc" 0 "doctor passes on a machine with both runtimes"
+    like "$out" "ok    a sandbox starts here and runs a command \(doctor-[0-9]+, released\)" \
+       "...having started a sandbox and run a command in it"
+    # Every piece passes, yet no sandbox can run a command (here: an agent that is not
+    # one): every sbxsh command would fail 125, and doctor must say so.
+    out=$(AGENT_SANDBOX_AGENT=/bin/true timeout 120 "$SBX" doctor)
+    is "$?" 1 "doctor fails when a sandbox of this configuration cannot run a command"
+    like "$out" "FAIL  a sandbox of this configuration cannot run a command" "...saying so"
+    unlike "$out" "All good" "...not 'All good'"
+    is "$("$SBX" ls | grep -c '^doctor-')" 0 "...and leaves no session of its probe behind"
 fi
 out=$(AGENT_SANDBOX_POOL=Bad_Pool "$SBX" doctor)
 is "$?" 1 "doctor fails on bad kube settings"

@@ -209,6 +209,17 @@ is "$(X cat README)" "hello" "holder and sandbox both killed: the next call star
 AGENT_SANDBOX_LOCAL_NETWORK=host X true 2>"$SBX_TEST_TMP/e"
 is "$?" 125 "a call asking the session for another shape (network) is refused: 125"
 like "$(cat "$SBX_TEST_TMP/e")" "runs with runtime=.* network=none" "...saying what the session runs with"
+if [ "$RT" != kube ]; then
+    # The runtime named when the session started is the session's: a call that leaves it
+    # to the default joins it (it was refused for the session's whole life), a call
+    # naming the other runtime is refused.
+    other=bwrap
+    [ "$RT" = bwrap ] && other=runsc
+    is "$(unset AGENT_SANDBOX_LOCAL_RUNTIME; X cat README 2>&1)" "hello" \
+       "a call leaving the runtime to its default joins the $RT session"
+    AGENT_SANDBOX_LOCAL_RUNTIME=$other X true 2>"$SBX_TEST_TMP/e"
+    is "$?" 125 "...a call naming $other is refused: 125"
+fi
 X bash -c 'nohup bash -c "sleep 0.5; echo late > late.txt" >/dev/null 2>&1 &'
 sleep 3 # the write comes 0.5 s after the command; a loaded machine needs more
 kill -9 "$("$SBX" status --json | sed -n 's/.*"holder_pid":\([0-9]*\).*/\1/p')"

@@ -112,19 +112,31 @@ int main(void)
     strvec_clear(&dirs);
 
     strvec_push(&dirs, "/home/me/My Project!");
-    name = sbx_session_name_derive(&dirs);
+    name = sbx_session_name_derive(&dirs, "/home/me/.local/state/sbxsh");
     ok(sbx_session_name_check(name, NULL) == 0, "derived name is valid: %s", name);
     ok(!strncmp(name, "My_Project_-", 12), "readable part from the basename: %s", name);
-    char *again = sbx_session_name_derive(&dirs);
+    char *name2;
+    char *again = sbx_session_name_derive(&dirs, "/home/me/.local/state/sbxsh");
     is_str(again, name, "derivation is stable");
     strvec_clear(&dirs);
     strvec_push(&dirs, "/other/My Project!");
-    char *other = sbx_session_name_derive(&dirs);
+    char *other = sbx_session_name_derive(&dirs, "/home/me/.local/state/sbxsh");
     ok(strcmp(other, name) != 0, "another path, another name");
+    free(other);
+    strvec_clear(&dirs);
+    strvec_push(&dirs, "/home/me/My Project!");
+    other = sbx_session_name_derive(&dirs, "/home/task-2/.local/state/sbxsh");
+    ok(strcmp(other, name) != 0, "another state directory (another HOME), another name");
+    free(other);
+    strvec_clear(&dirs);
+    name2 = sbx_session_name_derive(&dirs, "/home/me/.local/state/sbxsh");
+    other = sbx_session_name_derive(&dirs, "/home/task-2/.local/state/sbxsh");
+    ok(!strncmp(name2, "scratch-", 8), "no code directory: a scratch session: %s", name2);
+    ok(strcmp(other, name2) != 0, "scratch sessions of two HOMEs differ: %s, %s", name2, other);
+    free(name2);
     free(name);
     free(again);
     free(other);
-    strvec_clear(&dirs);
 
     ok(sbx_session_name_check("ok-name_1.2", NULL) == 0, "valid name");
     ok(sbx_session_name_check("", &err) < 0, "empty name refused");
