@@ -9,7 +9,7 @@
 #   make check-asan   the same tests built with ASan + UBSan
 #   make fuzz         the fuzz drivers, longer runs (libFuzzer, clang)
 #   make bench        the benchmarks quoted in README.md
-#   make deps         installs every Debian package the project needs (root)
+#   make deps         installs every Debian package the project needs (root if one is missing)
 #   make install      PREFIX=/usr/local DESTDIR=
 #   make install-shell   adds $(BINDIR)/sbxsh to /etc/shells (once; DESTDIR respected)
 
