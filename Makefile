@@ -6,12 +6,16 @@
 #
 #   make              sbxsh, sbx, sbx-agent and the static sbx-agent-static
 #   make check        the test suite (prove), what CI runs
-#   make check-asan   the same tests built with ASan + UBSan
-#   make fuzz         the fuzz drivers, longer runs (libFuzzer, clang)
+#   make check-asan   the same tests built with ASan + UBSan, in build-asan/ (the tests take
+#                     every program from there: SBXSH_BIN, SBXSH_BUILD)
+#   make fuzz         the fuzz drivers, longer runs: FUZZ_SECONDS each (default 60; libFuzzer, clang)
 #   make bench        the benchmarks quoted in README.md
-#   make deps         installs every Debian package the project needs (root)
+#   make deps         installs every Debian package the project needs (root if one is missing)
 #   make install      PREFIX=/usr/local DESTDIR=
 #   make install-shell   adds $(BINDIR)/sbxsh to /etc/shells (once; DESTDIR respected)
+#   make uninstall    takes away what make install put (the same PREFIX and DESTDIR);
+#                     make uninstall-shell takes $(BINDIR)/sbxsh out of /etc/shells
+#   make clean        removes build/, build-asan/, build-fuzz/ and the programs
 
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs every Debian 12 package sbxsh needs to build, run and test.
-# Run as root (or through sudo). Idempotent.
+# Installing needs root (it uses sudo if there); with everything present, any user gets
+# "all packages present" (so that `make deps && make check` runs as any user). Idempotent.
 set -eu
 pkgs="
   build-essential clang libclang-rt-14-dev pkg-config
@@ -9,22 +10,10 @@ pkgs="
   bubblewrap iproute2 util-linux procps psmisc
   rsync tar hyperfine valgrind strace shellcheck debootstrap tmux less vim-tiny
 "
-if [ "$(id -u)" != 0 ]; then
-    if command -v sudo >/dev/null; then exec sudo "$0" "$@"; fi
-    echo "deps.sh: run as root (it installs Debian packages with apt-get)" >&2
-    exit 1
-fi
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
 done
-if [ -n "$missing" ]; then
-    echo "deps.sh: installing:$missing"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    # shellcheck disable=SC2086
-    apt-get install -y -qq --no-install-recommends $missing
-fi
 
 # gVisor. Debian 12's own runsc (2022-12) has only the ptrace platform, where every system
 # call of a sandboxed program costs 30-100 us: `git status` of 10,000 files 15x the host's,
@@ -35,8 +24,35 @@ fi
 # Debian 12's own runsc instead.
 runsc_min=0.0~20240729
 runsc_have=$(dpkg-query -W -f='${Status} ${Version}' runsc 2>/dev/null | sed -n 's/^install ok installed //p')
+runsc_ok=''
+runsc_want=" runsc>=$runsc_min"
 if [ -n "$runsc_have" ] && { [ "${SBX_DEPS_DEBIAN_RUNSC:-}" = 1 ] ||
         dpkg --compare-versions "$runsc_have" ge "$runsc_min"; }; then
+    runsc_ok=1
+    runsc_want=''
+fi
+
+# Only installing needs root: with everything present, any user (a CI job that is not root,
+# `make deps && make check`) gets the answer without sudo.
+if [ -z "$missing" ] && [ -n "$runsc_ok" ]; then
+    echo "deps.sh: all packages present (runsc $runsc_have)"
+    exit 0
+fi
+if [ "$(id -u)" != 0 ]; then
+    if command -v sudo >/dev/null; then exec sudo "$0" "$@"; fi
+    echo "deps.sh: run as root (it installs Debian packages with apt-get); missing:$missing$runsc_want" >&2
+    exit 1
+fi
+
+if [ -n "$missing" ]; then
+    echo "deps.sh: installing:$missing"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    # shellcheck disable=SC2086
+    apt-get install -y -qq --no-install-recommends $missing
+fi
+
+if [ -n "$runsc_ok" ]; then
     :
 elif [ "${SBX_DEPS_DEBIAN_RUNSC:-}" != 1 ] && grep -q '^VERSION_CODENAME=bookworm$' /etc/os-release 2>/dev/null; then
     list=/etc/apt/sources.list.d/sbxsh-bookworm-backports.sources

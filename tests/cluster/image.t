@@ -11,13 +11,15 @@ mirror=${SBX_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 command -v debootstrap >/dev/null || skip_all "debootstrap is not installed (make deps)"
 curl -sfI --max-time 15 "$mirror/dists/bookworm/Release" >/dev/null ||
     skip_all "the Debian mirror $mirror cannot be reached"
-[ -x "$top/sbx-agent-static" ] || bail_out "sbx-agent-static not built: run make"
+# The static agent of the build under test: SBXSH_BIN is build-asan/ under make check-asan.
+agent=$SBXSH_BIN/sbx-agent-static
+[ -x "$agent" ] || bail_out "$agent not built: run make"
 
 root=$SBX_TEST_TMP/rootfs
 # A failed build must not leave /proc mounted under what the cleanup removes.
 trap 'umount "$root/proc" 2>/dev/null; rm -rf --one-file-system "$SBX_TEST_TMP"' EXIT
 
-out=$(SBX_IMAGE_PACKAGES=jq "$top/cluster/image/rootfs.sh" --tar "$SBX_TEST_TMP/rootfs.tar" "$root" 2>&1); rc=$?
+out=$(SBX_IMAGE_PACKAGES=jq SBX_AGENT=$agent "$top/cluster/image/rootfs.sh" --tar "$SBX_TEST_TMP/rootfs.tar" "$root" 2>&1); rc=$?
 is "$rc" 0 "rootfs.sh builds the root file system" || diag "$(tail -20 <<<"$out")"
 like "$out" "rootfs.sh: $root is ready \\(and $SBX_TEST_TMP/rootfs.tar\\)" "... and says so"
 ok "... and packs it with --tar" test -s "$SBX_TEST_TMP/rootfs.tar"
@@ -29,7 +31,7 @@ is "$(chroot --userspec=10001:10001 "$root" jq -n '1 + 1' 2>&1)" 2 "the packages
 is "$(find "$root/var/lib/apt/lists" "$root/var/cache/apt" -type f ! -name lock | wc -l)" 0 \
     "no package lists or caches left for a scanner"
 ok "no bootstrap log left" test ! -e "$root/var/log/bootstrap.log"
-cmp -s "$top/sbx-agent-static" "$root/usr/local/bin/sbx-agent"
+cmp -s "$agent" "$root/usr/local/bin/sbx-agent"
 ok "sbx-agent at /usr/local/bin is the static build" test $? = 0
 
 # sbx-agent as the sandbox user: its HELLO (protocol version, who it runs as) as soon as it
@@ -53,7 +55,7 @@ rc = p.wait(timeout=30)
 print("exit=%d stderr=%r" % (rc, p.stderr.read().decode()))
 PY
 )
-proto=$("$top/sbx-agent-static" --version | sed -n 's/.*(protocol \([0-9]*\)).*/\1/p')
+proto=$("$agent" --version | sed -n 's/.*(protocol \([0-9]*\)).*/\1/p')
 is "$out" "type=1 magic=SBX1 version=$proto
 sbx-agent 0.1 | uid 10001
 exit=0 stderr=''" "sbx-agent starts in it as uid 10001 and answers a HELLO"
