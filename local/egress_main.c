@@ -297,7 +297,8 @@ int main(int argc, char **argv)
     int lfd, pidfd = -1, nchildren = 0;
     struct sockaddr_un sun = { .sun_family = AF_UNIX };
 
-    for (int i = 1; i < argc; i++) {
+    /* OPTION VALUE pairs: each turn takes two words */
+    for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help")) {
             fputs(usage, stdout);
@@ -321,7 +322,6 @@ int main(int argc, char **argv)
             fprintf(stderr, "sbx-egress: unknown option: %s\n", a);
             return 2;
         }
-        i++;
     }
     if (!sock || !allow || !strchr(sock, '/')) {
         fputs(usage, stderr);

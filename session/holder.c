@@ -503,23 +503,21 @@ static int ensure_conn(holder *h, hclient *c, sbx_err *err)
      * the swap waits until none runs and happens here, as the next command starts:
      * drop the connection, save and free the old state; the code below makes a new
      * one for the union and reconnects (the sandbox and its files stay). */
+    sync_host *old_host = NULL;
     if (h->host_stale && !commands_running(h)) {
-        sbx_err serr;
         drop_conn(h);
-        if (h->host && sync_host_save(h->host, &serr) < 0)
-            log_msg("cannot save the host manifest: %s", serr.msg);
-        sync_host_free(h->host);
+        old_host = h->host;     /* its records of the roots both have go to the new one */
         h->host = NULL;
         h->host_stale = false;
     }
     if (h->conn && !h->conn_dead)
-        return 0;
+        return 0;   /* (never with old_host: its connection was dropped) */
     drop_conn(h);
     if (!h->backend && make_backend(h, err) < 0) {
         /* nothing can start (a setting missing, a runtime not installed): the session
          * pins nothing, as after a failed claim */
         h->start_failed = true;
-        return -1;
+        goto fail;
     }
     if (!h->backend->ops->alive(h->backend)) {
         if (c && c->progress && !h->backend->ops->exists(h->backend)) {
@@ -536,7 +534,7 @@ static int ensure_conn(holder *h, hclient *c, sbx_err *err)
              * another runtime (bwrap after runsc failed) would be refused by name. */
             if (!h->backend->ops->exists(h->backend))
                 h->start_failed = true;
-            return -1;
+            goto fail;
         }
         h->start_failed = false;
         log_msg("%s sandbox in %.0f ms", reattached ? "reattached to the" : "started a new",
@@ -548,11 +546,18 @@ static int ensure_conn(holder *h, hclient *c, sbx_err *err)
             if (h->host)
                 sync_host_free(h->host);
             h->host = NULL;
+            sync_host_free(old_host);
+            old_host = NULL;
             unlink(h->state_file);
         }
     }
     if (!h->host && make_host(h, err) < 0)
-        return -1;
+        goto fail;
+    if (old_host) {
+        sync_host_adopt(h->host, old_host);
+        sync_host_free(old_host);
+        old_host = NULL;
+    }
     if (h->backend->ops->open_stream(h->backend, &h->rfd, &h->wfd, err) < 0)
         return -1;
     if (sync_conn_open(h->host, h->rfd, h->wfd, &conn_ops, h, 10000, &h->conn, err) < 0) {
@@ -562,6 +567,15 @@ static int ensure_conn(holder *h, hclient *c, sbx_err *err)
     if (c && c->progress && !sync_conn_agent(h->conn)->resumed)
         send_str(c, P_PROGRESS, "syncing the code directories into the sandbox...");
     return 0;
+fail:
+    if (old_host) {
+        /* nothing new was made: what it knew is kept for the next try, on disk */
+        sbx_err serr;
+        if (sync_host_save(old_host, &serr) < 0)
+            log_msg("cannot save the host manifest: %s", serr.msg);
+        sync_host_free(old_host);
+    }
+    return -1;
 }
 
 /* The release itself, once the last pull is done (or impossible): connection

@@ -68,6 +68,11 @@ void agent_setup_tree(agent *a, const wire_config *cfg)
         t = a->tree;
         a->tree = NULL;
         loaded = true;
+    } else if (resume && a->tree) {
+        /* Same session, roots added or dropped (a call named task files): what the roots
+         * both have knew stays, else every file here would look changed by the sandbox */
+        mf_adopt_roots(t, a->tree);
+        loaded = true;
     } else if (resume && a->o->state_file) {
         uint64_t p, x, y;
         sbx_err err;

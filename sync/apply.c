@@ -426,12 +426,24 @@ static void record_at(apply_rx *rx, int dfd, const char *name, uint64_t hash, bo
         mf_record(rx->t, rx->e_root, rx->e_path, rx->e_path_len, &st, hash, hashed);
 }
 
+/* sf_conflict_place's place(): the entry ctx names, renamed to cname, never over another. */
+static int place_by_rename(int dfd, const char *cname, void *ctx)
+{
+    return sf_rename_noreplace(dfd, (const char *)ctx, dfd, cname);
+}
+
+/* ... a directory made at cname (mkdirat fails with EEXIST on a taken name). */
+static int place_dir(int dfd, const char *cname, void *ctx)
+{
+    (void)ctx;
+    return mkdirat(dfd, cname, 0755);
+}
+
 /* The sandbox's own version of the path is in the way and differs: rename it aside. */
 static void agent_put_aside(apply_rx *rx, int dfd, const char *name)
 {
     char cname[NAME_MAX + 1];
-    sf_conflict_name(dfd, name, cname, sizeof(cname));
-    if (renameat(dfd, name, dfd, cname) == 0) {
+    if (sf_conflict_place(dfd, name, cname, sizeof(cname), place_by_rename, (void *)name) == 0) {
         if (rx->dir_fd == dfd && rx->e_type == MF_DIR)
             close_dir_cache(rx);
         warnf(rx, "conflict: %s/%s changed both in the sandbox and on the host; kept the host's "
@@ -992,16 +1004,40 @@ static bool same_version(apply_rx *rx, const staged *s, int dfd, const char *nam
     return false;
 }
 
+static int install_at(apply_rx *rx, const staged *s, int dfd, const char *name,
+                      const struct stat *cur, bool noreplace);
+
 /* Moves the staged file or symlink to dfd/name. */
 static int install(apply_rx *rx, const staged *s, int dfd, const char *name,
                    const struct stat *cur)
+{
+    return install_at(rx, s, dfd, name, cur, false);
+}
+
+/* What install_conflict gives sf_conflict_place. */
+typedef struct conflict_install {
+    apply_rx *rx;
+    const staged *s;
+} conflict_install;
+
+/* sf_conflict_place's place(): the staged file installed at cname, never over another. */
+static int place_staged(int dfd, const char *cname, void *ctx)
+{
+    conflict_install *ci = ctx;
+    return install_at(ci->rx, ci->s, dfd, cname, NULL, true);
+}
+
+/* ... and with noreplace, failing with EEXIST rather than replacing a taken name. */
+static int install_at(apply_rx *rx, const staged *s, int dfd, const char *name,
+                      const struct stat *cur, bool noreplace)
 {
     char sname[32];
     int sfd = rx->stage_fd[s->root];
     snprintf(sname, sizeof(sname), "%u", s->idx);
     if (s->type == MF_REG)
         fchmodat(sfd, sname, apply_file_mode(cur, s->exec), 0);
-    if (renameat(sfd, sname, dfd, name) == 0)
+    if ((noreplace ? sf_rename_noreplace(sfd, sname, dfd, name)
+                   : renameat(sfd, sname, dfd, name)) == 0)
         return 0;
     if (errno == EXDEV && s->type == MF_REG) {
         /* A mount point inside the root: copy to a temporary beside the target. */
@@ -1016,10 +1052,13 @@ static int install(apply_rx *rx, const staged *s, int dfd, const char *name,
         }
         if (from >= 0)
             close(from);
-        if (ok && renameat(dfd, tmp, dfd, name) == 0)
+        if (ok && (noreplace ? sf_rename_noreplace(dfd, tmp, dfd, name)
+                             : renameat(dfd, tmp, dfd, name)) == 0)
             return 0;
+        int e = errno;
         if (to >= 0)
             unlinkat(dfd, tmp, 0);
+        errno = e;
     }
     return -1;
 }
@@ -1592,8 +1631,7 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path, git_plan *pl
             }
         } else {
             char cname[NAME_MAX + 1];
-            sf_conflict_name(dfd, name, cname, sizeof(cname));
-            if (mkdirat(dfd, cname, 0755) == 0) {
+            if (sf_conflict_place(dfd, name, cname, sizeof(cname), place_dir, NULL) == 0) {
                 dir_rename *dr;
                 account(rx, (int64_t)s->alloc, 1);   /* quota */
                 XGROW(rx->renames, rx->arenames, rx->nrenames + 1);
@@ -1644,8 +1682,8 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path, git_plan *pl
         strbuf_release(&old_packed);
     } else {
         char cname[NAME_MAX + 1];
-        sf_conflict_name(dfd, name, cname, sizeof(cname));
-        if (install(rx, s, dfd, cname, NULL) < 0) {
+        conflict_install ci = { rx, s };
+        if (sf_conflict_place(dfd, name, cname, sizeof(cname), place_staged, &ci) < 0) {
             warnf(rx, "cannot write %s/%s: %s", r->base, cname, strerror(errno));
         } else {
             account(rx, (int64_t)s->alloc, 1);   /* quota */

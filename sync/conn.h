@@ -94,6 +94,12 @@ typedef struct sync_conn sync_conn;
  * directories that a crashed holder left behind. */
 int sync_host_new(const sync_config *cfg, sync_host **out, sbx_err *err);
 void sync_host_free(sync_host *host);
+/* Carries into host, just made for more roots (a client named more sync paths or task
+ * files), what old knew: the records of the roots both have, the pairing and its sequence
+ * numbers, what its pulls have cost the quotas. The agent, told the same pairing, keeps its
+ * records of those roots too, so nothing already synced looks changed on either side. Call
+ * before the first connection of host; old is then freed by the caller. */
+void sync_host_adopt(sync_host *host, sync_host *old);
 /* Writes the manifest to cfg->state_file (temp + rename). A no-op without a state file or
  * when nothing changed since the last save. Cheap to call; meant for idle time and exit. */
 int sync_host_save(sync_host *host, sbx_err *err);

@@ -197,6 +197,18 @@ fail:
     return -1;
 }
 
+void sync_host_adopt(sync_host *h, sync_host *old)
+{
+    mf_adopt_roots(h->tree, old->tree);
+    h->pair_id = old->pair_id;
+    h->push_seq = old->push_seq;
+    h->pull_seq = old->pull_seq;
+    h->disk_used = old->disk_used;
+    h->files_used = old->files_used;
+    if (!h->no_watch)
+        mf_watch(h->tree, true);
+}
+
 void sync_host_free(sync_host *h)
 {
     if (!h)

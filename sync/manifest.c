@@ -283,6 +283,26 @@ void mf_clear(mf_tree *t)
     t->need_full = true;
 }
 
+void mf_adopt_roots(mf_tree *dst, mf_tree *src)
+{
+    mf_watch_off(src);
+    for (size_t i = 0; i < dst->nroots; i++) {
+        mf_root *d = &dst->roots[i];
+        for (size_t j = 0; j < src->nroots; j++) {
+            mf_root *s = &src->roots[j];
+            if (s->kind != d->kind || strcmp(s->base, d->base) || strcmp(s->pattern, d->pattern))
+                continue;
+            mf_node *top = d->top;
+            d->top = s->top;
+            s->top = top;
+            d->top->root = (uint16_t)i;
+            s->top->root = (uint16_t)j;
+            break;
+        }
+    }
+    dst->need_full = true;
+}
+
 void mf_free(mf_tree *t)
 {
     if (!t)

@@ -100,6 +100,12 @@ mf_tree *mf_new(const wire_root *roots, size_t nroots, const char *const *exclud
 void mf_free(mf_tree *t);
 /* Drops every node (a first sync from scratch). */
 void mf_clear(mf_tree *t);
+/* Moves into dst the records of every root src has too (the same kind, base and pattern),
+ * leaving src's empty: a CONFIG of the same pairing that adds or drops a root (task files a
+ * later call names) keeps what the other roots knew, where starting empty took every file
+ * of the sandbox for a change of its own (a conflict with each host push). Watches are
+ * dropped; dst's next scan walks in full and watches again. */
+void mf_adopt_roots(mf_tree *dst, mf_tree *src);
 size_t mf_nroots(const mf_tree *t);
 mf_root *mf_root_at(mf_tree *t, size_t i);
 /* Opens (once) the root's base directory; with create, makes it (mkdir -p) when missing.

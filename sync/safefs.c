@@ -254,7 +254,14 @@ int sf_copy_fd(int from, int to)
     }
 }
 
-void sf_conflict_name(int dirfd, const char *name, char *out, size_t outsz)
+/*
+ * The name is chosen by trying to make the entry, not by looking first: a look then a
+ * rename left a window in which the name could be taken, and after 1,000 taken names the
+ * last one was returned anyway and the caller's rename replaced that file. place() fails
+ * with EEXIST on a taken name, and the next one is tried.
+ */
+int sf_conflict_place(int dirfd, const char *name, char *out, size_t outsz,
+                      int (*place)(int dirfd, const char *cname, void *ctx), void *ctx)
 {
     char stamp[32];
     time_t t = time(NULL);
@@ -265,16 +272,38 @@ void sf_conflict_name(int dirfd, const char *name, char *out, size_t outsz)
     strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
     for (int n = 0; n < 1000; n++) {
         char suffix[64];
-        struct stat st;
         size_t slen = (size_t)snprintf(suffix, sizeof(suffix), ".sbx-conflict-sandbox-%s%s%.0d",
                                        stamp, n ? "-" : "", n);
         size_t keep = nlen;
         if (keep + slen > NAME_MAX)
             keep = NAME_MAX - slen;
         snprintf(out, outsz, "%.*s%s", (int)keep, name, suffix);
-        if (fstatat(dirfd, out, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
-            return;
+        if (place(dirfd, out, ctx) == 0)
+            return 0;
+        if (errno != EEXIST)
+            return -1;
     }
+    errno = EEXIST;
+    return -1;
+}
+
+int sf_rename_noreplace(int olddirfd, const char *oldname, int newdirfd, const char *newname)
+{
+    struct stat st;
+#ifdef SYS_renameat2
+    /* RENAME_NOREPLACE (1): the libc wrapper is not in every libc the agent builds with */
+    if (syscall(SYS_renameat2, olddirfd, oldname, newdirfd, newname, 1) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS)
+        return -1;
+#endif
+    /* No RENAME_NOREPLACE here (an old kernel, a file system without it): a look first. A
+     * writer racing this very name wins, which the names' timestamp makes unlikely. */
+    if (fstatat(newdirfd, newname, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        errno = EEXIST;
+        return -1;
+    }
+    return renameat(olddirfd, oldname, newdirfd, newname);
 }
 
 int sf_set_mtime(int fd, int64_t mtime_ns)

@@ -54,9 +54,18 @@ void sf_remove_tree(int parent, const char *name);
 /* Copies an open file's content to another (for a rename across file systems). */
 int sf_copy_fd(int from, int to);
 
-/* "name.sbx-conflict-sandbox-YYYYMMDDTHHMMSS" in UTC (with -N added when taken), fitting
- * NAME_MAX; the result is a plain name in the same directory. */
-void sf_conflict_name(int dirfd, const char *name, char *out, size_t outsz);
+/* Puts something at a conflict name beside name in dirfd:
+ * "name.sbx-conflict-sandbox-YYYYMMDDTHHMMSS" in UTC, with -N added while taken (up to
+ * 999), fitting NAME_MAX. place(dirfd, cname, ctx) makes the entry and must fail with
+ * EEXIST, never replace, when cname is taken (sf_rename_noreplace, mkdirat): a name found
+ * free and then taken (by the sandbox, by another client) is never overwritten. 0 with the
+ * name in out; -1 with errno (EEXIST when every name was taken). */
+int sf_conflict_place(int dirfd, const char *name, char *out, size_t outsz,
+                      int (*place)(int dirfd, const char *cname, void *ctx), void *ctx);
+/* renameat() that fails with EEXIST instead of replacing an existing newname
+ * (renameat2's RENAME_NOREPLACE; where the file system lacks it, a check first, which a
+ * race can still beat: said in the comment at its fallback). */
+int sf_rename_noreplace(int olddirfd, const char *oldname, int newdirfd, const char *newname);
 
 /* Sets mtime (ns since the epoch) on an open fd; atime too. */
 int sf_set_mtime(int fd, int64_t mtime_ns);
