@@ -10,6 +10,8 @@
 #    history file and that path as they were.
 #  - Tab completion quotes a sandbox-made file name (`zz; touch hostmark-c` is one word, and
 #    `ls` lists that one file), and offers no name with a control byte.
+#  - A PS1 the sandbox's shell chose sets a title, but its OSC 52 and its cursor position
+#    query never reach the terminal.
 # On both runtimes: the sandbox's side (its ~/.bashrc, its pipes) is each runtime's own.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/tmux.sh"
@@ -137,6 +139,21 @@ tmux_type 'ls cc'; tmux_keys Tab
 ok "$rt: a name with control bytes is not offered: cc completes to the other one" \
     tmux_wait '[#$] ls cc-plain ?$'
 tmux_keys C-u
+
+# ---- a prompt the sandbox chose: a title passes; the clipboard and a query do not --------
+# (tmux takes OSC 52 into a paste buffer with set-clipboard on, and answers a cursor position
+# query, CSI 6 n, into the input, where readline would read it as keys typed at the prompt)
+tmux_type 'unset PROMPT_COMMAND'; tmux_keys Enter
+tmux_wait_last "$P"
+tmux_cmd set-option -g set-clipboard on
+tmux_cmd delete-buffer 2>/dev/null
+tmux_type "PS1='\\[\\e]0;trust-title\\a\\e]52;c;aGVsbG8=\\a\\e[6n\\]dsr> '"; tmux_keys Enter
+tmux_wait_last '^dsr> ?$'
+tmux_type 'echo "dsr-$((6 * 7))"'; tmux_keys Enter
+ok "$rt: PS1 with a cursor position query: the next line runs as typed (no answer typed into it)" \
+    tmux_wait $'\ndsr> echo "dsr-\\$\\(\\(6 \\* 7\\)\\)"\ndsr-42\ndsr> $'
+is "$(tmux_cmd display-message -p '#{pane_title}')" trust-title "$rt: ...its title is set"
+is "$(tmux_cmd list-buffers 2>/dev/null | wc -l)" 0 "$rt: ...its OSC 52 did not reach the terminal's clipboard"
 tmux_type 'exit'; tmux_keys Enter
 tmux_wait_last '^host\$ ?$'
 [ "$tap_failed" = "$failed_before" ] || diag "$rt: the screen at the end:" "$(tmux_screen)"
