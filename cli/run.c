@@ -8,6 +8,7 @@
 #include "cli/interactive.h"
 #include "cli/line.h"
 #include "cli/startup.h"
+#include "session/termfilter.h"
 #include "shell/parse.h"
 
 #include <errno.h>
@@ -228,10 +229,16 @@ static bool run_prompt_element(const sh_options *o, line_exec *x, interactive *i
 
     sh_parse_all(&p, pc, len, &po, true);
     if (p.status != SH_OK) {
-        strbuf msg = STRBUF_INIT, prefix = STRBUF_INIT;
+        strbuf msg = STRBUF_INIT, prefix = STRBUF_INIT, shown = STRBUF_INIT;
+        sbx_termfilter tf;
         strbuf_addf(&prefix, "%s: PROMPT_COMMAND: ", o->progname);
         sh_parse_format_error(&p, prefix.buf, &msg);
-        fputs(msg.buf, stderr);
+        /* the message quotes the text, which the sandbox may have chosen: through the
+         * terminal filter, as any of its output (no escape sequence reaches the terminal) */
+        sbx_termfilter_init(&tf);
+        sbx_termfilter_feed(&tf, msg.buf, msg.len, &shown);
+        fputs(shown.buf ? shown.buf : "", stderr);
+        strbuf_release(&shown);
         strbuf_release(&msg);
         strbuf_release(&prefix);
     } else if (p.root && p.root->items) {
