@@ -317,50 +317,6 @@ static bool history_add(interactive *ia, const char *line)
 
 /* ---- the prompt ----------------------------------------------------------------------- */
 
-/*
- * What of a prompt may reach the terminal. PS1 and PS2 are the sandbox's to choose (its
- * ~/.bashrc, a process writing to its shell), and bash's prompt is where people put
- * colours and a window title, so those pass: text, SGR (the plain terminal filter) and OSC
- * 0, 1 and 2, the titles (judged by the pty filter, which drops one holding a control).
- * Nothing else does: not the clipboard (OSC 52), nor a query whose answer the terminal
- * would type into the line being read (DSR `ESC [ 6 n`, DA, DECRQSS: the pty filter keeps
- * DSR for full-screen programs, which a prompt is not), nor cursor movement. readline's
- * markers \001 and \002 (\[ \]) are kept: they only tell readline what takes no room.
- */
-static void prompt_filter(const char *ps, size_t len, strbuf *out)
-{
-    size_t i = 0;
-    while (i < len) {
-        size_t j = i;
-        sbx_termfilter tf;
-        /* a run of text and non-OSC sequences, up to a marker or an OSC */
-        while (j < len && ps[j] != '\001' && ps[j] != '\002' &&
-               !(ps[j] == '\033' && j + 1 < len && ps[j + 1] == ']'))
-            j++;
-        if (j > i) {
-            /* a sequence cut by a marker is left half in the filter: dropped */
-            sbx_termfilter_init(&tf);
-            sbx_termfilter_feed(&tf, ps + i, j - i, out);
-            i = j;
-            continue;
-        }
-        if (ps[i] != '\033') {
-            strbuf_addch(out, ps[i++]);
-            continue;
-        }
-        /* an OSC, through its end: BEL or ST (ESC \\), else the end of the prompt */
-        for (j = i + 2; j < len && ps[j] != '\007' && !(ps[j] == '\033' && j + 1 < len && ps[j + 1] == '\\'); j++)
-            ;
-        j = j >= len ? len : j + (ps[j] == '\007' ? 1 : 2);
-        if ((ps[i + 2] == '0' || ps[i + 2] == '1' || ps[i + 2] == '2') && i + 3 < len &&
-            ps[i + 3] == ';') {
-            sbx_termfilter_init_pty(&tf);
-            sbx_termfilter_feed(&tf, ps + i, j - i, out);
-        }
-        i = j;
-    }
-}
-
 /* PS1 or PS2 as bash would show it: the shell's (as last reported), else sbxsh's default
  * PS1, `[sbx:SESSION] \w\$ `. PS1 and PS2 are the sandbox's data: expanded by
  * prompt_expand (escapes only: nothing runs here) or by the sandbox's own bash (a $ or `),
@@ -1108,44 +1064,14 @@ static size_t cand_at;
  * quotes the word was opened with), and the other names, which readline does not quote,
  * are offered only when they need no quoting at all (plain_name). A name with a control
  * byte is never offered: readline would write it to the terminal in its list, and the
- * line would hold it (shows_safely).
+ * line would hold it (prompt_text_shows_safely).
  */
 static const char filename_quote_chars[] = " \t\n\\\"'@<>=;|&()#$`?*[]!:{}~^,";
-
-/* Is s[0, n) text a terminal shows as text: valid UTF-8 without C0 controls, DEL or C1
- * controls (U+0080..U+009F, which a terminal may take as CSI or OSC)? */
-static bool shows_safely(const char *s, size_t n)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    for (size_t i = 0; i < n;) {
-        unsigned c = u[i], len, cp;
-        if (c < 0x20 || c == 0x7f)
-            return false;
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        len = c >= 0xc2 && c < 0xe0 ? 2 : c >= 0xe0 && c < 0xf0 ? 3 : c >= 0xf0 && c < 0xf5 ? 4 : 0;
-        if (!len || i + len > n)
-            return false;
-        cp = c & (0xff >> (len + 1));
-        for (unsigned k = 1; k < len; k++) {
-            if ((u[i + k] & 0xc0) != 0x80)
-                return false;
-            cp = cp << 6 | (u[i + k] & 0x3f);
-        }
-        if (cp < 0xa0 || (len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-            (cp >= 0xd800 && cp < 0xe000))
-            return false;
-        i += len;
-    }
-    return true;
-}
 
 /* A name that is one word as it is: shown safely, nothing the shell reads as syntax. */
 static bool plain_name(const char *s, size_t n)
 {
-    if (!n || !shows_safely(s, n))
+    if (!n || !prompt_text_shows_safely(s, n))
         return false;
     for (size_t i = 0; i < n; i++)
         if (strchr(filename_quote_chars, s[i]) && s[i] != ':' && s[i] != ',' && s[i] != '@' &&
@@ -1231,14 +1157,14 @@ static int drop_unsafe_names(char **matches)
     if (!matches || !matches[0])
         return 0;
     if (!matches[1]) {
-        if (!shows_safely(matches[0], strlen(matches[0]))) {
+        if (!prompt_text_shows_safely(matches[0], strlen(matches[0]))) {
             free(matches[0]);
             matches[0] = NULL;
         }
         return 0;
     }
     for (n = 1; matches[n]; n++) {
-        if (shows_safely(matches[n], strlen(matches[n])))
+        if (prompt_text_shows_safely(matches[n], strlen(matches[n])))
             matches[kept++] = matches[n];
         else
             free(matches[n]);
