@@ -9,7 +9,8 @@
 #  - HISTFILESIZE=0, HISTSIZE=0 and HISTFILE=<a host path> set in the sandbox leave the host's
 #    history file and that path as they were.
 #  - Tab completion quotes a sandbox-made file name (`zz; touch hostmark-c` is one word, and
-#    `ls` lists that one file), and offers no name with a control byte.
+#    `ls` lists that one file), and offers no name with a control byte, nor a branch name
+#    that would need quoting.
 #  - A PS1 the sandbox's shell chose sets a title, but its OSC 52 and its cursor position
 #    query never reach the terminal.
 # On both runtimes: the sandbox's side (its ~/.bashrc, its pipes) is each runtime's own.
@@ -106,9 +107,16 @@ tmux_type "$SBXSH --norc"; tmux_keys Enter
 tmux_wait_last "$P"
 tmux_type 'bash inject.sh $$ "$PWD/inject-line" &'; tmux_keys Enter
 tmux_wait_last "$P"
-tmux_type 'until [ -e /tmp/inject-holding ]; do sleep 0.1; done; echo holding'; tmux_keys Enter
-tmux_wait $'\nholding\n'
-tmux_wait_last "$P"
+# the injector opens the pipe while the shell waits at its prompt (fd 0 is the terminal while
+# a command runs): the shell is left idle a moment before each check
+holding=
+for _ in $(seq 60); do
+    sleep 0.5
+    tmux_type '[ -e /tmp/inject-holding ] && echo "hold""ing-yes"'; tmux_keys Enter
+    tmux_wait_last "$P"
+    if tmux_screen | grep -q 'holding-yes'; then holding=1; break; fi
+done
+ok "$rt: a process in the sandbox holds the prompt shell's script pipe open" test -n "$holding"
 tmux_type 'touch /tmp/inject-go; wait; echo injected'; tmux_keys Enter
 tmux_wait $'\ninjected\n'
 tmux_wait_last "$P"
@@ -138,6 +146,12 @@ ok "$rt: ...nothing ran its touch (no hostmark-c)" test ! -e "$CODE/hostmark-c"
 tmux_type 'ls cc'; tmux_keys Tab
 ok "$rt: a name with control bytes is not offered: cc completes to the other one" \
     tmux_wait '[#$] ls cc-plain ?$'
+tmux_keys C-u
+# a branch name is the sandbox's too (it writes .git); one that needs quoting is not offered
+{ git branch 'brz;touch${IFS}hostmark-b' && git branch brz-plain; } || bail_out "cannot make the branches"
+tmux_type 'git checkout brz'; tmux_keys Tab
+ok "$rt: a branch name with ; and \$ is not offered: brz completes to the plain one" \
+    tmux_wait '[#$] git checkout brz-plain ?$'
 tmux_keys C-u
 
 # ---- a prompt the sandbox chose: a title passes; the clipboard and a query do not --------
