@@ -36,7 +36,29 @@ struct interactive {
     bool has_rerun;
     char user[256], host[256];
     bool hup;
+    /* The variables below as the person set them (typed_vars), by index in typed_names:
+     * what the host acts on. Never the sandbox shell's report of them. */
+    int typed_state[5];       /* TYPED_NONE, TYPED_SET or TYPED_UNSET */
+    char *typed_value[5];
 };
+
+/*
+ * The variables whose values act on the host: the history's settings (how many entries the
+ * host's history file keeps, what goes into it) and PROMPT_COMMAND (what runs before each
+ * prompt, where sbxsh's own `history` and `fc` and the host's git can run). Their values
+ * come only from the host: sbxsh's environment, and the assignments on lines the person
+ * typed (or sbxsh's own startup file), read from the parsed line here. The sandbox's shell
+ * has its own copies, which it reports after each command, but what it reports is the
+ * sandbox's to choose (its ~/.bashrc, or a process in it writing to its script pipe), so
+ * it is data: shown at most, never obeyed (the attack: `HISTFILESIZE=0` there truncating
+ * the host's history file, a PROMPT_COMMAND there running `fc -e CMD` on the host).
+ * HISTFILE is not among them: the history file is sbxsh's own (history_path), whatever
+ * either side assigns.
+ */
+static const char *const typed_names[] = { "PROMPT_COMMAND", "HISTSIZE", "HISTFILESIZE",
+                                           "HISTCONTROL", "HISTIGNORE" };
+enum { TYPED_NONE, TYPED_SET, TYPED_UNSET };
+enum { TYPED_PROMPT_COMMAND = 0 };
 
 /* readline's state is global, and so is the one session it serves */
 static interactive *the_ia;
@@ -44,18 +66,131 @@ static strbuf keys = STRBUF_INIT;      /* keys typed ahead during the last comma
 static size_t keys_at;
 static volatile sig_atomic_t got_hup;
 
-/* ---- settings: the sandbox's shell's variables, else the environment's, else bash's ---- */
+/* ---- settings: as the person typed them, else the environment's, else bash's ------- */
+
+static int typed_index(const char *name, size_t len)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(typed_names); i++)
+        if (strlen(typed_names[i]) == len && !memcmp(typed_names[i], name, len))
+            return (int)i;
+    return -1;
+}
+
+static void typed_set(interactive *ia, int i, int state, char *value)
+{
+    free(ia->typed_value[i]);
+    ia->typed_state[i] = state;
+    ia->typed_value[i] = value;
+}
+
+/* One assignment of the person's line. Only a plain one whose value sbxsh can know without
+ * the sandbox (fixed text: no expansion) is kept; any other (`+=`, an element, `$X`) makes
+ * the value one only the sandbox knows: then the host falls back to its environment, and
+ * PROMPT_COMMAND runs in the sandbox alone. PROMPT_COMMAND is kept as the report gives it
+ * (PROMPT_POST in line.c: each element followed by \001), so that the two compare. */
+static void typed_assign(interactive *ia, const sh_assign *a)
+{
+    int i = typed_index(a->name, a->name_len);
+    strbuf v = STRBUF_INIT;
+    bool known = !a->has_subscript && !a->append;
+
+    if (i < 0)
+        return;
+    if (known && a->is_array) {
+        if (i != TYPED_PROMPT_COMMAND)
+            known = false;
+        for (const sh_word *w = a->elements; known && w; w = w->next) {
+            known = !w->assign && sh_word_static_value(w, &v);
+            strbuf_addch(&v, '\001');
+        }
+    } else if (known) {
+        known = a->value && sh_word_static_value(a->value, &v);
+        if (i == TYPED_PROMPT_COMMAND)
+            strbuf_addch(&v, '\001');
+    }
+    if (known)
+        typed_set(ia, i, TYPED_SET, strbuf_detach(&v, NULL));
+    else
+        typed_set(ia, i, TYPED_NONE, NULL);
+    strbuf_release(&v);
+}
+
+/* The assignments and unsets of one simple command run by the shell itself (not in a
+ * pipeline's subshell, not a prefix to a command's environment). */
+static void typed_simple(interactive *ia, const sh_cmd *c)
+{
+    strbuf name = STRBUF_INIT;
+    const sh_word *w = c->words;
+
+    if (!w) {
+        for (const sh_assign *a = c->assigns; a; a = a->next)
+            typed_assign(ia, a);
+        return;
+    }
+    if (c->assigns || !sh_word_static_value(w, &name)) {
+        strbuf_release(&name);
+        return;
+    }
+    if (!strcmp(name.buf, "export") || !strcmp(name.buf, "declare") ||
+        !strcmp(name.buf, "typeset") || !strcmp(name.buf, "readonly")) {
+        for (w = w->next; w; w = w->next)
+            if ((w->flags & SH_WF_ASSIGN) && w->assign)
+                typed_assign(ia, w->assign);
+    } else if (!strcmp(name.buf, "unset")) {
+        bool vars = true;
+        for (w = w->next; w; w = w->next) {
+            strbuf_reset(&name);
+            if (!sh_word_static_value(w, &name))
+                continue;
+            if (name.buf[0] == '-') {
+                vars = !strchr(name.buf, 'f');
+                continue;
+            }
+            int i = typed_index(name.buf, name.len);
+            if (vars && i >= 0)
+                typed_set(ia, i, TYPED_UNSET, NULL);
+        }
+    }
+    strbuf_release(&name);
+}
+
+static void typed_list(interactive *ia, const sh_list *l)
+{
+    for (const sh_andor *ao = l ? l->items : NULL; ao; ao = ao->next) {
+        if (ao->sep == SH_SEP_AMP)
+            continue;   /* a background job: a subshell of its own */
+        for (const sh_pipeline *pl = ao->pipes; pl; pl = pl->next) {
+            const sh_cmd *c = pl->cmds;
+            if (!c || c->next)
+                continue;   /* a pipeline's commands run in subshells */
+            if (c->kind == SH_SIMPLE)
+                typed_simple(ia, c);
+            else if (c->kind == SH_GROUP)
+                typed_list(ia, c->body);
+        }
+    }
+}
+
+void interactive_note_typed(interactive *ia, const sh_parse *p)
+{
+    if (ia && p->status == SH_OK)
+        typed_list(ia, p->root);
+}
+
+const char *interactive_typed_prompt_command(const interactive *ia)
+{
+    return ia->typed_state[TYPED_PROMPT_COMMAND] == TYPED_SET
+               ? ia->typed_value[TYPED_PROMPT_COMMAND]
+               : NULL;
+}
 
 static const char *setting(const interactive *ia, const char *name)
 {
-    const line_shell_vars *v = line_exec_vars(ia->x);
-    const char *sv = !strcmp(name, "HISTSIZE")       ? v->histsize
-                   : !strcmp(name, "HISTFILESIZE")   ? v->histfilesize
-                   : !strcmp(name, "HISTCONTROL")    ? v->histcontrol
-                   : !strcmp(name, "HISTIGNORE")     ? v->histignore
-                                                     : NULL;
-    if (sv)
-        return sv;
+    int i = typed_index(name, strlen(name));
+    if (i >= 0 && ia->typed_state[i] == TYPED_SET)
+        return ia->typed_value[i][0] ? ia->typed_value[i] : NULL;
+    if (i >= 0 && ia->typed_state[i] == TYPED_UNSET)
+        return NULL;
     return getenv(name);
 }
 
@@ -183,13 +318,13 @@ static bool history_add(interactive *ia, const char *line)
 /* ---- the prompt ----------------------------------------------------------------------- */
 
 /* PS1 or PS2 as bash would show it: the shell's (as last reported), else sbxsh's default
- * PS1, `[sbx:SESSION] \w\$ `. What the sandbox's shell chose passes the terminal filter's
- * pty mode: colours and titles, never the clipboard or reports. */
+ * PS1, `[sbx:SESSION] \w\$ `. PS1 and PS2 are the sandbox's data: expanded by
+ * prompt_expand (escapes only: nothing runs here) or by the sandbox's own bash (a $ or `),
+ * and shown through prompt_filter. */
 static char *make_prompt(interactive *ia, bool continuation)
 {
     const line_shell_vars *v = line_exec_vars(ia->x);
     strbuf ps = STRBUF_INIT, out = STRBUF_INIT;
-    sbx_termfilter tf;
     prompt_ctx c = {
         .user = ia->user,
         .host = ia->host,
@@ -221,8 +356,7 @@ static char *make_prompt(interactive *ia, bool continuation)
         prompt_expand(fmt.buf, &c, &ps);
         strbuf_release(&fmt);
     }
-    sbx_termfilter_init_pty(&tf);
-    sbx_termfilter_feed(&tf, ps.buf, ps.len, &out);
+    prompt_filter(ps.buf, ps.len, &out);
     strbuf_release(&ps);
     return strbuf_detach(&out, NULL);
 }
@@ -920,14 +1054,136 @@ static const char *const git_takes_branch[] = {
 static strvec cands = STRVEC_INIT;
 static size_t cand_at;
 
-static bool printable_name(const char *s, size_t n)
+/*
+ * Completion puts names the sandbox made (its files, functions, variables, the branches in
+ * a .git it can write) into the line the person is about to run, and the host runs its
+ * host parts: a file named `zz; git push origin HEAD:x` inserted as it is would turn
+ * `ls zz<Tab><Enter>` into a host git push. So a completed word is always one word, as
+ * bash makes it: file names are quoted with backslashes where the shell would read a
+ * character as syntax (filename_quote, readline's filename quoting, which knows the
+ * quotes the word was opened with), and the other names, which readline does not quote,
+ * are offered only when they need no quoting at all (plain_name). A name with a control
+ * byte is never offered: readline would write it to the terminal in its list, and the
+ * line would hold it (prompt_text_shows_safely).
+ */
+static const char filename_quote_chars[] = " \t\n\\\"'@<>=;|&()#$`?*[]!:{}~^,";
+
+/* A name that is one word as it is: shown safely, nothing the shell reads as syntax. */
+static bool plain_name(const char *s, size_t n)
 {
-    if (!n)
+    if (!n || !prompt_text_shows_safely(s, n))
         return false;
     for (size_t i = 0; i < n; i++)
-        if ((unsigned char)s[i] < 0x21 || s[i] == 0x7f)
+        if (strchr(filename_quote_chars, s[i]) && s[i] != ':' && s[i] != ',' && s[i] != '@' &&
+            s[i] != '=' && (s[i] != '~' || i > 0))
             return false;
     return true;
+}
+
+/* Does the word being completed start with ~ (a tilde the person typed, to be expanded)? */
+static bool word_has_tilde;
+
+/* readline's rl_filename_quoting_function: the name with a backslash before each character
+ * the shell would take as syntax, as bash quotes a completed file name. Always this style,
+ * also after an opening quote the person typed: *qcp is cleared, so readline replaces that
+ * quote too and adds no closing one. A leading ~ the person typed stays a tilde. */
+static char *filename_quote(char *text, int match_type, char *qcp)
+{
+    strbuf out = STRBUF_INIT;
+    (void)match_type;
+    if (qcp)
+        *qcp = '\0';
+    for (const char *p = text; *p; p++) {
+        if (strchr(filename_quote_chars, *p) && !(p == text && *p == '~' && word_has_tilde))
+            strbuf_addch(&out, '\\');
+        strbuf_addch(&out, *p);
+    }
+    return strbuf_detach(&out, NULL);
+}
+
+/* readline's rl_filename_dequoting_function: the word as the shell will see it, for
+ * looking up files (backslashes and quotes removed, as bash's quote removal). */
+static char *filename_dequote(char *text, int quote_char)
+{
+    strbuf out = STRBUF_INIT;
+    char q = (char)quote_char;
+    for (const char *p = text; *p; p++) {
+        if (*p == '\\' && q != '\'' && p[1]) {
+            p++;
+        } else if (q && *p == q) {
+            q = '\0';
+            continue;
+        } else if (!q && (*p == '\'' || *p == '"')) {
+            q = *p;
+            continue;
+        }
+        strbuf_addch(&out, *p);
+    }
+    strbuf_addch(&out, '\0');
+    strbuf_setlen(&out, out.len - 1);
+    return strbuf_detach(&out, NULL);
+}
+
+/* readline's rl_char_is_quoted_p: is line[idx] quoted (after a backslash, inside quotes),
+ * so not where a word breaks? As bash reads the line. */
+static int char_is_quoted(char *line, int idx)
+{
+    char q = '\0';
+    for (int i = 0; i < idx && line[i]; i++) {
+        if (q == '\'') {
+            if (line[i] == '\'')
+                q = '\0';
+        } else if (line[i] == '\\') {
+            if (i + 1 == idx)
+                return 1;
+            if (line[i + 1])
+                i++;
+        } else if (q == '"') {
+            if (line[i] == '"')
+                q = '\0';
+        } else if (line[i] == '\'' || line[i] == '"') {
+            q = line[i];
+        }
+    }
+    return q != '\0';
+}
+
+/* readline's rl_ignore_some_completions_function (file names): drops the names that
+ * cannot be shown safely, as bash's FIGNORE drops names (matches[0] is the common prefix
+ * of several, or the one match). */
+static int drop_unsafe_names(char **matches)
+{
+    size_t n = 0, kept = 1;
+    if (!matches || !matches[0])
+        return 0;
+    if (!matches[1]) {
+        if (!prompt_text_shows_safely(matches[0], strlen(matches[0]))) {
+            free(matches[0]);
+            matches[0] = NULL;
+        }
+        return 0;
+    }
+    for (n = 1; matches[n]; n++) {
+        if (prompt_text_shows_safely(matches[n], strlen(matches[n])))
+            matches[kept++] = matches[n];
+        else
+            free(matches[n]);
+    }
+    matches[kept] = NULL;
+    if (kept == 1) {
+        free(matches[0]);
+        matches[0] = NULL;
+    } else if (kept == 2) {
+        free(matches[0]);
+        matches[0] = matches[1];
+        matches[1] = NULL;
+    }
+    return 0;
+}
+
+static bool printable_name(const char *s, size_t n)
+{
+    return plain_name(s, n);
 }
 
 static void cand_add(const char *text, const char *name, size_t n, const char *prefix)
@@ -1084,6 +1340,7 @@ static char **ia_complete(const char *text, int start, int end)
     strvec_clear(&cands);
     if (!ia)
         return NULL;
+    word_has_tilde = rl_line_buffer[start] == '~';
     words_before(start, &words);
     rl_attempted_completion_over = 1;
     if (text[0] == '~' && !strchr(text, '/')) {
@@ -1158,6 +1415,13 @@ interactive *interactive_new(const sh_options *o, line_exec *x)
     rl_outstream = stderr;
     rl_getc_function = ia_getc;
     rl_attempted_completion_function = ia_complete;
+    /* completed names are quoted as bash quotes them (see filename_quote) */
+    rl_completer_quote_characters = "'\"";
+    rl_filename_quote_characters = filename_quote_chars;
+    rl_filename_quoting_function = filename_quote;
+    rl_filename_dequoting_function = filename_dequote;
+    rl_char_is_quoted_p = char_is_quoted;
+    rl_ignore_some_completions_function = drop_unsafe_names;
     using_history();
     history_inhibit_expansion_function = inhibit_expansion;
     ia->histfile = history_path();
@@ -1184,6 +1448,8 @@ void interactive_free(interactive *ia)
     history_save(ia);
     strbuf_release(&ia->entry);
     strbuf_release(&ia->rerun);
+    for (size_t i = 0; i < ARRAY_SIZE(typed_names); i++)
+        free(ia->typed_value[i]);
     free(ia->histfile);
     if (the_ia == ia)
         the_ia = NULL;

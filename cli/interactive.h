@@ -37,6 +37,16 @@ void interactive_command_seen(interactive *ia);
  * false for anything else, which runs as usual. */
 bool interactive_builtin(interactive *ia, const sh_parse *p);
 
+/* p is a line the person typed (or sbxsh's own startup file): the assignments in it to
+ * PROMPT_COMMAND and the history's settings (HISTSIZE, HISTFILESIZE, HISTCONTROL,
+ * HISTIGNORE) are noted as the host's values of them, the only ones the host obeys (the
+ * sandbox shell's report of them is its own to choose). ia may be NULL (not interactive). */
+void interactive_note_typed(interactive *ia, const sh_parse *p);
+
+/* PROMPT_COMMAND as the person last assigned it, in the report's form (each element
+ * followed by \001), or NULL when they did not (or not as fixed text). */
+const char *interactive_typed_prompt_command(const interactive *ia);
+
 /* PROMPT_COMMAND is about to run: it has no history entry (so an fc in it sees every
  * entry as the commands before it, and drops none). */
 void interactive_prompt_command_starts(interactive *ia);

@@ -115,7 +115,7 @@
 /*
  * What the prompt needs of the shell's state, after the "next" report of interactive mode
  * and JOBS_POST's fields (PROMPT_VAR_FIELDS more): PS1 and PS2 (each with an "s" before it
- * when set), HISTSIZE, HISTFILESIZE, HISTCONTROL, HISTIGNORE, and PS1 expanded as bash
+ * when set), and PS1 expanded as bash
  * would, only when it needs the shell (prompt_needs_shell: a $ or `), with $? as the
  * command left it. That expansion runs in a command substitution: an error in it (`set
  * -u`, a bad substitution) must not abandon the report. The `x` keeps the prompt's
@@ -131,13 +131,12 @@
     "__sbx_r() { return \"$1\"; }; __sbx_r \"$__sbx_s\"; builtin printf '%sx' \"${PS1@P}\"); "        \
     "__sbx_e=${__sbx_e%x};; esac; "
 #define PROMPT_VARS                                                                             \
-    "\"${PS1+s}${PS1-}\" \"${PS2+s}${PS2-}\" \"${HISTSIZE-}\" \"${HISTFILESIZE-}\" "                 \
-    "\"${HISTCONTROL-}\" \"${HISTIGNORE-}\" \"$__sbx_e\" \"$__sbx_c\""
+    "\"${PS1+s}${PS1-}\" \"${PS2+s}${PS2-}\" \"$__sbx_e\" \"$__sbx_c\""
 #define PROMPT_POST                                                                             \
     PROMPT_EXPAND "builtin printf '%s\\0' " PROMPT_VARS " >&199; builtin unset -v __sbx_e __sbx_c; "
 #define PROMPT_PRE                                                                              \
     PROMPT_EXPAND "__sbx_v=(" PROMPT_VARS "); builtin unset -v __sbx_e __sbx_c; "
-#define PROMPT_VAR_FIELDS 8
+#define PROMPT_VAR_FIELDS 4
 #define PROMPT_FIELDS (JOB_FIELDS + PROMPT_VAR_FIELDS)
 
 /*
@@ -430,10 +429,6 @@ void line_exec_free(line_exec *x)
     strbuf_release(&x->notices);
     free(x->vars.ps1);
     free(x->vars.ps2);
-    free(x->vars.histsize);
-    free(x->vars.histfilesize);
-    free(x->vars.histcontrol);
-    free(x->vars.histignore);
     free(x->vars.ps1_expanded);
     free(x->vars.prompt_command);
     free(x->last_arg);
@@ -1007,10 +1002,21 @@ static void set_pipestatus(line_exec *x, const char *text)
         x->npipestatus = n;
 }
 
-/* The keys the shell found typed ahead on the pty (TYPEAHEAD), kept for the prompt only if
+/*
+ * The keys the shell found typed ahead on the pty (TYPEAHEAD), kept for the prompt only if
  * they are the end of what sbxsh itself sent to the pty during the chunk (the pty turns CR
  * into NL): the sandbox can hand back only keys the person typed, never text of its own. A
- * line edited with backspace while the command ran no longer matches, and is dropped. */
+ * line edited with backspace while the command ran no longer matches, and is dropped.
+ *
+ * The readline that gets them runs each whole line in them (as bash runs a command typed
+ * ahead), so they must also start where the person started a line: at the chunk's first
+ * key, or after an Enter, or after a key that made the pty drop what came before (Ctrl-C,
+ * Ctrl-\, Ctrl-Z, Ctrl-U). Otherwise the sandbox could hand back the tail of a line the
+ * person typed into one of its programs (`echo 'x; git push origin HEAD:y'`), cut where it
+ * makes a host command, and the prompt would run it with no Enter pressed on that text.
+ * So the sandbox can at most claim whole lines of the person's as unread, which is what
+ * bash sees when a program leaves them: each ends with the person's own Enter.
+ */
 static void take_typeahead(line_exec *x, const char *t)
 {
     size_t tl = strlen(t), sl;
@@ -1026,6 +1032,8 @@ static void take_typeahead(line_exec *x, const char *t)
         if ((c == '\r' ? '\n' : c) != t[i])
             return;
     }
+    if (tl < sl && !strchr("\r\n\003\034\032\025", sent[sl - tl - 1]))
+        return;
     strbuf_add(&x->typeahead, t, tl);
 }
 
@@ -1033,20 +1041,15 @@ static void take_typeahead(line_exec *x, const char *t)
 static void keep_prompt_vars(line_exec *x, char *const *f)
 {
     line_shell_vars *v = &x->vars;
-    char **dst[] = { &v->ps1, &v->ps2, &v->histsize, &v->histfilesize, &v->histcontrol,
-                     &v->histignore, &v->ps1_expanded, &v->prompt_command };
+    char **dst[] = { &v->ps1, &v->ps2, &v->ps1_expanded, &v->prompt_command };
     for (size_t i = 0; i < ARRAY_SIZE(dst); i++) {
         free(*dst[i]);
         *dst[i] = NULL;
     }
     v->ps1 = f[0][0] == 's' ? xstrdup(f[0] + 1) : NULL;
     v->ps2 = f[1][0] == 's' ? xstrdup(f[1] + 1) : NULL;
-    v->histsize = f[2][0] ? xstrdup(f[2]) : NULL;
-    v->histfilesize = f[3][0] ? xstrdup(f[3]) : NULL;
-    v->histcontrol = f[4][0] ? xstrdup(f[4]) : NULL;
-    v->histignore = f[5][0] ? xstrdup(f[5]) : NULL;
-    v->ps1_expanded = v->ps1 && prompt_needs_shell(v->ps1) ? xstrdup(f[6]) : NULL;
-    v->prompt_command = strspn(f[7], " \t\n\001") < strlen(f[7]) ? xstrdup(f[7]) : NULL;
+    v->ps1_expanded = v->ps1 && prompt_needs_shell(v->ps1) ? xstrdup(f[2]) : NULL;
+    v->prompt_command = strspn(f[3], " \t\n\001") < strlen(f[3]) ? xstrdup(f[3]) : NULL;
     v->known = true;
 }
 
@@ -2040,8 +2043,31 @@ int line_exec_command(line_exec *x, const sh_parse *p, unsigned first_line, bool
     return rc;
 }
 
-int line_exec_prompt_command(line_exec *x, const sh_parse *p, bool *exited, int *wait_status,
-                             sbx_err *err)
+/* Like line_exec_command, but every part in the sandbox's shell: no host builtin, no
+ * job builtin, no route to the host (what the sandbox chose runs where it came from). */
+static int exec_in_sandbox(line_exec *x, const sh_parse *p, bool *exited, int *wait_status,
+                           sbx_err *err)
+{
+    route_plan plan;
+    route_ctx ctx;
+    int rc;
+
+    *exited = false;
+    route_ctx_fill(x, &ctx);
+    route_plan_build(&plan, p, &ctx);
+    for (size_t i = 0; i < plan.n; i++) {
+        plan.parts[i].where = ROUTE_SANDBOX;
+        plan.parts[i].cd_project = false;
+    }
+    rc = run_parts(x, p, &plan, 0, exited, err);
+    route_plan_release(&plan);
+    if (rc == 0 && *exited)
+        *wait_status = x->final_status;
+    return rc;
+}
+
+int line_exec_prompt_command(line_exec *x, const sh_parse *p, bool sandbox_only, bool *exited,
+                             int *wait_status, sbx_err *err)
 {
     int saved = x->last_status, pipestatus[ARRAY_SIZE(x->pipestatus)], rc;
     size_t npipestatus = x->npipestatus;
@@ -2051,7 +2077,8 @@ int line_exec_prompt_command(line_exec *x, const sh_parse *p, bool *exited, int 
 
     memcpy(pipestatus, x->pipestatus, sizeof(pipestatus));
     x->prompt_status = saved;
-    rc = line_exec_command(x, p, 0, exited, wait_status, err);
+    rc = sandbox_only ? exec_in_sandbox(x, p, exited, wait_status, err)
+                      : line_exec_command(x, p, 0, exited, wait_status, err);
     x->prompt_status = -1;
     /* not a command of the person's: an exit refused just before is still refused once */
     x->exit_ok = exit_ok;

@@ -114,12 +114,14 @@ int line_exec_last_status(const line_exec *x);
  * bash does when it reads them. */
 bool line_exec_verbose(const line_exec *x);
 
-/* Interactive mode: the prompt's and history's variables as the sandbox's shell had them
- * after the last command; all NULL (and known false) before it ran one. */
+/* Interactive mode: the prompt's variables as the sandbox's shell had them after the last
+ * command; all NULL (and known false) before it ran one. The sandbox's to choose: data for
+ * display (PS1, PS2), and a PROMPT_COMMAND that runs in the sandbox unless the person set
+ * that very value (cli/run.c). The history's settings are not among them: the host's
+ * history follows only the host's values (cli/interactive.c). */
 typedef struct line_shell_vars {
     bool known;
     char *ps1, *ps2;            /* NULL: unset */
-    char *histsize, *histfilesize, *histcontrol, *histignore;   /* NULL: unset or empty */
     char *ps1_expanded;         /* ${PS1@P} there, when PS1 needs the shell's expansions */
     char *prompt_command;       /* PROMPT_COMMAND's elements, each followed by \001; NULL: unset
                                    or empty */
@@ -133,11 +135,12 @@ void line_exec_route_ctx(const line_exec *x, route_ctx *ctx);
 const char *line_exec_cwd(const line_exec *x);
 const char *line_exec_session(const line_exec *x);
 
-/* Runs PROMPT_COMMAND (parsed) before a prompt, as a command of its own, routed like any
- * line; then $? (and PIPESTATUS) are the last command's again, also for a PS1 the sandbox's
- * shell expands, as bash keeps them. Otherwise as line_exec_command. */
-int line_exec_prompt_command(line_exec *x, const sh_parse *p, bool *exited, int *wait_status,
-                             sbx_err *err);
+/* Runs PROMPT_COMMAND (parsed) before a prompt, as a command of its own: routed like any
+ * line, or with sandbox_only every part of it in the sandbox's shell (a value the sandbox
+ * chose); then $? (and PIPESTATUS) are the last command's again, also for a PS1 the
+ * sandbox's shell expands, as bash keeps them. Otherwise as line_exec_command. */
+int line_exec_prompt_command(line_exec *x, const sh_parse *p, bool sandbox_only, bool *exited,
+                             int *wait_status, sbx_err *err);
 
 /* A command sbxsh ran itself (`history`) ended with status: $? for what follows. */
 void line_exec_set_status(line_exec *x, int status);

@@ -1,4 +1,5 @@
 #include "cli/prompt.h"
+#include "session/termfilter.h"
 
 #include <string.h>
 
@@ -121,4 +122,78 @@ bool prompt_needs_shell(const char *ps)
             return true;
     }
     return false;
+}
+
+/* Is s[0, n) text a terminal shows as text: valid UTF-8 without C0 controls, DEL or C1
+ * controls (U+0080..U+009F, which a terminal may take as CSI or OSC)? */
+bool prompt_text_shows_safely(const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        unsigned c = u[i], len, cp;
+        if (c < 0x20 || c == 0x7f)
+            return false;
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        len = c >= 0xc2 && c < 0xe0 ? 2 : c >= 0xe0 && c < 0xf0 ? 3 : c >= 0xf0 && c < 0xf5 ? 4 : 0;
+        if (!len || i + len > n)
+            return false;
+        cp = c & (0xff >> (len + 1));
+        for (unsigned k = 1; k < len; k++) {
+            if ((u[i + k] & 0xc0) != 0x80)
+                return false;
+            cp = cp << 6 | (u[i + k] & 0x3f);
+        }
+        if (cp < 0xa0 || (len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+            (cp >= 0xd800 && cp < 0xe000))
+            return false;
+        i += len;
+    }
+    return true;
+}
+
+/*
+ * What of a prompt may reach the terminal. PS1 and PS2 are the sandbox's to choose (its
+ * ~/.bashrc, a process writing to its shell), and bash's prompt is where people put
+ * colours and a window title, so those pass: text, SGR (the plain terminal filter) and OSC
+ * 0, 1 and 2, the titles (judged by the pty filter, which drops one holding a control).
+ * Nothing else does: not the clipboard (OSC 52), nor a query whose answer the terminal
+ * would type into the line being read (DSR `ESC [ 6 n`, DA, DECRQSS: the pty filter keeps
+ * DSR for full-screen programs, which a prompt is not), nor cursor movement. readline's
+ * markers \001 and \002 (\[ \]) are kept: they only tell readline what takes no room.
+ */
+void prompt_filter(const char *ps, size_t len, strbuf *out)
+{
+    size_t i = 0;
+    while (i < len) {
+        size_t j = i;
+        sbx_termfilter tf;
+        /* a run of text and non-OSC sequences, up to a marker or an OSC */
+        while (j < len && ps[j] != '\001' && ps[j] != '\002' &&
+               !(ps[j] == '\033' && j + 1 < len && ps[j + 1] == ']'))
+            j++;
+        if (j > i) {
+            /* a sequence cut by a marker is left half in the filter: dropped */
+            sbx_termfilter_init(&tf);
+            sbx_termfilter_feed(&tf, ps + i, j - i, out);
+            i = j;
+            continue;
+        }
+        if (ps[i] != '\033') {
+            strbuf_addch(out, ps[i++]);
+            continue;
+        }
+        /* an OSC, through its end: BEL or ST (ESC \\), else the end of the prompt */
+        for (j = i + 2; j < len && ps[j] != '\007' && !(ps[j] == '\033' && j + 1 < len && ps[j + 1] == '\\'); j++)
+            ;
+        j = j >= len ? len : j + (ps[j] == '\007' ? 1 : 2);
+        if ((ps[i + 2] == '0' || ps[i + 2] == '1' || ps[i + 2] == '2') && i + 3 < len &&
+            ps[i + 3] == ';') {
+            sbx_termfilter_init_pty(&tf);
+            sbx_termfilter_feed(&tf, ps + i, j - i, out);
+        }
+        i = j;
+    }
 }

@@ -38,4 +38,15 @@ void prompt_expand(const char *ps, const prompt_ctx *c, strbuf *out);
 /* Does ps need the shell's own expansions: a $ or ` that no backslash escapes? */
 bool prompt_needs_shell(const char *ps);
 
+/* Appends to out what of a prompt (expanded; the sandbox may have chosen it) may reach the
+ * terminal: text, SGR (colours) and titles (OSC 0, 1, 2 without controls), with readline's
+ * \001 and \002 markers; never the clipboard (OSC 52), a query whose answer the terminal
+ * would type into the line (DSR, DA, DECRQSS), cursor movement or any other sequence. */
+void prompt_filter(const char *ps, size_t len, strbuf *out);
+
+/* Is s[0, n) text a terminal shows as text: valid UTF-8 without C0 controls, DEL or C1
+ * controls? (Completion offers only such names: readline lists and inserts them as they
+ * are.) */
+bool prompt_text_shows_safely(const char *s, size_t n);
+
 #endif

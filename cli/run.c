@@ -8,6 +8,7 @@
 #include "cli/interactive.h"
 #include "cli/line.h"
 #include "cli/startup.h"
+#include "session/termfilter.h"
 #include "shell/parse.h"
 
 #include <errno.h>
@@ -204,14 +205,22 @@ static bool needs_bash_to_read_on(const char *text, size_t len)
 
 /*
  * PROMPT_COMMAND, before each primary prompt, as bash runs it: the session shell's value
- * (each element of an array a line of its own), parsed and routed as a line of its own
- * (sbxsh's own `history` and `fc` included), not added to the history; $? and PIPESTATUS
- * are the last command's again afterwards (line_exec_prompt_command). A syntax error is
- * reported as bash reports it and the prompt comes anyway. Returns true when it ended the
- * shell (an exit in it), with *ws set.
+ * (each element of an array a line of its own), parsed as a line of its own, not added to
+ * the history; $? and PIPESTATUS are the last command's again afterwards
+ * (line_exec_prompt_command). A syntax error is reported as bash reports it and the prompt
+ * comes anyway. Returns true when it ended the shell (an exit in it), with *ws set.
+ *
+ * Where it runs: the value is the sandbox shell's report, which the sandbox can choose (a
+ * line an earlier `sbxsh -c` appended to its ~/.bashrc, a process there writing an
+ * assignment into the shell's script pipe). Routed, or offered to sbxsh's own `fc`, such a
+ * value would run on the host with the person's rights (`fc -e "bash -c CMD"`, `git push`).
+ * So it runs wholly in the sandbox's shell (trusted false), where it came from, as bash
+ * there would run it; only a value byte for byte what the person assigned on a line they
+ * typed (or sbxsh's startup file: interactive_note_typed) runs as any typed line does,
+ * sbxsh's `history -a` and host git included (trusted true).
  */
 static bool run_prompt_element(const sh_options *o, line_exec *x, interactive *ia,
-                               const char *pc, size_t len, int *ws)
+                               const char *pc, size_t len, bool trusted, int *ws)
 {
     sh_parse_opts po = { .extglob = o->extglob, .track_shopt = true };
     bool exited = false;
@@ -220,16 +229,23 @@ static bool run_prompt_element(const sh_options *o, line_exec *x, interactive *i
 
     sh_parse_all(&p, pc, len, &po, true);
     if (p.status != SH_OK) {
-        strbuf msg = STRBUF_INIT, prefix = STRBUF_INIT;
+        strbuf msg = STRBUF_INIT, prefix = STRBUF_INIT, shown = STRBUF_INIT;
+        sbx_termfilter tf;
         strbuf_addf(&prefix, "%s: PROMPT_COMMAND: ", o->progname);
         sh_parse_format_error(&p, prefix.buf, &msg);
-        fputs(msg.buf, stderr);
+        /* the message quotes the text, which the sandbox may have chosen: through the
+         * terminal filter, as any of its output (no escape sequence reaches the terminal) */
+        sbx_termfilter_init(&tf);
+        sbx_termfilter_feed(&tf, msg.buf, msg.len, &shown);
+        fputs(shown.buf ? shown.buf : "", stderr);
+        strbuf_release(&shown);
         strbuf_release(&msg);
         strbuf_release(&prefix);
     } else if (p.root && p.root->items) {
         strbuf rerun = STRBUF_INIT;
         interactive_prompt_command_starts(ia);
-        if (!interactive_builtin(ia, &p) && line_exec_prompt_command(x, &p, &exited, ws, &err) < 0)
+        if (!(trusted && interactive_builtin(ia, &p)) &&
+            line_exec_prompt_command(x, &p, !trusted, &exited, ws, &err) < 0)
             fail(o, &err);
         /* an `fc -s` there would re-run a command before every prompt: not done */
         interactive_take_rerun(ia, &rerun);
@@ -242,14 +258,15 @@ static bool run_prompt_element(const sh_options *o, line_exec *x, interactive *i
 static bool run_prompt_command(const sh_options *o, line_exec *x, interactive *ia, int *ws)
 {
     const char *pc = line_exec_vars(x)->prompt_command;
+    const char *typed = interactive_typed_prompt_command(ia);
     char *copy = pc ? xstrdup(pc) : NULL;
-    bool exited = false;
+    bool exited = false, trusted = pc && typed && !strcmp(pc, typed);
 
     /* each element of the array as a command line of its own, as bash 5.1 runs them */
     for (char *e = copy, *end; e && *e && !exited; e = end + (*end != '\0')) {
         end = strchrnul(e, '\001');
         if (strspn(e, " \t\n") < (size_t)(end - e))
-            exited = run_prompt_element(o, x, ia, e, (size_t)(end - e), ws);
+            exited = run_prompt_element(o, x, ia, e, (size_t)(end - e), trusted, ws);
     }
     free(copy);
     return exited;
@@ -293,6 +310,8 @@ static int run_stream(const sh_options *o, line_exec *x, interactive *ia)
                         interactive_command_replayed(ia, buf.buf + start, consumed);
                     else
                         interactive_command_seen(ia);
+                    /* the person's own line: what it assigns is the host's to obey */
+                    interactive_note_typed(ia, &p);
                     own = interactive_builtin(ia, &p);
                 }
                 /* set -v: bash echoes the lines as it reads them (line_exec_verbose) */
@@ -382,8 +401,8 @@ static int run_stream(const sh_options *o, line_exec *x, interactive *ia)
 /* The rc text (cli/startup.h) as commands typed before the first prompt: a syntax error
  * in it is reported with its name and skips it, as bash does. Returns true when it ended
  * the shell (an exit in it), with *ws set. */
-static bool run_rc(const sh_options *o, line_exec *x, const char *text, const char *name,
-                   int *ws)
+static bool run_rc(const sh_options *o, line_exec *x, interactive *ia, const char *text,
+                   const char *name, int *ws)
 {
     sh_parse p;
     sh_parse_opts po = { .extglob = o->extglob, .track_shopt = true };
@@ -398,9 +417,11 @@ static bool run_rc(const sh_options *o, line_exec *x, const char *text, const ch
         fputs(msg.buf, stderr);
         strbuf_release(&msg);
         strbuf_release(&prefix);
-    } else if (p.root && p.root->items &&
-               line_exec_command(x, &p, 1, &exited, ws, &err) < 0) {
-        fail(o, &err);
+    } else if (p.root && p.root->items) {
+        /* sbxsh's own startup file is the person's, as typed lines are */
+        interactive_note_typed(ia, &p);
+        if (line_exec_command(x, &p, 1, &exited, ws, &err) < 0)
+            fail(o, &err);
     }
     sh_parse_free(&p);
     return exited;
@@ -429,7 +450,7 @@ int shell_run(const sh_options *o)
         ws = run_program(o, x);
     } else {
         interactive *ia = o->mode == SH_INPUT_INTERACTIVE ? interactive_new(o, x) : NULL;
-        if (rc_text && run_rc(o, x, rc_text, rc_name, &ws))
+        if (rc_text && run_rc(o, x, ia, rc_text, rc_name, &ws))
             ;   /* the rc file ended the shell */
         else
             ws = run_stream(o, x, ia);

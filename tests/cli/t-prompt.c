@@ -55,5 +55,38 @@ int main(void)
     ok(prompt_needs_shell("$PWD> "), "$VAR needs the shell");
     ok(prompt_needs_shell("`date` "), "a backquote needs the shell");
     ok(!prompt_needs_shell("\\`x\\$"), "escaped ones do not");
+
+    /* prompt_filter: what of a prompt the sandbox chose reaches the terminal */
+    {
+        static strbuf out = STRBUF_INIT;
+#define FILTERED(ps) (strbuf_reset(&out), prompt_filter((ps), sizeof(ps) - 1, &out), out.buf ? out.buf : "")
+        is_str(FILTERED("\001\033[1;32m\002ok> "), "\001\033[1;32m\002ok> ",
+               "colours and readline's markers pass");
+        is_str(FILTERED("\033]0;title\007x> "), "\033]0;title\007x> ", "a title (OSC 0, BEL) passes");
+        is_str(FILTERED("\033]2;t\033\\x> "), "\033]2;t\033\\x> ", "a title ended by ST passes");
+        is_str(FILTERED("a\033]52;c;aGk=\007b> "), "ab> ", "OSC 52 (the clipboard) is dropped");
+        is_str(FILTERED("a\033]52;c;?\033\\b> "), "ab> ", "...also a clipboard read");
+        is_str(FILTERED("a\033[6nb> "), "ab> ", "a cursor position query (DSR) is dropped");
+        is_str(FILTERED("a\033[cb\033P$qm\033\\> "), "ab> ", "DA and DECRQSS queries are dropped");
+        is_str(FILTERED("a\033[2J\033[Hb> "), "ab> ", "clearing the screen and moving the cursor: dropped");
+        is_str(FILTERED("a\033]0;ti\033[6ntle\007b> "), "ab> ", "a title hiding a control is dropped");
+        is_str(FILTERED("a\033]4;1;?\007b> "), "ab> ", "a colour query (OSC 4 ?) is dropped");
+        is_str(FILTERED("a\033]0;unterminated"), "a", "an OSC without its end is dropped");
+        is_str(FILTERED("x\001\033[6\002n> "), "x\001\002n> ", "a query cut by a marker is dropped");
+#undef FILTERED
+        strbuf_release(&out);
+    }
+
+    /* prompt_text_shows_safely: names completion may offer */
+    ok(prompt_text_shows_safely("plain-name.txt", 14), "ASCII text shows safely");
+    ok(prompt_text_shows_safely("caf\xc3\xa9", 5), "UTF-8 text shows safely");
+    ok(prompt_text_shows_safely("zz; touch x", 11), "blanks and ; show (quoting is completion's)");
+    ok(!prompt_text_shows_safely("a\033[31mb", 8), "ESC does not");
+    ok(!prompt_text_shows_safely("a\nb", 3), "a newline does not");
+    ok(!prompt_text_shows_safely("a\x7f", 2), "DEL does not");
+    ok(!prompt_text_shows_safely("a\xc2\x9b" "6n", 5), "a C1 CSI in UTF-8 does not");
+    ok(!prompt_text_shows_safely("a\x9b" "6n", 4), "a bare 0x9b (not UTF-8) does not");
+    ok(!prompt_text_shows_safely("a\xe2\x82", 3), "a cut UTF-8 sequence does not");
+    ok(!prompt_text_shows_safely("\xc0\xaf", 2), "an overlong encoding does not");
     return done_testing();
 }
