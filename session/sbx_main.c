@@ -130,7 +130,7 @@ static const char usage_doctor[] =
 static void die125(const char *msg) SBX_NORETURN;
 static void die125(const char *msg)
 {
-    fprintf(stderr, "sbx: %s\n", msg);
+    sbx_report("sbx", "%s", msg);
     exit(SBX_EXIT_INTERNAL);
 }
 
@@ -243,8 +243,8 @@ static int cmd_exec(int argc, char **argv)
         inside |= path_inside(cwd, cfg.code_dirs.v[i]);
     /* no code directory (in ~, /tmp): the command runs in the sandbox's own tree */
     if (!inside && cfg.code_dirs.n) {
-        fprintf(stderr, "sbx: the current directory %s is outside the code directories (%s); "
-                "cd into one, or set AGENT_SANDBOX_CODE_DIRS\n", cwd, cfg.code_dirs.v[0]);
+        sbx_report("sbx", "the current directory %s is outside the code directories (%s); "
+                   "cd into one, or set AGENT_SANDBOX_CODE_DIRS", cwd, cfg.code_dirs.v[0]);
         goto out;
     }
     if (!(cfg.agent_path = sbx_find_agent(&err))) {
@@ -281,8 +281,8 @@ static int cmd_exec(int argc, char **argv)
     } else if (WIFEXITED(st.wait_status)) {
         rc = WEXITSTATUS(st.wait_status);
         if (st.spawn_failed)
-            fprintf(stderr, "sbx: %s: %s\n", argv[first],
-                    rc == 127 ? "command not found" : st.message);
+            sbx_report("sbx", "%s: %s", argv[first],
+                       rc == 127 ? "command not found" : st.message);
     } else if (WIFSIGNALED(st.wait_status)) {
         rc = 128 + WTERMSIG(st.wait_status);
     }
