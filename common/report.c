@@ -34,10 +34,9 @@ static void put_hex(struct sink *o, unsigned char c)
     put(o, e, 4);
 }
 
-/* The length of the valid UTF-8 character at s[0..n) (s[0] >= 0x80), or 0 when it is not
- * one: the ranges of RFC 3629, which exclude overlong forms, surrogates and code points over
- * U+10FFFF; a terminal may read any of those as something else. */
-static size_t utf8_len(const unsigned char *s, size_t n)
+/* RFC 3629's ranges exclude overlong forms, surrogates and code points over U+10FFFF: a
+ * terminal may read any of those as something else. */
+size_t sbx_utf8_len(const unsigned char *s, size_t n)
 {
     unsigned char c = s[0], lo = 0x80, hi = 0xbf;
     size_t len;
@@ -94,7 +93,7 @@ static void sanitize(struct sink *o, const unsigned char *s, size_t n)
             put_hex(o, c);          /* C0 controls (ESC, BEL, ENQ...) and DEL */
             i++;
         } else {
-            size_t len = utf8_len(s + i, n - i);
+            size_t len = sbx_utf8_len(s + i, n - i);
             if (len == 2 && c == 0xc2 && s[i + 1] <= 0x9f) {
                 /* U+0080..U+009F: a C1 control (CSI, OSC, DCS, ST) to a terminal that
                  * decodes UTF-8 before it parses controls */

@@ -30,6 +30,10 @@
 #include "common/strbuf.h"
 #include "common/util.h"
 
+/* The length of the valid UTF-8 character at s[0..n) (s[0] >= 0x80), by RFC 3629's ranges
+ * (no overlong form, surrogate or code point past U+10FFFF), or 0 when it is not one. */
+size_t sbx_utf8_len(const unsigned char *s, size_t n);
+
 /* Appends the visible form of text[0..len) to out. */
 void sbx_sanitize(strbuf *out, const void *text, size_t len);
 /* The visible form of text[0..len) into out[0..outsz), NUL-terminated, cut short (never
