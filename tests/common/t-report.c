@@ -1,6 +1,7 @@
 /* Unit tests of common/report.c: the sanitizer every sbxsh message passes through. */
 #include "common/report.h"
 #include "common/util.h"
+#include "sync/safefs.h"
 #include "tests/lib/tap.h"
 
 #include <errno.h>
@@ -85,6 +86,15 @@ int main(void)
         sbx_errf(&err, "%s", big);
         ok(!has_control(err.msg) && strlen(err.msg) < sizeof(err.msg) &&
            !strncmp(err.msg, "\\x1b\\x1b", 8), "a long message is cut to fit, escapes whole");
+    }
+    /* sf_check_relpath quotes the sandbox's path in its errors, which the host prints */
+    static const char *const bad_paths[] = {
+        "/\x1b]0;x\x07\x1b[6n", "a//\x1b]52;c;aGk=\x07", "a/../\x9b" "6n\xc2\x9b",
+    };
+    for (size_t i = 0; i < sizeof(bad_paths) / sizeof(bad_paths[0]); i++) {
+        int r = sf_check_relpath(bad_paths[i], strlen(bad_paths[i]), &err);
+        ok(r < 0 && !has_control(err.msg) && strstr(err.msg, "\\x"),
+           "sf_check_relpath's error on a hostile path is escaped: %s", err.msg);
     }
     return done_testing();
 }
