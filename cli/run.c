@@ -128,7 +128,7 @@ static void print_syntax_error(const sh_options *o, const sh_parse *p)
     strbuf msg = STRBUF_INIT, prefix = STRBUF_INIT;
     strbuf_addf(&prefix, "%s: ", o->progname);
     sh_parse_format_error(p, prefix.buf, &msg);
-    fputs(msg.buf, stderr);
+    sbx_report_lines(msg.buf);   /* it quotes the script's text: sanitized */
     strbuf_release(&msg);
     strbuf_release(&prefix);
 }
@@ -223,7 +223,7 @@ static bool run_prompt_element(const sh_options *o, line_exec *x, interactive *i
         strbuf msg = STRBUF_INIT, prefix = STRBUF_INIT;
         strbuf_addf(&prefix, "%s: PROMPT_COMMAND: ", o->progname);
         sh_parse_format_error(&p, prefix.buf, &msg);
-        fputs(msg.buf, stderr);
+        sbx_report_lines(msg.buf);   /* it quotes the script's text: sanitized */
         strbuf_release(&msg);
         strbuf_release(&prefix);
     } else if (p.root && p.root->items) {
@@ -395,7 +395,7 @@ static bool run_rc(const sh_options *o, line_exec *x, const char *text, const ch
         strbuf msg = STRBUF_INIT, prefix = STRBUF_INIT;
         strbuf_addf(&prefix, "%s: ", name);
         sh_parse_format_error(&p, prefix.buf, &msg);
-        fputs(msg.buf, stderr);
+        sbx_report_lines(msg.buf);   /* it quotes the script's text: sanitized */
         strbuf_release(&msg);
         strbuf_release(&prefix);
     } else if (p.root && p.root->items &&

@@ -162,6 +162,25 @@ void sbx_vreport(const char *prefix, const char *eol, const char *fmt, va_list a
     strbuf_release(&line);
 }
 
+void sbx_report_lines(const char *text)
+{
+    strbuf out = STRBUF_INIT;
+    const char *p = text;
+    /* newlines and tabs as they are (a quoted script line keeps its indentation, as bash
+     * shows it), every other control escaped */
+    for (;;) {
+        size_t n = strcspn(p, "\n\t");
+        sbx_sanitize(&out, p, n);
+        if (!p[n])
+            break;
+        strbuf_addch(&out, p[n]);
+        p += n + 1;
+    }
+    fwrite(out.buf, 1, out.len, stderr);
+    fflush(stderr);
+    strbuf_release(&out);
+}
+
 void sbx_report(const char *prefix, const char *fmt, ...)
 {
     va_list ap;

@@ -48,6 +48,9 @@ void sbx_sanitize_inplace(char *buf, size_t bufsz);
  * "sbx-kube"; it may be NULL for no prefix. */
 void sbx_vreport(const char *prefix, const char *eol, const char *fmt, va_list ap);
 void sbx_report(const char *prefix, const char *fmt, ...) SBX_PRINTF(2, 3);
+/* Writes text, lines sbxsh formatted that quote someone else's (a syntax error quoting a
+ * script's line), to stderr: newlines and tabs kept, everything else sanitized. */
+void sbx_report_lines(const char *text);
 /* sbx_report("sbxsh", ...) and sbx_report("sbxsh", "warning: " ...). */
 void sbx_error(const char *fmt, ...) SBX_PRINTF(1, 2);
 void sbx_warning(const char *fmt, ...) SBX_PRINTF(1, 2);

@@ -5,8 +5,10 @@
 #include "tests/lib/tap.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static char *san(const char *s, size_t n)
 {
@@ -86,6 +88,24 @@ int main(void)
         sbx_errf(&err, "%s", big);
         ok(!has_control(err.msg) && strlen(err.msg) < sizeof(err.msg) &&
            !strncmp(err.msg, "\\x1b\\x1b", 8), "a long message is cut to fit, escapes whole");
+    }
+    {
+        /* the sink: "prog: message\n" with the message sanitized; lines keep \n and tabs */
+        char path[] = "/tmp/t-report.XXXXXX", got[512] = "";
+        int fd = mkstemp(path), saved = dup(2);
+        dup2(fd, 2);
+        sbx_report("sbx-kube", "pod: %s", "a\x1b]52;c;aGk=\x07\n\x9b" "6n");
+        sbx_warning("%s", "\xc2\x9b" "c");
+        sbx_report_lines("x: line 1: `\tif \x1b[c'\ny\n");
+        dup2(saved, 2);
+        close(saved);
+        ssize_t n = pread(fd, got, sizeof(got) - 1, 0);
+        got[n > 0 ? n : 0] = '\0';
+        close(fd);
+        unlink(path);
+        is_str(got, "sbx-kube: pod: a\\x1b]52;c;aGk=\\x07\\n\\x9b6n\n"
+                    "sbxsh: warning: \\xc2\\x9bc\n"
+                    "x: line 1: `\tif \\x1b[c'\ny\n", "the sink writes what it formats sanitized");
     }
     /* sf_check_relpath quotes the sandbox's path in its errors, which the host prints */
     static const char *const bad_paths[] = {
