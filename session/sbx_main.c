@@ -522,13 +522,32 @@ static void print_pod_human(const cJSON *sb)
     }
 }
 
+/* Every string of a status, sanitized in place: pod names, the backend's messages and
+ * what else the sandbox or an API server chose reach the person's terminal escaped. */
+static void sanitize_json_strings(cJSON *j)
+{
+    for (; j; j = j->next) {
+        if (cJSON_IsString(j) && j->valuestring) {
+            strbuf sb = STRBUF_INIT;
+            sbx_sanitize(&sb, j->valuestring, strlen(j->valuestring));
+            cJSON_SetValuestring(j, sb.buf);
+            strbuf_release(&sb);
+        }
+        sanitize_json_strings(j->child);
+    }
+}
+
 static void print_status_human(const char *json)
 {
     cJSON *o = cJSON_Parse(json), *sb, *it;
     if (!o) {
-        printf("%s\n", json);
+        strbuf shown = STRBUF_INIT;   /* not JSON: shown sanitized */
+        sbx_sanitize(&shown, json, strlen(json));
+        printf("%s\n", shown.buf);
+        strbuf_release(&shown);
         return;
     }
+    sanitize_json_strings(o);
     it = cJSON_GetObjectItemCaseSensitive(o, "session");
     printf("session:   %s\n", cJSON_IsString(it) ? it->valuestring : "?");
     it = cJSON_GetObjectItemCaseSensitive(o, "holder_pid");
