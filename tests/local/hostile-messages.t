@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 
 CONTROLS=$(cd "$(dirname "$0")/../lib" && pwd)/controls.py
-NTESTS=9
+NTESTS=11
 
 local_env
 trap 'for rt in runsc bwrap; do "$SBX" release --session hostile-$rt >/dev/null 2>&1; done; local_teardown; tap_cleanup' EXIT
@@ -26,6 +26,7 @@ case \$1 in
 conflict) printf sandbox > "d/\$H" ;;
 dir) mkdir -p "d/dir\$H" && echo x > "d/dir\$H/f" ;;
 unreadable) echo u > "d/u\$H" && chmod 0200 "d/u\$H" ;;
+log) printf 'says %s\n' "\$H" > /proc/1/fd/2 ;;
 esac
 EOS
 
@@ -88,6 +89,12 @@ for rt in runsc bwrap; do
     "$SBX" status >"$SBX_TEST_TMP/err" 2>&1
     ok "$rt: sbx status: no control byte" clean "$SBX_TEST_TMP/err"
     ok "$rt: the holder's log: no control byte" clean "$XDG_RUNTIME_DIR/sbxsh/hostile-$rt.log"
+
+    # the sandbox writes into its runtime's log (sandbox.log, which messages point at)
+    in_sandbox log
+    sblog=$AGENT_SANDBOX_STATE_DIR/hostile-$rt/sandbox.log
+    ok "$rt: sandbox.log: no control byte" clean "$sblog"
+    like "$(grep -a 'says ' "$sblog")" "says $SHOWN_RE" "$rt: and the sandbox's text is in it, escaped"
     "$SBX" release >/dev/null 2>&1
     rm -rf "$PROJ/d"
 done
