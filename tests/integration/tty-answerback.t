@@ -39,7 +39,7 @@ tmux_clear
 
 for rt in bwrap runsc; do
     if ! why=$(runtime_usable "$rt"); then
-        for i in $(seq $NTESTS); do skip "$rt: $why"; done
+        for _ in $(seq $NTESTS); do skip "$rt: $why"; done
         continue
     fi
     session=answerback-$rt-$$

@@ -46,7 +46,7 @@ out=$("$SBXSH" -c 'sh stderr.sh' 2>"$SBX_TEST_TMP/err")
 like "$out" wrote "the pod wrote on the agent's stderr"
 ok "no control byte on sbxsh's stderr" clean "$SBX_TEST_TMP/err"
 log=$XDG_RUNTIME_DIR/sbxsh/kh.log
-for i in $(seq 100); do
+for _ in $(seq 100); do
     grep -q 'second line' "$log" 2>/dev/null && break
     sleep 0.1
 done

@@ -16,7 +16,7 @@ trap 'for rt in runsc bwrap; do "$SBX" release --session hostile-$rt >/dev/null 
 
 # ESC ] 0 ; x BEL, ESC ] 52 ; c ; aGk= BEL, ESC [ 6n, 0x9b 6n, U+009B 6n
 HOSTILE='\033]0;x\007\033]52;c;aGk=\007\033[6n\2336n\302\2336n'
-H=$(printf "$HOSTILE")
+H=$(printf '%b' "$HOSTILE")
 # the name as the sink shows it, as an extended regex
 SHOWN_RE='\\x1b\]0;x\\x07\\x1b\]52;c;aGk=\\x07\\x1b\[6n\\x9b6n\\xc2\\x9b6n'
 # what the sandbox runs to make the names (a file of the project, so it is in the sandbox)
@@ -35,14 +35,14 @@ EOS
 # changed on the host meanwhile meets what the command changed when its changes are pulled.
 # sbxsh's stderr goes to $SBX_TEST_TMP/err.
 during() { # WHAT HOST-CMD
-    local fifo=$SBX_TEST_TMP/fifo out=$SBX_TEST_TMP/out i
+    local fifo=$SBX_TEST_TMP/fifo out=$SBX_TEST_TMP/out
     rm -f "$fifo" "$out"
     mkfifo "$fifo"
     exec 3<>"$fifo"
     timeout 120 "$SBXSH" -c "sh -c 'sh hostile.sh $1; echo started; read -r go; echo done'" \
         <"$fifo" >"$out" 2>"$SBX_TEST_TMP/err" &
     local pid=$!
-    for i in $(seq 1200); do
+    for _ in $(seq 1200); do
         grep -q started "$out" 2>/dev/null && break
         sleep 0.1
     done
@@ -61,7 +61,7 @@ clean() { "$CONTROLS" "$1" | head -5 | sed 's/^/# /'; return "${PIPESTATUS[0]}";
 for rt in runsc bwrap; do
     why=$(runtime_skip_reason "$rt")
     if [ -n "$why" ]; then
-        for i in $(seq $NTESTS); do skip "$rt: $why"; done
+        for _ in $(seq $NTESTS); do skip "$rt: $why"; done
         continue
     fi
     export AGENT_SANDBOX_LOCAL_RUNTIME=$rt AGENT_SANDBOX_SESSION=hostile-$rt
