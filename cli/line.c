@@ -1605,8 +1605,7 @@ static void move_to_project(line_exec *x, const char *oldpwd)
     if (!may_move_to_projects(x) || inside_code_dirs(x, x->cwd))
         return;
     if (sbx_config_load(&next, &co, &err) < 0) {
-        fprintf(stderr, "sbxsh: cd: %s: staying in session '%s': %s\n", x->cwd, x->cfg.session,
-                err.msg);
+        sbx_error("cd: %s: staying in session '%s': %s", x->cwd, x->cfg.session, err.msg);
         return;
     }
     if (!next.code_dirs.n || !strcmp(next.session, x->cfg.session)) {
@@ -1615,12 +1614,12 @@ static void move_to_project(line_exec *x, const char *oldpwd)
     }
     /* said at a prompt; a script or -c line, like bash, says nothing of where it runs */
     if (x->o.interactive && x->shell_running)
-        fprintf(stderr, "sbxsh: %s is in project '%s': its commands run in that session's "
-                        "sandbox from now on (a new shell there: variables, functions and jobs "
-                        "stay in session '%s')\n", x->cwd, next.session, x->cfg.session);
+        sbx_error("%s is in project '%s': its commands run in that session's "
+                  "sandbox from now on (a new shell there: variables, functions and jobs "
+                  "stay in session '%s')", x->cwd, next.session, x->cfg.session);
     else if (x->o.interactive)
-        fprintf(stderr, "sbxsh: %s is in project '%s': its commands run in that session's "
-                        "sandbox from now on\n", x->cwd, next.session);
+        sbx_error("%s is in project '%s': its commands run in that session's "
+                  "sandbox from now on", x->cwd, next.session);
     drop_session(x);
     /* `cd -` goes back, as after any cd: the new shell starts with OLDPWD (shell_start) */
     free(x->start_oldpwd);

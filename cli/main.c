@@ -102,7 +102,7 @@ static int with_parsed_input(const sh_options *o, parsed_fn *then)
         strbuf prefix = STRBUF_INIT, msg = STRBUF_INIT;
         strbuf_addf(&prefix, "%s: ", o->mode == SH_INPUT_SCRIPT ? o->script : o->progname);
         sh_parse_format_warnings(&p, prefix.buf, &msg);
-        fwrite(msg.buf, 1, msg.len, stderr);
+        sbx_report_lines(msg.buf);   /* it quotes the script's text: sanitized */
         strbuf_release(&prefix);
         strbuf_release(&msg);
     }
@@ -110,7 +110,7 @@ static int with_parsed_input(const sh_options *o, parsed_fn *then)
         strbuf prefix = STRBUF_INIT, msg = STRBUF_INIT;
         error_prefix(o, &prefix);
         sh_parse_format_error(&p, prefix.buf, &msg);
-        fwrite(msg.buf, 1, msg.len, stderr);
+        sbx_report_lines(msg.buf);   /* it quotes the script's text: sanitized */
         strbuf_release(&prefix);
         strbuf_release(&msg);
         status = p.exit_status ? p.exit_status : 2;   /* 1 after an a=( ) error, as bash */

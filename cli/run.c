@@ -129,7 +129,7 @@ static void print_syntax_error(const sh_options *o, const sh_parse *p)
     strbuf msg = STRBUF_INIT, prefix = STRBUF_INIT;
     strbuf_addf(&prefix, "%s: ", o->progname);
     sh_parse_format_error(p, prefix.buf, &msg);
-    fputs(msg.buf, stderr);
+    sbx_report_lines(msg.buf);   /* it quotes the script's text: sanitized */
     strbuf_release(&msg);
     strbuf_release(&prefix);
 }
@@ -229,16 +229,11 @@ static bool run_prompt_element(const sh_options *o, line_exec *x, interactive *i
 
     sh_parse_all(&p, pc, len, &po, true);
     if (p.status != SH_OK) {
-        strbuf msg = STRBUF_INIT, prefix = STRBUF_INIT, shown = STRBUF_INIT;
-        sbx_termfilter tf;
+        strbuf msg = STRBUF_INIT, prefix = STRBUF_INIT;
         strbuf_addf(&prefix, "%s: PROMPT_COMMAND: ", o->progname);
         sh_parse_format_error(&p, prefix.buf, &msg);
-        /* the message quotes the text, which the sandbox may have chosen: through the
-         * terminal filter, as any of its output (no escape sequence reaches the terminal) */
-        sbx_termfilter_init(&tf);
-        sbx_termfilter_feed(&tf, msg.buf, msg.len, &shown);
-        fputs(shown.buf ? shown.buf : "", stderr);
-        strbuf_release(&shown);
+        /* the message quotes the text, which the sandbox may have chosen: sanitized */
+        sbx_report_lines(msg.buf);
         strbuf_release(&msg);
         strbuf_release(&prefix);
     } else if (p.root && p.root->items) {
@@ -414,7 +409,7 @@ static bool run_rc(const sh_options *o, line_exec *x, interactive *ia, const cha
         strbuf msg = STRBUF_INIT, prefix = STRBUF_INIT;
         strbuf_addf(&prefix, "%s: ", name);
         sh_parse_format_error(&p, prefix.buf, &msg);
-        fputs(msg.buf, stderr);
+        sbx_report_lines(msg.buf);   /* it quotes the script's text: sanitized */
         strbuf_release(&msg);
         strbuf_release(&prefix);
     } else if (p.root && p.root->items) {

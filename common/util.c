@@ -1,4 +1,5 @@
 #include "common/util.h"
+#include "common/report.h"
 #include "common/strbuf.h"
 
 #include <errno.h>
@@ -17,6 +18,9 @@ int sbx_errf(sbx_err *err, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
         va_end(ap);
+        /* the message may quote a file name the sandbox chose or a server's text: no
+         * control byte of it may reach a terminal or a log (common/report.h) */
+        sbx_sanitize_inplace(err->msg, sizeof(err->msg));
     }
     return -1;
 }
@@ -32,6 +36,7 @@ int sbx_errno(sbx_err *err, const char *fmt, ...)
         va_end(ap);
         n = strlen(err->msg);
         snprintf(err->msg + n, sizeof(err->msg) - n, ": %s", strerror(saved));
+        sbx_sanitize_inplace(err->msg, sizeof(err->msg));
     }
     errno = saved;
     return -1;
@@ -52,6 +57,7 @@ int sbx_err_prefix(sbx_err *err, const char *fmt, ...)
         memcpy(err->msg, pre, n);
         memcpy(err->msg + n, ": ", 2);
         snprintf(err->msg + n + 2, sizeof(err->msg) - n - 2, "%s", old);
+        sbx_sanitize_inplace(err->msg, sizeof(err->msg));
     }
     return -1;
 }

@@ -59,4 +59,8 @@ int read_file(const char *path, size_t max, char **out, size_t *len, sbx_err *er
 /* Monotonic clock in nanoseconds. */
 uint64_t now_ns(void);
 
+/* The sink for sbxsh's own messages and the sanitizer of quoted text, in every file that
+ * reports errors (as git-compat-util.h declares die, error and warning). */
+#include "common/report.h"
+
 #endif

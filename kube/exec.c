@@ -214,6 +214,7 @@ static int kx_fail(kube_exec *x, sbx_err *err, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(x->fail.msg, sizeof(x->fail.msg), fmt, ap);
     va_end(ap);
+    sbx_sanitize_inplace(x->fail.msg, sizeof(x->fail.msg));   /* the server's text in it */
     x->failed = true;
     if (err != &x->fail)
         *err = x->fail;

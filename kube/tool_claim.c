@@ -153,10 +153,18 @@ static void maybe_progress(waiter *w)
     if (w->told || w->phase == CL_READY || now_ns() - w->t0 < PROGRESS_AFTER_NS)
         return;
     w->told = true;
-    printf("progress waiting for a pod from pool %s (claim %s: %s%s%s)\n", w->k->o->pool,
-           w->name, w->reason[0] ? w->reason : "no condition yet",
-           w->message[0] ? ", " : "", w->message);
+    /* the condition's reason and message are the API server's text: sanitized, which also
+     * keeps them on this one line of the backend's protocol */
+    strbuf line = STRBUF_INIT;
+    strbuf_addf(&line, "waiting for a pod from pool %s (claim %s: %s%s%s)", w->k->o->pool,
+                w->name, w->reason[0] ? w->reason : "no condition yet",
+                w->message[0] ? ", " : "", w->message);
+    strbuf shown = STRBUF_INIT;
+    sbx_sanitize(&shown, line.buf, line.len);
+    printf("progress %s\n", shown.buf);
     fflush(stdout);
+    strbuf_release(&line);
+    strbuf_release(&shown);
 }
 
 static int on_event(void *ctx, const char *type, const cJSON *obj, sbx_err *err)
@@ -182,7 +190,7 @@ static void delete_claim(kt *k, const char *name)
     sbx_err err;
     char *path = kt_claim_path(k, name);
     if (kube_request(k->c, "DELETE", path, NULL, NULL, &r, &err) < 0 && r.status != 404)
-        fprintf(stderr, "sbx-kube: cannot delete claim %s: %s\n", name, err.msg);
+        sbx_report("sbx-kube", "cannot delete claim %s: %s", name, err.msg);
     kube_response_free(&r);
     free(path);
 }
@@ -420,7 +428,7 @@ static int find_existing(kt *k, const char *key, cJSON **out, sbx_err *lerr)
         }
         if (r.status / 100 == 2) {
             if (!usable(k, r.json, kt_jstr(old, "pod_uid"), &st)) {
-                fprintf(stderr, "sbx-kube: claim %s lost its pod: deleting it\n", rec);
+                sbx_report("sbx-kube", "claim %s lost its pod: deleting it", rec);
                 delete_claim(k, rec);
             } else {
                 cJSON *a = cJSON_GetObjectItemCaseSensitive(old, "agent");
@@ -449,7 +457,7 @@ static int find_existing(kt *k, const char *key, cJSON **out, sbx_err *lerr)
                 continue;
             if (!st && usable(k, it, NULL, &st))
                 continue;
-            fprintf(stderr, "sbx-kube: deleting the session's stale claim %s\n", name);
+            sbx_report("sbx-kube", "deleting the session's stale claim %s", name);
             delete_claim(k, name);
         }
     } else {
@@ -540,8 +548,8 @@ int kt_claim(kt *k, sbx_err *err)
         goto fail;
     if (resolve_pod(k, w.sandbox, st, err) < 0 || kt_state_save(k->o->state_dir, st, err) < 0)
         goto fail;
-    fprintf(stderr, "sbx-kube: claim %s ready in %.0f ms: pod %s\n", name,
-            (double)(now_ns() - w.t0) / 1e6, kt_jstr(st, "pod"));
+    sbx_report("sbx-kube", "claim %s ready in %.0f ms: pod %s", name,
+               (double)(now_ns() - w.t0) / 1e6, kt_jstr(st, "pod"));   /* the server's names */
     free(rv);
     free(name);
     cJSON_Delete(st);

@@ -24,6 +24,7 @@ static void find(int level, const char *what, const char *fmt, ...)
         for (char *p = detail; *p; p++)
             if (*p == '\n' || *p == '\t')
                 *p = ' ';
+        sbx_sanitize_inplace(detail, sizeof(detail));   /* the server's text in it */
     }
     if (advisory && level == 2)
         level = 1;

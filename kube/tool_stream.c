@@ -276,15 +276,16 @@ static t_end relay(streamer *s, kube_exec *x, sbx_err *err)
             if (r == 0)
                 break;
             if (r < 0) {
-                fprintf(stderr, "sbx-kube: the exec stream to %s broke: %s\n", s->pod, err->msg);
+                sbx_report("sbx-kube", "the exec stream to %s broke: %s", s->pod, err->msg);
                 end = T_DROPPED;
                 goto done;
             }
             if (r == KUBE_EXEC_DONE) {
                 const char *msg = NULL;
                 int code = kube_exec_exit_code(x, &msg);
-                fprintf(stderr, "sbx-kube: the exec in %s ended (status %d%s%s)\n", s->pod,
-                        code, msg ? ": " : "", msg ? msg : "");
+                /* the Status message is the API server's text: sanitized */
+                sbx_report("sbx-kube", "the exec in %s ended (status %d%s%s)", s->pod, code,
+                           msg ? ": " : "", msg ? msg : "");
                 end = (code == 126 || code == 127) && !s->rs.peer_hello ? T_AGENT_MISSING
                                                                         : T_DROPPED;
                 goto done;
@@ -294,9 +295,16 @@ static t_end relay(streamer *s, kube_exec *x, sbx_err *err)
                  * boundedly, as a hostile pod could write without end */
                 if (s->logged < POD_LOG_MAX) {
                     s->logged += n;
-                    fprintf(stderr, "sbx-kube: pod: %.*s", (int)n, (const char *)d);
+                    /* the pod's text, line by line, sanitized: it is the sandbox's */
+                    const char *p = d, *stop = p + n;
+                    while (p < stop) {
+                        const char *nl = memchr(p, '\n', (size_t)(stop - p));
+                        size_t ln = nl ? (size_t)(nl - p) : (size_t)(stop - p);
+                        sbx_report("sbx-kube", "pod: %.*s", (int)ln, p);
+                        p += ln + (nl != NULL);
+                    }
                     if (s->logged >= POD_LOG_MAX)
-                        fprintf(stderr, "\nsbx-kube: (the pod's further stderr is dropped)\n");
+                        sbx_report("sbx-kube", "(the pod's further stderr is dropped)");
                 }
                 continue;
             }
@@ -336,7 +344,7 @@ static t_end relay(streamer *s, kube_exec *x, sbx_err *err)
             strbuf_reset(&out);
         }
         if (kube_exec_flush(x, err) < 0) {
-            fprintf(stderr, "sbx-kube: sending to %s failed: %s\n", s->pod, err->msg);
+            sbx_report("sbx-kube", "sending to %s failed: %s", s->pod, err->msg);
             end = T_DROPPED;
             goto done;
         }
@@ -348,7 +356,7 @@ static t_end relay(streamer *s, kube_exec *x, sbx_err *err)
                 kt_state_save(s->k->o->state_dir, s->st, &rerr);
                 s->renew_at = (int64_t)time(NULL) + s->k->o->ttl / 4;
             } else {
-                fprintf(stderr, "sbx-kube: cannot move the claim's shutdownTime: %s\n", rerr.msg);
+                sbx_report("sbx-kube", "cannot move the claim's shutdownTime: %s", rerr.msg);
                 s->renew_at = (int64_t)time(NULL) + 30;
                 char *path = kt_claim_path(s->k, kt_jstr(s->st, "claim"));
                 if (kube_request(s->k->c, "GET", path, NULL, NULL, &r, &rerr) < 0 &&
@@ -482,7 +490,7 @@ int kt_stream(kt *k, sbx_err *err)
                 break;
             }
         } else {
-            fprintf(stderr, "sbx-kube: exec into %s failed: %s\n", s.pod, err->msg);
+            sbx_report("sbx-kube", "exec into %s failed: %s", s.pod, err->msg);
         }
         /* dropped: the pod gone, or a new exec resumes the stream */
         if (pod_gone(&s)) {
@@ -503,7 +511,7 @@ int kt_stream(kt *k, sbx_err *err)
             delay_ms *= 2;
     }
     if (status)
-        fprintf(stderr, "sbx-kube: stream ends: %s\n", err->msg);
+        sbx_report("sbx-kube", "stream ends: %s", err->msg);
     rs_free(&s.rs);
     free(s.agent);
     cJSON_Delete(s.st);

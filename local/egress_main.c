@@ -93,7 +93,7 @@ static void refuse(int fd, int code, const char *fmt, ...)
     va_end(ap);
     strcat(body, "\n");
     if (log_ok())
-        fprintf(stderr, "sbx-egress: refused: %s", body);
+        sbx_report("sbx-egress", "refused: %.*s", (int)strlen(body) - 1, body);  /* the sandbox's host name: sanitized */
     reply(fd, code, code == 403 ? "Forbidden" : code == 400 ? "Bad Request" : "Bad Gateway", body);
 }
 
@@ -239,7 +239,7 @@ static void serve_one(int c)
         return refuse(c, 502, "sbxsh: the sandbox's egress proxy cannot connect to %s port %u",
                       r.host, r.port);
     if (log_ok())
-        fprintf(stderr, "sbx-egress: %s %s:%u -> %s\n", r.method, r.host, r.port, addr);
+        sbx_report("sbx-egress", "%s %s:%u -> %s", r.method, r.host, r.port, addr);  /* sanitized */
     if (r.connect) {
         static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
         if (write_full(c, ok, sizeof(ok) - 1) < 0) {

@@ -26,7 +26,7 @@
  * sandbox; it ends at end of file, when the last writer (the last process of the
  * sandbox) is gone, and it is nobody's child (double fork), so no zombie waits on
  * us. The limit is checked against the file's size, so that every pump of one
- * sandbox (runsc's commands each get one) shares it.
+ * sandbox (runsc's commands each get one) shares it. What it appends is sanitized.
  */
 #define SBX_LOG_MAX (8 << 20)
 
@@ -43,11 +43,25 @@ static void pump_log(int in, int out)
             continue;
         if (n <= 0)
             return;
+        /* The sandbox's bytes, shown: a person reads this log with cat or less, so its
+         * escape sequences go in escaped (common/report.h), lines and tabs kept. A UTF-8
+         * character cut by a read boundary shows as escaped bytes. */
+        static char shown[4 * sizeof(buf) + 1];
+        size_t len = 0;
+        for (ssize_t i = 0; i < n;) {
+            ssize_t j = i;
+            while (j < n && buf[j] != '\n' && buf[j] != '\t')
+                j++;
+            len += sbx_sanitize_buf(shown + len, sizeof(shown) - len, buf + i, (size_t)(j - i));
+            if (j < n)
+                shown[len++] = buf[j];
+            i = j + 1;
+        }
         struct stat st;
         if (out < 0 || fstat(out, &st) < 0)
             continue;
-        if (st.st_size + n <= SBX_LOG_MAX) {
-            write_full(out, buf, (size_t)n);
+        if (st.st_size + (off_t)len <= SBX_LOG_MAX) {
+            write_full(out, shown, len);
         } else if (!noted) {
             noted = true;
             write_full(out, note, sizeof(note) - 1);

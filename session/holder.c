@@ -154,9 +154,8 @@ static void log_msg(const char *fmt, ...)
     strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", gmtime(&t));
     fprintf(stderr, "%s sbx-holder[%d]: ", ts, (int)getpid());
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    sbx_vreport(NULL, "\n", fmt, ap);   /* sanitized: it quotes sandbox file names */
     va_end(ap);
-    fputc('\n', stderr);
     fflush(stderr);
 }
 

@@ -137,7 +137,7 @@ static const char usage_doctor[] =
 static void die125(const char *msg) SBX_NORETURN;
 static void die125(const char *msg)
 {
-    fprintf(stderr, "sbx: %s\n", msg);
+    sbx_report("sbx", "%s", msg);
     exit(SBX_EXIT_INTERNAL);
 }
 
@@ -250,8 +250,8 @@ static int cmd_exec(int argc, char **argv)
         inside |= path_inside(cwd, cfg.code_dirs.v[i]);
     /* no code directory (in ~, /tmp): the command runs in the sandbox's own tree */
     if (!inside && cfg.code_dirs.n) {
-        fprintf(stderr, "sbx: the current directory %s is outside the code directories (%s); "
-                "cd into one, or set AGENT_SANDBOX_CODE_DIRS\n", cwd, cfg.code_dirs.v[0]);
+        sbx_report("sbx", "the current directory %s is outside the code directories (%s); "
+                   "cd into one, or set AGENT_SANDBOX_CODE_DIRS", cwd, cfg.code_dirs.v[0]);
         goto out;
     }
     if (!(cfg.agent_path = sbx_find_agent(&err))) {
@@ -288,8 +288,8 @@ static int cmd_exec(int argc, char **argv)
     } else if (WIFEXITED(st.wait_status)) {
         rc = WEXITSTATUS(st.wait_status);
         if (st.spawn_failed)
-            fprintf(stderr, "sbx: %s: %s\n", argv[first],
-                    rc == 127 ? "command not found" : st.message);
+            sbx_report("sbx", "%s: %s", argv[first],
+                       rc == 127 ? "command not found" : st.message);
     } else if (WIFSIGNALED(st.wait_status)) {
         rc = 128 + WTERMSIG(st.wait_status);
     }
@@ -533,13 +533,32 @@ static void print_pod_human(const cJSON *sb)
     }
 }
 
+/* Every string of a status, sanitized in place: pod names, the backend's messages and
+ * what else the sandbox or an API server chose reach the person's terminal escaped. */
+static void sanitize_json_strings(cJSON *j)
+{
+    for (; j; j = j->next) {
+        if (cJSON_IsString(j) && j->valuestring) {
+            strbuf sb = STRBUF_INIT;
+            sbx_sanitize(&sb, j->valuestring, strlen(j->valuestring));
+            cJSON_SetValuestring(j, sb.buf);
+            strbuf_release(&sb);
+        }
+        sanitize_json_strings(j->child);
+    }
+}
+
 static void print_status_human(const char *json)
 {
     cJSON *o = cJSON_Parse(json), *sb, *it;
     if (!o) {
-        printf("%s\n", json);
+        strbuf shown = STRBUF_INIT;   /* not JSON: shown sanitized */
+        sbx_sanitize(&shown, json, strlen(json));
+        printf("%s\n", shown.buf);
+        strbuf_release(&shown);
         return;
     }
+    sanitize_json_strings(o);
     it = cJSON_GetObjectItemCaseSensitive(o, "session");
     printf("session:   %s\n", cJSON_IsString(it) ? it->valuestring : "?");
     it = cJSON_GetObjectItemCaseSensitive(o, "holder_pid");

@@ -178,6 +178,8 @@ static void set_failed(sbx_session *s, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(s->failmsg, sizeof(s->failmsg), fmt, ap);
     va_end(ap);
+    /* the holder's error quotes the sandbox's and the backend's text: shown, never run */
+    sbx_sanitize_inplace(s->failmsg, sizeof(s->failmsg));
     s->failed = true;
     s->running = false;
 }
@@ -294,7 +296,8 @@ static void handle_frame(sbx_session *s, int type, proto_reader *r)
         s->exited = true;
         s->exit.wait_status = (int)ws;
         s->exit.spawn_failed = kind == SYNC_SPAWN_FAILED;
-        snprintf(s->exit.message, sizeof(s->exit.message), "%.*s", (int)len, str);
+        /* why a command could not start: it may quote the sandbox's text */
+        sbx_sanitize_buf(s->exit.message, sizeof(s->exit.message), str, len);
         return;
     }
     case P_SYNC_DONE:
@@ -313,13 +316,16 @@ static void handle_frame(sbx_session *s, int type, proto_reader *r)
         return;
     case P_WARNING:
         if (proto_get_str(r, &str, &len) == 0) {
-            char *msg = xstrndup(str, len);
+            /* sync warnings name the sandbox's files: every one goes out sanitized, to the
+             * caller's callback or to the terminal (common/report.h) */
+            strbuf msg = STRBUF_INIT;
+            sbx_sanitize(&msg, str, len);
             progress_clear(s);
             if (s->opts.warning)
-                s->opts.warning(s->opts.warning_ctx, msg);
+                s->opts.warning(s->opts.warning_ctx, msg.buf);
             else
-                fprintf(stderr, "sbxsh: warning: %s%s", msg, s->raw ? "\r\n" : "\n");
-            free(msg);
+                fprintf(stderr, "sbxsh: warning: %s%s", msg.buf, s->raw ? "\r\n" : "\n");
+            strbuf_release(&msg);
         }
         return;
     case P_PROGRESS:
@@ -327,7 +333,7 @@ static void handle_frame(sbx_session *s, int type, proto_reader *r)
         if (proto_get_str(r, &str, &len) == 0 && isatty(2)) {
             bool shown = s->progress_shown;
             progress_clear(s);
-            strbuf_add(&s->progress, str, len);
+            sbx_sanitize(&s->progress, str, len);   /* it may name a sandbox's file */
             s->progress_due = now_ns() + PROGRESS_DELAY_NS;
             progress_show(s, shown);
         }

@@ -1,5 +1,7 @@
 #include "session/termfilter.h"
 
+#include "common/report.h"
+
 #include <stdbool.h>
 #include <string.h>
 #include <strings.h>
@@ -7,19 +9,22 @@
 /*
  * The filter's states. Plain mode keeps only text and SGR; pty mode keeps most sequences,
  * so it holds each one (seq[] for ESC and CSI, osc[] for OSC) until its final byte says
- * what it is, then writes it whole or drops it whole: a sequence is never half written.
+ * what it is, then writes it whole or drops it whole: a sequence is never half written (a
+ * half written one would take the person's next output, or the prompt, as its end).
  */
 enum {
-    T_GROUND,
-    T_ESC,        /* after ESC */
-    T_ESC_INTER,  /* ESC with intermediates (0x20-0x2f), up to a final byte */
-    T_CSI,        /* ESC [ ... collecting into seq */
-    T_CSI_DROP,   /* a CSI too long to keep: skip to its final byte */
-    T_STRING,     /* DCS, SOS, PM, APC (and OSC in plain mode): skip to BEL or ST */
+    T_GROUND,     /* text; UTF-8 followed (utf8_need) so that no stray 8-bit C1 byte passes */
+    T_ESC,        /* after ESC: the next byte says which kind of sequence */
+    T_ESC_INTER,  /* ESC with intermediates (0x20-0x2f), up to a final byte (charsets) */
+    T_CSI,        /* ESC [ ... collecting into seq, judged whole at its final byte */
+    T_CSI_DROP,   /* a CSI too long to judge: skipped to its final byte, never written */
+    T_STRING,     /* DCS, SOS, PM, APC (and OSC in plain mode): skip to BEL or ST; their
+                   * queries (DECRQSS, XTGETTCAP) have the terminal answer into the input */
     T_STRING_ESC, /* ESC inside a string (ST is ESC \) */
-    T_OSC,        /* pty mode: ESC ] ... collecting into osc */
+    T_OSC,        /* pty mode: ESC ] ... collecting into osc, judged whole at its end */
     T_OSC_ESC,    /* ESC inside it */
-    T_C2,         /* after 0xC2, the lead byte of U+0080..U+00BF */
+    T_C2,         /* after 0xC2, the lead byte of U+0080..U+00BF: U+0080..U+009F are the C1
+                   * controls (CSI, OSC, DCS) to a terminal that decodes UTF-8 first */
 };
 
 void sbx_termfilter_init(sbx_termfilter *f)
@@ -29,6 +34,7 @@ void sbx_termfilter_init(sbx_termfilter *f)
     f->seqlen = f->osclen = 0;
     f->osc_over = false;
     f->modes = 0;
+    f->utf8_need = 0;
 }
 
 /*
@@ -135,10 +141,63 @@ static long csi_first_param(const sbx_termfilter *f)
     return v;
 }
 
+/*
+ * Does the CSI held in seq[], ending in final, ask the terminal for an answer? A terminal
+ * answers by typing into the input: the bytes land in the next line the person types (or in
+ * the prompt's line editor), where a hostile program chose part of them (a title, a colour)
+ * and the rest looks like keys pressed. So every request for a report is dropped; a TTY
+ * program that asks gets no answer, as on a terminal that does not know the request.
+ */
+static bool csi_is_query(const sbx_termfilter *f, unsigned char final)
+{
+    /* the private marker (< = > ?), and which intermediate bytes (space to /) it holds: any
+     * one of a query's is enough, as a terminal may dispatch on either of two */
+    unsigned char priv = f->seqlen > 2 && f->seq[2] >= 0x3c && f->seq[2] <= 0x3f ? f->seq[2] : 0;
+    bool inter = false, dollar = false, star = false, amp = false, quote = false, hash = false;
+    for (size_t i = 2; i < f->seqlen; i++) {
+        unsigned char c = f->seq[i];
+        inter |= c >= 0x20 && c <= 0x2f;
+        dollar |= c == '$';
+        star |= c == '*';
+        amp |= c == '&';
+        quote |= c == '\'';
+        hash |= c == '#';
+    }
+    switch (final) {
+    case 'n':   /* DSR: status (5), cursor position (6, ?6), ?15, ?25, ?996...; CSI > n
+                 * resets key modifiers and answers nothing */
+        return priv != '>';
+    case 'c':   /* DA1 (CSI c, CSI 0 c), DA2 (CSI > c), DA3 (CSI = c) */
+        return !inter;
+    case 'x':   /* DECREQTPARM (CSI x); with an intermediate, DECSACE and DECFRA */
+        return !inter;
+    case 'p':   /* DECRQM (CSI Ps $ p, CSI ? Ps $ p) */
+        return dollar;
+    case 'q':   /* XTVERSION (CSI > q); CSI Ps SP q, the cursor's shape, stays */
+        return priv == '>';
+    case 'u':   /* the kitty keyboard flags (CSI ? u), DECRQTSR ($ u), DECRQUPSS (& u) */
+        return priv == '?' || dollar || amp;
+    case 'm':   /* XTQMODKEYS (CSI ? Pp m); CSI > Pp ; Pv m sets them and stays */
+        return priv == '?';
+    case 'S':   /* XTSMGRAPHICS (CSI ? Pi ; Pa ; Pv S): answered whatever it asks */
+        return priv == '?';
+    case 'w':   /* DECRQPSR (CSI Ps $ w) */
+        return dollar;
+    case 'y':   /* DECRQCRA (CSI ... * y): a checksum of what the screen shows */
+        return star;
+    case '|':   /* DECRQLP (CSI Ps ' |), XTREPORTSGR (CSI ... # |) */
+        return quote || hash;
+    default:
+        return false;
+    }
+}
+
 static bool keep_csi(const sbx_termfilter *f, unsigned char final)
 {
     if (!f->pty)
         return is_sgr(f, final);
+    if (csi_is_query(f, final))
+        return false;
     if (final == 't') {
         /* window manipulation: only the title stack's push and pop */
         long p = csi_first_param(f);
@@ -148,14 +207,19 @@ static bool keep_csi(const sbx_termfilter *f, unsigned char final)
 }
 
 /* Does the OSC's text hold something a terminal may read as the end of the sequence or a
- * control: a C0 byte, DEL, or a UTF-8 encoded C1 control (U+0080..U+009F)? */
+ * control: a C0 byte, DEL, a UTF-8 encoded C1 control (U+0080..U+009F), or a byte that is
+ * not valid UTF-8 (a bare 0x9c is ST, 0x9d OSC, to a terminal that takes 8-bit controls)? */
 static bool osc_has_control(const unsigned char *p, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         if (p[i] < 0x20 || p[i] == 0x7f)
             return true;
-        if (p[i] == 0xc2 && i + 1 < n && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f)
-            return true;
+        if (p[i] >= 0x80) {
+            size_t len = sbx_utf8_len(p + i, n - i);
+            if (!len || (p[i] == 0xc2 && p[i + 1] <= 0x9f))
+                return true;
+            i += len - 1;
+        }
     }
     return false;
 }
@@ -222,6 +286,25 @@ static void osc_end(sbx_termfilter *f, const char *term, strbuf *out)
  * the UTF-8 lead byte of a C1 control (0xc2) start a sequence to judge. */
 static void ground(sbx_termfilter *f, unsigned char c, strbuf *out)
 {
+    if (c >= 0x80 && c <= 0xbf) {
+        /* A continuation byte: text when it continues a character where RFC 3629 allows. */
+        if (f->utf8_need && c >= f->utf8_lo && c <= f->utf8_hi) {
+            f->utf8_need--;
+            f->utf8_lo = 0x80;
+            f->utf8_hi = 0xbf;
+            strbuf_addch(out, c);
+            return;
+        }
+        /* A stray one. 0x80..0x9f is an 8-bit C1 control (0x9b CSI, 0x9d OSC, 0x90 DCS,
+         * 0x9a DECID, 0x85 NEL) to a terminal not in UTF-8 mode or one that takes 8-bit
+         * controls: `\x9b 6n` is a cursor position query there. Dropped. 0xa0..0xbf is
+         * a control nowhere: kept (the terminal shows a replacement character). */
+        f->utf8_need = 0;
+        if (c >= 0xa0)
+            strbuf_addch(out, c);
+        return;
+    }
+    f->utf8_need = 0;
     if (c == 0x1b) {
         f->state = T_ESC;
     } else if (c < 0x20) {
@@ -233,8 +316,13 @@ static void ground(sbx_termfilter *f, unsigned char c, strbuf *out)
     } else if (c == 0xc2) {
         f->state = T_C2;
     } else {
-        /* Text, UTF-8 included. A bare 0x80..0x9f byte is a continuation
-         * byte to a UTF-8 terminal, not a control: kept. */
+        /* Text, UTF-8 included: a lead byte says how many continuation bytes follow, and
+         * the range of the first (RFC 3629: no overlong form, surrogate, or past U+10FFFF) */
+        if (c >= 0xc3 && c <= 0xf4) {
+            f->utf8_need = c < 0xe0 ? 1 : c < 0xf0 ? 2 : 3;
+            f->utf8_lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+            f->utf8_hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+        }
         strbuf_addch(out, c);
     }
 }
@@ -282,6 +370,9 @@ void sbx_termfilter_feed(sbx_termfilter *f, const void *buf, size_t len, strbuf 
                 f->seqlen = 2;
             } else if (c == 0x1b) {
                 f->state = T_ESC;
+            } else if (c == 'Z') {
+                /* DECID: the terminal answers as to DA1, into the input; dropped */
+                f->state = T_GROUND;
             } else if (c < 0x20 && f->pty) {
                 /* a control cancels the sequence and is run (plain mode drops both) */
                 f->state = T_GROUND;

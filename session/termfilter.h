@@ -6,9 +6,9 @@
  * switch character sets or query the terminal (whose answers would be typed into the next
  * prompt). Kept: printable text and UTF-8, tab, newline, carriage return, backspace, bell,
  * and SGR sequences (ESC [ params m: colours, bold). Dropped: every other escape sequence
- * (CSI, OSC, DCS, SOS, PM, APC, ESC x), other C0 controls, and C1 controls encoded in UTF-8
- * (U+0080..U+009F; a bare byte 0x80..0x9f is a continuation byte to a UTF-8 terminal and is
- * kept).
+ * (CSI, OSC, DCS, SOS, PM, APC, ESC x), other C0 controls, and C1 controls, encoded in UTF-8
+ * (U+0080..U+009F) or as a bare byte 0x80..0x9f that continues no UTF-8 character (the 8-bit
+ * CSI 0x9b, OSC 0x9d, DCS 0x90 of a terminal that takes 8-bit controls). Both modes.
  *
  * Pty (sbx_termfilter_init_pty): a command on a pseudo-terminal (vi, less, top need cursor
  * movement, the alternate screen, colours), so escape sequences pass, but not what a hostile
@@ -24,10 +24,16 @@
  *     the input) but the title stack's push and pop (22, 23), and CSI ... i (media copy:
  *     printer controller mode);
  *   - DCS (DECRQSS `ESC P $ q`, XTGETTCAP: the terminal answers into the input), SOS, PM,
- *     APC; ENQ (0x05: the answerback string); C1 controls encoded in UTF-8.
+ *     APC; ENQ (0x05: the answerback string); C1 controls (UTF-8 encoded or 8-bit);
+ *   - every request for a report, whose answer the terminal types into the input (the next
+ *     line the person types): DSR (`CSI 5 n`, `CSI 6 n`, `CSI ? 6 n`...), DA1/DA2/DA3
+ *     (`CSI c`, `CSI > c`, `CSI = c`), DECID (`ESC Z`), DECRQM (`CSI ? Ps $ p`), XTVERSION
+ *     (`CSI > q`), DECREQTPARM (`CSI x`), XTQMODKEYS (`CSI ? m`), the kitty keyboard query
+ *     (`CSI ? u`), XTSMGRAPHICS, DECRQPSR, DECRQTSR, DECRQCRA, DECRQLP, XTREPORTSGR, and the
+ *     window reports above. A program that asks gets no answer.
  *   Kept: text, every other C0 control, ESC x and ESC with intermediates (save/restore cursor,
  *   keypad modes, charsets), every other CSI (cursor, erase, scroll regions, modes, the
- *   alternate screen, SGR, DSR's cursor position), OSC 0/1/2 (titles), OSC 4/10-19 and
+ *   alternate screen, SGR, the cursor's shape), OSC 0/1/2 (titles), OSC 4/10-19 and
  *   104/110-119 that set colours, OSC 8 to the schemes above.
  *
  * Sequences split across writes are handled: the state carries over.
@@ -58,6 +64,8 @@ typedef struct sbx_termfilter {
     size_t seqlen;
     unsigned char seq[SBX_TERMFILTER_SEQ_MAX];
     unsigned modes;     /* pty mode: the modes set and not reset (termfilter.c: MODE_*) */
+    unsigned char utf8_need;          /* continuation bytes the last lead byte still wants */
+    unsigned char utf8_lo, utf8_hi;   /* the range of the next one */
     size_t osclen;
     bool osc_over;      /* the OSC outgrew osc[]: dropped at its end */
     unsigned char osc[SBX_TERMFILTER_OSC_MAX];

@@ -590,13 +590,7 @@ int wire_get_winsize(const wire_frame *f, uint16_t *rows, uint16_t *cols, sbx_er
 
 void wire_sanitize(char *out, size_t outsz, const void *text, size_t len)
 {
-    const unsigned char *s = text;
-    size_t o = 0;
-    if (!outsz)
-        return;
     if (len > SYNC_MAX_TEXT)
         len = SYNC_MAX_TEXT;
-    for (size_t i = 0; i < len && o + 1 < outsz; i++)
-        out[o++] = (s[i] >= 0x20 && s[i] < 0x7f) ? (char)s[i] : '?';
-    out[o] = '\0';
+    sbx_sanitize_buf(out, outsz, text, len);
 }

@@ -242,8 +242,9 @@ int wire_get_u64_one(const wire_frame *f, uint64_t *a, sbx_err *err);
 int wire_get_u32_one(const wire_frame *f, uint32_t *a, sbx_err *err);
 int wire_get_winsize(const wire_frame *f, uint16_t *rows, uint16_t *cols, sbx_err *err);
 
-/* Copies untrusted text for display: printable ASCII kept, everything else as '?', at most
- * SYNC_MAX_TEXT bytes, NUL-terminated into out (size outsz). */
+/* Copies untrusted text (at most SYNC_MAX_TEXT bytes of it) for display, NUL-terminated into
+ * out (size outsz): the sanitizer of every sbxsh message (common/report.h), which shows
+ * controls and invalid UTF-8 as \xNN and keeps printable text, non-ASCII names included. */
 void wire_sanitize(char *out, size_t outsz, const void *text, size_t len);
 
 #endif

@@ -103,7 +103,6 @@ static void pty_mode(void)
            "\x1b[>4;2m\x1b[2 q\x1b[34h\x1b[27m\x1b[?7h\x1b[4l",
            "pty: modifyOtherKeys, cursor style, autowrap and insert modes pass");
     is_str(P("a\x0e\x0f\x0cb"), "a\x0e\x0f\x0cb", "pty: SO, SI, FF pass");
-    is_str(P("\x1b[6n\x1b[c"), "\x1b[6n\x1b[c", "pty: cursor position and DA queries pass");
     is_str(P("\x1b]0;vim: f.c\x07x"), "\x1b]0;vim: f.c\x07x", "pty: a title (BEL) passes");
     is_str(P("\x1b]2;t\x1b\\x"), "\x1b]2;t\x1b\\x", "pty: a title (ST) passes");
     is_str(P("\x1b[22;0t\x1b[23;0t"), "\x1b[22;0t\x1b[23;0t", "pty: title push and pop pass");
@@ -145,6 +144,104 @@ static void pty_mode(void)
            "xy\x1b[1;31mz\x1b]0;t\x1b\\", "pty: fed byte by byte, the same");
 }
 
+/* Every request the terminal answers into the input: dropped in pty mode, whole, in its
+ * 7-bit form, its 8-bit C1 form and its UTF-8 encoded C1 form, fed whole and byte by byte;
+ * the text around it stays. */
+static void pty_queries(void)
+{
+    static const struct { const char *seq, *what; } csi[] = {
+        { "5n", "DSR status (CSI 5 n)" },
+        { "6n", "DSR cursor position (CSI 6 n)" },
+        { "?6n", "DECXCPR (CSI ? 6 n)" },
+        { "?15n", "DSR printer (CSI ? 15 n)" },
+        { "?996n", "DSR colour scheme (CSI ? 996 n)" },
+        { "c", "DA1 (CSI c)" },
+        { "0c", "DA1 (CSI 0 c)" },
+        { ">c", "DA2 (CSI > c)" },
+        { ">0c", "DA2 (CSI > 0 c)" },
+        { "=c", "DA3 (CSI = c)" },
+        { "?1049$p", "DECRQM, private (CSI ? Ps $ p)" },
+        { "4$p", "DECRQM, ANSI (CSI Ps $ p)" },
+        { ">q", "XTVERSION (CSI > q)" },
+        { ">0q", "XTVERSION (CSI > 0 q)" },
+        { "11t", "window state report (CSI 11 t)" },
+        { "13t", "window position report (CSI 13 t)" },
+        { "13;2t", "window position report (CSI 13 ; 2 t)" },
+        { "14t", "window size report (CSI 14 t)" },
+        { "18t", "text area size report (CSI 18 t)" },
+        { "19t", "screen size report (CSI 19 t)" },
+        { "20t", "icon label report (CSI 20 t)" },
+        { "21t", "title report (CSI 21 t)" },
+        { "x", "DECREQTPARM (CSI x)" },
+        { "?4m", "XTQMODKEYS (CSI ? 4 m)" },
+        { "?u", "kitty keyboard flags (CSI ? u)" },
+        { "?1;1S", "XTSMGRAPHICS (CSI ? 1 ; 1 S)" },
+        { "1$w", "DECRQPSR (CSI 1 $ w)" },
+        { "1$u", "DECRQTSR (CSI 1 $ u)" },
+        { "1;1;1;1;1;1*y", "DECRQCRA (CSI ... * y)" },
+        { "1'|", "DECRQLP (CSI 1 ' |)" },
+        { "1;1;1;1#|", "XTREPORTSGR (CSI ... # |)" },
+    };
+    static const struct { const char *body, *what; } strings[] = {
+        { "]4;1;?", "OSC 4 palette query" },
+        { "]10;?", "OSC 10 foreground query" },
+        { "]11;?", "OSC 11 background query" },
+        { "]12;?", "OSC 12 cursor colour query" },
+        { "]17;?", "OSC 17 highlight query" },
+        { "]19;?", "OSC 19 highlight text query" },
+        { "]104;?", "OSC 104 with a query" },
+        { "]5;0;?", "OSC 5 special colour query" },
+        { "]52;c;?", "OSC 52 clipboard read" },
+        { "]52;c;aGk=", "OSC 52 clipboard write" },
+        { "P$qm", "DECRQSS (DCS $ q)" },
+        { "P$q\"q", "DECRQSS of DECSCA" },
+        { "P+q544e", "XTGETTCAP (DCS + q)" },
+    };
+    char in[128], want[128];
+    for (size_t i = 0; i < sizeof(csi) / sizeof(csi[0]); i++) {
+        snprintf(in, sizeof(in), "a\x1b[%sb", csi[i].seq);
+        is_str(filter_mode(true, in, strlen(in), strlen(in)), "ab", "pty: %s dropped", csi[i].what);
+        is_str(bytewise(in), "ab", "pty: %s dropped, fed byte by byte", csi[i].what);
+        snprintf(in, sizeof(in), "a\x9b%sb", csi[i].seq);
+        snprintf(want, sizeof(want), "a%sb", csi[i].seq);
+        is_str(filter_mode(true, in, strlen(in), 2), want, "pty: %s as 8-bit CSI (0x9b): the control dropped", csi[i].what);
+        snprintf(in, sizeof(in), "a\xc2\x9b%sb", csi[i].seq);
+        is_str(filter_mode(true, in, strlen(in), 2), want, "pty: %s as UTF-8 CSI (U+009B): the control dropped", csi[i].what);
+    }
+    for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
+        static const char *const ends[] = { "\x07", "\x1b\\" };
+        for (size_t e = 0; e < 2; e++) {
+            snprintf(in, sizeof(in), "a\x1b%s%sb", strings[i].body, ends[e]);
+            is_str(filter_mode(true, in, strlen(in), 3), "ab", "pty: %s dropped (ended by %s)",
+                   strings[i].what, e ? "ST" : "BEL");
+            is_str(bytewise(in), "ab", "pty: %s dropped, byte by byte", strings[i].what);
+        }
+        /* the 8-bit forms: 0x9d OSC, 0x90 DCS; the terminator 0x9c ST */
+        snprintf(in, sizeof(in), "a%s%s\x9c" "b", strings[i].body[0] == ']' ? "\x9d" : "\x90",
+                 strings[i].body + 1);
+        snprintf(want, sizeof(want), "a%sb", strings[i].body + 1);
+        is_str(filter_mode(true, in, strlen(in), 3), want, "pty: %s in 8-bit C1 form: the controls dropped",
+               strings[i].what);
+        snprintf(in, sizeof(in), "a%s%s\xc2\x9c" "b", strings[i].body[0] == ']' ? "\xc2\x9d" : "\xc2\x90",
+                 strings[i].body + 1);
+        is_str(filter_mode(true, in, strlen(in), 3), want,
+               "pty: %s in UTF-8 C1 form: the controls dropped", strings[i].what);
+    }
+    is_str(P("a\x05" "b\x1bZc"), "abc", "pty: ENQ and DECID (ESC Z) dropped");
+    is_str(P("a\x85\x9a" "b"), "ab", "pty: bare NEL and DECID (8-bit) dropped");
+    /* what stays: colours, cursor moves and shape, modes, key modifiers, titles */
+    is_str(P("\x1b[31mx\x1b[5;1H\x1b[2 q\x1b[?25l\x1b[>4;2m\x1b[>4n\x1b[!p\x1b]0;t\x07"),
+           "\x1b[31mx\x1b[5;1H\x1b[2 q\x1b[?25l\x1b[>4;2m\x1b[>4n\x1b[!p\x1b]0;t\x07",
+           "pty: SGR, CUP, DECSCUSR, DECTCEM, modifyOtherKeys set and reset, DECSTR, a title stay");
+    is_str(P("\x1b]0;what? why?\x07"), "\x1b]0;what? why?\x07", "pty: a title with a ? stays");
+    is_str(P("\xc3\x9b\xe2\x80\x9c\xf0\x9f\x98\x80"), "\xc3\x9b\xe2\x80\x9c\xf0\x9f\x98\x80",
+           "pty: 0x80..0x9f continuing a UTF-8 character stays");
+    is_str(P("\xe0\x9b" "6n"), "\xe0" "6n", "pty: 0x9b after E0 (an overlong form) is no continuation");
+    is_str(P("\xe6\x1b[6n\x97\xa5"), "\xe6\xa5", "pty: a query between a lead byte and its rest");
+    is_str(P("\x1b]0;t\x9c\x1b]52;c;aGk=\x07" "b"), "b",
+           "pty: a title hiding an 8-bit ST and an OSC 52 dropped whole");
+}
+
 int main(void)
 {
     is_str(F("plain text\n"), "plain text\n", "text passes");
@@ -178,10 +275,15 @@ int main(void)
         is_str(filter(big, strlen(big), 1000), "X", "overlong SGR dropped whole");
     }
     is_str(F("a\x1b[1\nb"), "a\nb", "a newline inside a sequence cancels it");
-    is_str(F("a\xc2\x01\x9d" "52;c;x\x07" "b"), "a\x9d" "52;c;x\x07" "b",
+    is_str(F("a\xc2\x01\x9d" "52;c;x\x07" "b"), "a52;c;x\x07" "b",
            "a 0xc2 whose next byte is dropped cannot pair with a later one into a C1 control");
-    is_str(P("a\xc2\x01\x9b" "2J"), "a\x01\x9b" "2J", "...nor in pty mode");
+    is_str(P("a\xc2\x01\x9b" "2J"), "a\x01" "2J", "...nor in pty mode");
+    is_str(F("a\x9b" "6n\x9d" "0;t\x07\x90" "$qm\x9c" "b"), "a6n0;t\x07$qmb",
+           "plain: bare 8-bit C1 bytes (CSI, OSC, DCS, ST) dropped");
+    is_str(F("\xc3\x9b\xe2\x80\x9c\xf0\x9f\x98\x80"), "\xc3\x9b\xe2\x80\x9c\xf0\x9f\x98\x80",
+           "plain: 0x80..0x9f continuing a UTF-8 character kept");
     pty_mode();
+    pty_queries();
     pty_reset();
     return done_testing();
 }

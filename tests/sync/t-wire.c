@@ -240,7 +240,9 @@ static void test_exit_and_misc(void)
     is_int(wire_get_exit(&f, &y, &err), -1, "an unknown exit kind is refused");
 
     wire_sanitize(buf, sizeof(buf), "a\033[2Jb\nc", 8);
-    is_str(buf, "a?[2Jb?c", "sanitized text keeps printable ASCII only");
+    is_str(buf, "a\\x1b[2Jb\\nc", "sanitized text shows controls escaped");
+    wire_sanitize(buf, sizeof(buf), "\xc3\xa9\x9b", 3);
+    is_str(buf, "\xc3\xa9\\x9b", "and keeps UTF-8, escaping a bare C1 byte");
     wire_sanitize(buf, 4, "abcdef", 6);
     is_str(buf, "abc", "and fits its buffer");
     strbuf_release(&sb);
