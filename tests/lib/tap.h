@@ -28,14 +28,17 @@ static inline void diag(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof(buf), fmt, ap);
     va_end(ap);
-    /* Each diagnostic line gets the TAP comment prefix. */
+    /* Each diagnostic line gets the TAP comment prefix. On stderr, as Test::More's diag:
+     * prove shows a test's stderr even when not verbose, so a failure in `make check`'s
+     * log (CI's) says what was got and expected. */
+    fflush(stdout);
     for (char *line = buf, *nl; line && *line; line = nl) {
         nl = strchr(line, '\n');
         if (nl)
             *nl++ = '\0';
-        printf("# %s\n", line);
+        fprintf(stderr, "# %s\n", line);
     }
-    fflush(stdout);
+    fflush(stderr);
 }
 
 static inline int ok_at(int cond, const char *file, int line, const char *fmt, ...)

@@ -34,7 +34,9 @@ tap_result() { # COND NAME
     fi
 }
 
-diag() { printf '%s\n' "$@" | sed 's/^/# /'; }
+# diag: TAP comments on stderr, as Test::More's diag: prove shows a test's stderr even when
+# not verbose, so a failure in make check's log (CI's) says what was got and expected.
+diag() { printf '%s\n' "$@" | sed 's/^/# /' >&2; }
 
 # ok NAME CMD...: passes when CMD exits 0.
 ok() {
