@@ -50,7 +50,9 @@ for rt in bwrap runsc; do
     tmux_type 'bash query.sh'; tmux_keys Enter
     if tmux_wait $'ready(\n|$)' 120; then
         tmux_type typed; tmux_keys Enter
-        tmux_wait 'line=' 60
+        # the whole line and the prompt after it: under load the screen held "line=typed"
+        # without its newline when the check below looked
+        tmux_wait 'line=' 60 && tmux_wait_last "^\[sbx:$session\] .*[#\$] ?\$"
     fi
     like "$(tmux_screen)" $'\nline=typed\n' "$rt: the line a sandbox command reads after its queries is what was typed"
     unlike "$(tmux_screen)" '\^\[\[|\[\?1;2c|[0-9]R' "$rt: and no answer was echoed on the screen"
