@@ -222,7 +222,7 @@ struct line_exec {
     unsigned njobs;           /* the shell's running and stopped jobs (\j), as last reported */
     unsigned nstopped;        /* ... of which stopped */
     bool exit_ok;             /* a lone exit ends the shell even with stopped jobs (exit_refused) */
-    int stdin_null;           /* running an eval's text with `< /dev/null` (run_eval) */
+    bool stdin_null;          /* running an eval's text with `< /dev/null` (run_eval) */
     char *start_oldpwd;       /* OLDPWD for the next shell (a cd moved it to a project) */
     bool names_dirty;         /* the shell may have redefined command names (startup files, a
                                  function, alias, source, eval...): host parts are checked
@@ -1635,7 +1635,7 @@ static void move_to_project(line_exec *x, const char *oldpwd)
  * line with any sandbox part is one exact `bash -c` there. */
 static bool eval_needs_host(const line_exec *x, const route_part *part);
 
-static bool plan_needs_split(line_exec *x, const route_plan *plan)
+static bool plan_needs_split(const line_exec *x, const route_plan *plan)
 {
     for (size_t i = 0; i < plan->n; i++)
         if (part_needs_host(&plan->parts[i]) || eval_needs_host(x, &plan->parts[i]))
@@ -1702,13 +1702,7 @@ static void build_chunk(line_exec *x, const sh_parse *p, const route_part *parts
  */
 static bool eval_needs_host(const line_exec *x, const route_part *part)
 {
-    if (!part->eval || x->errexit)
-        return false;
-    for (size_t i = 0; i < part->eval->plan.n; i++)
-        if (part_needs_host(&part->eval->plan.parts[i]) ||
-            eval_needs_host(x, &part->eval->plan.parts[i]))
-            return true;
-    return false;
+    return part->eval && !x->errexit && plan_needs_split(x, &part->eval->plan);
 }
 
 static int run_parts(line_exec *x, const sh_parse *p, route_plan *plan, unsigned line_base,
@@ -1719,11 +1713,12 @@ static int run_parts(line_exec *x, const sh_parse *p, route_plan *plan, unsigned
 static int run_eval(line_exec *x, const sh_parse *p, const route_part *part, unsigned line_base,
                     bool *exited, sbx_err *err)
 {
-    int saved = x->stdin_null, rc;
+    bool saved = x->stdin_null;
+    int rc;
     unsigned base = line_base ? line_base - 1 + route_line_of(p, part->span.start) : 0;
 
     if (part->eval->stdin_null)
-        x->stdin_null = 1;
+        x->stdin_null = true;
     /* an empty text leaves $? 0, as bash's eval does */
     x->last_status = 0;
     rc = run_parts(x, &part->eval->parse, &part->eval->plan, base, exited, err);
@@ -2030,11 +2025,9 @@ int line_exec_command(line_exec *x, const sh_parse *p, unsigned first_line, bool
         return 0;
     route_ctx_fill(x, &ctx);
     route_plan_build(&plan, p, &ctx);
-    if (!plan_needs_split(x, &plan)) {
-        /* all of it in the sandbox's shell, as one chunk: exact bash */
-        for (size_t i = 0; i < plan.n; i++)
-            plan.parts[i].where = ROUTE_SANDBOX;
-    }
+    if (!plan_needs_split(x, &plan))
+        route_plan_to_sandbox(&plan);   /* all of it in the sandbox's shell, as one chunk:
+                                         * exact bash */
     rc = run_parts(x, p, &plan, first_line, exited, err);
     route_plan_release(&plan);
     if (rc == 0 && *exited)
@@ -2054,10 +2047,7 @@ static int exec_in_sandbox(line_exec *x, const sh_parse *p, bool *exited, int *w
     *exited = false;
     route_ctx_fill(x, &ctx);
     route_plan_build(&plan, p, &ctx);
-    for (size_t i = 0; i < plan.n; i++) {
-        plan.parts[i].where = ROUTE_SANDBOX;
-        plan.parts[i].cd_project = false;
-    }
+    route_plan_to_sandbox(&plan);
     rc = run_parts(x, p, &plan, 0, exited, err);
     route_plan_release(&plan);
     if (rc == 0 && *exited)

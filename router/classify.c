@@ -939,6 +939,7 @@ out:
 
 static void plan_build(route_plan *plan, const sh_parse *p, const route_ctx *ctx,
                        bool redefined, bool cwd_known, unsigned depth);
+static void eval_free(route_eval *ev);
 
 /*
  * An agent's wrapper, seen through (Claude Code runs `eval 'CMD' < /dev/null`): an eval
@@ -983,10 +984,7 @@ static route_eval *see_through_eval(const sh_pipeline *pl, const route_ctx *ctx,
         host = (ev->plan.parts[i].where == ROUTE_HOST && !ev->plan.parts[i].background) ||
                ev->plan.parts[i].eval;
     if (!host) {
-        route_plan_release(&ev->plan);
-        sh_parse_free(&ev->parse);
-        strbuf_release(&ev->text);
-        free(ev);
+        eval_free(ev);
         return NULL;
     }
     return ev;
@@ -1116,17 +1114,32 @@ done:
     strbuf_release(&newcwd);
 }
 
-void route_plan_release(route_plan *plan)
+static void eval_free(route_eval *ev)
+{
+    if (!ev)
+        return;
+    route_plan_release(&ev->plan);
+    sh_parse_free(&ev->parse);
+    strbuf_release(&ev->text);
+    free(ev);
+}
+
+void route_plan_to_sandbox(route_plan *plan)
 {
     for (size_t i = 0; i < plan->n; i++) {
-        route_eval *ev = plan->parts[i].eval;
-        if (!ev)
-            continue;
-        route_plan_release(&ev->plan);
-        sh_parse_free(&ev->parse);
-        strbuf_release(&ev->text);
-        free(ev);
+        route_part *part = &plan->parts[i];
+        part->where = ROUTE_SANDBOX;
+        part->cd_project = false;
+        part->names_unknown = false;
+        eval_free(part->eval);
+        part->eval = NULL;
     }
+}
+
+void route_plan_release(route_plan *plan)
+{
+    for (size_t i = 0; i < plan->n; i++)
+        eval_free(plan->parts[i].eval);
     arena_free(&plan->mem);
     memset(plan, 0, sizeof(*plan));
 }

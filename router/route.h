@@ -164,6 +164,11 @@ bool route_may_redefine(const sh_pipeline *pl);
  * reproduces; "file" for the programs), pushed to out as name, kind, name, kind... */
 void route_part_commands(const sh_pipeline *pl, strvec *out);
 void route_plan_release(route_plan *plan);
+/* Makes every part of plan the sandbox's, as a line the executor must run wholly there (a
+ * line with nothing that needs the host, or text the sandbox chose): SANDBOX, no cd into a
+ * project, and no eval seen through (its nested plan, which could hold HOST parts, is
+ * dropped: the eval runs whole). A part with `secret` keeps it: refused, never sent. */
+void route_plan_to_sandbox(route_plan *plan);
 
 /* Routes one pipeline of p against ctx; on SANDBOX (and on HOST) appends a
  * one-line reason to reason. For a HOST `cd`, new_cwd (if not NULL) gets

@@ -49,7 +49,7 @@ P="^\[sbx:trust-$rt-$$\] $CODE\\$D ?\$"
 
 # ---- way in 1: an earlier sbxsh -c appends to the sandbox's ~/.bashrc ---------------------
 cat >"$CODE/evil-rc" <<EOF
-PROMPT_COMMAND=('echo pc-elem-ran; touch /tmp/pc-ran-in-sandbox' 'fc -e "bash -c touch\\\${IFS}$MARK" -1' 'git push -q origin HEAD:pwned')
+PROMPT_COMMAND=('echo pc-elem-ran; touch /tmp/pc-ran-in-sandbox' 'fc -e "bash -c touch\\\${IFS}$MARK" -1' 'git push -q origin HEAD:pwned' 'eval "git push -q origin HEAD:pwnedeval"')
 HISTFILESIZE=0
 HISTSIZE=0
 HISTFILE=$VICTIM
@@ -70,6 +70,8 @@ tmux_wait_last "$P"
 ok "$rt: ...its fc -e \"bash -c CMD\" did not run CMD on the host (no marker)" test ! -e "$MARK"
 ok "$rt: ...its git push did not push from the host (the host remote has no such branch)" \
     bash -c '! git --git-dir="$1" rev-parse -q --verify refs/heads/pwned' _ "$W/remote.git"
+ok "$rt: ...nor did one inside an eval (an eval's text is the sandbox's too)" \
+    bash -c '! git --git-dir="$1" rev-parse -q --verify refs/heads/pwnedeval' _ "$W/remote.git"
 tmux_type 'echo "sandbox says HISTFILESIZE=$HISTFILESIZE"'; tmux_keys Enter
 ok "$rt: the sandbox's shell has HISTFILESIZE=0 from its ~/.bashrc" \
     tmux_wait $'\nsandbox says HISTFILESIZE=0\n'
