@@ -1064,14 +1064,14 @@ static size_t cand_at;
  * quotes the word was opened with), and the other names, which readline does not quote,
  * are offered only when they need no quoting at all (plain_name). A name with a control
  * byte is never offered: readline would write it to the terminal in its list, and the
- * line would hold it (prompt_text_shows_safely).
+ * line would hold it (sbx_text_shows_plain).
  */
 static const char filename_quote_chars[] = " \t\n\\\"'@<>=;|&()#$`?*[]!:{}~^,";
 
 /* A name that is one word as it is: shown safely, nothing the shell reads as syntax. */
 static bool plain_name(const char *s, size_t n)
 {
-    if (!n || !prompt_text_shows_safely(s, n))
+    if (!n || !sbx_text_shows_plain(s, n))
         return false;
     for (size_t i = 0; i < n; i++)
         if (strchr(filename_quote_chars, s[i]) && s[i] != ':' && s[i] != ',' && s[i] != '@' &&
@@ -1157,14 +1157,14 @@ static int drop_unsafe_names(char **matches)
     if (!matches || !matches[0])
         return 0;
     if (!matches[1]) {
-        if (!prompt_text_shows_safely(matches[0], strlen(matches[0]))) {
+        if (!sbx_text_shows_plain(matches[0], strlen(matches[0]))) {
             free(matches[0]);
             matches[0] = NULL;
         }
         return 0;
     }
     for (n = 1; matches[n]; n++) {
-        if (prompt_text_shows_safely(matches[n], strlen(matches[n])))
+        if (sbx_text_shows_plain(matches[n], strlen(matches[n])))
             matches[kept++] = matches[n];
         else
             free(matches[n]);

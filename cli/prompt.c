@@ -124,36 +124,6 @@ bool prompt_needs_shell(const char *ps)
     return false;
 }
 
-/* Is s[0, n) text a terminal shows as text: valid UTF-8 without C0 controls, DEL or C1
- * controls (U+0080..U+009F, which a terminal may take as CSI or OSC)? */
-bool prompt_text_shows_safely(const char *s, size_t n)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    for (size_t i = 0; i < n;) {
-        unsigned c = u[i], len, cp;
-        if (c < 0x20 || c == 0x7f)
-            return false;
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        len = c >= 0xc2 && c < 0xe0 ? 2 : c >= 0xe0 && c < 0xf0 ? 3 : c >= 0xf0 && c < 0xf5 ? 4 : 0;
-        if (!len || i + len > n)
-            return false;
-        cp = c & (0xff >> (len + 1));
-        for (unsigned k = 1; k < len; k++) {
-            if ((u[i + k] & 0xc0) != 0x80)
-                return false;
-            cp = cp << 6 | (u[i + k] & 0x3f);
-        }
-        if (cp < 0xa0 || (len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-            (cp >= 0xd800 && cp < 0xe000))
-            return false;
-        i += len;
-    }
-    return true;
-}
-
 /*
  * What of a prompt may reach the terminal. PS1 and PS2 are the sandbox's to choose (its
  * ~/.bashrc, a process writing to its shell), and bash's prompt is where people put

@@ -44,9 +44,4 @@ bool prompt_needs_shell(const char *ps);
  * would type into the line (DSR, DA, DECRQSS), cursor movement or any other sequence. */
 void prompt_filter(const char *ps, size_t len, strbuf *out);
 
-/* Is s[0, n) text a terminal shows as text: valid UTF-8 without C0 controls, DEL or C1
- * controls? (Completion offers only such names: readline lists and inserts them as they
- * are.) */
-bool prompt_text_shows_safely(const char *s, size_t n);
-
 #endif

@@ -64,6 +64,32 @@ size_t sbx_utf8_len(const unsigned char *s, size_t n)
     return len;
 }
 
+/* U+0080..U+009F encoded in UTF-8 (C2 80..C2 9F): a C1 control to a terminal that decodes
+ * UTF-8 before it parses controls. s holds a valid 2-byte character. */
+static bool utf8_c1(const unsigned char *s)
+{
+    return s[0] == 0xc2 && s[1] <= 0x9f;
+}
+
+bool sbx_text_shows_plain(const void *text, size_t len)
+{
+    const unsigned char *s = text;
+    for (size_t i = 0; i < len;) {
+        size_t n;
+        if (s[i] < 0x20 || s[i] == 0x7f)
+            return false;
+        if (s[i] < 0x80) {
+            i++;
+            continue;
+        }
+        n = sbx_utf8_len(s + i, len - i);
+        if (!n || utf8_c1(s + i))
+            return false;
+        i += n;
+    }
+    return true;
+}
+
 static void sanitize(struct sink *o, const unsigned char *s, size_t n)
 {
     size_t i = 0;
@@ -94,7 +120,7 @@ static void sanitize(struct sink *o, const unsigned char *s, size_t n)
             i++;
         } else {
             size_t len = sbx_utf8_len(s + i, n - i);
-            if (len == 2 && c == 0xc2 && s[i + 1] <= 0x9f) {
+            if (len == 2 && utf8_c1(s + i)) {
                 /* U+0080..U+009F: a C1 control (CSI, OSC, DCS, ST) to a terminal that
                  * decodes UTF-8 before it parses controls */
                 put_hex(o, s[i]);

@@ -34,6 +34,13 @@
  * (no overlong form, surrogate or code point past U+10FFFF), or 0 when it is not one. */
 size_t sbx_utf8_len(const unsigned char *s, size_t n);
 
+/* Whether text[0..len) reaches a terminal as the characters it holds: printable ASCII and
+ * valid UTF-8 only, so no C0 control (tab and newline included), DEL, C1 control (8-bit,
+ * or U+0080..U+009F in UTF-8) or byte that is not UTF-8. What a terminal could read as a
+ * control or join to what follows fails: completion offers only such names (readline lists
+ * and inserts them as they are), and the pty filter keeps only such OSC text. */
+bool sbx_text_shows_plain(const void *text, size_t len);
+
 /* Appends the visible form of text[0..len) to out. */
 void sbx_sanitize(strbuf *out, const void *text, size_t len);
 /* The visible form of text[0..len) into out[0..outsz), NUL-terminated, cut short (never

@@ -904,7 +904,10 @@ void route_part_commands(const sh_pipeline *pl, strvec *out)
     }
 }
 
-bool route_eval_text(const sh_pipeline *pl, strbuf *text, bool *stdin_null)
+/* Whether pl is `eval WORD...` whose text is known before it runs: literal words (no
+ * expansion), no assignment before it, not negated, and no redirection but `< /dev/null`
+ * (*stdin_null). text gets the words joined by spaces, as eval joins them. */
+static bool eval_text(const sh_pipeline *pl, strbuf *text, bool *stdin_null)
 {
     const sh_cmd *c = pl->cmds;
     strbuf v = STRBUF_INIT;
@@ -943,7 +946,7 @@ static void eval_free(route_eval *ev);
 
 /*
  * An agent's wrapper, seen through (Claude Code runs `eval 'CMD' < /dev/null`): an eval
- * whose text is known (route_eval_text) is parsed as bash would parse it when it runs (the
+ * whose text is known (eval_text) is parsed as bash would parse it when it runs (the
  * same parse with extglob on and off: a text whose meaning depends on it stays whole, as
  * does one that does not parse: bash reports that error itself) and planned as a line of
  * its own, from where this part runs and with what the line so far may have redefined.
@@ -962,7 +965,7 @@ static route_eval *see_through_eval(const sh_pipeline *pl, const route_ctx *ctx,
         return NULL;
     ev = xcalloc(1, sizeof(*ev));
     strbuf_init(&ev->text, 0);
-    if (!route_eval_text(pl, &ev->text, &ev->stdin_null) ||
+    if (!eval_text(pl, &ev->text, &ev->stdin_null) ||
         ev->text.len > ROUTE_MAX_LINE) {
         strbuf_release(&ev->text);
         free(ev);

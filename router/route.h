@@ -109,7 +109,7 @@ typedef struct route_part {
     /* HOST: a `cd` into another project (route_ctx.cd_projects); it must run on the host,
      * even in a line that is otherwise the sandbox's, for the shell to follow it there. */
     bool cd_project;
-    /* SANDBOX: an `eval` whose text is known before it runs (route_eval_text) and has a
+    /* SANDBOX: an `eval` whose text is known before it runs (`eval` and literal words, at most `< /dev/null`) and has a
      * HOST part: its text, parsed and planned from where this part runs, for the line
      * executor to run part by part as bash runs an eval's text; NULL otherwise. */
     struct route_eval *eval;
@@ -141,10 +141,6 @@ typedef struct route_eval {
 
 #define ROUTE_EVAL_DEPTH 8     /* evals seen through, one inside another */
 
-/* Whether pl is `eval WORD...` whose text is known before it runs: literal words (no
- * expansion), no assignment before it, not negated, and no redirection but `< /dev/null`
- * (*stdin_null). text gets the words joined by spaces, as eval joins them. */
-bool route_eval_text(const sh_pipeline *pl, strbuf *text, bool *stdin_null);
 
 /* Splits p's top-level list (p->status must be SH_OK) into parts and routes
  * each. Never fails: whatever cannot be decided is SANDBOX. A `cd` changes

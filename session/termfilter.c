@@ -206,24 +206,6 @@ static bool keep_csi(const sbx_termfilter *f, unsigned char final)
     return final != 'i';   /* media copy: printer controller mode */
 }
 
-/* Does the OSC's text hold something a terminal may read as the end of the sequence or a
- * control: a C0 byte, DEL, a UTF-8 encoded C1 control (U+0080..U+009F), or a byte that is
- * not valid UTF-8 (a bare 0x9c is ST, 0x9d OSC, to a terminal that takes 8-bit controls)? */
-static bool osc_has_control(const unsigned char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] < 0x20 || p[i] == 0x7f)
-            return true;
-        if (p[i] >= 0x80) {
-            size_t len = sbx_utf8_len(p + i, n - i);
-            if (!len || (p[i] == 0xc2 && p[i + 1] <= 0x9f))
-                return true;
-            i += len - 1;
-        }
-    }
-    return false;
-}
-
 /* The OSC held in osc[] (its text, ESC ] and the terminator excluded): kept? */
 static bool keep_osc(const sbx_termfilter *f)
 {
@@ -231,7 +213,10 @@ static bool keep_osc(const sbx_termfilter *f)
     size_t n = f->osclen, i = 0;
     long ps = 0;
 
-    if (f->osc_over || osc_has_control(p, n))
+    /* the OSC's text: a C0 byte, DEL, a C1 control or a byte that is not UTF-8 in it a
+     * terminal may read as the end of the sequence or a control (a bare 0x9c is ST, 0x9d
+     * OSC, to a terminal that takes 8-bit controls) */
+    if (f->osc_over || !sbx_text_shows_plain(p, n))
         return false;
     if (!n || p[0] < '0' || p[0] > '9')
         return false;

@@ -77,16 +77,5 @@ int main(void)
         strbuf_release(&out);
     }
 
-    /* prompt_text_shows_safely: names completion may offer */
-    ok(prompt_text_shows_safely("plain-name.txt", 14), "ASCII text shows safely");
-    ok(prompt_text_shows_safely("caf\xc3\xa9", 5), "UTF-8 text shows safely");
-    ok(prompt_text_shows_safely("zz; touch x", 11), "blanks and ; show (quoting is completion's)");
-    ok(!prompt_text_shows_safely("a\033[31mb", 8), "ESC does not");
-    ok(!prompt_text_shows_safely("a\nb", 3), "a newline does not");
-    ok(!prompt_text_shows_safely("a\x7f", 2), "DEL does not");
-    ok(!prompt_text_shows_safely("a\xc2\x9b" "6n", 5), "a C1 CSI in UTF-8 does not");
-    ok(!prompt_text_shows_safely("a\x9b" "6n", 4), "a bare 0x9b (not UTF-8) does not");
-    ok(!prompt_text_shows_safely("a\xe2\x82", 3), "a cut UTF-8 sequence does not");
-    ok(!prompt_text_shows_safely("\xc0\xaf", 2), "an overlong encoding does not");
     return done_testing();
 }

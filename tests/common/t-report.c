@@ -116,5 +116,16 @@ int main(void)
         ok(r < 0 && !has_control(err.msg) && strstr(err.msg, "\\x"),
            "sf_check_relpath's error on a hostile path is escaped: %s", err.msg);
     }
+    /* sbx_text_shows_plain: the names completion may offer, the OSC text the pty filter keeps */
+    ok(sbx_text_shows_plain("plain-name.txt", 14), "ASCII text shows safely");
+    ok(sbx_text_shows_plain("caf\xc3\xa9", 5), "UTF-8 text shows safely");
+    ok(sbx_text_shows_plain("zz; touch x", 11), "blanks and ; show (quoting is completion's)");
+    ok(!sbx_text_shows_plain("a\033[31mb", 8), "ESC does not");
+    ok(!sbx_text_shows_plain("a\nb", 3), "a newline does not");
+    ok(!sbx_text_shows_plain("a\x7f", 2), "DEL does not");
+    ok(!sbx_text_shows_plain("a\xc2\x9b" "6n", 5), "a C1 CSI in UTF-8 does not");
+    ok(!sbx_text_shows_plain("a\x9b" "6n", 4), "a bare 0x9b (not UTF-8) does not");
+    ok(!sbx_text_shows_plain("a\xe2\x82", 3), "a cut UTF-8 sequence does not");
+    ok(!sbx_text_shows_plain("\xc0\xaf", 2), "an overlong encoding does not");
     return done_testing();
 }
