@@ -205,8 +205,8 @@ void sync_host_adopt(sync_host *h, sync_host *old)
     h->pull_seq = old->pull_seq;
     h->disk_used = old->disk_used;
     h->files_used = old->files_used;
-    if (!h->no_watch)
-        mf_watch(h->tree, true);
+    /* h's tree is watched already (sync_host_new); the adopted nodes' watches went with
+     * old's, and mf_adopt_roots made the next scan a full walk, which watches them again */
 }
 
 void sync_host_free(sync_host *h)
