@@ -7,6 +7,7 @@
 #define SBX_TESTS_ST_TRANSFER_H
 
 #include "sync/delta.h"
+#include "sync/safefs.h"
 #include "tests/sync/synctest.h"
 
 typedef struct st_xfer {
@@ -72,6 +73,19 @@ static inline int st_transfer(mf_tree *src, apply_rx *rx, uint64_t seq, st_xfer 
     delta_tx_release(&tx);
     strbuf_release(&out);
     return r;
+}
+
+/* Whether dir holds a staging directory of the host's apply (a pull left half done). */
+static inline bool st_has_stage(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    bool found = false;
+    while (d && (de = readdir(d)))
+        found |= !strncmp(de->d_name, SF_STAGE_PREFIX, strlen(SF_STAGE_PREFIX));
+    if (d)
+        closedir(d);
+    return found;
 }
 
 #endif

@@ -11,18 +11,6 @@
 #include "tests/lib/tap.h"
 #include "tests/sync/st_transfer.h"
 
-static bool has_stage(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *de;
-    bool found = false;
-    while (d && (de = readdir(d)))
-        found |= !strncmp(de->d_name, SF_STAGE_PREFIX, strlen(SF_STAGE_PREFIX));
-    if (d)
-        closedir(d);
-    return found;
-}
-
 /* src gets n empty files and n empty directories (and a symlink in each directory). */
 static void make_empties(const char *src, int n)
 {
@@ -51,7 +39,7 @@ static void refused_case(const char *what, apply_limits lim, sync_quota want, co
        why ? why : "(applied)");
     after = st_listing(dst_dir, true);
     is_str(after, before, "%s: the host tree is as it was (nothing partial)", what);
-    ok(!has_stage(dst_dir), "%s: no stage directory is left", what);
+    ok(!st_has_stage(dst_dir), "%s: no stage directory is left", what);
     is_int((long long)*lim.disk_used + (lim.files_used ? *lim.files_used : 0), 0,
            "%s: nothing is counted", what);
     free(before);

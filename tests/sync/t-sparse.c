@@ -51,18 +51,6 @@ static uint64_t hash_of(const char *dir, const char *name)
     return h;
 }
 
-static bool has_stage(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *de;
-    bool found = false;
-    while (d && (de = readdir(d)))
-        found |= !strncmp(de->d_name, SF_STAGE_PREFIX, strlen(SF_STAGE_PREFIX));
-    if (d)
-        closedir(d);
-    return found;
-}
-
 /* 1 GiB: a hole, 3 data bytes at 256 MiB, a hole, "end" at the end; and 1 MiB of zeros
  * written as data. */
 static void make_sparse(const char *dir)
@@ -103,7 +91,7 @@ static void test_role(apply_role role, const char *what)
     is_int((long long)b.st_size, 1048576, "%s: zeros stored as data keep their size", what);
     ok((uint64_t)b.st_blocks * 512 < 64 * 1024, "%s: ...and land as a hole (%lld bytes "
        "allocated)", what, (long long)b.st_blocks * 512);
-    ok(!has_stage(dst_dir), "%s: no stage directory is left", what);
+    ok(!st_has_stage(dst_dir), "%s: no stage directory is left", what);
     apply_free(rx);
     mf_free(src);
     mf_free(dst);
@@ -132,7 +120,7 @@ static void test_file_limit_counts_data(void)
            "limit: a file with 200 kB of data does not");
     ok(strstr(st_warnings.buf, "dense: file over the size limit") != NULL,
        "limit: ...with a warning that says so");
-    ok(!has_stage(dst_dir), "limit: no stage directory is left");
+    ok(!st_has_stage(dst_dir), "limit: no stage directory is left");
     apply_free(rx);
     mf_free(src);
     mf_free(dst);
@@ -149,9 +137,9 @@ static bool refused_twice;
 
 static void interrupt(apply_rx *rx)
 {
-    stage_seen_mid = has_stage(quota_dst);
+    stage_seen_mid = st_has_stage(quota_dst);
     apply_refuse(rx, "interrupted by the test");
-    stage_gone_after_refuse = !has_stage(quota_dst);
+    stage_gone_after_refuse = !st_has_stage(quota_dst);
     refused_twice = apply_refuse(rx, "again");
 }
 
@@ -182,7 +170,7 @@ static void test_quota(void)
        why ? why : "(applied)");
     after = st_listing(quota_dst, true);
     is_str(after, before, "quota: the host tree is as it was (nothing of the delta landed)");
-    ok(!has_stage(quota_dst), "quota: no stage directory is left");
+    ok(!st_has_stage(quota_dst), "quota: no stage directory is left");
     is_int((long long)used, 0, "quota: nothing is counted");
     free(after);
 
@@ -286,7 +274,7 @@ static void test_decoder(void)
     ok(feed(rx, &sb, &err) < 0 && strstr(err.msg, "41-byte hole for an entry that has 40"),
        "apply: a hole past the file's size is a protocol error");
     apply_abort(rx);
-    ok(!has_stage(dir), "apply: ...and the abort leaves no stage");
+    ok(!st_has_stage(dir), "apply: ...and the abort leaves no stage");
     apply_begin(rx, 3, 0, &err);
     strbuf_reset(&sb);
     entry100(&sb);
