@@ -100,11 +100,12 @@ ok "Ctrl-Z stops the command and gives the prompt back, the shell's state kept" 
     tmux_wait $'\nafter ctrl-z x=42\n'
 tmux_wait_last "$SBXSH_PROMPT"
 # keys typed while a command runs that it does not read go to the next prompt, as in bash;
-# both lines are typed while it runs (5 s: under a loaded CI run `sleep 1` had ended before
-# the half line was typed, which the terminal then echoed into the next command's output,
-# as it would under bash)
+# both lines are typed while it runs: as soon as the command line is on the screen (its
+# newline comes only with the output, so waiting for it timed out, 5 s, every time), and
+# within sleep 5 (under a loaded CI run `sleep 1` had ended before the half line was typed,
+# which the terminal then echoed into the next command's output, as it would under bash)
 tmux_type 'sleep 5'; tmux_keys Enter
-tmux_wait $'\nsleep 5\n' 5 || true
+tmux_wait '[#$] sleep 5' 5 || true
 tmux_type 'echo "ahead x=$x"'; tmux_keys Enter
 tmux_type 'echo "half'
 ok "a command typed ahead while another ran is run next, by the shell" tmux_wait $'\nahead x=42\n'
