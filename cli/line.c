@@ -597,6 +597,7 @@ static int start_bash(line_exec *x, const strvec *argv, const char *extra, bool 
         .fds = fds,
         .nfds = nfds,
         .forward_signals = true,
+        .ignores_term = x->o.interactive,
     };
     int rc;
 

@@ -854,12 +854,53 @@ static int write_out(kube_exec *x, int fd, const char *buf, size_t len, sbx_err 
     return 0;
 }
 
+/* The keepalive of a live exec (kube_exec.h): a ping after keepalive_ms of silence, the
+ * connection given up after dead_ms without a byte (not even a pong), and a send that
+ * makes no progress for timeout_ms. Returns -1 (err says which) when the connection is to
+ * be given up, else 0 with *wait_ms how long the caller may poll before calling again. */
+int kube_exec_keepalive(kube_exec *x, int *wait_ms, sbx_err *err)
+{
+    uint64_t keep = (uint64_t)x->keepalive_ms * 1000000;
+    uint64_t dead = x->o.dead_ms ? (uint64_t)x->o.dead_ms * 1000000 : 12 * keep + 1000000000ull;
+    uint64_t now = now_ns();
+
+    if (x->failed)
+        return sbx_errf(err, "%s", x->fail.msg);
+    if (now >= x->last_rx + dead)
+        return kx_fail(x, err, "the connection to the API server was lost: nothing came for "
+                       "%llu s, not even an answer to a ping",
+                       (unsigned long long)(dead / 1000000000ull));
+    uint64_t since = x->last_rx > x->last_ping ? x->last_rx : x->last_ping;
+    if (now >= since + keep) {
+        bool was = pending_out(x);
+        ws_encode(&x->enc, &x->out, WS_PING, true, NULL, 0);
+        queue_started(x, was);
+        x->last_ping = now;
+        since = now;
+    }
+    if (pending_out(x)) {
+        if (kube_exec_flush(x, err) < 0)
+            return -1;
+        /* (A fresh now: the flush moves out_since, and an older now would be before it.) */
+        now = now_ns();
+        if (pending_out(x) && now >= x->out_since + (uint64_t)x->timeout_ms * 1000000)
+            return kx_fail(x, err, "sending to the API server made no progress for %u ms (it "
+                           "stopped reading)", x->timeout_ms);
+    }
+    /* The next deadline: the keepalive's, the dead peer's, the stuck send's. */
+    uint64_t next = since + keep;
+    if (x->last_rx + dead < next)
+        next = x->last_rx + dead;
+    if (pending_out(x) && x->out_since + (uint64_t)x->timeout_ms * 1000000 < next)
+        next = x->out_since + (uint64_t)x->timeout_ms * 1000000;
+    *wait_ms = next > now ? (int)((next - now + 999999) / 1000000) : 0;
+    return 0;
+}
+
 int kube_exec_relay(kube_exec *x, int in_fd, int out_fd, int err_fd, int *exit_code,
                     sbx_err *err)
 {
     bool in_open = in_fd >= 0 && x->o.stdin_ && !x->stdin_closed;
-    uint64_t keep = (uint64_t)x->keepalive_ms * 1000000;
-    uint64_t dead = 12 * keep + 1000000000ull;
     char *ibuf = in_open ? xmalloc(KX_STDIN_CHUNK) : NULL;
     int ret = -1;
     for (;;) {
@@ -881,44 +922,11 @@ int kube_exec_relay(kube_exec *x, int in_fd, int out_fd, int err_fd, int *exit_c
             continue;
         }
 
-        /* Nothing is ready: is the connection still alive? Ping after keepalive_ms of
-         * silence; give up after 12 of them (a busy server still answers pings). */
-        uint64_t now = now_ns();
-        if (now >= x->last_rx + dead) {
-            kx_fail(x, err, "the connection to the API server was lost: nothing came for "
-                    "%llu s, not even an answer to a ping",
-                    (unsigned long long)(dead / 1000000000ull));
+        /* Nothing is ready: is the connection still alive? */
+        int wait_ms;
+        if (kube_exec_keepalive(x, &wait_ms, err) < 0)
             goto out;
-        }
-        uint64_t since = x->last_rx > x->last_ping ? x->last_rx : x->last_ping;
-        if (now >= since + keep) {
-            bool was = pending_out(x);
-            ws_encode(&x->enc, &x->out, WS_PING, true, NULL, 0);
-            queue_started(x, was);
-            x->last_ping = now;
-            since = now;
-        }
-        if (pending_out(x)) {
-            if (kube_exec_flush(x, err) < 0)
-                goto out;
-            /* (A fresh now: the flush moves out_since, and an older now would be before
-             * it.) */
-            now = now_ns();
-            if (pending_out(x) && now >= x->out_since + (uint64_t)x->timeout_ms * 1000000) {
-                kx_fail(x, err, "sending to the API server made no progress for %u ms (it "
-                        "stopped reading)", x->timeout_ms);
-                goto out;
-            }
-        }
-
-        /* Wait for the socket, stdin, or the next deadline: the keepalive's, the stuck
-         * send's, an interrupt's slice. Never 0 unless a deadline is due. */
-        uint64_t next = since + keep;
-        if (x->last_rx + dead < next)
-            next = x->last_rx + dead;
-        if (pending_out(x) && x->out_since + (uint64_t)x->timeout_ms * 1000000 < next)
-            next = x->out_since + (uint64_t)x->timeout_ms * 1000000;
-        uint64_t ms = next > now ? (next - now + 999999) / 1000000 : 0;
+        uint64_t ms = (uint64_t)wait_ms;
         if (x->o.interrupted && ms > KX_SLICE_MS)
             ms = KX_SLICE_MS;
         struct pollfd p[2] = {

@@ -32,6 +32,8 @@ typedef struct kube_exec_opts {
     unsigned keepalive_ms;  /* kube_exec_relay() pings after this long without a byte from
                                the server, and gives the connection up after 12 times as
                                long plus a second, as kubectl (0: 5 s) */
+    unsigned dead_ms;       /* no byte for this long, not even a pong: the connection is
+                               given up (0: 12 keepalives and a second, kubectl's rule) */
     bool (*interrupted)(void *ctx); /* polled by every wait (NULL: nothing interrupts) */
     void *interrupt_ctx;
 } kube_exec_opts;
@@ -71,6 +73,13 @@ bool kube_exec_want_write(const kube_exec *x);
  * Pings are answered inside. */
 #define KUBE_EXEC_DONE 2
 int kube_exec_recv(kube_exec *x, int *channel, const void **data, size_t *len, sbx_err *err);
+
+/* For a caller's own poll loop while the exec lives: pings after keepalive_ms of silence
+ * (queued and flushed), and -1 (err says which) when nothing came for dead_ms or a send
+ * made no progress for timeout_ms: the connection is dead, though no RST may ever come (a
+ * node or load balancer gone). Else 0 with *wait_ms, the longest the caller may poll before
+ * calling it again. kube_exec_relay() uses it; so must any other loop over a long exec. */
+int kube_exec_keepalive(kube_exec *x, int *wait_ms, sbx_err *err);
 
 /* After KUBE_EXEC_DONE: the exit status (0..255) from the status channel, or -1 when the
  * status was another failure (message then says what, e.g. the container not found). */

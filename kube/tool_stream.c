@@ -16,6 +16,8 @@
  *   RELAY    until the holder closes (CLOSE to the keeper, exit 0), the keeper says CLOSE
  *            (the agent dropped it: exit 1), or the exec ends (back to CONNECT; an agent
  *            missing from the pod, status 126/127 before a HELLO, goes back to SETUP once).
+ *            A connection that goes silent ends too (no byte for STREAM_DEAD_MS though we
+ *            ping every STREAM_KEEPALIVE_MS): back to CONNECT, as for a drop.
  *
  * While it lives it also moves the claim's shutdownTime forward, a quarter of the TTL
  * before it would expire; a claim that is gone ends the stream as a pod that is gone.
@@ -41,6 +43,11 @@
 #define RECONNECT_S 30
 #define EXEC_TIMEOUT_MS 30000
 #define POD_LOG_MAX (256u << 10)
+/* The stream's liveness: a ping after 5 s of silence (kubectl's period), the connection
+ * given up after 20 s without a byte, not even a pong. Shorter than kubectl's 61 s: the API
+ * server answers pings itself, and a dropped stream costs only a resume. */
+#define STREAM_KEEPALIVE_MS 5000
+#define STREAM_DEAD_MS 20000
 
 /* The probe: each candidate agent and its --version, one "PATH<TAB>VERSION" a line; and the
  * host's HOME made (commands may start there). */
@@ -348,6 +355,14 @@ static t_end relay(streamer *s, kube_exec *x, sbx_err *err)
             end = T_DROPPED;
             goto done;
         }
+        /* A path that went silent (a node, a load balancer or a VPN gone: no RST ever
+         * comes) is found by the WebSocket's own pings, and dropped: a new exec resumes. */
+        int wait_ms;
+        if (kube_exec_keepalive(x, &wait_ms, err) < 0) {
+            sbx_report("sbx-kube", "the exec stream to %s: %s", s->pod, err->msg);
+            end = T_DROPPED;
+            goto done;
+        }
         /* the claim's expiry, well before it comes */
         if ((int64_t)time(NULL) >= s->renew_at) {
             sbx_err rerr;
@@ -377,7 +392,7 @@ static t_end relay(streamer *s, kube_exec *x, sbx_err *err)
             { .fd = kube_exec_fd(x),
               .events = (short)(POLLIN | (kube_exec_want_write(x) ? POLLOUT : 0)) },
         };
-        int np = poll(p, 2, 200);
+        int np = poll(p, 2, wait_ms < 200 ? wait_ms : 200);
         if (np < 0 && errno != EINTR) {
             end = T_FATAL;
             sbx_errno(err, "poll");
@@ -456,7 +471,8 @@ int kt_stream(kt *k, sbx_err *err)
         strvec_push(&argv, id);
         strvec_pushv(&argv, k->o->agent_args);
         kube_exec *x = NULL;
-        kube_exec_opts xo = { .stdin_ = true, .timeout_ms = EXEC_TIMEOUT_MS };
+        kube_exec_opts xo = { .stdin_ = true, .timeout_ms = EXEC_TIMEOUT_MS,
+                              .keepalive_ms = STREAM_KEEPALIVE_MS, .dead_ms = STREAM_DEAD_MS };
         int r = kube_exec_open(k->c, k->ns, s.pod, s.container, (const char *const *)argv.v,
                                &xo, &x, err);
         strvec_clear(&argv);

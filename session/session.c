@@ -70,6 +70,12 @@ struct sbx_session {
     bool running, exited;
     sbx_exit exit;
     bool forward_signals, tty, raw;
+    bool ignores_term;  /* sbx_command.ignores_term */
+    /* A SIGTERM or SIGHUP forwarded to the command: if no answer came by end_deadline
+     * (the way to the sandbox may be dead, and then nothing ever answers), sbxsh dies of
+     * end_sig itself, as bash would have at once (end_unanswered). 0: none pending. */
+    int end_sig;
+    uint64_t end_deadline;
     bool tty_paused;    /* the caller has the terminal back (sbx_session_tty_pause) */
     bool tty_held;      /* the terminal is not read until the next resume (tty_mark) */
     strbuf typed;       /* the terminal's bytes sent since the last resume (the last 64 KiB) */
@@ -94,6 +100,7 @@ struct sbx_session {
 
 static bool outputs_drained(sbx_session *s);
 static void pump(sbx_session *s, int timeout_ms);
+static void restore_tty(sbx_session *s);
 
 /* ---- signals ----------------------------------------------------------- */
 
@@ -480,11 +487,22 @@ static void relay_output(sbx_session *s, outfd *o)
     }
 }
 
+/* How long sbxsh waits for the sandbox's answer to a forwarded SIGTERM or SIGHUP. A live
+ * sandbox answers in milliseconds (the command's end, or the pull interrupted); a dead way
+ * to it (a cluster's node or load balancer gone, no RST) never answers. */
+#define END_SIGNAL_GRACE_NS (3 * 1000000000ULL)
+
 /* A signal sbxsh got while the command runs goes to the command (SIGWINCH as
  * the terminal's new size); SIGINT and SIGTERM also interrupt a pull the
- * holder may be writing for an ended command. */
+ * holder may be writing for an ended command. A SIGTERM (unless ignored, as an interactive
+ * bash ignores it) or SIGHUP must end sbxsh within seconds whatever the network does: it
+ * arms end_deadline. */
 static void forward_signal(sbx_session *s, int sig)
 {
+    if ((sig == SIGHUP || (sig == SIGTERM && !s->ignores_term)) && !s->end_sig) {
+        s->end_sig = sig;
+        s->end_deadline = now_ns() + END_SIGNAL_GRACE_NS;
+    }
     if (!s->running || s->exited)
         return;
     if (sig == SIGWINCH) {
@@ -498,6 +516,27 @@ static void forward_signal(sbx_session *s, int sig)
      * SIGTERM then interrupt the pull (the holder answers at once, as killed by sig). */
     if (sig == SIGINT || sig == SIGTERM)
         send_u32s(s, P_ABORT_PULL, 1, (uint32_t)sig, 0);
+}
+
+/* No answer to a SIGTERM or SIGHUP within END_SIGNAL_GRACE_NS: say that the sandbox may
+ * still be running the command (it is not waited for), put the terminal back, and die of
+ * the signal, as bash dies of it (a harness's timeout must always end sbxsh). */
+static void end_unanswered(sbx_session *s)
+{
+    int sig = s->end_sig;
+    progress_clear(s);
+    restore_tty(s);
+    signals_restore();
+    sbx_error("no answer from the sandbox %llu s after %s (the way to it may be lost); its "
+              "command may still be running there: `sbx status` shows the session, "
+              "`sbx release` ends it", END_SIGNAL_GRACE_NS / 1000000000ULL, strsignal(sig));
+    signal(sig, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+    raise(sig);
+    _exit(128 + sig);   /* (not reached) */
 }
 
 /* One round of the event loop: waits up to timeout_ms for something to do
@@ -536,6 +575,14 @@ static void pump(sbx_session *s, int timeout_ms)
         int due = s->progress_due > now ? (int)((s->progress_due - now) / 1000000) + 1 : 0;
         if (timeout_ms < 0 || due < timeout_ms)
             timeout_ms = due;
+    }
+    if (s->end_sig) {
+        uint64_t now = now_ns();
+        if (now >= s->end_deadline)
+            end_unanswered(s);
+        int left = (int)((s->end_deadline - now) / 1000000) + 1;
+        if (timeout_ms < 0 || left < timeout_ms)
+            timeout_ms = left;
     }
     int pr = poll(pfd, n, timeout_ms);
     progress_show(s, false);
@@ -919,6 +966,7 @@ int sbx_session_tty_resume(sbx_session *s, sbx_err *err)
  * were, the relays forgotten. */
 static void end_command(sbx_session *s)
 {
+    s->end_sig = 0;     /* answered */
     restore_tty(s);
     signals_restore();
     for (size_t i = 0; i < s->nouts; i++)
@@ -1074,6 +1122,8 @@ int sbx_session_start(sbx_session *s, const sbx_command *cmd, sbx_err *err)
                         "(over %u bytes)", SBX_PROTO_MAX_FRAME);
     }
     s->running = true;
+    s->ignores_term = cmd->ignores_term;
+    s->end_sig = 0;
     signals_install(cmd->forward_signals);
     sock_write(s);
     return s->failed ? (end_command(s), fail(s, err)) : 0;

@@ -123,6 +123,11 @@ typedef struct sbx_command {
      * other deadly signals restore it first; SIGKILL cannot). */
     bool tty;
     bool forward_signals;       /* SIGINT, SIGTERM, SIGHUP, SIGQUIT while it runs */
+    /* With forward_signals, a forwarded SIGHUP or SIGTERM that the sandbox does not answer
+     * (the command's end, or its pull interrupted) within 3 s makes sbxsh say so and die of
+     * it: a dead way to the sandbox never answers. ignores_term: SIGTERM is only forwarded
+     * (an interactive bash ignores it). */
+    bool ignores_term;
     sbx_filter_mode filter;
 } sbx_command;
 
