@@ -6,7 +6,7 @@
  * The state directory (cfg->state_root/SESSION, mode 0700) holds:
  *   sandbox.json   what a later holder needs to reattach: runtime, id, pid
  *                  and start time, creation time, code directories, network
- *   agent/         /run/sbxsh inside: the agent's socket and state file
+ *   agent/         /run/sbxsh inside: the agent's socket (no state file: local_new)
  *   sandbox.log    the runtime's and the agent's own stderr
  *   rootfs/, config.json, runsc/   runsc only: the OCI bundle and runsc's --root
  *
