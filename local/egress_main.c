@@ -353,7 +353,10 @@ int main(int argc, char **argv)
         unlinkat(dfd, base, 0);
         snprintf(sun.sun_path, sizeof(sun.sun_path), "/proc/self/fd/%d/%s", dfd, base);
         lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        mode_t old = umask(077);
+        /* Any uid may connect: its directory (0700, or 0711 where the sandbox's uid is
+         * "other" to the caller's files: rootless runsc), in the session's 0700 state
+         * directory, is what keeps the host's other users out (local_backend.c). */
+        mode_t old = umask(0);
         if (lfd < 0 || bind(lfd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
             listen(lfd, 64) < 0) {
             fprintf(stderr, "sbx-egress: cannot listen on %s: %s\n", sock, strerror(errno));

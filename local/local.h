@@ -74,6 +74,8 @@ typedef struct mount_ent {
     bool is_file;   /* binds: the source is not a directory */
     unsigned long long size;    /* tmpfs: bytes, 0 = the runtime's default */
     unsigned mode;              /* tmpfs: permissions of its root, 0 = default */
+    bool caller_owned;          /* tmpfs: its root is the caller's (HOME, a code copy), not
+                                 * root's; runsc needs uid=/gid= for that (bwrap makes it so) */
 } mount_ent;
 
 /* The limits a sandbox runs under and how they are enforced (the host

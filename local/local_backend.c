@@ -6,7 +6,7 @@
  * The state directory (cfg->state_root/SESSION, mode 0700) holds:
  *   sandbox.json   what a later holder needs to reattach: runtime, id, pid
  *                  and start time, creation time, code directories, network
- *   agent/         /run/sbxsh inside: the agent's socket and state file
+ *   agent/         /run/sbxsh inside: the agent's socket (no state file: local_new)
  *   sandbox.log    the runtime's and the agent's own stderr
  *   rootfs/, config.json, runsc/   runsc only: the OCI bundle and runsc's --root
  *
@@ -81,14 +81,25 @@ static int wipe_state(local_backend *lb, sbx_err *err)
 }
 
 /* The state directory's parts a new sandbox binds: the agent's directory,
- * runsc's --root, the egress proxy's; all private (0700). */
+ * runsc's --root, the egress proxy's; private (0700), inside a state directory that
+ * is 0700 and ours (sbx_private_dir), which keeps the host's other users out of all
+ * of them. Except the egress proxy's under rootless runsc: 0711, since the agent there
+ * runs as the caller's uid but sees the caller's host files as uid 0's (runsc.c,
+ * write_bundle), and connects to the proxy's socket (mode 0777) in it. */
 static int make_dirs(local_backend *lb, sbx_err *err)
 {
     static const char *const dirs[] = { "agent", "runsc", "egress" };
     for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
         char *p = local_state_path(lb, dirs[i]);
-        int r = !strcmp(dirs[i], "egress") && !lb->network_allowlist ? 0
-                : sbx_mkdir_p(p, 0700, err);
+        int r = 0;
+        if (!strcmp(dirs[i], "egress") && lb->network_allowlist) {
+            r = sbx_mkdir_p(p, 0700, err);
+            /* mkdir's mode passes through the umask; chmod says it exactly */
+            if (r == 0 && lb->runtime == SBX_RUNTIME_RUNSC && getuid() != 0 && chmod(p, 0711) < 0)
+                r = sbx_errno(err, "cannot chmod %s", p);
+        } else if (strcmp(dirs[i], "egress")) {
+            r = sbx_mkdir_p(p, 0700, err);
+        }
         free(p);
         if (r < 0)
             return -1;
@@ -389,9 +400,18 @@ sbx_backend *local_new(const sbx_config *cfg, const sbx_sandbox_spec *spec, sbx_
     for (size_t i = 0; i < cfg->code_dirs.n; i++)
         strvec_push(&lb->code_dirs, cfg->code_dirs.v[i]);
     lb->agent_path = xstrdup(spec->agent_path);
+    /* Without the agent's --state FILE: the agent is the sandbox's first process, so a
+     * new agent is a new sandbox, whose agent directory wipe_state() emptied; the file was
+     * written and never read. And under rootless runsc the agent, once it runs as the
+     * caller's uid, cannot create a file in a host directory at all (runsc.c). */
     if (spec->agent_args)
-        for (size_t i = 0; i < spec->agent_args->n; i++)
+        for (size_t i = 0; i < spec->agent_args->n; i++) {
+            if (!strcmp(spec->agent_args->v[i], "--state") && i + 1 < spec->agent_args->n) {
+                i++;
+                continue;
+            }
             strvec_push(&lb->agent_args, spec->agent_args->v[i]);
+        }
     if (spec->agent_env)
         for (size_t i = 0; i < spec->agent_env->n; i++)
             strvec_push(&lb->agent_env, spec->agent_env->v[i]);

@@ -143,6 +143,7 @@ void local_plan_mounts(local_backend *lb, mount_list *ml)
     mount_ent *home = local_ml_add(ml, M_TMPFS, NULL, lb->home);
     home->size = lb->lim.disk_max;
     home->mode = 0700;
+    home->caller_owned = true;
     /* The copies live in the sandbox's memory, at the same absolute paths:
      * nothing of them is a host path (a host process steered into one would
      * run with the sandbox's files), and they cannot grow the host's disk.
@@ -152,6 +153,7 @@ void local_plan_mounts(local_backend *lb, mount_list *ml)
         mount_ent *m = local_ml_add(ml, M_TMPFS, NULL, lb->code_dirs.v[i]);
         m->size = lb->lim.disk_max;
         m->mode = stat(lb->code_dirs.v[i], &st) == 0 ? st.st_mode & 0777 : 0755;
+        m->caller_owned = true;
     }
 
     /* Parents before children, so that a code directory under HOME or /tmp

@@ -133,11 +133,22 @@ static int write_bundle(local_backend *lb, sbx_err *err)
         case M_RO: cJSON_AddItemToArray(mounts, oci_mount(m->dst, "bind", m->src, ro, 4)); break;
         case M_RW: cJSON_AddItemToArray(mounts, oci_mount(m->dst, "bind", m->src, rw, 4)); break;
         case M_TMPFS: {
-            char mode[32], size[48];
-            const char *o[5] = { "nosuid", "nodev", mode, size, NULL };
+            char mode[32], size[48], uid[32], gid[32];
+            const char *o[6] = { "nosuid", "nodev", mode };
+            size_t n = 3;
             snprintf(mode, sizeof(mode), "mode=%04o", m->mode ? m->mode : 01777);
             snprintf(size, sizeof(size), "size=%llu", m->size);
-            cJSON_AddItemToArray(mounts, oci_mount(m->dst, "tmpfs", "tmpfs", o, m->size ? 4 : 3));
+            if (m->size)
+                o[n++] = size;
+            /* HOME and the code copies are the caller's, as on the host: the commands run
+             * as the caller's uid (below), and runsc makes a tmpfs root's otherwise. */
+            if (m->caller_owned) {
+                snprintf(uid, sizeof(uid), "uid=%u", (unsigned)getuid());
+                snprintf(gid, sizeof(gid), "gid=%u", (unsigned)getgid());
+                o[n++] = uid;
+                o[n++] = gid;
+            }
+            cJSON_AddItemToArray(mounts, oci_mount(m->dst, "tmpfs", "tmpfs", o, n));
             break;
         }
         case M_PROC: cJSON_AddItemToArray(mounts, oci_mount(m->dst, "proc", "proc", NULL, 0)); break;
@@ -169,19 +180,38 @@ static int write_bundle(local_backend *lb, sbx_err *err)
     proc = cJSON_AddObjectToObject(spec, "process");
     cJSON_AddBoolToObject(proc, "terminal", false);
     user = cJSON_AddObjectToObject(proc, "user");
-    /* Rootless runsc (a non-root caller) runs the sandbox in a user namespace where the
-     * caller is root: files the caller owns on the host (the agent's directory,
-     * mode 0700) belong to uid 0 inside. The agent must be that uid 0
-     * to use them; it is still only the caller on the host, with no capabilities. As
-     * root on the host, the caller's uid is 0 already. */
-    cJSON_AddNumberToObject(user, "uid", getuid() ? 0 : getuid());
-    cJSON_AddNumberToObject(user, "gid", getuid() ? 0 : getgid());
+    /* Who the commands run as: the caller's uid and gid, as on the host and under bwrap
+     * (root stays root), so that `id`, `ls -l` and tools that refuse root or behave
+     * otherwise as root (initdb, makepkg, pip) see who runs them. As root that is the
+     * process's uid 0 here, with no capabilities. As a user (rootless runsc) it takes a
+     * step: runsc runs its gofer in a user namespace that maps only the caller, to 0, so
+     * the caller's host files belong to uid 0 inside, and a file or socket made in a host
+     * directory by any other uid fails (the gofer cannot chown it to a uid it does not
+     * map). The agent must bind its socket in one (the agent's directory, where the host
+     * connects). So it starts as uid 0 with CAP_SETUID, CAP_SETGID and CAP_SETPCAP only,
+     * binds its socket, and before it reads anything or starts anything becomes the
+     * caller's uid and gid (`--user`, sync/agent_main.c: bounding set emptied, no groups,
+     * every capability gone, or it exits). What the sandbox writes after that is memory
+     * (the code copies, HOME and /tmp are tmpfs, the first two owned by the caller), where
+     * uids are gVisor's own. */
+    if (getuid() != 0) {
+        static const char *const caps[] = { "CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP" };
+        static const char *const sets[] = { "bounding", "effective", "permitted" };
+        cJSON *c = cJSON_AddObjectToObject(proc, "capabilities");
+        cJSON_AddNumberToObject(user, "uid", 0);
+        cJSON_AddNumberToObject(user, "gid", 0);
+        for (size_t i = 0; i < ARRAY_SIZE(sets); i++)
+            cJSON_AddItemToObject(c, sets[i], local_json_strv(caps, ARRAY_SIZE(caps)));
+    } else {
+        cJSON_AddNumberToObject(user, "uid", 0);
+        cJSON_AddNumberToObject(user, "gid", getgid());
+        cJSON_AddObjectToObject(proc, "capabilities");  /* none */
+    }
     local_agent_argv(lb, &argv);
     cJSON_AddItemToObject(proc, "args", local_json_strv((const char *const *)argv.v, argv.n));
     cJSON_AddItemToObject(proc, "env",
                           local_json_strv((const char *const *)lb->agent_env.v, lb->agent_env.n));
     cJSON_AddStringToObject(proc, "cwd", "/");
-    cJSON_AddObjectToObject(proc, "capabilities");  /* none */
     cJSON_AddBoolToObject(proc, "noNewPrivileges", true);
     /* The sandbox's process limit: the Sentry makes fork() fail with EAGAIN
      * at RLIMIT_NPROC, as Linux does (see "limits" above for why not the

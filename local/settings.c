@@ -120,13 +120,23 @@ void local_fingerprint_also(const sbx_config *cfg, strvec *also)
     strbuf_release(&sb);
 }
 
-/* AGENT_SANDBOX_LOCAL_NETWORK=allowlist: the agent's relay to the host's egress proxy
- * (local/egress.h), in both spellings tools read; it replaces a forwarded host proxy,
- * which the sandbox could not reach anyway. */
+/* What every local command gets besides sbx_sandbox_env()'s: USER and LOGNAME as the
+ * caller has them, and with AGENT_SANDBOX_LOCAL_NETWORK=allowlist the agent's relay to the
+ * host's egress proxy (local/egress.h), in both spellings tools read; it replaces a
+ * forwarded host proxy, which the sandbox could not reach anyway. */
 void local_sandbox_env(const sbx_config *cfg, strvec *vars)
 {
     static const char *const names[] = { "http_proxy", "https_proxy", "HTTP_PROXY",
                                          "HTTPS_PROXY" };
+    static const char *const who[] = { "USER", "LOGNAME" };
+    /* The local sandbox runs as the caller (uid, gid, and so the name `id -un` finds in
+     * the /etc/passwd it sees): the login names bash has here are the sandbox's too, as
+     * they are, and absent when absent (bash sets neither itself). */
+    for (size_t i = 0; i < ARRAY_SIZE(who); i++) {
+        const char *v = getenv(who[i]);
+        if (v)
+            strvec_pushf(vars, "%s=%s", who[i], v);
+    }
     if (!cfg->local.network_allowlist)
         return;
     for (size_t i = 0; i < ARRAY_SIZE(names); i++)

@@ -194,6 +194,12 @@ void local_agent_argv(local_backend *lb, strvec *argv)
     strvec_push(argv, SBX_IN_AGENT_BIN);
     strvec_push(argv, "--listen");
     strvec_push(argv, SBX_SANDBOX_AGENT_DIR "/" SBX_AGENT_SOCKET);
+    /* Rootless runsc starts the agent as uid 0 (runsc.c, write_bundle says why): it
+     * becomes the caller once its socket is bound. */
+    if (lb->runtime == SBX_RUNTIME_RUNSC && getuid() != 0) {
+        strvec_push(argv, "--user");
+        strvec_pushf(argv, "%u:%u", (unsigned)getuid(), (unsigned)getgid());
+    }
     if (!lb->network_host) {
         strvec_push(argv, "--no-network");
         strvec_push(argv, lb->network_allowlist ? "allowlist" : "none");

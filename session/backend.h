@@ -34,7 +34,8 @@
 #include "session/config.h"
 
 /* A private, writable directory inside every sandbox that survives a
- * reattach: the agent keeps its state file (and, locally, its socket) there. */
+ * reattach: the agent keeps its state file there (the local backend, whose agent
+ * never restarts within a sandbox, passes none) and, locally, its socket. */
 #define SBX_SANDBOX_AGENT_DIR "/run/sbxsh"
 
 typedef struct sbx_sandbox_spec {

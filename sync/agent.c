@@ -677,30 +677,37 @@ int agent_serve_stdio(const agent_opts *o)
     return 0;
 }
 
-int agent_serve_listen(const agent_opts *o)
+int agent_listen_socket(const char *path)
 {
-    agent a;
     struct sockaddr_un sun = { .sun_family = AF_UNIX };
     int fd;
 
-    if (strlen(o->listen_path) >= sizeof(sun.sun_path)) {
-        fprintf(stderr, "sbx-agent: socket path too long: %s\n", o->listen_path);
-        return 1;
+    if (strlen(path) >= sizeof(sun.sun_path)) {
+        fprintf(stderr, "sbx-agent: socket path too long: %s\n", path);
+        return -1;
     }
-    agent_init(&a, o);
-    snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", o->listen_path);
+    snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    unlink(o->listen_path);
+    unlink(path);
     if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || listen(fd, 4) < 0) {
-        fprintf(stderr, "sbx-agent: cannot listen on %s: %s\n", o->listen_path,
-                strerror(errno));
-        return 1;
+        fprintf(stderr, "sbx-agent: cannot listen on %s: %s\n", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
     }
-    chmod(o->listen_path, 0600);
+    chmod(path, 0600);
     set_nonblock(fd, true);
-    a.listen_fd = fd;
+    return fd;
+}
+
+int agent_serve_listen(const agent_opts *o)
+{
+    agent a;
+
+    agent_init(&a, o);
+    a.listen_fd = o->listen_fd;
     event_loop(&a);
-    close(fd);
+    close(o->listen_fd);
     unlink(o->listen_path);
     agent_release(&a);
     return 0;

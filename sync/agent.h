@@ -22,12 +22,16 @@ typedef struct agent_opts {
     int idle_timeout;         /* --listen: exit after this many seconds without a host */
     bool no_watch;            /* never use inotify */
     int notice_fd;            /* > 0: the network helper's notices (sync/dnsstub.h) */
+    int listen_fd;            /* --listen: the socket, bound and listening (agent_listen_socket) */
 } agent_opts;
 
 /* Serves one host on fds 0 (from the host) and 1 (to it) until it goes away. */
 int agent_serve_stdio(const agent_opts *o);
-/* Serves hosts connecting to a Unix socket, one at a time; a new connection takes over from
- * the current one. */
+/* Binds and listens on the Unix socket at path (mode 0600, a stale one replaced): the fd,
+ * or -1 after saying why on stderr. */
+int agent_listen_socket(const char *path);
+/* Serves hosts connecting to o->listen_fd (from agent_listen_socket(o->listen_path)), one at
+ * a time; a new connection takes over from the current one. */
 int agent_serve_listen(const agent_opts *o);
 /* Relays stdin/stdout to an agent listening on socket path (for `runsc exec`). */
 int agent_bridge(const char *path);

@@ -7,9 +7,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -46,6 +49,9 @@ static const char usage[] =
     "                       and say so on the first lookup's commands' stderr\n"
     "  --dns-fds UDP,TCP    with --no-network: serve DNS on these sockets, bound already\n"
     "  --egress-relay PORT:SOCKET  relay 127.0.0.1:PORT to the egress proxy's socket\n"
+    "  --user UID:GID       with --listen, started as root: once SOCKET is bound, run as\n"
+    "                       UID:GID (not root) with no capabilities and no other groups,\n"
+    "                       before anything else (it exits if that fails)\n"
     "  --version            print the version and protocol version\n"
     "  --help               this text\n";
 
@@ -71,12 +77,58 @@ static void cloexec_inherited(void)
     closedir(d);
 }
 
+/* capget(2)'s structures (version 3: two 32-bit words per set), declared here because
+ * musl has no <sys/capability.h> and the static build no kernel headers. */
+struct cap_header { uint32_t version; int pid; };
+struct cap_data { uint32_t effective, permitted, inheritable; };
+#define CAP_VERSION_3 0x20080522
+
+/*
+ * --user UID:GID. Under rootless runsc the agent starts as uid 0 with CAP_SETUID,
+ * CAP_SETGID and CAP_SETPCAP only, because only uid 0 there may make its socket in the
+ * host directory the host connects to (local/runsc.c, write_bundle); the commands must
+ * run as the caller. So, with the socket bound and before reading or starting anything,
+ * it becomes UID:GID for good, in this order: every capability out of the bounding set
+ * (CAP_SETPCAP; no exec can bring one back), no supplementary groups and the gid
+ * (CAP_SETGID), then the uid (CAP_SETUID), whose change from 0 empties the permitted and
+ * effective sets. Then it checks: all three uids and gids are the new ones, no capability
+ * is left in any set (ambient cleared too). Any failure returns -1 and the agent exits
+ * rather than serve as root.
+ */
+static int become_user(uid_t uid, gid_t gid)
+{
+    struct cap_header h = { CAP_VERSION_3, 0 };
+    struct cap_data d[2];
+    uid_t ru, eu, su;
+    gid_t rg, eg, sg;
+
+    for (int c = 0; prctl(PR_CAPBSET_READ, c, 0, 0, 0) >= 0; c++)
+        if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0)
+            return -1;
+    if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+        return -1;
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    errno = 0;  /* from here, a failed check says "something is left" (main) */
+    if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0 || ru != uid ||
+        eu != uid || su != uid || rg != gid || eg != gid || sg != gid ||
+        getgroups(0, NULL) != 0 || syscall(SYS_capget, &h, d) < 0)
+        return -1;
+    for (int i = 0; i < 2; i++)
+        if (d[i].effective || d[i].permitted || d[i].inheritable)
+            return -1;
+    for (int c = 0; c < 64; c++)
+        if (prctl(PR_CAPBSET_READ, c, 0, 0, 0) > 0)
+            return -1;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     agent_opts o = { 0 };
     dnsstub_opts net = { 0 };
     const char *connect_path = NULL, *resume_id = NULL;
-    bool start = false;
+    bool start = false, have_user = false;
+    unsigned user_uid = 0, user_gid = 0;
     strvec daemon_args = { 0 };   /* the options but --connect, --start, --resume */
 
     for (int i = 1; i < argc; i++) {
@@ -135,6 +187,13 @@ int main(int argc, char **argv)
             }
             net.relay_port = (int)port;
             net.relay_socket = end + 1;
+        } else if (!strcmp(a, "--user")) {
+            char extra;
+            if (sscanf(val, "%u:%u%c", &user_uid, &user_gid, &extra) != 2 || user_uid == 0) {
+                fprintf(stderr, "sbx-agent: --user wants UID:GID, of a user other than root\n");
+                return 2;
+            }
+            have_user = true;
         } else if (!strcmp(a, "--state")) {
             o.state_file = val;
         } else if (!strcmp(a, "--root-prefix")) {
@@ -161,6 +220,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "sbx-agent: --listen and --connect exclude each other\n");
         return 2;
     }
+    if (have_user && !o.listen_path) {
+        fprintf(stderr, "sbx-agent: --user goes with --listen\n");
+        return 2;
+    }
     if ((start || resume_id) && !connect_path) {
         fprintf(stderr, "sbx-agent: --start and --resume go with --connect\n");
         return 2;
@@ -183,6 +246,14 @@ int main(int argc, char **argv)
         return agent_bridge(connect_path);
     cloexec_inherited();
     umask(022);
+    /* The socket first: with --user, it is all the agent does as root. */
+    if (o.listen_path && (o.listen_fd = agent_listen_socket(o.listen_path)) < 0)
+        return 1;
+    if (have_user && become_user((uid_t)user_uid, (gid_t)user_gid) < 0) {
+        fprintf(stderr, "sbx-agent: cannot become uid %u, gid %u without capabilities: %s\n",
+                user_uid, user_gid, errno ? strerror(errno) : "something is left");
+        return 1;
+    }
     if (net.dns || net.relay_port) {
         int fd = dnsstub_start(&net);
         o.notice_fd = fd > 0 && net.dns ? fd : 0;
