@@ -217,6 +217,35 @@ static void reap_stream(kube_backend *kb)
         kb->gone = true;
 }
 
+/* The stream child's own reason for a stream that failed at once (tool_stream.c writes
+ * it to SBX_KUBE_STREAM_ERROR as it exits): waited for a moment, as the holder may see the
+ * socket close before the child has written it. */
+static void kube_explain(sbx_backend *b, sbx_err *err)
+{
+    kube_backend *kb = (kube_backend *)b;
+    char *path = xasprintf("%s/%s", kb->dir, SBX_KUBE_STREAM_ERROR), *text = NULL;
+    size_t len = 0;
+    sbx_err rerr;
+
+    for (int i = 0; i < 40 && kb->stream_pid > 0; i++) {   /* 2 s */
+        reap_stream(kb);
+        if (kb->stream_pid > 0)
+            usleep(50000);
+    }
+    if (kb->stream_pid > 0) {
+        sbx_err_prefix(err, "the stream to the pod is still being set up (the session's log "
+                       "says how)");
+    } else if (read_file(path, 4096, &text, &len, &rerr) == 0 && len) {
+        while (len && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+            text[--len] = '\0';
+        /* sbx-kube's words, quoting the API server's: sanitized by sbx_errf */
+        sbx_errf(err, "cannot reach sbx-agent in the pod: %s", text);
+        unlink(path);
+    }
+    free(text);
+    free(path);
+}
+
 static bool kube_alive(sbx_backend *b)
 {
     kube_backend *kb = (kube_backend *)b;
@@ -361,7 +390,11 @@ static void kube_free(sbx_backend *b)
 static const sbx_backend_ops kube_ops = {
     .name = "kube",
     .claim = kube_claim,
+    /* the stream's setup: the probe, the upload and the first exec, each retried for up
+     * to 30 s while the API server is busy (tool_stream.c) */
+    .hello_timeout_ms = 100000,
     .open_stream = kube_open_stream,
+    .explain = kube_explain,
     .alive = kube_alive,
     .exists = kube_exists,
     .release = kube_release,

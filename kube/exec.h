@@ -34,6 +34,9 @@ typedef struct kube_exec_opts {
                                long plus a second, as kubectl (0: 5 s) */
     unsigned dead_ms;       /* no byte for this long, not even a pong: the connection is
                                given up (0: 12 keepalives and a second, kubectl's rule) */
+    unsigned retry_ms;      /* kube_exec_open() tries again, with a doubling pause, while
+                               the upgrade gets no answer or a 429/500/502/503/504, for up
+                               to this long (0: one try) */
     bool (*interrupted)(void *ctx); /* polled by every wait (NULL: nothing interrupts) */
     void *interrupt_ctx;
 } kube_exec_opts;

@@ -37,6 +37,10 @@
 /* sbx-kube stream's exit status when the pod (or its claim) is gone: the sandbox is dead,
  * the next command claims a new one. */
 #define SBX_KUBE_EXIT_GONE 3
+/* In the session's state directory: why the last `sbx-kube stream` ended, when it ended
+ * failing (one line, its error; removed when a stream starts). The holder only sees its
+ * socket close, so the backend reads the reason here for the user (kube_explain). */
+#define SBX_KUBE_STREAM_ERROR "stream.err"
 
 /* What kube.json records (sbx-kube writes it; the class only reads). */
 typedef struct kube_state {

@@ -63,6 +63,9 @@ void kt_session_key(const kt_opts *o, char out[17]);
 cJSON *kt_state_load(const char *dir);
 int kt_state_save(const char *dir, const cJSON *st, sbx_err *err);
 const char *kt_jstr(const cJSON *o, const char *path);   /* "a.b.c", NULL when absent */
+/* Whether a pod (as read) is going or gone though still readable: a deletionTimestamp (its
+ * grace period), or a phase other than Running. */
+bool kt_pod_going(const cJSON *pod);
 
 /* The subcommands (main prints "error MSG" on stdout for the class on failure). */
 int kt_claim(kt *k, sbx_err *err);          /* 0; prints "reattached" when it did */

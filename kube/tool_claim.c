@@ -2,10 +2,11 @@
  * sbx-kube claim, check and release: the session's SandboxClaim.
  *
  * claim, as a state machine:
- *   1. the claim kube.json records, else the session's claims found by their key label:
- *      one that is Ready with its pod still the one recorded (same uid) is reattached to
- *      (its shutdownTime moved forward); a broken one (not ready, its pod gone or
- *      replaced: the files and processes are lost) is deleted;
+ *   1. the claim kube.json records, bound, with its pod still the one recorded (same uid),
+ *      Running and not being deleted, is reattached to whatever its Ready says at that
+ *      moment (Ready flaps under load); else one of the session's claims found by their
+ *      key label that is Ready; the shutdownTime is moved forward. A broken one (its pod
+ *      gone, replaced or in its grace period: the files and processes are lost) is deleted;
  *   2. else a new claim: warmPoolRef = the pool, shutdownTime = now + TTL, shutdownPolicy
  *      Delete, sbxsh's labels; never spec.env nor volumeClaimTemplates (either forces a cold
  *      start even when warm pods wait: forwarded variables travel in the agent protocol);
@@ -327,6 +328,15 @@ static int resolve_pod(kt *k, const char *sandbox, cJSON *st, sbx_err *err)
         free(podname);
         return -1;
     }
+    /* A pod with a deletionTimestamp is going: the kubelet keeps it (and exec into it
+     * working) for its grace period, 30 s by default, then kills it. Not one to use. */
+    if (kt_pod_going(r.json)) {
+        sbx_errf(err, "the pod %s of Sandbox %s is %s", podname, sandbox,
+                 kt_jstr(r.json, "metadata.deletionTimestamp") ? "being deleted" : "not running");
+        kube_response_free(&r);
+        free(podname);
+        return -1;
+    }
     cJSON_DeleteItemFromObject(st, "sandbox");
     cJSON_DeleteItemFromObject(st, "pod");
     cJSON_DeleteItemFromObject(st, "pod_uid");
@@ -386,14 +396,22 @@ static cJSON *new_state(kt *k, const char *name, const char *uid)
 }
 
 /* Whether claim (as read) still has the pod recorded (want_uid; NULL: any pod) running:
- * then st is its kube.json. */
+ * then st is its kube.json.
+ *
+ * The recorded pod is kept whatever the claim's Ready says at this moment, as long as the
+ * claim is bound to a sandbox, is not being deleted, and its pod is the same one (uid),
+ * not being deleted and Running: on a real cluster Ready flaps under load (a readiness
+ * probe's timeout), and deleting the claim then would kill a live session's processes.
+ * A claim nobody recorded (a holder died while waiting) must be Ready to be taken. */
 static bool usable(kt *k, const cJSON *claim, const char *want_uid, cJSON **st)
 {
     waiter w = { .k = k };
     sbx_err err;
     note_claim(&w, claim);
-    if (w.phase != CL_READY || cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(claim, "metadata"), "deletionTimestamp"))
+    if (want_uid ? !w.sandbox[0] || w.phase == CL_TERMINAL : w.phase != CL_READY)
+        return false;
+    if (cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(claim, "metadata"),
+                                         "deletionTimestamp"))
         return false;
     const char *name = kt_jstr(claim, "metadata.name");
     cJSON *s = new_state(k, name, kt_jstr(claim, "metadata.uid"));

@@ -145,3 +145,10 @@ const char *kt_jstr(const cJSON *o, const char *path)
     }
     return cJSON_IsString(o) ? o->valuestring : NULL;
 }
+
+bool kt_pod_going(const cJSON *pod)
+{
+    const char *phase = kt_jstr(pod, "status.phase");
+    return kt_jstr(pod, "metadata.deletionTimestamp") != NULL ||
+           (phase && strcmp(phase, "Running") != 0);
+}

@@ -25,6 +25,7 @@
 #include "kube/tool.h"
 #include "kube/exec.h"
 #include "sync/resume.h"
+#include "common/fsutil.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -84,7 +85,8 @@ static int exec_collect(streamer *s, const char *const *argv, const void *data, 
                         strbuf *out, strbuf *errout, int *code, sbx_err *err)
 {
     kube_exec *x;
-    kube_exec_opts xo = { .stdin_ = data != NULL, .timeout_ms = EXEC_TIMEOUT_MS };
+    kube_exec_opts xo = { .stdin_ = data != NULL, .timeout_ms = EXEC_TIMEOUT_MS,
+                          .retry_ms = RECONNECT_S * 1000 };
     uint64_t deadline = now_ns() + 120000000000ULL;
 
     if (kube_exec_open(s->k->c, s->k->ns, s->pod, s->container, argv, &xo, &x, err) < 0)
@@ -246,7 +248,10 @@ out:
     return r;
 }
 
-/* Whether the pod is still there (404 is the only "no"). */
+/* Whether the pod is still there: 404, another pod under the name (a new uid), or a
+ * pod being deleted (a deletionTimestamp: the kubelet keeps it readable, and exec into it
+ * working, for its grace period, then kills it) or that ended (Succeeded, Failed) all say
+ * it is gone. */
 static bool pod_gone(streamer *s)
 {
     kube_response r = { 0 };
@@ -256,7 +261,8 @@ static bool pod_gone(streamer *s)
     if (kube_request(s->k->c, "GET", path, NULL, NULL, &r, &err) < 0)
         gone = r.status == 404;
     else
-        gone = strcmp(kt_jstr(r.json, "metadata.uid") ?: "", kt_jstr(s->st, "pod_uid") ?: "") != 0;
+        gone = strcmp(kt_jstr(r.json, "metadata.uid") ?: "", kt_jstr(s->st, "pod_uid") ?: "") != 0 ||
+               kt_pod_going(r.json);
     kube_response_free(&r);
     free(path);
     return gone;
@@ -449,6 +455,8 @@ int kt_stream(kt *k, sbx_err *err)
             s.renew_at = (int64_t)e->valuedouble - (int64_t)(k->o->ttl * 3 / 4);
     }
 
+    char *errfile = xasprintf("%s/%s", k->o->state_dir, SBX_KUBE_STREAM_ERROR);
+    unlink(errfile);
     int status = 1;
     uint64_t down_since = 0;
     unsigned delay_ms = 50;
@@ -526,8 +534,16 @@ int kt_stream(kt *k, sbx_err *err)
         if (delay_ms < 2000)
             delay_ms *= 2;
     }
-    if (status)
+    if (status) {
         sbx_report("sbx-kube", "stream ends: %s", err->msg);
+        /* for the user (the holder sees only the socket close): the reason, one line */
+        char line[sizeof(err->msg) + 1];
+        int n = snprintf(line, sizeof(line), "%s\n", err->msg);
+        sbx_err werr;
+        if (sbx_write_file_atomic(errfile, line, (size_t)n, 0600, &werr) < 0)
+            sbx_report("sbx-kube", "%s", werr.msg);
+    }
+    free(errfile);
     rs_free(&s.rs);
     free(s.agent);
     cJSON_Delete(s.st);

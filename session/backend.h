@@ -55,6 +55,10 @@ typedef struct sbx_backend sbx_backend;
 
 typedef struct sbx_backend_ops {
     const char *name;   /* "local", "kube" */
+    /* How long the holder waits for the agent's first answer on a new stream (0: 10 s):
+     * a backend whose stream sets itself up first (finds or uploads the agent, retrying a
+     * busy API server) needs longer. */
+    unsigned hello_timeout_ms;
     /* Creates the session's sandbox, or reattaches to the one still running
      * from an earlier holder (*reattached = true). After a sandbox died,
      * creates a new one with empty copies of the code directories. */
@@ -63,6 +67,10 @@ typedef struct sbx_backend_ops {
      * fds (rfd may equal wfd) and closes them; opening again replaces no
      * state on the agent side except the connection. */
     int (*open_stream)(sbx_backend *b, int *rfd, int *wfd, sbx_err *err);
+    /* Optional: after the stream from open_stream() failed at once (the agent never
+     * answered), replaces err with the backend's own reason when it has one (a refused
+     * exec, an upload that failed), so that the user reads why, not "connection reset". */
+    void (*explain)(sbx_backend *b, sbx_err *err);
     /* Cheap liveness check of the claimed sandbox. */
     bool (*alive)(sbx_backend *b);
     /* Whether the session has a running sandbox that claim() would

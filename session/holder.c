@@ -559,8 +559,12 @@ static int ensure_conn(holder *h, hclient *c, sbx_err *err)
     }
     if (h->backend->ops->open_stream(h->backend, &h->rfd, &h->wfd, err) < 0)
         return -1;
-    if (sync_conn_open(h->host, h->rfd, h->wfd, &conn_ops, h, 10000, &h->conn, err) < 0) {
+    unsigned hello_ms = h->backend->ops->hello_timeout_ms ? h->backend->ops->hello_timeout_ms
+                                                          : 10000;
+    if (sync_conn_open(h->host, h->rfd, h->wfd, &conn_ops, h, hello_ms, &h->conn, err) < 0) {
         drop_conn(h);
+        if (h->backend->ops->explain)
+            h->backend->ops->explain(h->backend, err);
         return -1;
     }
     if (c && c->progress && !sync_conn_agent(h->conn)->resumed)

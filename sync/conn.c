@@ -152,7 +152,7 @@ static int start_push(sync_conn *c)
     c->tx.open = false;
     c->tx.d.progress = NULL;
     if (ret < 0)
-        mark_failed(c, "sbxsh: cannot scan the host tree: %s", err.msg);
+        mark_failed(c, "cannot scan the host tree: %s", err.msg);
     if (c->dead) {
         /* What mark_failed() left for after the scan. */
         if (c->rx && apply_active(c->rx))
@@ -222,7 +222,7 @@ static void flush_out(sync_conn *c)
         /* What the agent said before it went away explains it better. */
         if (!c->in_dispatch)
             read_input(c);
-        mark_failed(c, "sbxsh: lost the connection to sbx-agent (write: %s)", strerror(e));
+        mark_failed(c, "lost the connection to sbx-agent (write: %s)", strerror(e));
     }
 }
 
@@ -238,7 +238,7 @@ void conn_kick(sync_conn *c)
 /* The error of a request made after the connection failed (see mark_failed()). */
 int conn_dead_err(sync_conn *c, sbx_err *err)
 {
-    return sbx_errf(err, "sbxsh: the connection to sbx-agent is closed");
+    return sbx_errf(err, "the connection to sbx-agent is closed");
     (void)c;
 }
 
@@ -511,7 +511,7 @@ static void read_input(sync_conn *c)
         ssize_t n = framebuf_fill(&c->in, c->rfd, 256 * 1024);
         if (n < 0) {
             if (errno != EAGAIN && errno != EWOULDBLOCK)
-                mark_failed(c, "sbxsh: lost the connection to sbx-agent (read: %s)",
+                mark_failed(c, "lost the connection to sbx-agent (read: %s)",
                             strerror(errno));
             return;
         }
@@ -551,14 +551,14 @@ static int wait_hello(sync_conn *c, int timeout_ms, wire_hello *hello, sbx_err *
             char shown[200];
             wire_sanitize(shown, sizeof(shown), c->in.buf.buf,
                           c->in.buf.len > 160 ? 160 : c->in.buf.len);
-            return sbx_errf(err, "sbxsh: the sandbox did not answer with the sbx-agent protocol "
+            return sbx_errf(err, "the sandbox did not answer with the sbx-agent protocol "
                             "(it said: \"%s\"); is sbx-agent installed there?", shown);
         }
         if (r == 1) {
             if (wire_get_hello(&f, hello, err) < 0)
-                return sbx_err_prefix(err, "sbxsh: bad hello from sbx-agent");
+                return sbx_err_prefix(err, "bad hello from sbx-agent");
             if (hello->version != SYNC_PROTOCOL_VERSION)
-                return sbx_errf(err, "sbxsh: sbx-agent speaks protocol version %u, this sbxsh "
+                return sbx_errf(err, "sbx-agent speaks protocol version %u, this sbxsh "
                                 "speaks %u: install the sbx-agent built with this sbxsh",
                                 hello->version, SYNC_PROTOCOL_VERSION);
             framebuf_consume(&c->in, WIRE_HEADER + f.len);
@@ -566,7 +566,7 @@ static int wait_hello(sync_conn *c, int timeout_ms, wire_hello *hello, sbx_err *
         }
         left = (int64_t)deadline - (int64_t)now_ns();
         if (left <= 0)
-            return sbx_errf(err, "sbxsh: sbx-agent did not answer within %d ms", timeout_ms);
+            return sbx_errf(err, "sbx-agent did not answer within %d ms", timeout_ms);
         pfd[0].fd = c->rfd;
         pfd[0].events = POLLIN;
         if (framebuf_pending(&c->out)) {
@@ -579,22 +579,22 @@ static int wait_hello(sync_conn *c, int timeout_ms, wire_hello *hello, sbx_err *
             }
         }
         if (poll(pfd, (nfds_t)np, (int)(left / 1000000) + 1) < 0 && errno != EINTR)
-            return sbx_errno(err, "sbxsh: poll");
+            return sbx_errno(err, "poll");
         if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) {
             ssize_t n = framebuf_fill(&c->in, c->rfd, 65536);
             if (n == 0) {
                 char shown[200];
                 wire_sanitize(shown, sizeof(shown), c->in.buf.buf,
                               c->in.buf.len > 160 ? 160 : c->in.buf.len);
-                return sbx_errf(err, "sbxsh: sbx-agent exited before answering%s%s%s",
+                return sbx_errf(err, "sbx-agent exited before answering%s%s%s",
                                 c->in.buf.len ? " (it said: \"" : "", shown,
                                 c->in.buf.len ? "\")" : "");
             }
             if (n < 0 && errno != EAGAIN)
-                return sbx_errno(err, "sbxsh: reading from sbx-agent");
+                return sbx_errno(err, "reading from sbx-agent");
         }
         if (c->dead)
-            return sbx_errf(err, "sbxsh: cannot write to sbx-agent");
+            return sbx_errf(err, "cannot write to sbx-agent");
     }
 }
 
@@ -697,7 +697,7 @@ int sync_conn_open(sync_host *h, int rfd, int wfd, const sync_conn_ops *ops, voi
     cfg.exclude_lens = h->exclude_lens;
     wire_put_config(&c->out.q, &cfg);
     if (framebuf_pending(&c->out) > SYNC_MAX_FRAME) {
-        sbx_errf(err, "sbxsh: the sync configuration is too large for one message");
+        sbx_errf(err, "the sync configuration is too large for one message");
         c->ops = NULL;
         sync_conn_free(c);
         return -1;
@@ -711,7 +711,7 @@ int sync_conn_open(sync_host *h, int rfd, int wfd, const sync_conn_ops *ops, voi
     /* Whatever followed the hello (nothing, normally) is handled by the first event. */
     flush_out(c);
     if (c->dead) {
-        sbx_errf(err, "sbxsh: cannot write to sbx-agent");
+        sbx_errf(err, "cannot write to sbx-agent");
         c->ops = NULL;
         sync_conn_free(c);
         return -1;

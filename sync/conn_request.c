@@ -16,20 +16,20 @@ int sync_conn_run(sync_conn *c, uint32_t chan, const sync_run_req *req, sbx_err 
         return conn_dead_err(c, err);
     conn_refresh_user_gitconfig(c);
     if (!chan || conn_find_chan(c, chan, NULL))
-        return sbx_errf(err, "sbxsh: channel %u is %s", chan, chan ? "in use" : "invalid");
+        return sbx_errf(err, "channel %u is %s", chan, chan ? "in use" : "invalid");
     if (!req->exe || !*req->exe || !req->argv || !req->argv[0] || !req->cwd ||
         req->cwd[0] != '/')
-        return sbx_errf(err, "sbxsh: a command needs a program, argv[0] and an absolute cwd");
+        return sbx_errf(err, "a command needs a program, argv[0] and an absolute cwd");
     if (req->nfds > SYNC_MAX_FDS)
-        return sbx_errf(err, "sbxsh: at most %d fds in a command's fd map", SYNC_MAX_FDS);
+        return sbx_errf(err, "at most %d fds in a command's fd map", SYNC_MAX_FDS);
     for (size_t i = 0; i < req->nfds; i++) {
         if (req->fds[i].fd < 0 || req->fds[i].fd > SYNC_MAX_CHILD_FD)
-            return sbx_errf(err, "sbxsh: fd %d out of range (0..%d)", req->fds[i].fd,
+            return sbx_errf(err, "fd %d out of range (0..%d)", req->fds[i].fd,
                             SYNC_MAX_CHILD_FD);
         bool out_before = false;
         for (size_t j = 0; j < i; j++) {
             if (req->fds[j].fd == req->fds[i].fd)
-                return sbx_errf(err, "sbxsh: fd %d twice in a fd map", req->fds[i].fd);
+                return sbx_errf(err, "fd %d twice in a fd map", req->fds[i].fd);
             out_before |= req->fds[j].dir == SYNC_FD_OUT;
         }
         fds[i] = (uint16_t)req->fds[i].fd;
@@ -38,12 +38,12 @@ int sync_conn_run(sync_conn *c, uint32_t chan, const sync_run_req *req, sbx_err 
         case SYNC_FD_OUT: outs[i] = WIRE_FD_OUT; break;
         case SYNC_FD_OUT_SHARED:
             if (!out_before)
-                return sbx_errf(err, "sbxsh: fd %d shares the pipe of no output fd",
+                return sbx_errf(err, "fd %d shares the pipe of no output fd",
                                 req->fds[i].fd);
             outs[i] = WIRE_FD_OUT_SHARED;
             break;
         default:
-            return sbx_errf(err, "sbxsh: fd %d: unknown direction", req->fds[i].fd);
+            return sbx_errf(err, "fd %d: unknown direction", req->fds[i].fd);
         }
     }
     if (req->tty)
@@ -57,7 +57,7 @@ int sync_conn_run(sync_conn *c, uint32_t chan, const sync_run_req *req, sbx_err 
                  req->exe, req->cwd, req->argv, req->env, fds, outs, req->nfds);
     if (it->frame.len - WIRE_HEADER > SYNC_MAX_FRAME) {
         conn_free_item(it);
-        return sbx_errf(err, "sbxsh: the command line and environment are too large (over "
+        return sbx_errf(err, "the command line and environment are too large (over "
                         "%u bytes)", SYNC_MAX_FRAME);
     }
     it->kind = ITEM_RUN;
@@ -247,7 +247,7 @@ int sync_conn_put_file(sync_conn *c, const char *path, unsigned mode, const void
     if (c->dead)
         return conn_dead_err(c, err);
     if (len > SYNC_PUT_FILE_MAX)
-        return sbx_errf(err, "sbxsh: %s is too large to put into the sandbox (%zu bytes, at "
+        return sbx_errf(err, "%s is too large to put into the sandbox (%zu bytes, at "
                         "most %u)", path, len, SYNC_PUT_FILE_MAX);
     if (conn_path_normalize(path, "file", &p, err) < 0 || p.len == 1) {
         strbuf_release(&p);

@@ -113,7 +113,7 @@ static int wait_loop(waiter *w, bool (*done)(waiter *), sbx_err *err)
         if (poll(pfd, (nfds_t)n, sync_conn_timeout(c)) < 0) {
             if (errno == EINTR)
                 continue;
-            return sbx_errno(err, "sbxsh: poll");
+            return sbx_errno(err, "poll");
         }
         for (size_t k = base; k < n; k++) {
             size_t i = map[k - base];
