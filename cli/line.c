@@ -1800,7 +1800,10 @@ static int run_parts(line_exec *x, const sh_parse *p, route_plan *plan, unsigned
         if ((parts[i].where == ROUTE_HOST && !parts[i].background) || parts[i].secret) {
             route_join j = parts[i].join;
             route_ctx ctx;
-            route_run_opts ro = { .errname = x->o.dollar0, .pipefail = x->pipefail };
+            /* bash names itself in a message as $0 in a script, as its argv[0]'s
+             * basename (without a login shell's '-') at its prompt */
+            route_run_opts ro = { .errname = x->o.interactive ? x->o.errname : x->o.dollar0,
+                                  .pipefail = x->pipefail };
             strbuf newcwd = STRBUF_INIT;
             int status, rc;
 
