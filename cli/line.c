@@ -583,8 +583,7 @@ static bool job_control_wanted(const line_exec *x)
 
 /* Starts bash in the sandbox: at the current directory, with the sandbox's
  * environment, sbxsh's signals forwarded to it, on a pty when sbxsh has the
- * terminal (argv after a first bash that runs TTY_PRELUDE, extra, TTY_EXEC; also
- * without a pty when there is an extra). */
+ * terminal (argv after a first bash that runs TTY_PRELUDE, extra, TTY_EXEC). */
 static int start_bash(line_exec *x, const strvec *argv, const char *extra, bool jobs,
                       const sbx_fd_map *fds, size_t nfds, sbx_err *err)
 {
@@ -603,11 +602,10 @@ static int start_bash(line_exec *x, const strvec *argv, const char *extra, bool 
 
     if (check_sandbox_cwd(x, err) < 0 || open_session(x, err) < 0)
         return -1;
-    if (x->o.tty || extra) {
+    if (x->o.tty) {
         strvec_push(&wrapped, argv->v[0]);
         strvec_push(&wrapped, "-c");
-        strvec_pushf(&wrapped, "%s%s%s", jobs || !x->o.tty ? "" : TTY_PRELUDE, extra ? extra : "",
-                     TTY_EXEC);
+        strvec_pushf(&wrapped, "%s%s%s", jobs ? "" : TTY_PRELUDE, extra ? extra : "", TTY_EXEC);
         strvec_pushv(&wrapped, argv->v);
         cmd.argv = (const char *const *)wrapped.v;
     }
@@ -707,16 +705,6 @@ static bool login_shell_args(const char *const *args)
     return false;
 }
 
-/* Does the sandbox's environment set NAME? */
-static bool env_has(const strvec *env, const char *name)
-{
-    size_t len = strlen(name);
-    for (size_t i = 0; i < env->n; i++)
-        if (!strncmp(env->v[i], name, len) && env->v[i][len] == '=')
-            return true;
-    return false;
-}
-
 static int shell_start(line_exec *x, sbx_err *err)
 {
     strvec argv = STRVEC_INIT;
@@ -744,45 +732,12 @@ static int shell_start(line_exec *x, sbx_err *err)
             fds[nfds++] = (sbx_fd_map){ 198, SBX_FD_RELAY_IN, 0 };
         fds[nfds++] = (sbx_fd_map){ 199, SBX_FD_API_OUT, -1 };
     }
+    /* `bash [OPTIONS] -s ARGS`, reading the script stream we write on fd 0 */
     strvec_push(&argv, x->o.dollar0);
-    if (x->o.interactive) {
-        /*
-         * Interactive mode: `bash --norc [OPTIONS] -i +H +o history /dev/stdin ARGS`. bash
-         * given -i and a script that is not a terminal (shell.c: init_interactive_script)
-         * is an interactive shell (interactive_shell: $- has i, errors do not end it, and its
-         * messages read as at bash's prompt: "sbxsh: cd: x: ...", no "line N:", the name
-         * being argv[0]'s basename without a leading '-', not $0), that reads its commands
-         * as a script does (`interactive` off): no prompt of its own, no PROMPT_COMMAND, no
-         * readline, job notices only when asked (JOBS_POST), no TMOUT, the same byte-wise
-         * reads of the stream as -s. History and its expansion are sbxsh's, on the host, so
-         * off here; the rc file is read by the stream (SANDBOX_BASHRC, sbx_bashrc) and
-         * --norc keeps bash from reading it too (and from reading --rcfile, a host file).
-         * $0 is set back from "/dev/stdin" on the first line (BASH_ARGV0). What differs
-         * from bash -i: the script's frame in BASH_SOURCE, BASH_LINENO, `caller` and
-         * FUNCNAME ("main" below a function), and an eval's syntax error names the eval
-         * and its line.
-         */
-        strvec_push(&argv, "--norc");
-        strvec_pushv(&argv, (char *const *)x->o.bash_args);
-        strvec_push(&argv, "-i");
-        strvec_push(&argv, "+H");
-        strvec_push(&argv, "+o");
-        strvec_push(&argv, "history");
-        strvec_push(&argv, "/dev/stdin");
-    } else {
-        /* `bash [OPTIONS] -s ARGS`, reading the script stream we write on fd 0 */
-        strvec_pushv(&argv, (char *const *)x->o.bash_args);
-        strvec_push(&argv, "-s");
-    }
+    strvec_pushv(&argv, (char *const *)x->o.bash_args);
+    strvec_push(&argv, "-s");
     strvec_pushv(&argv, (char *const *)x->o.positional);
-    /* Interactive without a pty: bash -i sets up job control before it reads anything, and
-     * with no terminal it says so ("cannot set terminal process group", "no job control in
-     * this shell"); bash -i at a pipe says that too, but sbxsh has said nothing of the kind
-     * at its start, so its stderr is /dev/null until the first line puts it back (195). */
-    rc = start_bash(x, &argv,
-                    x->o.tty           ? "exec 198<&0 0<&196 196<&-; "
-                    : x->o.interactive ? "exec 195>&2 2>/dev/null; "
-                                       : NULL,
+    rc = start_bash(x, &argv, x->o.tty ? "exec 198<&0 0<&196 196<&-; " : NULL,
                     job_control_wanted(x), fds, nfds, err);
     strvec_clear(&argv);
     if (rc < 0)
@@ -801,18 +756,7 @@ static int shell_start(line_exec *x, sbx_err *err)
      * counter starts from 0 (SETLINE_FMT).
      */
     strbuf w = STRBUF_INIT;
-    if (x->o.interactive && !x->o.tty)
-        strbuf_addstr(&w, "exec 2>&195 195>&-; ");
-    /* interactive: $_ as bash -i starts with it, its own path (the script's bash has a
-     * leftover of its start-up there); $0 as sbxsh was invoked, and no PS1 but one from the
-     * environment: bash -i sets its default (\s-\v\$), where sbxsh has its own prompt */
-    strbuf_addstr(&w, x->o.interactive ? "{ __sbx_a=$BASH; BASH_ARGV0=" : "{ __sbx_a=$_; ");
-    if (x->o.interactive) {
-        strbuf_add_shell_quoted(&w, x->o.dollar0, strlen(x->o.dollar0));
-        strbuf_addstr(&w, "; ");
-        if (!env_has(&x->env, "PS1"))
-            strbuf_addstr(&w, "builtin unset -v PS1; ");
-    }
+    strbuf_addstr(&w, "{ __sbx_a=$_; ");
     if (x->o.stdin_is_script && !x->o.tty)
         strbuf_addstr(&w, "exec 197</dev/null; ");
     if (x->start_oldpwd) {
@@ -842,16 +786,11 @@ static int shell_start(line_exec *x, sbx_err *err)
         strbuf_addstr(&w, job_control_wanted(x)
                               ? "trap : INT TSTP; shopt -s expand_aliases; set -m; "
                                 "enable -n suspend\n"
-                              : "trap : INT; shopt -s expand_aliases; set +m\n");
+                              : "trap : INT; shopt -s expand_aliases\n");
         x->shell_line++;
     }
     if (x->o.sandbox_bashrc) {
-        /* its stdin is the commands' (the terminal, or /dev/null), not the script stream:
-         * with $- holding i, a ~/.bashrc runs past Debian's `case $- in *i*` guard, as it
-         * does in bash -i, and what it runs there (stty, read) must not eat the stream */
-        strbuf_addstr(&w, x->o.tty ? "if [ -r ~/.bashrc ]; then . ~/.bashrc; fi 0<&198\n"
-                      : x->o.stdin_is_script ? "if [ -r ~/.bashrc ]; then . ~/.bashrc; fi 0<&197\n"
-                                             : "if [ -r ~/.bashrc ]; then . ~/.bashrc; fi\n");
+        strbuf_addstr(&w, "if [ -r ~/.bashrc ]; then . ~/.bashrc; fi\n");
         x->shell_line++;
     }
     /* startup files (~/.bashrc, a login shell's profile) may define functions and aliases
