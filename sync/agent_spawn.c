@@ -211,10 +211,12 @@ static int probe_sig_echo(int master, int slave)
             return 1;
         len += (size_t)n;
     }
-    /* the line the slave got ("x\n"), read so the command does not */
+    /* the line the slave got ("x\n"), read so the command does not (Linux has it by the
+     * time the echo came: both come from one pass over the typed bytes) */
     {
         struct pollfd pf = { .fd = slave, .events = POLLIN };
-        if (poll(&pf, 1, 1000) > 0 && read(slave, line, sizeof(line)) < 0)
+        int64_t left = (end - mf_now_ns()) / 1000000;
+        if (left <= 0 || poll(&pf, 1, (int)left) <= 0 || read(slave, line, sizeof(line)) < 0)
             return 1;
     }
     {
