@@ -176,9 +176,9 @@ static int open_pty(achan *ch, const wire_run *run, spawn_plan *sp)
  * Does this system's pty echo a signal key it takes? Linux's line discipline, given Ctrl-C
  * with ISIG and ECHO, sends SIGINT and echoes "^C" (n_tty_receive_signal_char, ECHOCTL's
  * form), which is what a person sees under bash; gVisor's sends the signal and either
- * consumes the key without a word (devpts/line_discipline.go, 2025 on) or echoes the raw
- * byte, which shows nothing (before: it has no ECHOCTL). So the first pty is asked, before any
- * process has it as its terminal (a signal key then signals nobody): the master types
+ * consumes the key without a word (devpts/line_discipline.go, since 2026-03) or echoes the
+ * raw byte, which shows nothing (before: it has no ECHOCTL). So the first pty is asked,
+ * before any process has it as its terminal (a signal key then signals nobody): the master types
  * VINTR, "x" and a newline; what comes back up to the "x" is "^C" or nothing, and the slave
  * reads the "x" line, so nothing of the probe is left for the command. The wait is for
  * the "x", whose echo comes on both (bounded: 5 s). 1 when it echoes, or when it cannot tell
@@ -224,7 +224,7 @@ static int probe_sig_echo(int master, int slave)
         if (!x)
             return 1;
         /* before the "x": Linux's "^C"; nothing (gVisor now), or the raw byte, which a
-         * terminal does not show (gVisor before 2025, which also passes it on as input) */
+         * terminal does not show (gVisor before 2026-03, which also passes it on as input) */
         return x - out >= 2 && out[0] == '^' ? 1 : -1;
     }
 }
