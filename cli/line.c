@@ -1740,7 +1740,10 @@ static int run_parts(line_exec *x, const sh_parse *p, route_plan *plan, unsigned
         if ((parts[i].where == ROUTE_HOST && !parts[i].background) || parts[i].secret) {
             route_join j = parts[i].join;
             route_ctx ctx;
-            route_run_opts ro = { .errname = x->o.dollar0, .pipefail = x->pipefail };
+            /* bash names itself in a message as $0 in a script, as its argv[0]'s
+             * basename at its prompt */
+            route_run_opts ro = { .errname = x->o.interactive ? x->o.promptname : x->o.dollar0,
+                                  .pipefail = x->pipefail };
             strbuf newcwd = STRBUF_INIT;
             int status, rc;
 
@@ -1998,10 +2001,10 @@ static bool job_builtin(line_exec *x, const sh_parse *p)
         bool force = args.n == 2 && !strcmp(args.v[1], "-f");
         done = true;
         if (args.n > 2 || (args.n == 2 && !force)) {
-            fprintf(stderr, "%s: suspend: usage: suspend [-f]\n", x->o.errname);
+            fprintf(stderr, "%s: suspend: usage: suspend [-f]\n", x->o.promptname);
             line_exec_set_status(x, 2);
         } else if (x->o.login && !force) {
-            fprintf(stderr, "%s: suspend: cannot suspend a login shell\n", x->o.errname);
+            fprintf(stderr, "%s: suspend: cannot suspend a login shell\n", x->o.promptname);
             line_exec_set_status(x, 1);
         } else {
             fflush(NULL);

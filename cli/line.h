@@ -53,6 +53,8 @@ typedef struct line_opts {
     const char *argv0;           /* how sbxsh was invoked: $0 of a one-shot -c */
     const char *dollar0;         /* $0 for the persistent shell and messages */
     const char *errname;         /* prefix of sbxsh's own messages ("sbxsh") */
+    const char *promptname;      /* how bash at its prompt names itself in a message:
+                                    argv[0]'s basename, a login shell's '-' kept ("-sbxsh") */
     const char *const *bash_args;   /* options for the sandbox's bash (-e, -o pipefail...) */
     const char *const *positional;  /* $1, $2, ... */
     const char *session;         /* --session, or NULL */

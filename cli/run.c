@@ -58,6 +58,7 @@ static void line_opts_from(const sh_options *o, line_opts *lo)
     lo->argv0 = o->argv0;
     lo->dollar0 = o->dollar0;
     lo->errname = o->progname;
+    lo->promptname = strrchr(o->argv0, '/') ? strrchr(o->argv0, '/') + 1 : o->argv0;
     lo->bash_args = (const char *const *)o->bash_args.v;
     lo->positional = (const char *const *)o->positional.v;
     lo->session = o->session;
@@ -123,15 +124,41 @@ static int read_more(const sh_options *o, interactive *ia, strbuf *buf, bool con
     }
 }
 
-/* Prints a syntax error of interactive mode, where bash reports it and goes on. */
+/*
+ * Prints a syntax error of interactive mode, where bash reports it and goes on, as bash's
+ * parser_error does when it reads from a person: "NAME: MESSAGE" (NAME: argv[0]'s basename,
+ * as in every message of bash at its prompt: get_name_for_error), without the "line N: "
+ * of a script and without the offending line that a script's error is followed by
+ * (parse.y: report_syntax_error prints it only when not interactive).
+ */
 static void print_syntax_error(const sh_options *o, const sh_parse *p)
 {
-    strbuf msg = STRBUF_INIT, prefix = STRBUF_INIT;
-    strbuf_addf(&prefix, "%s: ", o->progname);
-    sh_parse_format_error(p, prefix.buf, &msg);
+    strbuf msg = STRBUF_INIT, offending = STRBUF_INIT;
+    const char *s = p->errors.buf, *end = s + p->errors.len;
+    /* bash -i names itself as argv[0]'s basename, a login shell's '-' kept ("-bash: ") */
+    const char *name = strrchr(o->argv0, '/') ? strrchr(o->argv0, '/') + 1 : o->argv0;
+
+    strbuf_addf(&offending, "`%s'", p->err_text);
+    while (s < end) {
+        const char *nl = memchr(s, '\n', (size_t)(end - s));
+        size_t n = nl ? (size_t)(nl - s) : (size_t)(end - s);
+        const char *m = s;
+        /* "line N: " */
+        if (n > 5 && !strncmp(m, "line ", 5)) {
+            const char *d = m + 5;
+            while (d < s + n && *d >= '0' && *d <= '9')
+                d++;
+            if (d + 1 < s + n && d[0] == ':' && d[1] == ' ')
+                m = d + 2;
+        }
+        if (!(p->err_text[0] && (size_t)(s + n - m) == offending.len &&
+              !memcmp(m, offending.buf, offending.len)))
+            strbuf_addf(&msg, "%s: %.*s\n", name, (int)(s + n - m), m);
+        s += n + (nl ? 1 : 0);
+    }
     sbx_report_lines(msg.buf);   /* it quotes the script's text: sanitized */
     strbuf_release(&msg);
-    strbuf_release(&prefix);
+    strbuf_release(&offending);
 }
 
 /*

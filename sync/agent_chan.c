@@ -273,6 +273,41 @@ void agent_read_output(agent *a, achan *ch, achan_fd *f)
     }
 }
 
+/*
+ * On a pty that does not echo the signal keys it takes (gVisor: agent->pty_sig_echo), what
+ * Linux's line discipline would have echoed for them: each VINTR, VQUIT and VSUSP byte
+ * just written, while the pty has ISIG and ECHO (its termios as the command left it, read
+ * from the master), comes back on the pty's output as ^C, ^\ or ^Z (ECHOCTL; without it,
+ * the byte itself), as a person sees it under bash. Within the host's credit, like any output.
+ */
+static void echo_signal_keys(agent *a, achan *ch, int fd, const char *buf, size_t n)
+{
+    struct termios t;
+    achan_fd *out = agent_find_fd(ch, 1, true);
+
+    if (a->pty_sig_echo >= 0 || !out || !out->pty || out->fd < 0 || ch->orphan ||
+        a->out_fd < 0 || tcgetattr(fd, &t) < 0 || (t.c_lflag & (ISIG | ECHO)) != (ISIG | ECHO))
+        return;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)buf[i];
+        char e[2];
+        size_t elen = 0;
+        if (c == _POSIX_VDISABLE ||
+            (c != t.c_cc[VINTR] && c != t.c_cc[VQUIT] && c != t.c_cc[VSUSP]))
+            continue;
+        if ((t.c_lflag & ECHOCTL) && (c < 0x20 || c == 0x7f) && c != '\t') {
+            e[elen++] = '^';
+            e[elen++] = (char)(c ^ 0x40);
+        } else {
+            e[elen++] = (char)c;
+        }
+        if (out->credit < elen)
+            return;
+        wire_frame_raw(&a->out.q, WIRE_DATA, out->child_fd, ch->id, e, elen);
+        out->credit -= (uint32_t)elen;
+    }
+}
+
 /* Writes queued input to the child until its pipe is full, returning CREDIT to the host in
  * batches (or once the queue is empty); closes the fd once the host's EOF is reached. A
  * child that closed its end (EPIPE) has the rest dropped and credited, so the host's
@@ -292,6 +327,8 @@ void agent_write_input(agent *a, achan *ch, achan_fd *f)
             f->in_eof = true;
             break;
         }
+        if (ch->tty)
+            echo_signal_keys(a, ch, f->fd, f->in.buf + f->in_off, (size_t)n);
         f->in_off += (size_t)n;
         f->in_done += (uint32_t)n;
     }

@@ -149,6 +149,9 @@ typedef struct agent {
     int64_t idle_since;
     bool quit;
     bool net_noticed;     /* the no-network notice reached a command (agent_net_notice) */
+    int pty_sig_echo;     /* 0: not known yet; 1: a pty echoes the signal keys it takes
+                             (Ctrl-C as ^C: Linux); -1: it does not (gVisor), so the agent
+                             does (agent_write_input). Probed at the first pty (agent_spawn.c) */
 } agent;
 
 /* The functions the files share, by the file that defines them; each one's lead comment is at

@@ -172,6 +172,63 @@ static int open_pty(achan *ch, const wire_run *run, spawn_plan *sp)
     return 0;
 }
 
+/*
+ * Does this system's pty echo a signal key it takes? Linux's line discipline, given Ctrl-C
+ * with ISIG and ECHO, sends SIGINT and echoes "^C" (n_tty_receive_signal_char, ECHOCTL's
+ * form), which is what a person sees under bash; gVisor's sends the signal and either
+ * consumes the key without a word (devpts/line_discipline.go, since 2026-03) or echoes the
+ * raw byte, which shows nothing (before: it has no ECHOCTL). So the first pty is asked,
+ * before any process has it as its terminal (a signal key then signals nobody): the master types
+ * VINTR, "x" and a newline; what comes back up to the "x" is "^C" or nothing, and the slave
+ * reads the "x" line, so nothing of the probe is left for the command. The wait is for
+ * the "x", whose echo comes on both (bounded: 5 s). 1 when it echoes, or when it cannot tell
+ * (then the agent adds nothing: never a second "^C"), -1 when the agent must echo.
+ */
+static int probe_sig_echo(int master, int slave)
+{
+    struct termios t;
+    char out[64], line[16];
+    size_t len = 0;
+    int64_t end = mf_now_ns() + 5000000000LL;
+
+    if (tcgetattr(slave, &t) < 0 || (t.c_lflag & (ISIG | ECHO | ICANON)) != (ISIG | ECHO | ICANON) ||
+        t.c_cc[VINTR] == _POSIX_VDISABLE)
+        return 1;
+    {
+        char probe[3] = { (char)t.c_cc[VINTR], 'x', '\n' };
+        if (write(master, probe, sizeof(probe)) != (ssize_t)sizeof(probe))
+            return 1;
+    }
+    /* the echo, up to the "x" */
+    while (!memchr(out, 'x', len) && len < sizeof(out)) {
+        struct pollfd pf = { .fd = master, .events = POLLIN };
+        int64_t left = (end - mf_now_ns()) / 1000000;
+        ssize_t n;
+        if (left <= 0 || poll(&pf, 1, (int)left) <= 0)
+            return 1;
+        n = read(master, out + len, sizeof(out) - len);
+        if (n <= 0)
+            return 1;
+        len += (size_t)n;
+    }
+    /* the line the slave got ("x\n"), read so the command does not (Linux has it by the
+     * time the echo came: both come from one pass over the typed bytes) */
+    {
+        struct pollfd pf = { .fd = slave, .events = POLLIN };
+        int64_t left = (end - mf_now_ns()) / 1000000;
+        if (left <= 0 || poll(&pf, 1, (int)left) <= 0 || read(slave, line, sizeof(line)) < 0)
+            return 1;
+    }
+    {
+        const char *x = memchr(out, 'x', len);
+        if (!x)
+            return 1;
+        /* before the "x": Linux's "^C"; nothing (gVisor now), or the raw byte, which a
+         * terminal does not show (gVisor before 2026-03, which also passes it on as input) */
+        return x - out >= 2 && out[0] == '^' ? 1 : -1;
+    }
+}
+
 /* One pipe per fd of the RUN's map (a tty's 0-2 are the pty's), or a note that the fd
  * shares the pipe of the nearest output fd before it. */
 static int make_pipes(achan *ch, const wire_run *run, spawn_plan *sp)
@@ -377,6 +434,8 @@ void agent_spawn(agent *a, uint32_t id, wire_run *run)
         ch->state = CH_DRAINING;
         return;
     }
+    if (ch->tty && !a->pty_sig_echo)
+        a->pty_sig_echo = probe_sig_echo(sp.master, sp.slave);
     if (make_pipes(ch, run, &sp) < 0)
         goto fail;
     if (ch->tty)

@@ -4,6 +4,7 @@
 #   . "$(dirname "$0")/../lib/tap.sh"
 #   is "$(echo hi)" "hi" "echo prints hi"
 #   ok test -d /tmp "tmp exists"        # runs the command
+#   tap_todo "why not yet" ok "a known gap" CMD...
 #   skip_all "no runsc: install with make deps"
 #   done_testing
 #
@@ -21,9 +22,14 @@ SBX_TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/sbxsh-test.XXXXXX")
 tap_cleanup() { rm -rf "$SBX_TEST_TMP"; }
 trap tap_cleanup EXIT
 
+tap_todo_reason=
 tap_result() { # COND NAME
     tap_n=$((tap_n + 1))
-    if [ "$1" = 0 ]; then
+    if [ -n "$tap_todo_reason" ]; then
+        # a known gap: reported, never a failure (prove lists one that passes)
+        printf '%s %d - %s # TODO %s\n' "$([ "$1" = 0 ] && echo ok || echo 'not ok')" \
+            "$tap_n" "$2" "$tap_todo_reason"
+    elif [ "$1" = 0 ]; then
         printf 'ok %d - %s\n' "$tap_n" "$2"
     else
         tap_failed=$((tap_failed + 1))
@@ -79,6 +85,16 @@ unlike() {
     else
         tap_result 0 "$3"
     fi
+}
+
+# tap_todo REASON CHECK...: runs the check (ok, is, like...) as a TODO test: what should
+# hold and does not yet, with why; its failure does not fail the file.
+tap_todo() {
+    local rc
+    tap_todo_reason=$1; shift
+    "$@"; rc=$?
+    tap_todo_reason=
+    return $rc
 }
 
 skip() { tap_n=$((tap_n + 1)); printf 'ok %d # SKIP %s\n' "$tap_n" "$1"; }

@@ -1,0 +1,136 @@
+#!/bin/bash
+# Issue 21, what a person sees at the prompt, against bash: at a real terminal (tmux), on
+# both runtimes, the same lines typed into `bash -i` and into sbxsh (invoked as `sbxsh`),
+# bash's text with "bash" replaced by "sbxsh" must be sbxsh's: a syntax error
+# ("sbxsh: syntax error near unexpected token `)'", no "line N:", no offending line),
+# Ctrl-C of `sleep 100` showing ^C and Ctrl-Z showing ^Z then the Stopped notice (gVisor's
+# pty echoes neither: sbx-agent does), and, as TODO until the sandbox's shell is an
+# interactive one (cli/README.md: "Messages"), `cd nowhere` and an unknown command.
+# Without a terminal, `sbxsh -i` gives the same syntax error line as `bash -i`, and -c,
+# stdin mode and a script keep bash's non-interactive messages ("sbxsh: line 1: ...").
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/tmux.sh"
+
+tmux_usable || skip_all "$TMUX_WHY"
+if ! why=$(runtime_usable bwrap); then
+    skip_all "$why"
+fi
+setup_session "msgs-$$" bwrap
+cd "$CODE" || bail_out "no code dir"
+T=$SBX_TEST_TMP
+# invoked as `sbxsh`, through PATH, as a person would: bash names itself by argv[0]
+mkdir -p "$T/bin" && ln -s "$SBXSH" "$T/bin/sbxsh" || bail_out "cannot link sbxsh"
+export PATH="$T/bin:$PATH"
+
+# ---- without a terminal ------------------------------------------------------------
+# msgs_of CMD...: the command's stderr, its lines as they are (the prompts bash -i writes
+# there, and its job control notes, are not messages: dropped)
+msgs_of() {
+    "$@" 2>&1 >/dev/null </dev/null | grep -v -e 'job control' -e 'terminal process group' \
+        -e '^\[sbx:' -e '^bash-[0-9.]*[#$] *$' -e '^exit$' | sed 's/^bash-[0-9.]*[#$] //'
+}
+for cmd in 'cd nowhere' 'nosuchcmd_21' 'x )' 'echo $((1/0))'; do
+    want=$(msgs_of bash -c "exec -a sbxsh bash -c '$cmd'")
+    got=$(msgs_of bash -c "exec -a sbxsh sbxsh -c '$cmd'")
+    is "$got" "$want" "sbxsh -c '$cmd': bash -c's message (\"sbxsh: line 1: ...\")"
+    want=$(printf '%s\n' "$cmd" | bash -c 'exec -a sbxsh bash' 2>&1 >/dev/null)
+    got=$(printf '%s\n' "$cmd" | bash -c 'exec -a sbxsh sbxsh' 2>&1 >/dev/null)
+    is "$got" "$want" "stdin mode, '$cmd': bash reading stdin's message"
+done
+printf 'cd nowhere\nx )\n' >"$CODE/msgs.sh"
+is "$(msgs_of sbxsh msgs.sh)" "$(msgs_of bash msgs.sh)" "a script: bash's messages (msgs.sh: line N: ...)"
+want=$(printf 'x )\n' | bash -c 'exec -a sbxsh bash --norc -i' 2>&1 >/dev/null | grep 'syntax error')
+got=$(printf 'x )\n' | sbxsh -i 2>&1 >/dev/null | grep 'syntax error')
+is "$got" "$want" "sbxsh -i at a pipe: a syntax error as bash -i says it (no line, no offending line)"
+like "$want" '^sbxsh: syntax error near unexpected token' "...which is bash -i's: NAME: MESSAGE"
+want=$(printf 'x )\n' | bash -c 'exec -a -sbxsh bash --norc -i' 2>&1 >/dev/null | grep 'syntax error')
+got=$(printf 'x )\n' | bash -c 'exec -a -sbxsh sbxsh -i' 2>&1 >/dev/null | grep 'syntax error')
+is "$got" "$want" "a login shell (-sbxsh) names itself -sbxsh, as bash -i as -bash does"
+
+# ---- at a terminal ----------------------------------------------------------------------
+tmux_start 120 40
+# typed LINES...: types each line at the prompt (REGEX $2) and waits for the prompt again
+prompt_re=
+typed() {
+    local l
+    for l in "$@"; do
+        tmux_type "$l"; tmux_keys Enter
+        tmux_wait_last "$prompt_re" || return 1
+    done
+}
+# keyed: `sleep 100`, Ctrl-C; `sleep 100`, Ctrl-Z (again if it came before the job had the
+# pty); kill -9 %1, and a command after it that brings its notice
+keyed() {
+    tmux_type 'sleep 100'; tmux_keys Enter
+    tmux_wait '[#$] sleep 100$' 10 >/dev/null || true
+    for _ in 1 2 3 4 5; do
+        tmux_keys C-c
+        tmux_wait_last "$prompt_re" 3 >/dev/null && break
+    done
+    tmux_type 'sleep 100'; tmux_keys Enter
+    tmux_wait '[#$] sleep 100$' 10 >/dev/null || true
+    for _ in 1 2 3 4 5; do
+        tmux_keys C-z
+        tmux_wait 'Stopped +sleep 100' 3 >/dev/null && break
+    done
+    tmux_wait_last "$prompt_re"
+    typed 'kill -9 %1' 'true'
+}
+# the session's lines after the last line matching $1, "bash" in messages made "sbxsh"
+screen_after() { tmux_screen | sed -n "/$1/,\$p" | sed 's/^bash: /sbxsh: /'; }
+LINES_TYPED=('cd nowhere' 'nosuchcmd_21' 'x )')
+
+tmux_clear
+tmux_type "PS1='ref\$ ' bash --norc --noprofile -i"; tmux_keys Enter
+prompt_re='^ref\$ ?$'
+tmux_wait_last "$prompt_re" || bail_out "no bash -i prompt"
+tmux_type 'echo =ref=start'; tmux_keys Enter; tmux_wait_last "$prompt_re"
+typed "${LINES_TYPED[@]}" || bail_out "bash -i did not prompt again"
+keyed
+ref=$(screen_after '^=ref=start$')
+# (a second exit if bash had not yet reaped the killed job: "There are stopped jobs.")
+for _ in 1 2 3; do
+    tmux_type exit; tmux_keys Enter
+    tmux_wait_last '^host\$ ?$' 10 >/dev/null && break
+done
+tmux_wait_last '^host\$ ?$' 10 || bail_out "no host prompt after bash -i"
+# what bash shows, so that the checks below test sbxsh against it
+like "$ref" $'\nsbxsh: syntax error near unexpected token `\\)\'\n' "bash -i: the syntax error line"
+like "$ref" $'sleep 100\n\\^C\n' "bash -i: ^C on the line after sleep 100"
+like "$ref" $'sleep 100\n\\^Z\n\\[1\\]\\+ +Stopped +sleep 100\n' "bash -i: ^Z, then the Stopped notice"
+
+for rt in bwrap runsc; do
+    if ! why=$(runtime_usable "$rt"); then
+        for _ in 1 2 3 4 5 6 7 8; do skip "$rt: $why"; done
+        continue
+    fi
+    tmux_run clear
+    tmux_cmd clear-history
+    tmux_type "AGENT_SANDBOX_LOCAL_RUNTIME=$rt AGENT_SANDBOX_SESSION=msgs-$rt-$$ sbxsh"
+    tmux_keys Enter
+    prompt_re='^\[sbx:msgs-'"$rt"'-[0-9]+\] .*[#$] ?$'
+    tmux_wait_last "$prompt_re" 120 || bail_out "$rt: no sbxsh prompt"
+    tmux_type 'echo =sbx=start'; tmux_keys Enter; tmux_wait_last "$prompt_re"
+    typed "${LINES_TYPED[@]}" || bail_out "$rt: sbxsh did not prompt again"
+    keyed
+    got=$(screen_after '^=sbx=start$')
+    line=$(grep -x 'sbxsh: syntax error.*' <<<"$ref")
+    ok "$rt: the syntax error reads as bash -i's ($line)" grep -qxF -- "$line" <<<"$got"
+    unlike "$got" '`x \)'"'" "$rt: ...without the offending line bash adds only in a script"
+    like "$got" $'sleep 100\n\\^C\n\\[sbx:' "$rt: Ctrl-C of sleep 100 shows ^C, as bash does"
+    like "$got" $'sleep 100\n\\^Z\n\\[1\\]\\+ +Stopped +sleep 100\n' "$rt: Ctrl-Z shows ^Z, then the Stopped notice"
+    unlike "$got" '\^C\^C|\^Z\^Z' "$rt: ...each once"
+    line=$(grep -x 'sbxsh: cd: nowhere: .*' <<<"$ref")
+    # TODO: the sandbox's shell is bash -s, not interactive: its messages carry "line N:"
+    # and $0 (cli/README.md, "Messages"); these pass once it is
+    tap_todo "sandbox shell not interactive (cli/README.md: Messages)" \
+        ok "$rt: cd nowhere reads as bash -i's ($line)" grep -qxF -- "$line" <<<"$got"
+    line=$(grep -x 'sbxsh: nosuchcmd_21: .*' <<<"$ref")
+    tap_todo "sandbox shell not interactive (cli/README.md: Messages)" \
+        ok "$rt: an unknown command reads as bash -i's ($line)" grep -qxF -- "$line" <<<"$got"
+    tmux_type exit; tmux_keys Enter
+    tmux_wait_last '^host\$ ?$' 60 || bail_out "$rt: sbxsh did not exit"
+    "$SBX" release --session "msgs-$rt-$$" >/dev/null 2>&1
+done
+[ "$tap_failed" = 0 ] || diag "the screen at the end:" "$(tmux_screen)"
+done_testing
