@@ -10,18 +10,49 @@
 
 #include "common/fsutil.h"
 
+/*
+ * The cluster a session's calls go to is the one its claim was made on, as kube.json
+ * records it (the server, and the context when the kubeconfig had one): after
+ * `kubectl config use-context other`, `sbx release` released nothing there and said 0,
+ * and the claim and pod stayed on the first cluster until their shutdownTime. So with a
+ * recorded claim, the recorded context is used unless the caller names one, and the
+ * server it leads to must be the recorded one: else every call is refused, saying how to
+ * reach the session again.
+ */
 int kt_connect(kt *k, kt_opts *o, sbx_err *err)
 {
+    cJSON *rec = o->state_dir ? kt_state_load(o->state_dir) : NULL;
+    const char *rec_claim = rec ? kt_jstr(rec, "claim") : NULL;
+    const char *rec_ctx = rec_claim ? kt_jstr(rec, "context") : NULL;
+    const char *rec_server = rec_claim ? kt_jstr(rec, "server") : NULL;
+    const char *rec_ns = rec_claim ? kt_jstr(rec, "namespace") : NULL;
     kube_load_opts lo = {
         .explicit_path = o->kubeconfig,
         .kubeconfig_env = getenv("KUBECONFIG"),
-        .context = o->context,
-        .namespace_ = o->namespace_,
+        .context = o->context ? o->context : rec_ctx,
+        .namespace_ = o->namespace_ ? o->namespace_ : rec_ns,
     };
     memset(k, 0, sizeof(*k));
     k->o = o;
-    if (kube_target_load(&lo, &k->target, err) < 0)
+    if (kube_target_load(&lo, &k->target, err) < 0) {
+        if (!o->context && rec_ctx)
+            sbx_err_prefix(err, "the session's claim %s was made through the kubeconfig's "
+                           "context %s", rec_claim, rec_ctx);
+        cJSON_Delete(rec);
         return -1;
+    }
+    if (rec_server && *rec_server &&
+        strcmp(rec_server, k->target.server ? k->target.server : "") != 0) {
+        sbx_errf(err, "the session's claim %s is on the API server %s%s%s%s, but the "
+                 "kubeconfig now leads to %s: point it (or AGENT_SANDBOX_KUBECONFIG, "
+                 "AGENT_SANDBOX_KUBE_CONTEXT) back there to use or release the session",
+                 rec_claim, rec_server, rec_ctx ? " (context " : "", rec_ctx ? rec_ctx : "",
+                 rec_ctx ? ")" : "", k->target.server ? k->target.server : "no server");
+        kube_target_free(&k->target);
+        cJSON_Delete(rec);
+        return -1;
+    }
+    cJSON_Delete(rec);
     k->ns = k->target.namespace_ ? k->target.namespace_ : "default";
     if (!(k->c = kube_client_new(&k->target, err))) {
         kube_target_free(&k->target);
