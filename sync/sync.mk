@@ -4,7 +4,7 @@ SYNC_COMMON := sync/wire.c sync/safefs.c sync/ignore.c sync/gitpolicy.c sync/man
                sync/gitcred.c sync/manifest_watch.c sync/manifest_scan.c sync/manifest_save.c sync/manifest_pathmap.c \
                sync/delta.c sync/apply.c
 SYNC_CONN := sync/conn.c sync/conn_host.c sync/conn_request.c sync/conn_wait.c
-LIB_SRCS += $(SYNC_COMMON) $(SYNC_CONN) sync/resume.c
+LIB_SRCS += $(SYNC_COMMON) $(SYNC_CONN) sync/resume.c sync/rcfile.c
 AGENT_SRCS += $(SYNC_COMMON) sync/agent.c sync/agent_chan.c sync/agent_spawn.c sync/agent_sync.c sync/dnsstub.c \
               sync/agent_pod.c sync/resume.c
 AGENT_MAIN := sync/agent_main.c
@@ -49,7 +49,7 @@ fuzz-dns: build-fuzz/fuzz-dns
 fuzz: fuzz-dns
 .PHONY: fuzz-dns
 
-TEST_C += tests/sync/t-unsynced.c tests/sync/t-resume.c tests/sync/t-gitcred.c
+TEST_C += tests/sync/t-unsynced.c tests/sync/t-resume.c tests/sync/t-gitcred.c tests/sync/t-rcfile.c
 
 # The resumable stream under the kube backend's exec (sync/resume.c): the keeper in the pod
 # is the sandbox's, so its frames are fuzzed as the agent's are (tests/sync/fuzz-resume.t).
