@@ -892,6 +892,7 @@ static void doctor_probe(void)
     strvec_clear(&cfg.code_dirs);
     strvec_clear(&cfg.sync_paths);
     strvec_clear(&cfg.task_files);
+    strvec_clear(&cfg.create_paths);
     if (sbx_session_open(&cfg, NULL, &s, &err) < 0) {
         finding(2, "cannot start a sandbox", "%s", err.msg);
         goto out;

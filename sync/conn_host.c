@@ -141,6 +141,25 @@ int sync_host_new(const sync_config *cfg, sync_host **out, sbx_err *err)
         cut = (size_t)(strrchr(p.buf, '/') - p.buf);
         add_root(h, WIRE_ROOT_TASK, p.buf, cut ? cut : 1, p.buf + cut + 1, p.len - cut - 1);
     }
+    /* Create-only directories: split as task files are (the directory is the pattern's one
+     * literal name, so that the directory itself is pushed and made in the sandbox). */
+    for (size_t i = 0; cfg->create_paths && cfg->create_paths[i]; i++) {
+        size_t cut;
+        bool covered = false;
+        if (conn_path_normalize(cfg->create_paths[i], "create path", &p, err) < 0)
+            goto fail;
+        for (size_t k = 0; k < codes.n; k++)
+            covered |= inside(p.buf, codes.v[k]) || inside(codes.v[k], p.buf);
+        if (covered) {
+            sbx_errf(err, "create path %s overlaps a code directory: it would be synced both "
+                     "ways there", p.buf);
+            goto fail;
+        }
+        if (p.len == 1)
+            continue;
+        cut = (size_t)(strrchr(p.buf, '/') - p.buf);
+        add_root(h, WIRE_ROOT_CREATE, p.buf, cut ? cut : 1, p.buf + cut + 1, p.len - cut - 1);
+    }
     if (h->nroots > SYNC_MAX_ROOTS) {
         sbx_errf(err, "too many sync roots (%zu, at most %d)", h->nroots, SYNC_MAX_ROOTS);
         goto fail;
@@ -180,6 +199,12 @@ int sync_host_new(const sync_config *cfg, sync_host **out, sbx_err *err)
     if (cfg->user_gitconfig && cfg->sandbox_gitconfig) {
         h->user_gitconfig = xstrdup(cfg->user_gitconfig);
         h->sandbox_gitconfig = xstrdup(cfg->sandbox_gitconfig);
+    }
+    strvec_init(&h->rc_put);
+    strvec_init(&h->rc_seen);
+    if (cfg->user_home && cfg->sandbox_home) {
+        h->user_home = xstrdup(cfg->user_home);
+        h->sandbox_home = xstrdup(cfg->sandbox_home);
     }
     for (size_t i = 0; i < h->nroots; i++)
         remove_stale_stages(h->roots[i].base);
@@ -221,6 +246,11 @@ void sync_host_free(sync_host *h)
     free(h->state_file);
     free(h->user_gitconfig);
     free(h->sandbox_gitconfig);
+    free(h->user_home);
+    free(h->sandbox_home);
+    strvec_clear(&h->rc_put);
+    strvec_clear(&h->rc_seen);
+    free(h->rc_seen_st);
     free(h);
 }
 
