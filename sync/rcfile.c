@@ -468,7 +468,7 @@ static bool next_token(const char *t, size_t len, size_t *i, size_t *s, size_t *
         *e = *i = k;
         return true;
     }
-    while (k < len && !strchr(" \t\n;&|()<>", t[k])) {
+    while (k < len && (!t[k] || !strchr(" \t\n;&|()<>", t[k]))) {
         if (t[k] == '\\') {
             k += 2;
             continue;
@@ -483,6 +483,8 @@ static bool next_token(const char *t, size_t len, size_t *i, size_t *s, size_t *
         }
         k++;
     }
+    if (k == *s)
+        k++;   /* a redirection's < or >: a token of its own */
     *e = *i = k > len ? len : k;
     return true;
 }

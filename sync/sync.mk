@@ -60,3 +60,13 @@ fuzz-resume: build-fuzz/fuzz-resume
 	$(call fuzz_run,resume,8192)
 fuzz: fuzz-resume
 .PHONY: fuzz-resume
+
+# The startup-file filter (sync/rcfile.c) under libFuzzer: tests/sync/fuzz-rcfile.t runs it
+# for a few seconds in make check when clang's libFuzzer is installed.
+FUZZ_C += tests/fuzz/fuzz-rcfile.c
+build-fuzz/fuzz-rcfile: tests/fuzz/fuzz-rcfile.c sync/rcfile.c $(COMMON_SRCS) sync/rcfile.h common/strbuf.h common/strvec.h common/urlcred.h
+	$(call fuzz_link,)
+fuzz-rcfile: build-fuzz/fuzz-rcfile
+	$(call fuzz_run,rcfile,16384)
+fuzz: fuzz-rcfile
+.PHONY: fuzz-rcfile

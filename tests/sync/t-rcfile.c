@@ -172,6 +172,8 @@ int main(void)
     sources(". /etc/bash_completion\n. ~/$X/f\n. ~/*.sh\n. \"~/q\"\n. $HOME\n", "");
     sources("source ~/.ssh/agent.env\n. ~/../other\n. ~/.aws/env\n", "");
     sources("source $HOMEX/f\n", "");
+    /* A redirection is a token of its own (a lone '<' once made the scan stand still). */
+    sources("cat < ~/x >/dev/null; . ~/y <&0\n", "y");
 
     allowed(".bashrc", true);
     allowed("dotfiles/bash/aliases", true);
