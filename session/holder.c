@@ -53,7 +53,7 @@ typedef struct holder {
     strvec fingerprint_also;    /* ...or one of these (sbx_config_fingerprints_also) */
     /* What the sync covers besides the code directories: the union of what
      * the clients asked for (AGENT_SANDBOX_SYNC_PATHS, _TASK_FILES,
-     * _SYNC_EXCLUDE). A client adding to it makes the host state stale:
+     * _CREATE_PATHS, _SYNC_EXCLUDE). A client adding to it makes the host state stale:
      * rebuilt before the next command starts, once none runs. */
     strvec sync_paths, task_files, excludes, create_paths;
     bool host_stale;
@@ -416,8 +416,9 @@ static void drop_conn(holder *h)
 }
 
 /* The host side of the sync for the session: code directories from the config,
- * the sync paths, task files and excludes as the clients widened them, the
- * pull quota. */
+ * the sync paths, task files, create paths and excludes as the clients widened
+ * them, the pull quota, and the home directory whose startup files go into the
+ * sandbox's (at the same path: commands there get HOME at the host's path). */
 static int make_host(holder *h, sbx_err *err)
 {
     const sbx_config *cfg = h->cfg;
@@ -499,7 +500,7 @@ static int ensure_conn(holder *h, hclient *c, sbx_err *err)
     /* Rebuild before the next command. The host state (sync_host: its manifest, the
      * paths it walks, the ignore rules) is fixed when it is made, and one
      * connection to the agent serves every client. A client that brought new sync
-     * paths, task files or excludes (P_HELLO) set host_stale; the state cannot be
+     * paths, task files, create paths or excludes (P_HELLO) set host_stale; the state cannot be
      * swapped under a running command (its pull would be checked against rules it
      * did not start with, and the agent's channels belong to the connection), so
      * the swap waits until none runs and happens here, as the next command starts:
