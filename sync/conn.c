@@ -620,8 +620,8 @@ void conn_refresh_user_gitconfig(sync_conn *c)
     strbuf filtered = STRBUF_INIT;
     sbx_err ignored;
 
-    if (!h->user_gitconfig)
-        return;
+    if (!h->user_gitconfig || conn_path_synced(h, h->sandbox_gitconfig))
+        return;   /* none, or synced as it is (a home directory named as a code directory) */
     if (stat(h->user_gitconfig, &st) < 0)
         memset(&st, 0, sizeof(st));
     if (h->gitconfig_put && st.st_dev == h->gitconfig_seen.st_dev &&
@@ -730,6 +730,14 @@ void conn_refresh_user_rcfiles(sync_conn *c)
             free(p);
         }
         strvec_push(&h->rc_seen, rel);
+        dst = xasprintf("%s/%s", h->sandbox_home, rel);
+        if (conn_path_synced(h, dst)) {
+            /* synced as it is (a home directory named as a code directory, a sync path):
+             * the sync owns it, a put would fight it */
+            free(dst);
+            continue;
+        }
+        free(dst);
         fd = rc_open(homefd, home_real, rel, &st);
         if (fd < 0)
             continue;

@@ -222,6 +222,24 @@ fail:
     return -1;
 }
 
+bool conn_path_synced(const sync_host *h, const char *path)
+{
+    for (size_t i = 0; i < h->nroots; i++) {
+        const wire_root *r = &h->roots[i];
+        size_t n = r->base_len;
+        bool partial;
+        if (strncmp(path, r->base, n) || (n > 1 && path[n] != '/'))
+            continue;
+        if (n == 1)
+            n = 0;   /* the root "/" */
+        if (!path[n])
+            continue;   /* the base itself is not synced */
+        if (mf_in_pattern(h->tree, i, path + n + 1, strlen(path + n + 1), &partial) && !partial)
+            return true;
+    }
+    return false;
+}
+
 void sync_host_adopt(sync_host *h, sync_host *old)
 {
     mf_adopt_roots(h->tree, old->tree);

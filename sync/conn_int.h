@@ -146,6 +146,9 @@ void conn_kick(sync_conn *c);
 void conn_put_file_frame(strbuf *out, const char *path, unsigned mode, const void *data,
                          size_t len);
 void conn_queue_item(sync_conn *c, conn_item *it);
+/* Whether an absolute path is synced already (inside a code directory, or matching a sync
+ * path, task file or create path): a file put into the sandbox there would fight the sync. */
+bool conn_path_synced(const sync_host *h, const char *path);
 void conn_refresh_user_gitconfig(sync_conn *c);
 void conn_refresh_user_rcfiles(sync_conn *c);
 void conn_send_credit(sync_conn *c, conn_chan *ch, conn_fd *f, bool force);

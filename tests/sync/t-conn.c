@@ -1024,9 +1024,11 @@ static void test_startup_files_and_create_only(void)
     sync_config cfg = { 0 };
     sess s;
     result r;
-    char *home = st_tmpdir("rchome"), *sbx_home = xasprintf("/sbx-home-%d", (int)getpid());
+    char *home = st_tmpdir("rchome"), *sbx_home = xstrdup(home);   /* as the holder has it: the same path */
     char *snaps = xasprintf("%s/.claude/shell-snapshots", home), *sbx_snaps, *p, *q;
     const char *creates[2] = { snaps, NULL };
+    char *logout = xasprintf("%s/.bash_logout", home);
+    const char *syncs[2] = { logout, NULL };
 
     st_sh("mkdir -p '%s/.ssh' '%s/dot' '%s'", home, home, snaps);
     p = xasprintf("%s/.bashrc", home);
@@ -1053,6 +1055,8 @@ static void test_startup_files_and_create_only(void)
     cfg.user_home = home;
     cfg.sandbox_home = sbx_home;
     cfg.create_paths = creates;
+    cfg.sync_paths = syncs;   /* a startup file synced as it is: the sync owns it */
+    st_write(logout, "export LOGOUT_TOKEN=as-synced\n");
     sess_open(&s, "rcfiles", &cfg);
     sbx_snaps = xasprintf("%s%s", s.prefix, snaps);
 
@@ -1076,6 +1080,11 @@ static void test_startup_files_and_create_only(void)
     q = xasprintf("%s%s/.profile", s.prefix, sbx_home);
     ok(!st_exists(q), "a symlink out of HOME is not");
     free(q);
+    q = xasprintf("%s%s", s.prefix, logout);
+    is_str(st_read(q), "export LOGOUT_TOKEN=as-synced\n",
+           "a startup file that is synced (a sync path) is left to the sync, as it is");
+    free(q);
+    ok(!strstr(s.warnings.buf, "conflict"), "  without a conflict between the two");
     /* Changed on the host: the next command has it. */
     usleep(20000);
     q = xasprintf("%s/.bashrc", home);
@@ -1143,6 +1152,7 @@ static void test_startup_files_and_create_only(void)
     free(sbx_home);
     free(snaps);
     free(sbx_snaps);
+    free(logout);
     sess_free(&s);
 }
 
