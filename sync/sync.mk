@@ -33,7 +33,7 @@ fuzz: fuzz-wire
 # The host's flow control (windows, credits, writable) against a simulated agent whose
 # steps the fuzz input chooses; checks that nothing stalls once everything is consumed.
 FUZZ_C += tests/fuzz/fuzz-flow.c
-build-fuzz/fuzz-flow: tests/fuzz/fuzz-flow.c $(SYNC_CONN) $(SYNC_COMMON) $(COMMON_SRCS) $(wildcard sync/*.h common/*.h)
+build-fuzz/fuzz-flow: tests/fuzz/fuzz-flow.c $(SYNC_CONN) sync/rcfile.c $(SYNC_COMMON) $(COMMON_SRCS) $(wildcard sync/*.h common/*.h)
 	$(call fuzz_link,)
 fuzz-flow: build-fuzz/fuzz-flow
 	$(call fuzz_run,flow,4096)
