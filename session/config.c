@@ -459,6 +459,7 @@ int sbx_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *err)
 
     sbx_split_list(&cfg->sync_paths, getenv("AGENT_SANDBOX_SYNC_PATHS"), ':');
     sbx_split_list(&cfg->task_files, getenv("AGENT_SANDBOX_TASK_FILES"), ':');
+    sbx_split_list(&cfg->create_paths, getenv("AGENT_SANDBOX_CREATE_PATHS"), ':');
     sbx_split_list(&cfg->excludes, getenv("AGENT_SANDBOX_SYNC_EXCLUDE"), ':');
     sbx_split_list(&cfg->forward_env, getenv("AGENT_SANDBOX_FORWARD_ENV"), ',');
     /* Names or shell patterns (npm_*), one separator: a colon or a space here is a list
@@ -474,7 +475,8 @@ int sbx_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *err)
         }
     }
     if (check_abs_list(&cfg->sync_paths, "AGENT_SANDBOX_SYNC_PATHS", err) < 0 ||
-        check_abs_list(&cfg->task_files, "AGENT_SANDBOX_TASK_FILES", err) < 0)
+        check_abs_list(&cfg->task_files, "AGENT_SANDBOX_TASK_FILES", err) < 0 ||
+        check_abs_list(&cfg->create_paths, "AGENT_SANDBOX_CREATE_PATHS", err) < 0)
         goto fail;
 
     /* Each backend built in reads and checks its own section (cfg->local, ...), whichever
@@ -591,6 +593,7 @@ void sbx_config_free(sbx_config *cfg)
     strvec_clear(&cfg->code_dirs);
     strvec_clear(&cfg->sync_paths);
     strvec_clear(&cfg->task_files);
+    strvec_clear(&cfg->create_paths);
     strvec_clear(&cfg->excludes);
     strvec_clear(&cfg->forward_env);
     free(cfg->backend);

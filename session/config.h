@@ -70,6 +70,8 @@ typedef struct sbx_config {
     strvec code_dirs;     /* real absolute paths, no duplicates, none inside another */
     strvec sync_paths;    /* AGENT_SANDBOX_SYNC_PATHS (absolute; globs kept as given) */
     strvec task_files;    /* AGENT_SANDBOX_TASK_FILES (absolute; pushed only) */
+    strvec create_paths;  /* AGENT_SANDBOX_CREATE_PATHS (absolute; pushed, and new files
+                           * the sandbox adds come back: create-only) */
     strvec excludes;      /* AGENT_SANDBOX_SYNC_EXCLUDE (gitignore patterns) */
     strvec forward_env;   /* AGENT_SANDBOX_FORWARD_ENV: names or patterns, comma-separated */
     unsigned idle_timeout;  /* seconds; 0 = never */

@@ -53,9 +53,9 @@ typedef struct holder {
     strvec fingerprint_also;    /* ...or one of these (sbx_config_fingerprints_also) */
     /* What the sync covers besides the code directories: the union of what
      * the clients asked for (AGENT_SANDBOX_SYNC_PATHS, _TASK_FILES,
-     * _SYNC_EXCLUDE). A client adding to it makes the host state stale:
+     * _CREATE_PATHS, _SYNC_EXCLUDE). A client adding to it makes the host state stale:
      * rebuilt before the next command starts, once none runs. */
-    strvec sync_paths, task_files, excludes;
+    strvec sync_paths, task_files, excludes, create_paths;
     bool host_stale;
     int lfd;
     int sigpipe[2];     /* self-pipe for SIGTERM */
@@ -416,8 +416,9 @@ static void drop_conn(holder *h)
 }
 
 /* The host side of the sync for the session: code directories from the config,
- * the sync paths, task files and excludes as the clients widened them, the
- * pull quota. */
+ * the sync paths, task files, create paths and excludes as the clients widened
+ * them, the pull quota, and the home directory whose startup files go into the
+ * sandbox's (at the same path: commands there get HOME at the host's path). */
 static int make_host(holder *h, sbx_err *err)
 {
     const sbx_config *cfg = h->cfg;
@@ -429,6 +430,9 @@ static int make_host(holder *h, sbx_err *err)
         .state_file = h->state_file,
         .user_gitconfig = h->user_gitconfig,
         .sandbox_gitconfig = h->sandbox_gitconfig,
+        .user_home = cfg->home,
+        .sandbox_home = cfg->home,
+        .create_paths = (const char *const *)h->create_paths.v,
         .disk_max = cfg->disk_max,
         .files_max = cfg->files_max,
     };
@@ -496,7 +500,7 @@ static int ensure_conn(holder *h, hclient *c, sbx_err *err)
     /* Rebuild before the next command. The host state (sync_host: its manifest, the
      * paths it walks, the ignore rules) is fixed when it is made, and one
      * connection to the agent serves every client. A client that brought new sync
-     * paths, task files or excludes (P_HELLO) set host_stale; the state cannot be
+     * paths, task files, create paths or excludes (P_HELLO) set host_stale; the state cannot be
      * swapped under a running command (its pull would be checked against rules it
      * did not start with, and the agent's channels belong to the connection), so
      * the swap waits until none runs and happens here, as the next command starts:
@@ -850,8 +854,8 @@ static int handle_frame(holder *h, hclient *c, int type, proto_reader *r)
             send_str(c, P_ERROR, msg);
             return 0;
         }
-        char **lists[3] = { NULL, NULL, NULL };
-        for (int i = 0; i < 3; i++) {
+        char **lists[4] = { NULL, NULL, NULL, NULL };
+        for (int i = 0; i < 4; i++) {
             if (get_list(r, &lists[i]) < 0) {
                 for (int j = 0; j < i; j++)
                     free_strs(lists[j]);
@@ -861,11 +865,12 @@ static int handle_frame(holder *h, hclient *c, int type, proto_reader *r)
         bool grew = add_missing(&h->sync_paths, lists[0]);
         grew |= add_missing(&h->task_files, lists[1]);
         grew |= add_missing(&h->excludes, lists[2]);
-        for (int i = 0; i < 3; i++)
+        grew |= add_missing(&h->create_paths, lists[3]);
+        for (int i = 0; i < 4; i++)
             free_strs(lists[i]);
         if (grew) {
             /* rebuilt by ensure_conn before the next command, once none runs */
-            log_msg("sync paths, task files or excludes added by a client");
+            log_msg("sync paths, task files, create paths or excludes added by a client");
             h->host_stale = true;
         }
         c->hello = true;
@@ -1194,6 +1199,7 @@ static void holder_init(holder *h, const sbx_config *cfg, int listen_fd)
     strvec_pushv(&h->sync_paths, cfg->sync_paths.v);
     strvec_pushv(&h->task_files, cfg->task_files.v);
     strvec_pushv(&h->excludes, cfg->excludes.v);
+    strvec_pushv(&h->create_paths, cfg->create_paths.v);
     h->idle_since_ns = now_ns();
     agent_setup(h);
 }
@@ -1345,6 +1351,7 @@ static void holder_finish(holder *h)
     strvec_clear(&h->fingerprint_also);
     strvec_clear(&h->sync_paths);
     strvec_clear(&h->task_files);
+    strvec_clear(&h->create_paths);
     strvec_clear(&h->excludes);
 }
 

@@ -30,7 +30,7 @@
 
 #include "common/strbuf.h"
 
-#define SBX_PROTO_VERSION 2
+#define SBX_PROTO_VERSION 3
 #define SBX_PROTO_MAX_FRAME (1u << 20)
 #define SBX_PROTO_MAX_STRING (256u * 1024)
 #define SBX_PROTO_MAX_LIST 65536

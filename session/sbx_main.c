@@ -80,7 +80,8 @@ static const char usage_main[] =
     "                                 CIDR for private ranges)\n"
     "  AGENT_SANDBOX_IDLE_TIMEOUT     release after this long unused (default 30m; 0: never)\n"
     "  AGENT_SANDBOX_FORWARD_ENV      host variables the sandbox gets, comma-separated\n"
-    "  AGENT_SANDBOX_SYNC_PATHS, AGENT_SANDBOX_TASK_FILES, AGENT_SANDBOX_SYNC_EXCLUDE\n"
+    "  AGENT_SANDBOX_SYNC_PATHS, AGENT_SANDBOX_TASK_FILES, AGENT_SANDBOX_CREATE_PATHS,\n"
+    "  AGENT_SANDBOX_SYNC_EXCLUDE\n"
     "                                 more to sync, colon-separated (see sbxsh(1))\n"
     "  AGENT_SANDBOX_STATE_DIR        sandboxes' files (default ~/.local/state/sbxsh)\n"
     "  AGENT_SANDBOX_AGENT            the sbx-agent binary to use\n"
@@ -892,6 +893,7 @@ static void doctor_probe(void)
     strvec_clear(&cfg.code_dirs);
     strvec_clear(&cfg.sync_paths);
     strvec_clear(&cfg.task_files);
+    strvec_clear(&cfg.create_paths);
     if (sbx_session_open(&cfg, NULL, &s, &err) < 0) {
         finding(2, "cannot start a sandbox", "%s", err.msg);
         goto out;

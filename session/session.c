@@ -701,7 +701,7 @@ fail:
 
 /* P_HELLO: the protocol version, the fingerprint of the session's shape (a
  * holder serves only clients of the same runtime, network and code
- * directories) and the sync paths, task files and excludes this call adds;
+ * directories) and the sync paths, task files, excludes and create paths this call adds;
  * waits, bounded, for HELLO_OK or the holder's refusal. */
 static int hello(sbx_session *s, sbx_err *err)
 {
@@ -721,6 +721,7 @@ static int hello(sbx_session *s, sbx_err *err)
     proto_list(&s->out.q, any ? none : (const char *const *)s->cfg->sync_paths.v);
     proto_list(&s->out.q, any ? none : (const char *const *)s->cfg->task_files.v);
     proto_list(&s->out.q, any ? none : (const char *const *)s->cfg->excludes.v);
+    proto_list(&s->out.q, any ? none : (const char *const *)s->cfg->create_paths.v);
     proto_end(&s->out.q, start);
     free(fp);
     while (!s->holder_pid && !s->failed) {

@@ -764,6 +764,16 @@ static const char *host_refusal(apply_rx *rx, const wire_entry *e, sbx_err *err)
     r = mf_root_at(rx->t, e->root);
     if (r->kind == WIRE_ROOT_TASK)
         return "task files are pushed only";
+    if (r->kind == WIRE_ROOT_CREATE) {
+        /* Create-only (sync/config.h): new regular files and directories; whether the host
+         * has the path already is decided at the commit (create_only_commit). */
+        if (e->op == WIRE_OP_PUT && e->ftype == MF_LNK)
+            return "a create-only directory takes no symlink";
+        if (e->flags & WIRE_ENTRY_EXEC)
+            return "a create-only directory takes no executable file";
+        if (e->op == WIRE_OP_PUT && e->ftype == MF_REG && e->size > SYNC_CREATE_MAX_FILE)
+            return "over 4 MiB, the most a create-only directory takes in one file";
+    }
     if (e->flags & ~(uint32_t)WIRE_ENTRY_EXEC)
         return "a mode the protocol does not carry (only the exec bit syncs: never setuid, "
                "setgid or sticky)";
@@ -1515,6 +1525,54 @@ static bool repo_shape_refusal(apply_rx *rx, const staged *s, const strbuf *path
  * flight changed), nor git history (git_deletion()); a put over a host change keeps the
  * host's version and installs the sandbox's beside it as a conflict copy.
  */
+/*
+ * A staged op under a create-only root (WIRE_ROOT_CREATE): a file the host has is never
+ * replaced, nor deleted, nor one it has made while the delta came (the rename that installs
+ * a new file fails rather than replace: RENAME_NOREPLACE). A refused change is one warning;
+ * the host's file is forgotten by the manifest, so the next push gives the sandbox the
+ * host's version back. A new file or directory is installed as any pull's.
+ */
+static void create_only_commit(apply_rx *rx, const staged *s, int dfd, const char *name,
+                               const struct stat *cur)
+{
+    const mf_root *r = mf_root_at(rx->t, s->root);
+    char p[512];
+    shown(s->path, s->path_len, p, sizeof(p));
+    if (s->op == WIRE_OP_DELETE || (cur && (s->type == MF_DIR) != S_ISDIR(cur->st_mode)) ||
+        (cur && s->type == MF_REG && !same_version(rx, s, dfd, name, cur))) {
+        if (!cur) {
+            mf_forget(rx->t, s->root, s->path, s->path_len);
+            return;
+        }
+        warnf(rx, "refused a sandbox change to %s/%s: %s/%s is create-only (the sandbox may "
+              "add files there, never change or delete one the host has); the host's is kept "
+              "and goes back to the sandbox", r->base, p, r->base, r->pattern);
+        mf_forget(rx->t, s->root, s->path, s->path_len);
+        mf_invalidate(rx->t);
+        return;
+    }
+    if (cur) {
+        host_record(rx, s, dfd, name);   /* the same directory, or the same content */
+        return;
+    }
+    if (s->type == MF_DIR) {
+        if (mkdirat(dfd, name, 0755) < 0) {
+            warnf(rx, "cannot create %s/%s: %s", r->base, p, strerror(errno));
+            return;
+        }
+    } else if (install_at(rx, s, dfd, name, NULL, true) < 0) {
+        if (errno == EEXIST)
+            warnf(rx, "refused a sandbox change to %s/%s: %s/%s is create-only, and the host "
+                  "made that file meanwhile; the host's is kept", r->base, p, r->base,
+                  r->pattern);
+        else
+            warnf(rx, "cannot write %s/%s: %s", r->base, p, strerror(errno));
+        return;
+    }
+    account(rx, (int64_t)s->alloc, 1);   /* quota */
+    host_record(rx, s, dfd, name);
+}
+
 static void commit_one(apply_rx *rx, const staged *s, strbuf *path, git_plan *plans)
 {
     const mf_root *r = mf_root_at(rx->t, s->root);
@@ -1591,6 +1649,11 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path, git_plan *pl
     host_changed = mapped || mf_changed(node, have_cur ? &cur : NULL, dfd, name);
     crossing = !mapped && rx->inflight &&
                mf_pathmap_get(rx->inflight, s->root, s->path, s->path_len) > rx->acked;
+    if (r->kind == WIRE_ROOT_CREATE) {
+        create_only_commit(rx, s, dfd, name, have_cur ? &cur : NULL);
+        close(dfd);
+        return;
+    }
 
     if (s->op == WIRE_OP_DELETE) {
         strbuf old = STRBUF_INIT;

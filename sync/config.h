@@ -22,6 +22,18 @@
  *                ~/.gitconfig) is filtered to the identity-and-everyday-settings allowlist and
  *                written to sandbox_gitconfig (the sandbox's private ~/.gitconfig) when a
  *                connection opens. A missing or unparsable file gives an empty config there.
+ *   user_home / sandbox_home
+ *                when both are set, the user's startup files in user_home (sync/rcfile.h:
+ *                ~/.bashrc, ~/.bash_profile, ~/.profile, ... and the home-directory files they
+ *                source) are filtered of secrets and put at the same relative paths under
+ *                sandbox_home (the sandbox's private HOME) when a connection opens, and again
+ *                before a command when one changed on the host.
+ *   create_paths AGENT_SANDBOX_CREATE_PATHS: directories pushed into the sandbox as task files
+ *                are, where the sandbox may also add new files that come back to the host:
+ *                create-only (regular files, at most SYNC_CREATE_MAX_FILE bytes each, never
+ *                executable); a change to a file the host has, a deletion, a symlink, is
+ *                refused with a warning and the host's file is pushed back (Claude Code's
+ *                ~/.claude/shell-snapshots, which a host bash may source later).
  */
 #ifndef SBX_SYNC_CONFIG_H
 #define SBX_SYNC_CONFIG_H
@@ -37,6 +49,9 @@ typedef struct sync_config {
     const char *state_file;
     const char *user_gitconfig;
     const char *sandbox_gitconfig;
+    const char *user_home;
+    const char *sandbox_home;
+    const char *const *create_paths;
 
     /* Limits on what one pull (sandbox -> host delta) may bring; 0 means the default.
      * A file over max_file_size is refused with a warning; a delta over max_pull_bytes or
@@ -63,6 +78,8 @@ typedef struct sync_config {
 #define SYNC_DEFAULT_MAX_FILE_SIZE (4ULL << 30)
 #define SYNC_DEFAULT_MAX_PULL_BYTES (16ULL << 30)
 #define SYNC_DEFAULT_MAX_PULL_ENTRIES 2000000ULL
+/* A file the sandbox adds to a create-only directory (create_paths). */
+#define SYNC_CREATE_MAX_FILE (4ULL << 20)
 
 /* What any entry a pull makes on the host costs the disk quota at least: an inode and its
  * directory entry, a block for a directory or a small file. Without it, empty files and

@@ -2,6 +2,7 @@
  * the frames from the agent, the handshake and poll integration; see conn.h (the API),
  * conn_int.h (how the files share it) and PROTOCOL.md. */
 #include "sync/conn_int.h"
+#include "sync/rcfile.h"
 
 /* ---- sync_conn --------------------------------------------------------------------------- */
 
@@ -619,8 +620,8 @@ void conn_refresh_user_gitconfig(sync_conn *c)
     strbuf filtered = STRBUF_INIT;
     sbx_err ignored;
 
-    if (!h->user_gitconfig)
-        return;
+    if (!h->user_gitconfig || conn_path_synced(h, h->sandbox_gitconfig))
+        return;   /* none, or synced as it is (a home directory named as a code directory) */
     if (stat(h->user_gitconfig, &st) < 0)
         memset(&st, 0, sizeof(st));
     if (h->gitconfig_put && st.st_dev == h->gitconfig_seen.st_dev &&
@@ -638,6 +639,156 @@ void conn_refresh_user_gitconfig(sync_conn *c)
                            &ignored) < 0 && c->ops && c->ops->warning)
         c->ops->warning(c->ctx, ignored.msg);
     strbuf_release(&filtered);
+}
+
+/* Whether the startup files read last time are all as they were (stat, following links as
+ * the read did; a file that was missing and still is counts as unchanged). */
+static bool rcfiles_unchanged(sync_host *h)
+{
+    for (size_t i = 0; i < h->rc_seen.n; i++) {
+        struct stat st;
+        char *p = xasprintf("%s/%s", h->user_home, h->rc_seen.v[i]);
+        const struct stat *o = &h->rc_seen_st[i];
+        if (stat(p, &st) < 0)
+            memset(&st, 0, sizeof(st));
+        free(p);
+        if (st.st_dev != o->st_dev || st.st_ino != o->st_ino || st.st_size != o->st_size ||
+            st.st_mtim.tv_sec != o->st_mtim.tv_sec || st.st_mtim.tv_nsec != o->st_mtim.tv_nsec ||
+            st.st_ctim.tv_sec != o->st_ctim.tv_sec || st.st_ctim.tv_nsec != o->st_ctim.tv_nsec)
+            return false;
+    }
+    return true;
+}
+
+/* Opens home-relative rel for reading when it is a regular file of at most RC_MAX_SIZE
+ * bytes whose resolved path lies in the home directory (home_real), outside its credential
+ * places: checked on the open fd, so what is read is what was checked (a symlink inside
+ * the home directory, as dotfile managers make, is followed; one out of it is not). */
+static int rc_open(int homefd, const char *home_real, const char *rel, struct stat *st)
+{
+    char link[64], real[PATH_MAX + 1];
+    size_t hl = strlen(home_real);
+    ssize_t n;
+    int fd = openat(homefd, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+    n = readlink(link, real, sizeof(real) - 1);
+    if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || st->st_size > (off_t)RC_MAX_SIZE ||
+        n <= 0 || (size_t)n <= hl + 1 || memcmp(real, home_real, hl) || real[hl] != '/' ||
+        !rc_path_allowed(real + hl + 1, (size_t)n - hl - 1)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Puts the user's startup files, filtered (sync/rcfile.h), into the sandbox's HOME when they
+ * are new to this connection or one changed on the host since. Which files: RC_FILES, then
+ * breadth first what they source in the home directory, RC_MAX_DEPTH levels down, at most
+ * RC_MAX_FILES in all. A file put before and gone from the host now is put empty. */
+void conn_refresh_user_rcfiles(sync_conn *c)
+{
+    sync_host *h = c->h;
+    strvec todo = STRVEC_INIT, put = STRVEC_INIT;
+    int *depth = NULL;
+    size_t ndepth = 0;
+    char home_real[PATH_MAX];
+    int homefd;
+    sbx_err ignored;
+
+    if (!h->user_home || (h->rc_done && rcfiles_unchanged(h)))
+        return;
+    h->rc_done = true;
+    strvec_clear(&h->rc_seen);
+    free(h->rc_seen_st);
+    h->rc_seen_st = NULL;
+    homefd = open(h->user_home, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (homefd < 0 || !realpath(h->user_home, home_real)) {
+        if (homefd >= 0)
+            close(homefd);
+        return;
+    }
+    for (size_t i = 0; RC_FILES[i]; i++) {
+        strvec_push(&todo, RC_FILES[i]);
+        XGROW(depth, ndepth, todo.n);
+        depth[todo.n - 1] = 0;
+    }
+    for (size_t i = 0; i < todo.n && put.n < RC_MAX_FILES; i++) {
+        const char *rel = todo.v[i];
+        struct stat st;
+        char *text = NULL, *dst;
+        ssize_t got;
+        strbuf filtered = STRBUF_INIT;
+        int fd;
+
+        h->rc_seen_st = xrealloc(h->rc_seen_st, (h->rc_seen.n + 1) * sizeof(struct stat));
+        {
+            char *p = xasprintf("%s/%s", h->user_home, rel);
+            if (stat(p, &h->rc_seen_st[h->rc_seen.n]) < 0)
+                memset(&h->rc_seen_st[h->rc_seen.n], 0, sizeof(struct stat));
+            free(p);
+        }
+        strvec_push(&h->rc_seen, rel);
+        dst = xasprintf("%s/%s", h->sandbox_home, rel);
+        if (conn_path_synced(h, dst)) {
+            /* synced as it is (a home directory named as a code directory, a sync path):
+             * the sync owns it, a put would fight it */
+            free(dst);
+            continue;
+        }
+        free(dst);
+        fd = rc_open(homefd, home_real, rel, &st);
+        if (fd < 0)
+            continue;
+        text = xmalloc((size_t)st.st_size + 1);
+        got = read_full(fd, text, (size_t)st.st_size);
+        close(fd);
+        if (got < 0) {
+            free(text);
+            continue;
+        }
+        if (depth[i] < RC_MAX_DEPTH) {
+            strvec more = STRVEC_INIT;
+            rc_sourced(text, (size_t)got, &more);
+            for (size_t k = 0; k < more.n; k++) {
+                bool dup = false;
+                for (size_t j = 0; j < todo.n && !dup; j++)
+                    dup = !strcmp(todo.v[j], more.v[k]);
+                if (dup || todo.n >= 4 * RC_MAX_FILES)
+                    continue;
+                strvec_push(&todo, more.v[k]);
+                XGROW(depth, ndepth, todo.n);
+                depth[todo.n - 1] = depth[i] + 1;
+            }
+            strvec_clear(&more);
+        }
+        rc_filter(text, (size_t)got, &filtered);
+        free(text);
+        dst = xasprintf("%s/%s", h->sandbox_home, rel);
+        if (sync_conn_put_file(c, dst, 0644, filtered.buf, filtered.len, &ignored) < 0 &&
+            c->ops && c->ops->warning)
+            c->ops->warning(c->ctx, ignored.msg);
+        free(dst);
+        strbuf_release(&filtered);
+        strvec_push(&put, rel);
+    }
+    close(homefd);
+    /* Put before, gone from the host now (or no longer read): empty in the sandbox too. */
+    for (size_t i = 0; i < h->rc_put.n; i++) {
+        bool still = false;
+        for (size_t k = 0; k < put.n && !still; k++)
+            still = !strcmp(put.v[k], h->rc_put.v[i]);
+        if (!still) {
+            char *dst = xasprintf("%s/%s", h->sandbox_home, h->rc_put.v[i]);
+            sync_conn_put_file(c, dst, 0644, "", 0, &ignored);
+            free(dst);
+        }
+    }
+    strvec_clear(&h->rc_put);
+    h->rc_put = put;
+    strvec_clear(&todo);
+    free(depth);
 }
 
 int sync_conn_open(sync_host *h, int rfd, int wfd, const sync_conn_ops *ops, void *ctx,
@@ -706,8 +857,11 @@ int sync_conn_open(sync_host *h, int rfd, int wfd, const sync_conn_ops *ops, voi
     c->rx = apply_new(h->tree, APPLY_HOST, &h->limits, warn_cb, c);
     apply_set_inflight(c->rx, c->inflight);
     h->gitconfig_put = false;
+    h->rc_done = false;
+    strvec_clear(&h->rc_put);   /* a new sandbox, or a new agent: none put yet */
     h->conn = c;
     conn_refresh_user_gitconfig(c);
+    conn_refresh_user_rcfiles(c);
     /* Whatever followed the hello (nothing, normally) is handled by the first event. */
     flush_out(c);
     if (c->dead) {

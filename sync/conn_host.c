@@ -141,6 +141,25 @@ int sync_host_new(const sync_config *cfg, sync_host **out, sbx_err *err)
         cut = (size_t)(strrchr(p.buf, '/') - p.buf);
         add_root(h, WIRE_ROOT_TASK, p.buf, cut ? cut : 1, p.buf + cut + 1, p.len - cut - 1);
     }
+    /* Create-only directories: split as task files are (the directory is the pattern's one
+     * literal name, so that the directory itself is pushed and made in the sandbox). */
+    for (size_t i = 0; cfg->create_paths && cfg->create_paths[i]; i++) {
+        size_t cut;
+        bool covered = false;
+        if (conn_path_normalize(cfg->create_paths[i], "create path", &p, err) < 0)
+            goto fail;
+        for (size_t k = 0; k < codes.n; k++)
+            covered |= inside(p.buf, codes.v[k]) || inside(codes.v[k], p.buf);
+        if (covered) {
+            sbx_errf(err, "create path %s overlaps a code directory: it would be synced both "
+                     "ways there", p.buf);
+            goto fail;
+        }
+        if (p.len == 1)
+            continue;
+        cut = (size_t)(strrchr(p.buf, '/') - p.buf);
+        add_root(h, WIRE_ROOT_CREATE, p.buf, cut ? cut : 1, p.buf + cut + 1, p.len - cut - 1);
+    }
     if (h->nroots > SYNC_MAX_ROOTS) {
         sbx_errf(err, "too many sync roots (%zu, at most %d)", h->nroots, SYNC_MAX_ROOTS);
         goto fail;
@@ -181,6 +200,12 @@ int sync_host_new(const sync_config *cfg, sync_host **out, sbx_err *err)
         h->user_gitconfig = xstrdup(cfg->user_gitconfig);
         h->sandbox_gitconfig = xstrdup(cfg->sandbox_gitconfig);
     }
+    strvec_init(&h->rc_put);
+    strvec_init(&h->rc_seen);
+    if (cfg->user_home && cfg->sandbox_home) {
+        h->user_home = xstrdup(cfg->user_home);
+        h->sandbox_home = xstrdup(cfg->sandbox_home);
+    }
     for (size_t i = 0; i < h->nroots; i++)
         remove_stale_stages(h->roots[i].base);
     if (!h->no_watch)
@@ -195,6 +220,24 @@ fail:
     sync_host_free(h);
     *out = NULL;
     return -1;
+}
+
+bool conn_path_synced(const sync_host *h, const char *path)
+{
+    for (size_t i = 0; i < h->nroots; i++) {
+        const wire_root *r = &h->roots[i];
+        size_t n = r->base_len;
+        bool partial;
+        if (strncmp(path, r->base, n) || (n > 1 && path[n] != '/'))
+            continue;
+        if (n == 1)
+            n = 0;   /* the root "/" */
+        if (!path[n])
+            continue;   /* the base itself is not synced */
+        if (mf_in_pattern(h->tree, i, path + n + 1, strlen(path + n + 1), &partial) && !partial)
+            return true;
+    }
+    return false;
 }
 
 void sync_host_adopt(sync_host *h, sync_host *old)
@@ -221,6 +264,11 @@ void sync_host_free(sync_host *h)
     free(h->state_file);
     free(h->user_gitconfig);
     free(h->sandbox_gitconfig);
+    free(h->user_home);
+    free(h->sandbox_home);
+    strvec_clear(&h->rc_put);
+    strvec_clear(&h->rc_seen);
+    free(h->rc_seen_st);
     free(h);
 }
 

@@ -54,6 +54,13 @@ struct sync_host {
     char *user_gitconfig, *sandbox_gitconfig;
     struct stat gitconfig_seen;   /* the user's git config as last put into the sandbox */
     bool gitconfig_put;
+    /* The user's startup files (sync/rcfile.h): where, what was put into the sandbox by this
+     * connection (home-relative paths), and each file read as last seen, to notice a change. */
+    char *user_home, *sandbox_home;
+    strvec rc_put;
+    strvec rc_seen;               /* home-relative paths, rc_seen_st[i] their stat */
+    struct stat *rc_seen_st;
+    bool rc_done;
     apply_limits limits;
     /* What this session's pulls added to the host tree, in allocated bytes (the quota's
      * running total, see apply_limits): kept across connections, from sync_host_new(). */
@@ -139,7 +146,11 @@ void conn_kick(sync_conn *c);
 void conn_put_file_frame(strbuf *out, const char *path, unsigned mode, const void *data,
                          size_t len);
 void conn_queue_item(sync_conn *c, conn_item *it);
+/* Whether an absolute path is synced already (inside a code directory, or matching a sync
+ * path, task file or create path): a file put into the sandbox there would fight the sync. */
+bool conn_path_synced(const sync_host *h, const char *path);
 void conn_refresh_user_gitconfig(sync_conn *c);
+void conn_refresh_user_rcfiles(sync_conn *c);
 void conn_send_credit(sync_conn *c, conn_chan *ch, conn_fd *f, bool force);
 
 /* ---- conn_host.c --------------------------------------------------------------------------- */

@@ -15,6 +15,7 @@ int sync_conn_run(sync_conn *c, uint32_t chan, const sync_run_req *req, sbx_err 
     if (c->dead)
         return conn_dead_err(c, err);
     conn_refresh_user_gitconfig(c);
+    conn_refresh_user_rcfiles(c);
     if (!chan || conn_find_chan(c, chan, NULL))
         return sbx_errf(err, "channel %u is %s", chan, chan ? "in use" : "invalid");
     if (!req->exe || !*req->exe || !req->argv || !req->argv[0] || !req->cwd ||
@@ -227,6 +228,7 @@ int sync_conn_sync(sync_conn *c, uint64_t id)
     if (c->dead)
         return -1;
     conn_refresh_user_gitconfig(c);
+    conn_refresh_user_rcfiles(c);
     it = xcalloc(1, sizeof(*it));
     strbuf_init(&it->frame, 0);
     at = wire_begin(&it->frame, WIRE_SYNC, 0, 0);

@@ -569,7 +569,8 @@ bool mf_in_pattern(const mf_tree *t, size_t root, const char *rel, size_t len, b
             return false;
         memcpy(comp, rel + i, j - i);
         comp[j - i] = '\0';
-        if (r->kind == WIRE_ROOT_TASK ? strcmp(r->pat[depth], comp) != 0
+        if (r->kind == WIRE_ROOT_TASK || r->kind == WIRE_ROOT_CREATE
+                ? strcmp(r->pat[depth], comp) != 0
                                       : !wildmatch(r->pat[depth], comp, true))
             return false;
         depth++;

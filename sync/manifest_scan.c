@@ -112,8 +112,8 @@ static bool pattern_ok(scan_ctx *c, const char *name, bool *must_be_dir)
     *must_be_dir = false;
     if (c->r->kind == WIRE_ROOT_CODE || c->depth >= c->r->npat)
         return true;
-    if (c->r->kind == WIRE_ROOT_TASK) {
-        /* Task files are literal names. */
+    if (c->r->kind == WIRE_ROOT_TASK || c->r->kind == WIRE_ROOT_CREATE) {
+        /* Task files and create-only directories are literal names. */
         if (strcmp(c->r->pat[c->depth], name))
             return false;
     } else if (!wildmatch(c->r->pat[c->depth], name, true)) {

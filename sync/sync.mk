@@ -4,7 +4,7 @@ SYNC_COMMON := sync/wire.c sync/safefs.c sync/ignore.c sync/gitpolicy.c sync/man
                sync/gitcred.c sync/manifest_watch.c sync/manifest_scan.c sync/manifest_save.c sync/manifest_pathmap.c \
                sync/delta.c sync/apply.c
 SYNC_CONN := sync/conn.c sync/conn_host.c sync/conn_request.c sync/conn_wait.c
-LIB_SRCS += $(SYNC_COMMON) $(SYNC_CONN) sync/resume.c
+LIB_SRCS += $(SYNC_COMMON) $(SYNC_CONN) sync/resume.c sync/rcfile.c
 AGENT_SRCS += $(SYNC_COMMON) sync/agent.c sync/agent_chan.c sync/agent_spawn.c sync/agent_sync.c sync/dnsstub.c \
               sync/agent_pod.c sync/resume.c
 AGENT_MAIN := sync/agent_main.c
@@ -33,7 +33,7 @@ fuzz: fuzz-wire
 # The host's flow control (windows, credits, writable) against a simulated agent whose
 # steps the fuzz input chooses; checks that nothing stalls once everything is consumed.
 FUZZ_C += tests/fuzz/fuzz-flow.c
-build-fuzz/fuzz-flow: tests/fuzz/fuzz-flow.c $(SYNC_CONN) $(SYNC_COMMON) $(COMMON_SRCS) $(wildcard sync/*.h common/*.h)
+build-fuzz/fuzz-flow: tests/fuzz/fuzz-flow.c $(SYNC_CONN) sync/rcfile.c $(SYNC_COMMON) $(COMMON_SRCS) $(wildcard sync/*.h common/*.h)
 	$(call fuzz_link,)
 fuzz-flow: build-fuzz/fuzz-flow
 	$(call fuzz_run,flow,4096)
@@ -49,7 +49,7 @@ fuzz-dns: build-fuzz/fuzz-dns
 fuzz: fuzz-dns
 .PHONY: fuzz-dns
 
-TEST_C += tests/sync/t-unsynced.c tests/sync/t-resume.c tests/sync/t-gitcred.c
+TEST_C += tests/sync/t-unsynced.c tests/sync/t-resume.c tests/sync/t-gitcred.c tests/sync/t-rcfile.c
 
 # The resumable stream under the kube backend's exec (sync/resume.c): the keeper in the pod
 # is the sandbox's, so its frames are fuzzed as the agent's are (tests/sync/fuzz-resume.t).
@@ -60,3 +60,13 @@ fuzz-resume: build-fuzz/fuzz-resume
 	$(call fuzz_run,resume,8192)
 fuzz: fuzz-resume
 .PHONY: fuzz-resume
+
+# The startup-file filter (sync/rcfile.c) under libFuzzer: tests/sync/fuzz-rcfile.t runs it
+# for a few seconds in make check when clang's libFuzzer is installed.
+FUZZ_C += tests/fuzz/fuzz-rcfile.c
+build-fuzz/fuzz-rcfile: tests/fuzz/fuzz-rcfile.c sync/rcfile.c $(COMMON_SRCS) sync/rcfile.h common/strbuf.h common/strvec.h common/urlcred.h
+	$(call fuzz_link,)
+fuzz-rcfile: build-fuzz/fuzz-rcfile
+	$(call fuzz_run,rcfile,16384)
+fuzz: fuzz-rcfile
+.PHONY: fuzz-rcfile

@@ -285,7 +285,7 @@ int wire_get_config(const wire_frame *f, wire_config *c, sbx_err *err)
         rt->kind = wire_get_u8(&r);
         wire_get_str(&r, SYNC_MAX_PATH, &rt->base, &rt->base_len);
         wire_get_str(&r, SYNC_MAX_PATH, &rt->pattern, &rt->pattern_len);
-        if (rt->kind < WIRE_ROOT_CODE || rt->kind > WIRE_ROOT_TASK) {
+        if (rt->kind < WIRE_ROOT_CODE || rt->kind > WIRE_ROOT_CREATE) {
             unsigned kind = rt->kind;
             wire_config_release(c);
             return sbx_errf(err, "malformed CONFIG frame: unknown root kind %u", kind);

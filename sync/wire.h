@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SYNC_PROTOCOL_VERSION 4
+#define SYNC_PROTOCOL_VERSION 5
 #define WIRE_MAGIC 0x31584253u         /* "SBX1" little-endian */
 #define WIRE_HEADER 12
 
@@ -136,6 +136,8 @@ enum wire_root_kind {
     WIRE_ROOT_CODE = 1,   /* a code directory: both ways, .git allowlists */
     WIRE_ROOT_PATH = 2,   /* a sync path: base directory + glob pattern, both ways */
     WIRE_ROOT_TASK = 3,   /* a task file: base directory + its name, pushed only */
+    WIRE_ROOT_CREATE = 4, /* a create-only directory: base + its name, pushed; new files
+                           * the sandbox adds come back, nothing the host has changes */
 };
 
 typedef struct wire_root {

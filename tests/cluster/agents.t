@@ -1,7 +1,7 @@
 #!/bin/bash
 # docs/agents.md's invocation shapes, each run through sbxsh as the agent runs its shell
 # (local backend, a real sandbox): the command runs in the sandbox, the snapshot the line
-# sources (AGENT_SANDBOX_TASK_FILES) is there, and the cwd file it writes
+# sources (AGENT_SANDBOX_CREATE_PATHS) is there, and the cwd file it writes
 # (AGENT_SANDBOX_SYNC_PATHS) comes back to the host where the agent reads it.
 . "$(dirname "$0")/../integration/lib.sh"
 
@@ -24,7 +24,7 @@ snap=$snapdir/snapshot-bash-1755042239230-87cw6n.sh
 printf 'alias ll="ls -l"\nexport FROM_SNAPSHOT=yes\nshopt -s expand_aliases\n' >"$snap"
 cwdfile=/tmp/claude-$tag-cwd
 rm -f "$cwdfile"
-export AGENT_SANDBOX_TASK_FILES=$snapdir AGENT_SANDBOX_SYNC_PATHS='/tmp/claude-*-cwd'
+export AGENT_SANDBOX_CREATE_PATHS=$snapdir AGENT_SANDBOX_SYNC_PATHS='/tmp/claude-*-cwd'
 out=$(cd sub && "$SBXSH" -c -l "source $snap && eval 'cd dir && echo \$FROM_SNAPSHOT && touch made-here' < /dev/null && pwd -P >| $cwdfile" 2>&1); rc=$?
 is "$rc:$out" "0:yes" "Claude Code's shape: the snapshot sourced in the sandbox, the command run"
 is "$(cat "$cwdfile" 2>&1)" "$CODE/sub/dir" "... the cwd file is back on the host, naming the sandbox's cwd"
@@ -41,9 +41,9 @@ extglob-off" "Claude Code's later shape: run, extglob off"
 is "$(cat "$cwdfile" 2>&1)" "$CODE" "... the cwd file back on the host"
 rm -f "$cwdfile"
 out=$("$SBXSH" -c -l "source $snapdir/snapshot-bash-missing.sh 2>/dev/null || true && eval 'echo ran' < /dev/null && pwd -P >| $cwdfile" 2>&1); rc=$?
-is "$rc:$out" "0:ran" "... a snapshot that is not there (not in AGENT_SANDBOX_TASK_FILES) only skips the source"
+is "$rc:$out" "0:ran" "... a snapshot that is not there (not in AGENT_SANDBOX_CREATE_PATHS) only skips the source"
 rm -f "$cwdfile"
-unset AGENT_SANDBOX_TASK_FILES AGENT_SANDBOX_SYNC_PATHS
+unset AGENT_SANDBOX_CREATE_PATHS AGENT_SANDBOX_SYNC_PATHS
 
 # Codex CLI: [shell, "-lc", CMD] with the login shell from the passwd entry, accepted only
 # when it is named like a shell it knows (codex-rs/core/src/shell.rs): sbxsh through a link

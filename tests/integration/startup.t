@@ -4,8 +4,10 @@
 # --rcfile FILE replaces both; a login shell (argv[0] starting with '-', or -l at a
 # terminal) takes the environment of the host's profile files (so AGENT_SANDBOX_* set there
 # apply), its sandbox bash is a login bash, and it reads no sandbox ~/.bashrc; --noprofile
-# skips the profile; `sbxsh -l -c` (an agent's call) runs no host profile. Driven with -i
-# on a pipe: none of this depends on the terminal.
+# skips the profile; `sbxsh -l -c` (an agent's call) runs no host profile, and its sandbox
+# bash reads the user's profile files, which reach the sandbox's HOME filtered of secrets,
+# as does the user's ~/.bashrc, which an interactive sbxsh then sources there. Driven with
+# -i on a pipe: none of this depends on the terminal.
 . "$(dirname "$0")/lib.sh"
 
 if ! why=$(runtime_usable bwrap); then
@@ -58,6 +60,19 @@ like "$out" $'\nsandbox-login\n' "...and the sandbox's bash is a login shell"
 out=$(printf '%s\n' 'echo "fp=$FROM_PROFILE."' | "$SBXSH" --login --noprofile -i 2>&1)
 unlike "$out" 'profile-ran' "--noprofile: no profile"
 like "$out" $'\nfp=.\n' "...nor its environment"
-out=$("$SBXSH" -l -c 'echo "fp=$FROM_PROFILE."' 2>&1)
-is "$out" "fp=." "sbxsh -l -c (an agent's call): no host profile"
+# shellcheck disable=SC2016 # run by the profile, on whichever side
+printf '%s\n' 'export FROM_PROFILE=yes' 'echo "profile-ran-on-${HOST_MARK:-the-sandbox}"' >"$HOME/.profile"
+out=$(HOST_MARK=the-host "$SBXSH" -l -c 'echo "fp=$FROM_PROFILE."' 2>&1)
+is "$out" $'profile-ran-on-the-sandbox\nfp=yes.' \
+   "sbxsh -l -c (an agent's call): no host profile; the sandbox's login bash reads the user's, as bash -l -c does"
+
+# the user's ~/.bashrc reaches the sandbox's HOME (filtered): an interactive sbxsh sources it
+rm -f "$HOME/.profile" "$HOME/.sbxshrc"
+printf '%s\n' 'hostrc_fn() { echo from-the-host-bashrc; }' 'export API_TOKEN=s3cr3t-value' >"$HOME/.bashrc"
+out=$(printf '%s\n' 'hostrc_fn; echo "[$API_TOKEN]"' | "$SBXSH" -i 2>&1)
+like "$out" $'\nfrom-the-host-bashrc\n\\[\\]\n' \
+     "an interactive sbxsh sources the user's ~/.bashrc in the sandbox, without its secret's value"
+out=$("$SBXSH" -c 'cat ~/.bashrc' 2>&1)
+unlike "$out" 's3cr3t' "...which is not in the sandbox's copy"
+rm -f "$HOME/.bashrc"
 done_testing

@@ -1015,6 +1015,147 @@ static void test_winsize(void)
     sess_free(&s);
 }
 
+/* The user's startup files reach the sandbox's HOME filtered (sync/rcfile.h), with what
+ * they source there, never through a symlink out of HOME or from ~/.ssh; a create-only
+ * directory (create_paths) takes new files from the sandbox and refuses every change to
+ * the host's. */
+static void test_startup_files_and_create_only(void)
+{
+    sync_config cfg = { 0 };
+    sess s;
+    result r;
+    char *home = st_tmpdir("rchome"), *sbx_home = xstrdup(home);   /* as the holder has it: the same path */
+    char *snaps = xasprintf("%s/.claude/shell-snapshots", home), *sbx_snaps, *p, *q;
+    const char *creates[2] = { snaps, NULL };
+    char *logout = xasprintf("%s/.bash_logout", home);
+    const char *syncs[2] = { logout, NULL };
+
+    st_sh("mkdir -p '%s/.ssh' '%s/dot' '%s'", home, home, snaps);
+    p = xasprintf("%s/.bashrc", home);
+    st_write(p, "alias ll='ls -l'\nexport GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123\n"
+                "[ -f ~/.bash_aliases ] && . ~/.bash_aliases\nsource ~/.ssh/agent.env\n"
+                "source \"$HOME/dot/more\"\n");
+    free(p);
+    p = xasprintf("%s/.bash_aliases", home);
+    st_write(p, "greet() { echo hi; }\n");
+    free(p);
+    p = xasprintf("%s/.ssh/agent.env", home);
+    st_write(p, "SSH_SECRET=1\n");
+    free(p);
+    p = xasprintf("%s/dot/real", home);
+    st_write(p, "export EDITOR=vi\n");
+    free(p);
+    p = xasprintf("%s/dot/more", home);
+    st_write(p, "export MORE=1\n");
+    free(p);
+    st_sh("ln -s dot/real '%s/.bash_profile' && ln -s /etc/hostname '%s/.profile'", home, home);
+    p = xasprintf("%s/old.sh", snaps);
+    st_write(p, "host\n");
+    free(p);
+    cfg.user_home = home;
+    cfg.sandbox_home = sbx_home;
+    cfg.create_paths = creates;
+    cfg.sync_paths = syncs;   /* a startup file synced as it is: the sync owns it */
+    st_write(logout, "export LOGOUT_TOKEN=as-synced\n");
+    sess_open(&s, "rcfiles", &cfg);
+    sbx_snaps = xasprintf("%s%s", s.prefix, snaps);
+
+    run(&s, "true", &r);
+    p = xasprintf("%s%s/.bashrc", s.prefix, sbx_home);
+    ok(strstr(st_read(p), "alias ll='ls -l'") != NULL, "the user's ~/.bashrc is in the sandbox's HOME");
+    ok(!strstr(st_read(p), "ghp_") && strstr(st_read(p), "export GITHUB_TOKEN= # sbxsh:"),
+       "  without the token's value, the line kept");
+    q = xasprintf("%s%s/.bash_aliases", s.prefix, sbx_home);
+    is_str(st_read(q), "greet() { echo hi; }\n", "a file it sources from HOME comes too");
+    free(q);
+    q = xasprintf("%s%s/dot/more", s.prefix, sbx_home);
+    is_str(st_read(q), "export MORE=1\n", "  by \"$HOME/...\" as by ~/...");
+    free(q);
+    q = xasprintf("%s%s/.ssh/agent.env", s.prefix, sbx_home);
+    ok(!st_exists(q), "never one under ~/.ssh");
+    free(q);
+    q = xasprintf("%s%s/.bash_profile", s.prefix, sbx_home);
+    is_str(st_read(q), "export EDITOR=vi\n", "a symlink inside HOME is followed");
+    free(q);
+    q = xasprintf("%s%s/.profile", s.prefix, sbx_home);
+    ok(!st_exists(q), "a symlink out of HOME is not");
+    free(q);
+    q = xasprintf("%s%s", s.prefix, logout);
+    is_str(st_read(q), "export LOGOUT_TOKEN=as-synced\n",
+           "a startup file that is synced (a sync path) is left to the sync, as it is");
+    free(q);
+    ok(!strstr(s.warnings.buf, "conflict"), "  without a conflict between the two");
+    /* Changed on the host: the next command has it. */
+    usleep(20000);
+    q = xasprintf("%s/.bashrc", home);
+    st_write(q, "alias ll='ls -la'\n");
+    free(q);
+    run(&s, "true", &r);
+    is_str(st_read(p), "alias ll='ls -la'\n", "a change to ~/.bashrc reaches the sandbox with the next command");
+    q = xasprintf("%s%s/dot/more", s.prefix, sbx_home);
+    is_str(st_read(q), "", "a file it no longer sources is emptied there");
+    free(q);
+    free(p);
+
+    /* Create-only: the host's file is pushed, a new file comes back. */
+    p = xasprintf("%s/old.sh", sbx_snaps);
+    is_str(st_read(p), "host\n", "a create-only directory is pushed into the sandbox");
+    free(p);
+    {
+        char *cmd = xasprintf("echo new > '%s/snapshot-bash-1-a.sh' && mkdir '%s/sub' && "
+                              "echo deep > '%s/sub/f'", sbx_snaps, sbx_snaps, sbx_snaps);
+        strbuf_reset(&s.warnings);
+        run(&s, cmd, &r);
+        free(cmd);
+    }
+    p = xasprintf("%s/snapshot-bash-1-a.sh", snaps);
+    is_str(st_read(p), "new\n", "a file the sandbox adds there comes back to the host");
+    free(p);
+    p = xasprintf("%s/sub/f", snaps);
+    is_str(st_read(p), "deep\n", "  and a new directory with its files");
+    free(p);
+    is_str(s.warnings.buf, "", "  without a warning");
+    {
+        char *cmd = xasprintf("echo evil > '%s/old.sh'; rm '%s/snapshot-bash-1-a.sh'; "
+                              "ln -s /etc/passwd '%s/link'; echo x > '%s/exe'; "
+                              "chmod +x '%s/exe'", sbx_snaps, sbx_snaps, sbx_snaps, sbx_snaps,
+                              sbx_snaps);
+        strbuf_reset(&s.warnings);
+        run(&s, cmd, &r);
+        free(cmd);
+    }
+    p = xasprintf("%s/old.sh", snaps);
+    is_str(st_read(p), "host\n", "a change to the host's file there is refused");
+    free(p);
+    p = xasprintf("%s/snapshot-bash-1-a.sh", snaps);
+    is_str(st_read(p), "new\n", "  as is a deletion");
+    free(p);
+    p = xasprintf("%s/link", snaps);
+    ok(!st_exists(p), "  a symlink never comes");
+    free(p);
+    p = xasprintf("%s/exe", snaps);
+    ok(!st_exists(p), "  nor an executable file");
+    free(p);
+    ok(strstr(s.warnings.buf, "old.sh is") == NULL &&
+       strstr(s.warnings.buf, "/old.sh: ") != NULL && strstr(s.warnings.buf, "is create-only"),
+       "  each refusal is a warning naming the file");
+    run(&s, "true", &r);
+    p = xasprintf("%s/old.sh", sbx_snaps);
+    is_str(st_read(p), "host\n", "  and the host's version goes back to the sandbox");
+    free(p);
+    p = xasprintf("%s/snapshot-bash-1-a.sh", sbx_snaps);
+    is_str(st_read(p), "new\n", "  the deleted one too");
+    free(p);
+
+    st_rm_rf(home);
+    free(home);
+    free(sbx_home);
+    free(snaps);
+    free(sbx_snaps);
+    free(logout);
+    sess_free(&s);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -1028,5 +1169,6 @@ int main(void)
     test_reattach();
     test_modes_files_and_orphans();
     test_winsize();
+    test_startup_files_and_create_only();
     return done_testing();
 }
