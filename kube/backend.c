@@ -239,8 +239,24 @@ static void kube_explain(sbx_backend *b, sbx_err *err)
         while (len && (text[len - 1] == '\n' || text[len - 1] == '\r'))
             text[--len] = '\0';
         /* sbx-kube's words, quoting the API server's: sanitized by sbx_errf */
-        sbx_errf(err, "cannot reach sbx-agent in the pod: %s", text);
+        sbx_errf(err, "%s", text);
         unlink(path);
+    }
+    free(text);
+    free(path);
+}
+
+static void kube_take_notice(sbx_backend *b, strbuf *out)
+{
+    kube_backend *kb = (kube_backend *)b;
+    char *path = xasprintf("%s/%s", kb->dir, SBX_KUBE_STREAM_NOTICE), *text = NULL;
+    size_t len = 0;
+    sbx_err rerr;
+    if (read_file(path, 4096, &text, &len, &rerr) == 0 && len) {
+        unlink(path);
+        while (len && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+            text[--len] = '\0';
+        sbx_sanitize(out, text, len);  /* quotes the API server's words */
     }
     free(text);
     free(path);
@@ -395,6 +411,7 @@ static const sbx_backend_ops kube_ops = {
     .hello_timeout_ms = 100000,
     .open_stream = kube_open_stream,
     .explain = kube_explain,
+    .take_notice = kube_take_notice,
     .alive = kube_alive,
     .exists = kube_exists,
     .release = kube_release,

@@ -41,6 +41,9 @@
  * failing (one line, its error; removed when a stream starts). The holder only sees its
  * socket close, so the backend reads the reason here for the user (kube_explain). */
 #define SBX_KUBE_STREAM_ERROR "stream.err"
+/* In the same place: what the stream has to tell the user once, as the next command
+ * starts (one line: a renewal refused), taken (removed) by the holder (kube_take_notice). */
+#define SBX_KUBE_STREAM_NOTICE "stream.notice"
 
 /* What kube.json records (sbx-kube writes it; the class only reads). */
 typedef struct kube_state {

@@ -77,8 +77,55 @@ typedef struct streamer {
     strbuf to_holder;
     bool holder_eof;
     int64_t renew_at;
+    bool renew_told;        /* a refused renewal was put in the notice for the user */
     size_t logged;          /* bytes of the pod's stderr put in the log */
 } streamer;
+
+/* The claim's recorded expiry (kube.json "expires", unix seconds), 0 when unknown. */
+static int64_t claim_expires(const streamer *s)
+{
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(s->st, "expires");
+    return cJSON_IsNumber(e) ? (int64_t)e->valuedouble : 0;
+}
+
+/* The pod or claim is gone: when its shutdownTime has passed, the user reads that the
+ * claim expired (and when), not only that the pod is gone. */
+static void name_gone(const streamer *s, const char *what, sbx_err *err)
+{
+    int64_t exp = claim_expires(s);
+    char when[40];
+    if (exp && (int64_t)time(NULL) >= exp - 2) {
+        kt_rfc3339(exp, when, sizeof(when));
+        sbx_errf(err, "the session's claim %s expired at %s (its shutdownTime%s)",
+                 kt_jstr(s->st, "claim") ?: "?", when,
+                 s->renew_told ? ", which could not be moved forward" : "");
+    } else {
+        sbx_errf(err, "%s", what);
+    }
+}
+
+/* A renewal refused: said once to the user, as the next command starts (the holder takes
+ * SBX_KUBE_STREAM_NOTICE), with when the session will end. */
+static void tell_renewal_refused(streamer *s, const char *why)
+{
+    char when[40], *path, *line;
+    sbx_err werr;
+    if (s->renew_told)
+        return;
+    s->renew_told = true;
+    int64_t exp = claim_expires(s);
+    if (exp)
+        kt_rfc3339(exp, when, sizeof(when));
+    path = xasprintf("%s/%s", s->k->o->state_dir, SBX_KUBE_STREAM_NOTICE);
+    line = xasprintf("the claim %s's shutdownTime cannot be moved forward (%s): the session "
+                     "ends when it expires%s%s, with its sandbox; allow patch on sandboxclaims "
+                     "for sbxsh's user, or `sbx release` and start anew\n",
+                     kt_jstr(s->st, "claim") ?: "?", why, exp ? ", at " : "", exp ? when : "");
+    if (sbx_write_file_atomic(path, line, strlen(line), 0600, &werr) < 0)
+        sbx_report("sbx-kube", "%s", werr.msg);
+    free(line);
+    free(path);
+}
 
 /* Runs argv in the pod with stdin_data (or none); collects stdout and stderr. */
 static int exec_collect(streamer *s, const char *const *argv, const void *data, size_t len,
@@ -378,11 +425,15 @@ static t_end relay(streamer *s, kube_exec *x, sbx_err *err)
                 s->renew_at = (int64_t)time(NULL) + s->k->o->ttl / 4;
             } else {
                 sbx_report("sbx-kube", "cannot move the claim's shutdownTime: %s", rerr.msg);
+                tell_renewal_refused(s, rerr.msg);
                 s->renew_at = (int64_t)time(NULL) + 30;
                 char *path = kt_claim_path(s->k, kt_jstr(s->st, "claim"));
                 if (kube_request(s->k->c, "GET", path, NULL, NULL, &r, &rerr) < 0 &&
                     r.status == 404) {
-                    sbx_errf(err, "the claim %s is gone", kt_jstr(s->st, "claim"));
+                    char what[320];
+                    snprintf(what, sizeof(what), "the claim %s is gone",
+                             kt_jstr(s->st, "claim") ?: "?");
+                    name_gone(s, what, err);
                     free(path);
                     kube_response_free(&r);
                     end = T_FATAL;
@@ -518,7 +569,9 @@ int kt_stream(kt *k, sbx_err *err)
         }
         /* dropped: the pod gone, or a new exec resumes the stream */
         if (pod_gone(&s)) {
-            sbx_errf(err, "the pod %s is gone", s.pod);
+            char what[320];
+            snprintf(what, sizeof(what), "the pod %s is gone", s.pod);
+            name_gone(&s, what, err);
             status = SBX_KUBE_EXIT_GONE;
             break;
         }
@@ -535,6 +588,8 @@ int kt_stream(kt *k, sbx_err *err)
             delay_ms *= 2;
     }
     if (status) {
+        if (!s.rs.peer_hello)   /* never through: the setup (probe, upload, first exec) */
+            sbx_err_prefix(err, "cannot reach sbx-agent in the pod %s", s.pod);
         sbx_report("sbx-kube", "stream ends: %s", err->msg);
         /* for the user (the holder sees only the socket close): the reason, one line */
         char line[sizeof(err->msg) + 1];

@@ -71,6 +71,10 @@ typedef struct sbx_backend_ops {
      * answered), replaces err with the backend's own reason when it has one (a refused
      * exec, an upload that failed), so that the user reads why, not "connection reset". */
     void (*explain)(sbx_backend *b, sbx_err *err);
+    /* Optional: what the backend has to tell the user once, as a command starts (a claim's
+     * renewal refused: the session will end at its expiry), appended to out as one line;
+     * each notice is taken once. */
+    void (*take_notice)(sbx_backend *b, strbuf *out);
     /* Cheap liveness check of the claimed sandbox. */
     bool (*alive)(sbx_backend *b);
     /* Whether the session has a running sandbox that claim() would

@@ -367,6 +367,14 @@ static void on_error(void *ctx, const char *msg)
     }
 
     log_msg("agent connection failed: %s", msg);
+    /* the backend's own word for why, when it has one (a kube claim expired, its pod
+     * deleted): said instead of the connection's */
+    sbx_err why;
+    snprintf(why.msg, sizeof(why.msg), "%s", msg);
+    if (!alive && h->backend && h->backend->ops->explain) {
+        h->backend->ops->explain(h->backend, &why);
+        msg = why.msg;
+    }
     snprintf(text, sizeof(text),
              alive ? "the connection to the sandbox failed (%s); the host's files are as the "
                      "last sync left them; run the command again"
@@ -733,6 +741,13 @@ static void handle_run(holder *h, hclient *c, proto_reader *r)
         goto out;
     }
     h->starting = c;
+    if (h->backend && h->backend->ops->take_notice) {
+        strbuf note = STRBUF_INIT;
+        h->backend->ops->take_notice(h->backend, &note);
+        if (note.len)
+            send_str(c, P_WARNING, note.buf);
+        strbuf_release(&note);
+    }
     if (ensure_conn(h, c, &err) < 0) {
         h->starting = NULL;
         send_str(c, P_ERROR, err.msg);

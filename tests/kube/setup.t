@@ -38,7 +38,7 @@ release flaky
 fake_fault "deny=create:pods/exec" || bail_out "the fake refused a fault"
 run denied
 is "$rc" 125 "exec forbidden (403): sbxsh's own failure, 125"
-like "$err" '^sbxsh: .*cannot reach sbx-agent in the pod: .*pods/exec' \
+like "$err" '^sbxsh: .*cannot reach sbx-agent in the pod [^ ]*: .*pods/exec' \
      "...the terminal says the exec into the pod is forbidden"
 unlike "$err" 'Connection reset|reading from sbx-agent' "...not that a connection was reset"
 is "$(printf '%s' "$err" | tr -d '\n' | LC_ALL=C tr -d '[:print:]' | wc -c)" 0 "...in plain text"
@@ -50,7 +50,7 @@ release denied
 fake_fault "status=503,seconds=45,path=/exec" || bail_out "the fake refused a fault"
 run down
 is "$rc" 125 "an API server that keeps answering 503 to the exec: 125 after the retries"
-like "$err" '^sbxsh: .*cannot reach sbx-agent in the pod: .*503' "...quoting its last answer"
+like "$err" '^sbxsh: .*cannot reach sbx-agent in the pod [^ ]*: .*503' "...quoting its last answer"
 fake_fault clear || bail_out "the fake refused a fault"
 release down
 done_testing
