@@ -230,3 +230,30 @@ void sbx_warning(const char *fmt, ...)
     sbx_vreport("sbxsh: warning", "\n", fmt, ap);
     va_end(ap);
 }
+
+void sbx_json_for_terminal(strbuf *out, const char *json, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)json;
+    for (size_t i = 0; i < len;) {
+        unsigned char c = s[i];
+        if (c < 0x80) {
+            if (c == 0x7f)  /* (below 0x20: escaped in strings already, else whitespace) */
+                strbuf_addf(out, "\\u%04x", c);
+            else
+                strbuf_addch(out, (char)c);
+            i++;
+            continue;
+        }
+        size_t n = sbx_utf8_len(s + i, len - i);
+        if (!n) {
+            strbuf_addstr(out, "\\ufffd");
+            i++;
+        } else if (n == 2 && utf8_c1(s + i)) {
+            strbuf_addf(out, "\\u%04x", (unsigned)(0x80 + (s[i + 1] - 0x80)));
+            i += 2;
+        } else {
+            strbuf_add(out, s + i, n);
+            i += n;
+        }
+    }
+}

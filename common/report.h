@@ -50,6 +50,14 @@ size_t sbx_sanitize_buf(char *out, size_t outsz, const void *text, size_t len);
 /* Sanitizes the NUL-terminated string in buf (of bufsz bytes) in place, cut to fit. */
 void sbx_sanitize_inplace(char *buf, size_t bufsz);
 
+/* Appends JSON text (cJSON's or ours: control bytes below 0x20 already escaped) to out in
+ * a form that reaches a terminal as plain characters and stays the same JSON: DEL and C1
+ * controls (U+0080..U+009F) become \u escapes, and a byte that is not UTF-8 becomes
+ * \ufffd. (Raw bytes appear only inside JSON strings, where \u escapes mean them.) For
+ * `sbx status --json` and `sbx ls --json`, which quote the sandbox's and the cluster's
+ * words. */
+void sbx_json_for_terminal(strbuf *out, const char *json, size_t len);
+
 /* Writes "<prefix>: <message><eol>" to stderr, the whole message sanitized (eol is "\n",
  * or "\r\n" while the terminal is raw). prefix names the program: "sbxsh", "sbx",
  * "sbx-kube"; it may be NULL for no prefix. */

@@ -649,8 +649,12 @@ static int cmd_status(int argc, char **argv)
         printf("null\n");
     else if (rc == 1)
         fprintf(stderr, "sbx: no session '%s' here (sbx ls lists them)\n", cfg.session);
-    else if (rc == 0 && json)
-        printf("%s\n", js.buf);
+    else if (rc == 0 && json) {
+        strbuf shown = STRBUF_INIT;     /* the sandbox's and the cluster's words in it */
+        sbx_json_for_terminal(&shown, js.buf, js.len);
+        printf("%s\n", shown.buf);
+        strbuf_release(&shown);
+    }
     else if (rc == 0)
         print_status_human(js.buf);
     strbuf_release(&js);
@@ -734,18 +738,28 @@ static int cmd_ls(int argc, char **argv)
             char hbuf[32] = "-";
             if (holder)
                 snprintf(hbuf, sizeof(hbuf), "pid %ld", holder);
+            strbuf rts = STRBUF_INIT;   /* the state's word: shown, never run */
+            if (cJSON_IsString(rt))
+                sbx_sanitize(&rts, rt->valuestring, strlen(rt->valuestring));
             strbuf_addf(&out, "%-40s %-7s %-8s %s\n", names.v[i],
-                        cJSON_IsString(rt) ? rt->valuestring : "-",
+                        cJSON_IsString(rt) ? rts.buf : "-",
                         !has_sandbox ? "none" : cJSON_IsTrue(alive) ? "running" : "stopped",
                         hbuf);
+            strbuf_release(&rts);
         }
         shown++;
         cJSON_Delete(o);
         strbuf_release(&sbjs);
     }
-    if (json)
+    if (json) {
         strbuf_addstr(&out, "]\n");
-    fputs(out.buf, stdout);
+        strbuf shown_json = STRBUF_INIT;
+        sbx_json_for_terminal(&shown_json, out.buf, out.len);
+        fputs(shown_json.buf, stdout);
+        strbuf_release(&shown_json);
+    } else {
+        fputs(out.buf, stdout);
+    }
     strbuf_release(&out);
     strvec_clear(&names);
     sbx_config_free(&cfg);

@@ -127,5 +127,18 @@ int main(void)
     ok(!sbx_text_shows_plain("a\x9b" "6n", 4), "a bare 0x9b (not UTF-8) does not");
     ok(!sbx_text_shows_plain("a\xe2\x82", 3), "a cut UTF-8 sequence does not");
     ok(!sbx_text_shows_plain("\xc0\xaf", 2), "an overlong encoding does not");
+
+    /* sbx_json_for_terminal: sbx status --json and sbx ls --json quote the sandbox's and
+     * the cluster's words: DEL, C1 and bytes that are not UTF-8 become \u escapes, valid
+     * UTF-8 and the JSON's own whitespace stay */
+    {
+        static const char in[] = "{\"a\":\"x\x7fy\xc2\x9b" "6n\x9b\xc3\xa9\\u001b\"}\n";
+        strbuf j = STRBUF_INIT;
+        sbx_json_for_terminal(&j, in, sizeof(in) - 1);
+        is_str(j.buf, "{\"a\":\"x\\u007fy\\u009b6n\\ufffd\xc3\xa9\\u001b\"}\n",
+           "sbx_json_for_terminal escapes DEL, a C1 and a stray byte, keeps UTF-8 and newline");
+        ok(sbx_text_shows_plain(j.buf, j.len - 1), "...so the JSON shows as plain text");
+        strbuf_release(&j);
+    }
     return done_testing();
 }
