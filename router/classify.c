@@ -408,7 +408,7 @@ static bool cwd_real(const route_ctx *ctx, const char **why)
 }
 
 static int check_cd(const route_ctx *ctx, const rcmd *c, char **new_cwd, bool *project,
-                    strbuf *why)
+                    bool *view, strbuf *why)
 {
     size_t i = 1;
     const char *dir, *w;
@@ -423,7 +423,13 @@ static int check_cd(const route_ctx *ctx, const rcmd *c, char **new_cwd, bool *p
         return -1;
     }
     dir = c->argv.v[i];
-    if (!*dir || dir[0] == '-') {
+    /* `cd -` goes to OLDPWD: on the host only when the host knows it (the person's own
+     * last cd, which the session's shell confirmed: route_ctx.oldpwd) and it leads out of
+     * the session to another project or a plain directory's view; the runner prints it */
+    if (!strcmp(dir, "-") && ctx->oldpwd && ctx->oldpwd[0] == '/' && ctx->cd_projects &&
+        i == 1)
+        dir = ctx->oldpwd;
+    else if (!*dir || dir[0] == '-') {
         strbuf_addstr(why, *dir ? "cd option (or cd - to $OLDPWD)" : "cd to an empty name");
         return -1;
     }
@@ -448,7 +454,20 @@ static int check_cd(const route_ctx *ctx, const rcmd *c, char **new_cwd, bool *p
             *new_cwd = strbuf_detach(&out, NULL);
             return 0;
         }
+        /* a plain directory below HOME, at the prompt: the shell follows it into the
+         * scratch session, whose sandbox gets a view of it (cli/view.c) */
+        if (ctx->cd_projects && ctx->cd_views && exists && route_view_dir(ctx->home, out.buf)) {
+            *project = *view = true;
+            *new_cwd = strbuf_detach(&out, NULL);
+            return 0;
+        }
         strbuf_addstr(why, "cd out of the code directories");
+        strbuf_release(&out);
+        return -1;
+    }
+    if (dir == ctx->oldpwd) {
+        /* within the code directories, `cd -` stays the sandbox's, as before */
+        strbuf_addstr(why, "cd option (or cd - to $OLDPWD)");
         strbuf_release(&out);
         return -1;
     }
@@ -567,7 +586,7 @@ static route_where check_cmd(const route_ctx *ctx, const sh_cmd *cmd, rcmd *c, r
             strbuf_addstr(why, "cd with assignments or redirections");
             goto out;
         }
-        if (check_cd(ctx, c, &rp->new_cwd, &rp->cd_project, why) < 0)
+        if (check_cd(ctx, c, &rp->new_cwd, &rp->cd_project, &rp->cd_view, why) < 0)
             goto out;
         break;
     case RC_GIT:
@@ -706,9 +725,11 @@ route_where route_check(const sh_parse *p, const sh_pipeline *pl, const route_ct
             break;
         case RC_GIT: strbuf_addstr(reason, ": network command, options allowed"); break;
         case RC_CD:
-            strbuf_addstr(reason, rp->cd_project ? ": into another project (the shell moves to "
-                                                   "its session)"
-                                                 : ": within the code directories");
+            strbuf_addstr(reason, rp->cd_view      ? ": into a plain directory (the sandbox gets "
+                                                     "a view of it)"
+                                  : rp->cd_project ? ": into another project (the shell moves to "
+                                                     "its session)"
+                                                   : ": within the code directories");
             break;
         default: strbuf_addstr(reason, ": builtin glue"); break;
         }
