@@ -52,8 +52,8 @@ static bool name_ok(const char *n)
 
 /* The bytes of a file as a printf format in single quotes: a backslash and % are doubled,
  * a quote closes and reopens the word, NUL (which no bash word holds) and bash's internal
- * quoting bytes (\001, \177) are octal escapes of four digits after the \0 (so a digit that
- * follows is not taken into the escape). */
+ * quoting bytes (\001, \177) are octal escapes of three digits (printf's format takes at
+ * most three, so a digit that follows is not taken into the escape). */
 static void add_printf_format(strbuf *out, const unsigned char *b, size_t n)
 {
     strbuf_addch(out, '\'');
@@ -62,9 +62,9 @@ static void add_printf_format(strbuf *out, const unsigned char *b, size_t n)
         case '\\': strbuf_addstr(out, "\\\\"); break;
         case '%': strbuf_addstr(out, "%%"); break;
         case '\'': strbuf_addstr(out, "'\\''"); break;
-        case 0: strbuf_addstr(out, "\\0000"); break;
-        case 1: strbuf_addstr(out, "\\0001"); break;
-        case 0x7f: strbuf_addstr(out, "\\0177"); break;
+        case 0: strbuf_addstr(out, "\\000"); break;
+        case 1: strbuf_addstr(out, "\\001"); break;
+        case 0x7f: strbuf_addstr(out, "\\177"); break;
         default: strbuf_addch(out, b[i]); break;
         }
     }
