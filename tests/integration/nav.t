@@ -105,6 +105,17 @@ for rt in $runtimes; do
     is "$(cat "$HOME/code/README")" readme-text-zq "$rt: ...nor its rm"
     is "$(cat "$HOME/code/myrepo-zq/b.txt" 2>&1)" from-project "$rt: the project's file did come back"
     tmux_stop
+
+    # A directory of many entries: the view is the first 1000 by name, and the prompt says so
+    mkdir -p "$HOME/many-zq"
+    for i in $(seq -w 1 1200); do : >"$HOME/many-zq/f$i"; done
+    out=$(printf '%s\n' 'cd many-zq' 'ls | wc -l; ls | tail -n 1' | "$SBXSH" -i 2>&1)
+    like "$out" "many-zq: the sandbox sees 1000 of its entries, not 200 more" \
+        "$rt: a directory of 1200 files: the view says it holds 1000"
+    like "$out" $'\n1000\nf1000\n' "$rt: ...and the sandbox has the first 1000 by name"
+    # not at a prompt: sbxsh -c keeps its cd into a plain directory in the sandbox (no view)
+    is "$("$SBXSH" --route -c 'cd code' | cut -f1)" sandbox \
+        "$rt: sbxsh -c 'cd code' from ~: the sandbox's cd, as before"
     release_all
 done
 done_testing
