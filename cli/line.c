@@ -253,7 +253,12 @@ static void queue_view(line_exec *x, bool say)
     sbx_err err;
     size_t i;
 
-    if (view_build(x->cwd, &v, &err) < 0) {
+    /* sbxsh's own state and sockets (AGENT_SANDBOX_STATE_DIR may be a plain directory
+     * below HOME): the directory, never its files */
+    bool own = (x->cfg.state_root && sbx_path_within(x->cwd, x->cfg.state_root)) ||
+               (x->cfg.run_dir && sbx_path_within(x->cwd, x->cfg.run_dir));
+
+    if (view_build(x->cwd, !own, &v, &err) < 0) {
         view_free(&v);
         sbx_error("cd: %s: the sandbox gets no view of it: %s", x->cwd, err.msg);
         return;

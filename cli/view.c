@@ -89,7 +89,7 @@ static int read_small_file(int dfd, const char *name, size_t cap, strbuf *out)
     return ok;
 }
 
-int view_build(const char *dir, sbx_view *v, sbx_err *err)
+int view_build(const char *dir, bool list, sbx_view *v, sbx_err *err)
 {
     strvec all = STRVEC_INIT, dirs = STRVEC_INIT, execs = STRVEC_INIT;
     strbuf data = STRBUF_INIT;
@@ -110,7 +110,7 @@ int view_build(const char *dir, sbx_view *v, sbx_err *err)
     }
     /* the names first (bounded), then the view is the first ones in name order, so that
      * the same directory gives the same view whatever readdir's order */
-    while ((de = readdir(d))) {
+    while (list && (de = readdir(d))) {
         if (!name_ok(de->d_name))
             continue;
         if (++scanned > VIEW_MAX_SCAN) {

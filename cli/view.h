@@ -35,9 +35,10 @@ typedef struct sbx_view {
     size_t left_out;    /* entries it does not get (hidden, special and symlinks not counted) */
 } sbx_view;
 
-/* Reads dir (opened with no symlink on the way) into v. -1 with err when it cannot be
+/* Reads dir (opened with no symlink on the way) into v; with !list, v is the directory
+ * alone (sbxsh's own state: the sandbox sees it empty). -1 with err when it cannot be
  * opened or read. */
-int view_build(const char *dir, sbx_view *v, sbx_err *err);
+int view_build(const char *dir, bool list, sbx_view *v, sbx_err *err);
 void view_free(sbx_view *v);
 /* Runs v's script in cfg's session (a connection of its own: the session's shell may be
  * running), with env. -1 with err when the sandbox could not make it. */
