@@ -711,6 +711,7 @@ static void route_ctx_fill(const line_exec *x, route_ctx *ctx)
     /* views and a host `cd -` only for what a person types at the prompt */
     ctx->cd_views = ctx->cd_projects && x->o.interactive;
     ctx->oldpwd = ctx->cd_views ? x->host_oldpwd : NULL;
+    ctx->home_cd = ctx->cd_views ? x->cfg.home : NULL;
 }
 
 void line_exec_route_ctx(const line_exec *x, route_ctx *ctx)
@@ -1664,21 +1665,51 @@ static bool part_is_cd_dash(const sh_pipeline *pl)
 }
 
 /*
+ * Whether the session's shell has variable name (OLDPWD, HOME) at want, the value the host
+ * knows: asked on fd 199 like line_exec_names. Its answer can only keep a cd in the sandbox
+ * (it must equal the host's own value), never send the host anywhere. A shell with a DEBUG
+ * trap about (fork_reports) is not asked: no. $? and $_ come back as after a host part
+ * (sandbox_stale).
+ */
+static int shell_has_value(line_exec *x, const char *name, const char *want, bool *same,
+                           sbx_err *err)
+{
+    strbuf q = STRBUF_INIT, val = STRBUF_INIT, last = STRBUF_INIT;
+    int rc = 0;
+
+    *same = false;
+    if (x->fork_reports)
+        return 0;
+    strbuf_addf(&q, "{ __sbx_a=$_; { builtin printf '%%s\\0%%s\\0' \"${%s-}\" \"$__sbx_a\"; } "
+                    ">&199 2>/dev/null; builtin unset -v __sbx_a; } 2>/dev/null\n", name);
+    if (sbx_session_write(x->sess, x->script_fd, q.buf, q.len, err) < 0 ||
+        sbx_session_read_record(x->sess, 199, '\0', &val, err) < 0 ||
+        sbx_session_read_record(x->sess, 199, '\0', &last, err) < 0) {
+        rc = -1;
+        goto out;
+    }
+    x->shell_line++;
+    x->sandbox_stale = true;
+    free(x->last_arg);
+    x->last_arg = xstrndup(last.buf ? last.buf : "", strnlen(last.buf ? last.buf : "", last.len));
+    *same = val.len == strlen(want) + 1 && !memcmp(val.buf, want, val.len);
+out:
+    strbuf_release(&q);
+    strbuf_release(&val);
+    strbuf_release(&last);
+    return rc;
+}
+
+/*
  * The OLDPWD a `cd -` typed now would go to, when the host knows it (*out NULL otherwise):
  * the directory the person's last host cd left (host_oldpwd), when no sandbox command has
  * moved the shell since. Before the session's shell has run after that cd, that is bash's
  * OLDPWD (the next shell starts with it, or the next chunk's prefix sets it); after, the
- * shell is asked, since a command there may have assigned OLDPWD: its answer can only
- * keep the cd in the sandbox (the answer must be the host's own value), never send the
- * host anywhere. $? and $_ come back as after a host part (sandbox_stale).
+ * shell is asked, since a command there may have assigned OLDPWD.
  */
-#define OLDPWD_QUERY                                                                            \
-    "{ __sbx_a=$_; { builtin printf '%s\\0%s\\0' \"${OLDPWD-}\" \"$__sbx_a\"; } >&199 2>/dev/null; " \
-    "builtin unset -v __sbx_a; } 2>/dev/null\n"
-
 static int confirmed_oldpwd(line_exec *x, const char **out, sbx_err *err)
 {
-    strbuf old = STRBUF_INIT, last = STRBUF_INIT;
+    bool same;
 
     *out = NULL;
     if (!x->o.interactive || !x->host_oldpwd)
@@ -1687,24 +1718,49 @@ static int confirmed_oldpwd(line_exec *x, const char **out, sbx_err *err)
         *out = x->host_oldpwd;
         return 0;
     }
-    if (x->fork_reports)
-        return 0;   /* a DEBUG trap would see the question: the sandbox's cd, as before */
-    if (sbx_session_write(x->sess, x->script_fd, OLDPWD_QUERY, strlen(OLDPWD_QUERY), err) < 0 ||
-        sbx_session_read_record(x->sess, 199, '\0', &old, err) < 0 ||
-        sbx_session_read_record(x->sess, 199, '\0', &last, err) < 0) {
-        strbuf_release(&old);
-        strbuf_release(&last);
+    if (shell_has_value(x, "OLDPWD", x->host_oldpwd, &same, err) < 0)
         return -1;
-    }
-    x->shell_line++;
-    x->sandbox_stale = true;
-    free(x->last_arg);
-    x->last_arg = xstrndup(last.buf ? last.buf : "", strnlen(last.buf ? last.buf : "", last.len));
-    if (old.len == strlen(x->host_oldpwd) + 1 && !memcmp(old.buf, x->host_oldpwd, old.len))
+    if (same)
         *out = x->host_oldpwd;
-    strbuf_release(&old);
-    strbuf_release(&last);
     return 0;
+}
+
+/* The HOME a bare `cd`, `cd ~` or `cd ~/DIR` typed now would use, when it is the host's
+ * (*out NULL otherwise): a shell not yet started gets the host's HOME (sbx_sandbox_env);
+ * a running one is asked, since a command there may have assigned HOME. */
+static int confirmed_home(line_exec *x, const char **out, sbx_err *err)
+{
+    bool same;
+
+    *out = NULL;
+    if (!x->o.interactive || !x->cfg.home)
+        return 0;
+    if (!x->shell_running) {
+        *out = x->cfg.home;
+        return 0;
+    }
+    if (shell_has_value(x, "HOME", x->cfg.home, &same, err) < 0)
+        return -1;
+    if (same)
+        *out = x->cfg.home;
+    return 0;
+}
+
+/* A cd that goes to HOME: bare (or `cd --`), or `cd ~...` */
+static bool part_is_cd_home(const sh_pipeline *pl)
+{
+    const sh_word *arg;
+    strbuf v = STRBUF_INIT;
+    bool home;
+
+    if (!part_is_cd(pl))
+        return false;
+    arg = pl->cmds->words->next;
+    if (arg && !arg->next && sh_word_static_value(arg, &v) && !strcmp(v.buf, "--"))
+        arg = NULL;
+    home = !arg || (arg->flags & SH_WF_TILDE);
+    strbuf_release(&v);
+    return home;
 }
 
 /* ---- running a routed list ---------------------------------------------------------- */
@@ -2022,6 +2078,9 @@ static int run_parts(line_exec *x, const sh_parse *p, route_plan *plan, unsigned
             route_ctx_fill(x, &ctx);
             bool dash = part_is_cd_dash(parts[i].pipe);
             if (dash && confirmed_oldpwd(x, &ctx.oldpwd, err) < 0)
+                return -1;
+            if (ctx.cd_views && part_is_cd_home(parts[i].pipe) &&
+                confirmed_home(x, &ctx.home_cd, err) < 0)
                 return -1;
             /* bash expands PS4 before each trace; one with expansions is shown as
              * bash's default rather than expanded here */

@@ -92,6 +92,10 @@ typedef struct route_ctx {
      * the session's shell confirmed (cli/line.c); NULL when not known. `cd -` then goes
      * there on the host when that is another project or a plain directory's view. */
     const char *oldpwd;
+    /* With cd_views: HOME as the session's shell has it (cli/line.c confirms it), for a bare
+     * `cd`, `cd ~` and `cd ~/DIR`, which then go on the host like `cd DIR`; NULL: those stay
+     * the sandbox's. */
+    const char *home_cd;
 } route_ctx;
 
 struct route_eval;

@@ -3,7 +3,7 @@
 # both runtimes: from ~, `cd code` (a plain directory) runs on the host and the scratch
 # sandbox gets a push-only view of it (cli/view.c), so `ls`, `cat` and Tab see what bash
 # would; `cd myrepo` moves into the project's session; `cd ..` out of it lands in the view
-# again (ls, Tab); `cd -` goes back into the project. A hidden directory (~/.ssh) never
+# again (ls, Tab); `cd -` goes back into the project, a bare `cd` home. A hidden directory (~/.ssh) never
 # reaches the sandbox, a file written in the view never reaches the host, and Tab offers
 # neither a hidden name nor one the sandbox lacks.
 . "$(dirname "$0")/lib.sh"
@@ -98,6 +98,12 @@ for rt in $runtimes; do
     tmux_wait_last "~/code/myrepo-zq$D ?\$"
     tmux_type 'pwd; cat a.txt'; tmux_keys Enter
     ok "$rt: ...and its commands run there" tmux_wait $'\n'"$HOME/code/myrepo-zq"$'\nrepo-file-zq\n'
+    tmux_type 'cd'; tmux_keys Enter
+    ok "$rt: a bare cd from the project goes home, to the scratch session" \
+        tmux_wait_last "~$D ?\$"
+    tmux_type 'ls -1 | tr "\n" " "; echo; cd ~/code/zz-plain-dir && pwd'; tmux_keys Enter
+    ok "$rt: ...whose sandbox has ~'s view; cd ~/DIR goes on the host too" \
+        tmux_wait $'\ncode \n'"$HOME/code/zz-plain-dir"$'\n'
     tmux_type 'exit'; tmux_keys Enter
     tmux_wait_last '^host\$ ?$'
 
