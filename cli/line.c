@@ -230,8 +230,10 @@ struct line_exec {
                                  against it first (host_names_unchanged) */
     strbuf notices;           /* job notices of the last report, to print before the prompt */
     /* Views of plain directories (cli/view.h) this shell gave the scratch session's sandbox,
-     * one per directory, the last one made first pushed before the next sandbox command
-     * (view_pending); what Tab offers outside the code directories (line_exec_sandbox_sees). */
+     * one per directory, kept across moves (the scratch sandbox keeps them) until that
+     * sandbox is released; with view_pending, the last one is still to be pushed, before
+     * the next sandbox command there. What Tab offers outside the code directories
+     * (line_exec_sandbox_sees). */
     sbx_view *views;
     size_t nviews;
     bool view_pending;
@@ -296,6 +298,14 @@ static void push_view(line_exec *x)
     if (view_push(&x->cfg, &x->env, v, &err) < 0)
         sbx_error("%s: the sandbox did not get its view: %s", v->dir, err.msg);
     strbuf_release(&v->script);
+}
+
+static void cancel_view(line_exec *x)
+{
+    if (!x->view_pending || !x->nviews)
+        return;
+    view_free(&x->views[--x->nviews]);
+    x->view_pending = false;
 }
 
 static void drop_views(line_exec *x)
@@ -1847,6 +1857,9 @@ static void after_host_part(line_exec *x, const sh_pipeline *pl, int status)
     if (x->shell_running && x->o.interactive)
         fprintf(stderr, "sbxsh: session '%s' released: the next command starts a new sandbox "
                         "(the shell's variables and functions start afresh)\n", x->cfg.session);
+    /* the scratch sandbox's HOME goes with it, and the views it got */
+    if (!x->cfg.code_dirs.n)
+        drop_views(x);
     drop_session(x);
 }
 
@@ -1910,7 +1923,6 @@ static void move_to_project(line_exec *x, const char *oldpwd)
                           "from now on, whose sandbox sees this directory's files (a view: "
                           "nothing comes back)", x->cwd, next.session);
             drop_session(x);
-            drop_views(x);
             free(x->start_oldpwd);
             x->start_oldpwd = xstrdup(oldpwd);
             sbx_config_free(&x->cfg);
@@ -1936,7 +1948,9 @@ static void move_to_project(line_exec *x, const char *oldpwd)
         sbx_error("%s is in project '%s': its commands run in that session's "
                   "sandbox from now on", x->cwd, next.session);
     drop_session(x);
-    drop_views(x);
+    /* the scratch sandbox keeps the views it got (a cd .. back finds them); one not yet
+     * given is not given */
+    cancel_view(x);
     /* `cd -` goes back, as after any cd: the new shell starts with OLDPWD (shell_start) */
     free(x->start_oldpwd);
     x->start_oldpwd = xstrdup(oldpwd);

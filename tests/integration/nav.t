@@ -119,6 +119,13 @@ for rt in $runtimes; do
     like "$out" "many-zq: the sandbox sees 1000 of its entries, not 200 more" \
         "$rt: a directory of 1200 files: the view says it holds 1000"
     like "$out" $'\n1000\nf1000\n' "$rt: ...and the sandbox has the first 1000 by name"
+    # cd - on the host only with the OLDPWD the host knows: one the sandbox's shell holds
+    # instead (assigned there) keeps the cd in the sandbox, which moves nowhere
+    out=$(printf '%s\n' 'cd code' "OLDPWD=$HOME/code/myrepo-zq" 'cd -' \
+        'sbx status | grep "^session:"; ls' | "$SBXSH" -i 2>&1)
+    unlike "$out" 'is in project' "$rt: cd - to an OLDPWD the sandbox's shell holds: no move"
+    like "$out" $'\nsession: +scratch-[0-9a-f]+\n' "$rt: ...the scratch session still runs it"
+    unlike "$out" 'a\.txt' "$rt: ...and the project's files are not there"
     # not at a prompt: sbxsh -c keeps its cd into a plain directory in the sandbox (no view)
     is "$("$SBXSH" --route -c 'cd code' | cut -f1)" sandbox \
         "$rt: sbxsh -c 'cd code' from ~: the sandbox's cd, as before"
