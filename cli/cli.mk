@@ -1,6 +1,6 @@
 # cli/: sbxsh's front end: main(), the options, the input loops (run.c), the line
 # executor (line.c) and --route (route_main.c). The top layer: it may call every other.
 SBXSH_MAIN := cli/main.c
-CLI_SRCS := cli/options.c cli/run.c cli/line.c cli/route_main.c cli/prompt.c cli/interactive.c cli/startup.c
+CLI_SRCS := cli/options.c cli/run.c cli/line.c cli/route_main.c cli/prompt.c cli/interactive.c cli/startup.c cli/view.c
 LIB_SRCS += $(CLI_SRCS)
 TEST_C += tests/cli/t-prompt.c

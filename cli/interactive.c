@@ -1151,20 +1151,32 @@ static int char_is_quoted(char *line, int idx)
 /* readline's rl_ignore_some_completions_function (file names): drops the names that
  * cannot be shown safely, as bash's FIGNORE drops names (matches[0] is the common prefix
  * of several, or the one match). */
+/* Is the file name being completed a cd's argument (set by ia_complete)? */
+static bool completing_cd_arg;
+
+/* A name the sandbox's commands do not see (a host name below HOME, outside the code
+ * directories and the views the scratch sandbox got: line_exec_sandbox_sees) is dropped
+ * like an unsafe one: Tab offers what the sandbox has. */
+static bool name_offered(const char *m)
+{
+    return sbx_text_shows_plain(m, strlen(m)) &&
+           (!the_ia || line_exec_sandbox_sees(the_ia->x, m, completing_cd_arg));
+}
+
 static int drop_unsafe_names(char **matches)
 {
     size_t n = 0, kept = 1;
     if (!matches || !matches[0])
         return 0;
     if (!matches[1]) {
-        if (!sbx_text_shows_plain(matches[0], strlen(matches[0]))) {
+        if (!name_offered(matches[0])) {
             free(matches[0]);
             matches[0] = NULL;
         }
         return 0;
     }
     for (n = 1; matches[n]; n++) {
-        if (sbx_text_shows_plain(matches[n], strlen(matches[n])))
+        if (name_offered(matches[n]))
             matches[kept++] = matches[n];
         else
             free(matches[n]);
@@ -1177,6 +1189,19 @@ static int drop_unsafe_names(char **matches)
         free(matches[0]);
         matches[0] = matches[1];
         matches[1] = NULL;
+    } else {
+        /* the common prefix of the names kept (a dropped one may have shortened it) */
+        size_t lcd = strlen(matches[1]);
+        for (n = 2; n < kept; n++) {
+            size_t k = 0;
+            while (k < lcd && matches[n][k] == matches[1][k])
+                k++;
+            lcd = k;
+        }
+        if (lcd > strlen(matches[0])) {
+            free(matches[0]);
+            matches[0] = xstrndup(matches[1], lcd);
+        }
     }
     return 0;
 }
@@ -1342,6 +1367,7 @@ static char **ia_complete(const char *text, int start, int end)
         return NULL;
     word_has_tilde = rl_line_buffer[start] == '~';
     words_before(start, &words);
+    completing_cd_arg = words.n == 1 && !strcmp(words.v[0], "cd");
     rl_attempted_completion_over = 1;
     if (text[0] == '~' && !strchr(text, '/')) {
         /* ~user, as bash completes it: the users of the host's passwd database (the sandbox

@@ -1,5 +1,6 @@
 #include "cli/line.h"
 #include "cli/prompt.h"
+#include "cli/view.h"
 #include "common/strbuf.h"
 #include "session/backend.h"
 #include "session/config.h"
@@ -228,7 +229,97 @@ struct line_exec {
                                  function, alias, source, eval...): host parts are checked
                                  against it first (host_names_unchanged) */
     strbuf notices;           /* job notices of the last report, to print before the prompt */
+    /* Views of plain directories (cli/view.h) this shell gave the scratch session's sandbox,
+     * one per directory, kept across moves (the scratch sandbox keeps them) until that
+     * sandbox is released; with view_pending, the last one is still to be pushed, before
+     * the next sandbox command there. What Tab offers outside the code directories
+     * (line_exec_sandbox_sees). */
+    sbx_view *views;
+    size_t nviews;
+    bool view_pending;
+    /* OLDPWD as the person's own cds made it: the directory the last host cd left, cleared
+     * once a sandbox command moved the shell (its cd, whose OLDPWD is the sandbox's) */
+    char *host_oldpwd;
 };
+
+/*
+ * The view of x->cwd, a plain directory below HOME in the scratch session (cli/view.h):
+ * read now, when the person's cd lands there, and given to the sandbox before its next
+ * command (push_view). It replaces an older view of the same directory (a cd there again
+ * reads it afresh: what changed on the host since shows; nothing is removed in the sandbox).
+ * What the view leaves out is said in one line at the prompt (say).
+ */
+static void queue_view(line_exec *x, bool say)
+{
+    sbx_view v;
+    sbx_err err;
+    size_t i;
+
+    /* sbxsh's own state and sockets (AGENT_SANDBOX_STATE_DIR may be a plain directory
+     * below HOME): the directory, never its files */
+    bool own = (x->cfg.state_root && sbx_path_within(x->cwd, x->cfg.state_root)) ||
+               (x->cfg.run_dir && sbx_path_within(x->cwd, x->cfg.run_dir));
+
+    if (view_build(x->cwd, !own, &v, &err) < 0) {
+        view_free(&v);
+        sbx_error("cd: %s: the sandbox gets no view of it: %s", x->cwd, err.msg);
+        return;
+    }
+    if (say && v.left_out)
+        sbx_error("%s: the sandbox sees %zu of its entries, not %zu more (a view holds files "
+                  "up to %d KiB, %d MiB and %d entries in all)", x->cwd, v.names.n, v.left_out,
+                  VIEW_MAX_FILE / 1024, VIEW_MAX_BYTES / (1024 * 1024), VIEW_MAX_ENTRIES);
+    for (i = 0; i < x->nviews && strcmp(x->views[i].dir, x->cwd); i++)
+        ;
+    if (i == x->nviews)
+        x->views = xrealloc(x->views, ++x->nviews * sizeof(*x->views));
+    else
+        view_free(&x->views[i]);
+    /* the pending one is always the last */
+    if (i + 1 < x->nviews) {
+        memmove(&x->views[i], &x->views[i + 1], (x->nviews - i - 1) * sizeof(*x->views));
+        i = x->nviews - 1;
+    }
+    x->views[i] = v;
+    x->view_pending = true;
+}
+
+/* Gives the sandbox the pending view, before a sandbox command runs there. A failure is
+ * said, not fatal: the command then runs, or fails, as the sandbox has it. */
+static void push_view(line_exec *x)
+{
+    sbx_err err;
+    sbx_view *v;
+
+    if (!x->view_pending || !x->nviews)
+        return;
+    x->view_pending = false;
+    v = &x->views[x->nviews - 1];
+    if (view_push(&x->cfg, &x->env, v, &err) < 0)
+        sbx_error("%s: the sandbox did not get its view: %s", v->dir, err.msg);
+    strbuf_release(&v->script);
+}
+
+static void cancel_view(line_exec *x)
+{
+    if (!x->view_pending || !x->nviews)
+        return;
+    view_free(&x->views[--x->nviews]);
+    x->view_pending = false;
+}
+
+static void drop_views(line_exec *x)
+{
+    for (size_t i = 0; i < x->nviews; i++)
+        view_free(&x->views[i]);
+    free(x->views);
+    x->views = NULL;
+    x->nviews = 0;
+    x->view_pending = false;
+}
+
+static bool inside_code_dirs(const line_exec *x, const char *path);
+static bool may_move_to_projects(const line_exec *x);
 
 /* Where sbxsh starts: the cwd, or "/" when it cannot be read (bash runs on). */
 static char *current_dir(void)
@@ -256,6 +347,11 @@ int line_exec_new(const line_opts *o, line_exec **out, sbx_err *err)
         return -1;
     }
     sbx_sandbox_env(&x->cfg, false, &x->env);
+    /* a person's shell started in a plain directory below HOME (a login shell in ~): its
+     * sandbox gets the view a cd there would give (queue_view) */
+    if (o->interactive && !x->cfg.code_dirs.n && line_may_move_to_projects(&x->cfg) &&
+        route_view_dir(x->cfg.home, x->cwd))
+        queue_view(x, false);
     *out = x;
     return 0;
 }
@@ -398,6 +494,70 @@ out:
     return rc;
 }
 
+/*
+ * Whether the sandbox's commands see the file name m that host completion found (as typed:
+ * relative to the cwd, absolute, or after ~/). Below HOME and outside the code directories,
+ * the host's names are not the sandbox's (its HOME is its own): a person's shell there
+ * offers what the views it gave the scratch sandbox hold, and, for a cd's argument, the
+ * directories a cd would take the shell to (another project, a plain directory: the host
+ * resolves those). Elsewhere (the code directories, synced; the system directories, the
+ * same files) and in other modes, every name.
+ */
+bool line_exec_sandbox_sees(const line_exec *x, const char *m, bool cd_arg)
+{
+    const char *home = x->cfg.home;
+    strbuf in = STRBUF_INIT, abs = STRBUF_INIT;
+    bool sees = true;
+    size_t hn;
+
+    if (!x->o.interactive || !may_move_to_projects(x) || !home || home[0] != '/')
+        return true;
+    if (m[0] == '~' && (m[1] == '/' || !m[1]))
+        strbuf_addf(&in, "%s%s", home, m + 1);
+    else if (m[0] == '/')
+        strbuf_addstr(&in, m);
+    else
+        strbuf_addf(&in, "%s/%s", x->cwd, m);
+    /* by name, as bash's logical cd: "." and ".." components, repeated slashes */
+    for (char *p = in.buf, *e; *p; p = e) {
+        while (*p == '/')
+            p++;
+        e = p + strcspn(p, "/");
+        if (e == p)
+            break;
+        if (e - p == 1 && p[0] == '.')
+            continue;
+        if (e - p == 2 && p[0] == '.' && p[1] == '.') {
+            char *slash = strrchr(abs.buf ? abs.buf : "", '/');
+            strbuf_setlen(&abs, slash ? (size_t)(slash - abs.buf) : 0);
+            continue;
+        }
+        strbuf_addch(&abs, '/');
+        strbuf_add(&abs, p, (size_t)(e - p));
+    }
+    hn = strlen(home);
+    if (!abs.len || strncmp(abs.buf, home, hn) || abs.buf[hn] != '/' || inside_code_dirs(x, abs.buf))
+        goto out;   /* not below HOME, or synced */
+    sees = false;
+    if (cd_arg) {
+        struct stat st;
+        if (lstat(abs.buf, &st) == 0 && S_ISDIR(st.st_mode) &&
+            (route_view_dir(home, abs.buf) || route_in_git_work_tree(abs.buf)))
+            sees = true;
+    }
+    if (!sees && !x->cfg.code_dirs.n) {
+        char *slash = strrchr(abs.buf, '/');
+        *slash = '\0';
+        for (size_t i = 0; i < x->nviews && !sees; i++)
+            if (!strcmp(x->views[i].dir, abs.buf))
+                sees = view_has(&x->views[i], slash + 1, strlen(slash + 1));
+    }
+out:
+    strbuf_release(&in);
+    strbuf_release(&abs);
+    return sees;
+}
+
 const char *line_exec_sandbox_path(const line_exec *x)
 {
     for (size_t i = 0; i < x->env.n; i++)
@@ -435,6 +595,8 @@ void line_exec_free(line_exec *x)
     free(x->cwd);
     free(x->shell_cwd);
     free(x->start_oldpwd);
+    free(x->host_oldpwd);
+    drop_views(x);
     free(x->ps4);
     free(x);
 }
@@ -556,6 +718,10 @@ static void route_ctx_fill(const line_exec *x, route_ctx *ctx)
 {
     line_route_ctx(&x->cfg, x->cwd, ctx);
     ctx->cd_projects = may_move_to_projects(x);
+    /* views and a host `cd -` only for what a person types at the prompt */
+    ctx->cd_views = ctx->cd_projects && x->o.interactive;
+    ctx->oldpwd = ctx->cd_views ? x->host_oldpwd : NULL;
+    ctx->home_cd = ctx->cd_views ? x->cfg.home : NULL;
 }
 
 void line_exec_route_ctx(const line_exec *x, route_ctx *ctx)
@@ -601,6 +767,7 @@ static int start_bash(line_exec *x, const strvec *argv, const char *extra, bool 
     };
     int rc;
 
+    push_view(x);
     if (check_sandbox_cwd(x, err) < 0 || open_session(x, err) < 0)
         return -1;
     if (x->o.tty) {
@@ -905,6 +1072,12 @@ static void add_state_prefix(line_exec *x, route_join join, bool standalone, uns
         strbuf_addstr(out, "CDPATH= builtin cd -- ");
         strbuf_add_shell_quoted(out, x->cwd, strlen(x->cwd));
         strbuf_addstr(out, "; ");
+        if (x->host_oldpwd) {
+            /* several host cds since the shell last ran: bash's OLDPWD is the last one's */
+            strbuf_addstr(out, "OLDPWD=");
+            strbuf_add_shell_quoted(out, x->host_oldpwd, strlen(x->host_oldpwd));
+            strbuf_addstr(out, "; ");
+        }
     }
     if (x->fork_reports) {
         /* No simple command (REPORT_FORK): a subshell's status, and no $_
@@ -1171,6 +1344,11 @@ static int shell_read_report(line_exec *x, sbx_err *err)
     x->pipefail = strstr(f[3], "pipefail") != NULL;
     x->job_control = strchr(f[2], 'm') != NULL;
     if (cwdlen) {
+        if (strcmp(x->cwd, f[4])) {
+            /* the sandbox's cd: OLDPWD is the sandbox shell's now */
+            free(x->host_oldpwd);
+            x->host_oldpwd = NULL;
+        }
         free(x->shell_cwd);
         x->shell_cwd = xstrdup(f[4]);
         free(x->cwd);
@@ -1236,6 +1414,7 @@ static int shell_run_chunk(line_exec *x, const char *chunk, unsigned first, unsi
     strbuf w = STRBUF_INIT;
     int rc;
 
+    push_view(x);
     if (!x->shell_running) {
         /* the run's own push brings the host's changes */
         if (shell_start(x, err) < 0) {
@@ -1485,6 +1664,116 @@ static bool part_is_cd(const sh_pipeline *pl)
     return cd;
 }
 
+/* `cd -`, as typed: the only cd whose target the host takes from what it knows (OLDPWD) */
+static bool part_is_cd_dash(const sh_pipeline *pl)
+{
+    strbuf arg = STRBUF_INIT;
+    const sh_cmd *c = pl->cmds;
+    bool dash = part_is_cd(pl) && c->words->next && !c->words->next->next &&
+                sh_word_static_value(c->words->next, &arg) && !strcmp(arg.buf, "-");
+    strbuf_release(&arg);
+    return dash;
+}
+
+/*
+ * Whether the session's shell has variable name (OLDPWD, HOME) at want, the value the host
+ * knows: asked on fd 199 like line_exec_names. Its answer can only keep a cd in the sandbox
+ * (it must equal the host's own value), never send the host anywhere. A shell with a DEBUG
+ * trap about (fork_reports) is not asked: no. $? and $_ come back as after a host part
+ * (sandbox_stale).
+ */
+static int shell_has_value(line_exec *x, const char *name, const char *want, bool *same,
+                           sbx_err *err)
+{
+    strbuf q = STRBUF_INIT, val = STRBUF_INIT, last = STRBUF_INIT;
+    int rc = 0;
+
+    *same = false;
+    if (x->fork_reports)
+        return 0;
+    strbuf_addf(&q, "{ __sbx_a=$_; { builtin printf '%%s\\0%%s\\0' \"${%s-}\" \"$__sbx_a\"; } "
+                    ">&199 2>/dev/null; builtin unset -v __sbx_a; } 2>/dev/null\n", name);
+    if (sbx_session_write(x->sess, x->script_fd, q.buf, q.len, err) < 0 ||
+        sbx_session_read_record(x->sess, 199, '\0', &val, err) < 0 ||
+        sbx_session_read_record(x->sess, 199, '\0', &last, err) < 0) {
+        rc = -1;
+        goto out;
+    }
+    x->shell_line++;
+    x->sandbox_stale = true;
+    free(x->last_arg);
+    x->last_arg = xstrndup(last.buf ? last.buf : "", strnlen(last.buf ? last.buf : "", last.len));
+    *same = val.len == strlen(want) + 1 && !memcmp(val.buf, want, val.len);
+out:
+    strbuf_release(&q);
+    strbuf_release(&val);
+    strbuf_release(&last);
+    return rc;
+}
+
+/*
+ * The OLDPWD a `cd -` typed now would go to, when the host knows it (*out NULL otherwise):
+ * the directory the person's last host cd left (host_oldpwd), when no sandbox command has
+ * moved the shell since. Before the session's shell has run after that cd, that is bash's
+ * OLDPWD (the next shell starts with it, or the next chunk's prefix sets it); after, the
+ * shell is asked, since a command there may have assigned OLDPWD.
+ */
+static int confirmed_oldpwd(line_exec *x, const char **out, sbx_err *err)
+{
+    bool same;
+
+    *out = NULL;
+    if (!x->o.interactive || !x->host_oldpwd)
+        return 0;
+    if (!x->shell_running || strcmp(x->cwd, x->shell_cwd)) {
+        *out = x->host_oldpwd;
+        return 0;
+    }
+    if (shell_has_value(x, "OLDPWD", x->host_oldpwd, &same, err) < 0)
+        return -1;
+    if (same)
+        *out = x->host_oldpwd;
+    return 0;
+}
+
+/* The HOME a bare `cd`, `cd ~` or `cd ~/DIR` typed now would use, when it is the host's
+ * (*out NULL otherwise): a shell not yet started gets the host's HOME (sbx_sandbox_env);
+ * a running one is asked, since a command there may have assigned HOME. */
+static int confirmed_home(line_exec *x, const char **out, sbx_err *err)
+{
+    bool same;
+
+    *out = NULL;
+    if (!x->o.interactive || !x->cfg.home)
+        return 0;
+    if (!x->shell_running) {
+        *out = x->cfg.home;
+        return 0;
+    }
+    if (shell_has_value(x, "HOME", x->cfg.home, &same, err) < 0)
+        return -1;
+    if (same)
+        *out = x->cfg.home;
+    return 0;
+}
+
+/* A cd that goes to HOME: bare (or `cd --`), or `cd ~...` */
+static bool part_is_cd_home(const sh_pipeline *pl)
+{
+    const sh_word *arg;
+    strbuf v = STRBUF_INIT;
+    bool home;
+
+    if (!part_is_cd(pl))
+        return false;
+    arg = pl->cmds->words->next;
+    if (arg && !arg->next && sh_word_static_value(arg, &v) && !strcmp(v.buf, "--"))
+        arg = NULL;
+    home = !arg || (arg->flags & SH_WF_TILDE);
+    strbuf_release(&v);
+    return home;
+}
+
 /* ---- running a routed list ---------------------------------------------------------- */
 
 /* The last argument of a single host command, which becomes bash's $_
@@ -1569,6 +1858,9 @@ static void after_host_part(line_exec *x, const sh_pipeline *pl, int status)
     if (x->shell_running && x->o.interactive)
         fprintf(stderr, "sbxsh: session '%s' released: the next command starts a new sandbox "
                         "(the shell's variables and functions start afresh)\n", x->cfg.session);
+    /* the scratch sandbox's HOME goes with it, and the views it got */
+    if (!x->cfg.code_dirs.n)
+        drop_views(x);
     drop_session(x);
 }
 
@@ -1603,13 +1895,48 @@ static void move_to_project(line_exec *x, const char *oldpwd)
     sbx_config_opts co = { .cwd = x->cwd };
     sbx_err err;
 
+    bool project, view;
+
     if (!may_move_to_projects(x) || inside_code_dirs(x, x->cwd))
         return;
+    project = route_in_git_work_tree(x->cwd);
+    view = x->o.interactive && route_view_dir(x->cfg.home, x->cwd);
+    if (!project && !view)
+        return;
+    /* a plain directory is no session of its own (`sbxsh -c` there would sync it whole):
+     * its commands run in the scratch session, the one HOME has */
+    if (!project)
+        co.cwd = x->cfg.home;
     if (sbx_config_load(&next, &co, &err) < 0) {
         sbx_error("cd: %s: staying in session '%s': %s", x->cwd, x->cfg.session, err.msg);
         return;
     }
-    if (!next.code_dirs.n || !strcmp(next.session, x->cfg.session)) {
+    if (!next.code_dirs.n) {
+        /* outside every project (a dotfiles repository at ~ is none either): the scratch
+         * session, with a view of the directory for its sandbox */
+        if (!view) {
+            sbx_config_free(&next);
+            return;
+        }
+        if (strcmp(next.session, x->cfg.session)) {
+            if (x->o.interactive)
+                sbx_error("%s is outside every project: its commands run in session '%s' "
+                          "from now on, whose sandbox sees this directory's files (a view: "
+                          "nothing comes back)", x->cwd, next.session);
+            drop_session(x);
+            free(x->start_oldpwd);
+            x->start_oldpwd = xstrdup(oldpwd);
+            sbx_config_free(&x->cfg);
+            x->cfg = next;
+            strvec_clear(&x->env);
+            sbx_sandbox_env(&x->cfg, false, &x->env);
+        } else {
+            sbx_config_free(&next);
+        }
+        queue_view(x, x->o.interactive);
+        return;
+    }
+    if (!strcmp(next.session, x->cfg.session)) {
         sbx_config_free(&next);
         return;
     }
@@ -1622,6 +1949,9 @@ static void move_to_project(line_exec *x, const char *oldpwd)
         sbx_error("%s is in project '%s': its commands run in that session's "
                   "sandbox from now on", x->cwd, next.session);
     drop_session(x);
+    /* the scratch sandbox keeps the views it got (a cd .. back finds them); one not yet
+     * given is not given */
+    cancel_view(x);
     /* `cd -` goes back, as after any cd: the new shell starts with OLDPWD (shell_start) */
     free(x->start_oldpwd);
     x->start_oldpwd = xstrdup(oldpwd);
@@ -1764,6 +2094,12 @@ static int run_parts(line_exec *x, const sh_parse *p, route_plan *plan, unsigned
                 }
             }
             route_ctx_fill(x, &ctx);
+            bool dash = part_is_cd_dash(parts[i].pipe);
+            if (dash && confirmed_oldpwd(x, &ctx.oldpwd, err) < 0)
+                return -1;
+            if (ctx.cd_views && part_is_cd_home(parts[i].pipe) &&
+                confirmed_home(x, &ctx.home_cd, err) < 0)
+                return -1;
             /* bash expands PS4 before each trace; one with expansions is shown as
              * bash's default rather than expanded here */
             if (x->xtrace)
@@ -1830,6 +2166,20 @@ static int run_parts(line_exec *x, const sh_parse *p, route_plan *plan, unsigned
             if (newcwd.len) {
                 char *old = x->cwd;
                 x->cwd = strbuf_detach(&newcwd, NULL);
+                if (dash) {
+                    /* bash's `cd -` says where it went */
+                    printf("%s\n", x->cwd);
+                    fflush(stdout);
+                }
+                if (x->o.interactive) {
+                    free(x->host_oldpwd);
+                    x->host_oldpwd = xstrdup(old);
+                    /* a shell not yet started starts with the OLDPWD this cd made */
+                    if (!x->shell_running) {
+                        free(x->start_oldpwd);
+                        x->start_oldpwd = xstrdup(old);
+                    }
+                }
                 move_to_project(x, old);
                 free(old);
             }

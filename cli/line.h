@@ -165,6 +165,11 @@ unsigned line_exec_jobs(const line_exec *x);
 int line_exec_names(line_exec *x, strbuf *functions, strbuf *variables, sbx_err *err);
 /* The PATH sandbox commands start with. */
 const char *line_exec_sandbox_path(const line_exec *x);
+/* Whether the sandbox's commands see file name m (as completion found it on the host:
+ * relative to the cwd, absolute or ~/...); cd_arg: it is a cd's argument. Outside the code
+ * directories below HOME, only what the views given to the scratch sandbox hold (and, for
+ * cd, the directories a host cd takes), so that Tab offers what the sandbox has. */
+bool line_exec_sandbox_sees(const line_exec *x, const char *m, bool cd_arg);
 
 /* At a terminal: the keys typed while the last command ran that no program read (the next
  * command typed ahead), moved to out, for the prompt to read first as bash would. */

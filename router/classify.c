@@ -408,7 +408,7 @@ static bool cwd_real(const route_ctx *ctx, const char **why)
 }
 
 static int check_cd(const route_ctx *ctx, const rcmd *c, char **new_cwd, bool *project,
-                    strbuf *why)
+                    bool *view, strbuf *why)
 {
     size_t i = 1;
     const char *dir, *w;
@@ -417,13 +417,23 @@ static int check_cd(const route_ctx *ctx, const rcmd *c, char **new_cwd, bool *p
 
     if (i < c->argv.n && !strcmp(c->argv.v[i], "--"))
         i++;
-    if (c->argv.n - i != 1) {
+    if (c->argv.n - i == 0 && ctx->cd_views && ctx->home_cd && ctx->home_cd[0] == '/') {
+        /* a bare cd at the prompt: HOME as the session's shell has it (route_ctx.home_cd) */
+        dir = ctx->home_cd;
+    } else if (c->argv.n - i != 1) {
         strbuf_addstr(why, c->argv.n - i ? "cd with more than one directory"
                                          : "cd without a directory (goes to $HOME)");
         return -1;
+    } else {
+        dir = c->argv.v[i];
     }
-    dir = c->argv.v[i];
-    if (!*dir || dir[0] == '-') {
+    /* `cd -` goes to OLDPWD: on the host only when the host knows it (the person's own
+     * last cd, which the session's shell confirmed: route_ctx.oldpwd) and it leads out of
+     * the session to another project or a plain directory's view; the runner prints it */
+    if (!strcmp(dir, "-") && ctx->oldpwd && ctx->oldpwd[0] == '/' && ctx->cd_projects &&
+        i == 1 && c->argv.n == 2)
+        dir = ctx->oldpwd;
+    else if (!*dir || dir[0] == '-') {
         strbuf_addstr(why, *dir ? "cd option (or cd - to $OLDPWD)" : "cd to an empty name");
         return -1;
     }
@@ -448,7 +458,20 @@ static int check_cd(const route_ctx *ctx, const rcmd *c, char **new_cwd, bool *p
             *new_cwd = strbuf_detach(&out, NULL);
             return 0;
         }
+        /* a plain directory below HOME, at the prompt: the shell follows it into the
+         * scratch session, whose sandbox gets a view of it (cli/view.c) */
+        if (ctx->cd_projects && ctx->cd_views && exists && route_view_dir(ctx->home, out.buf)) {
+            *project = *view = true;
+            *new_cwd = strbuf_detach(&out, NULL);
+            return 0;
+        }
         strbuf_addstr(why, "cd out of the code directories");
+        strbuf_release(&out);
+        return -1;
+    }
+    if (dir == ctx->oldpwd || dir == ctx->home_cd) {
+        /* within the code directories, `cd -` and a bare cd stay the sandbox's, as before */
+        strbuf_addstr(why, "cd option (or cd - to $OLDPWD)");
         strbuf_release(&out);
         return -1;
     }
@@ -483,6 +506,28 @@ static uint32_t command_line_off(const sh_cmd *cmd)
     return second != UINT32_MAX ? second_end : first_end;
 }
 
+/* `cd ~` and `cd ~/DIR` (a leading unquoted tilde and nothing else to expand), with
+ * route_ctx.home_cd: the tilde is that HOME (the one the session's shell has: cli/line.c
+ * confirms it), so that the cd can be checked like any other. */
+static bool cd_home_word(const route_ctx *ctx, const sh_cmd *cmd, const sh_word *w, strbuf *out)
+{
+    strbuf name = STRBUF_INIT, why = STRBUF_INIT;
+    bool ok = ctx->cd_views && ctx->home_cd && ctx->home_cd[0] == '/' &&
+              (w->flags & ~(unsigned)SH_WF_TILDE) == 0 && (w->flags & SH_WF_TILDE) && w->parts &&
+              w->parts->kind == WP_TILDE && w->parts->len == 0 &&
+              sh_word_static_value(cmd->words, &name) && !strcmp(name.buf, "cd");
+    if (ok) {
+        strbuf_reset(out);
+        strbuf_addstr(out, ctx->home_cd);
+        ok = add_parts(w->parts->next, false, out, &why) && !memchr(out->buf, '\0', out->len) &&
+             (out->len == strlen(ctx->home_cd) || out->buf[strlen(ctx->home_cd)] == '/') &&
+             out->len <= ROUTE_MAX_WORD;
+    }
+    strbuf_release(&name);
+    strbuf_release(&why);
+    return ok;
+}
+
 static route_where check_cmd(const route_ctx *ctx, const sh_cmd *cmd, rcmd *c, rpipe *rp,
                              strbuf *why)
 {
@@ -508,7 +553,9 @@ static route_where check_cmd(const route_ctx *ctx, const sh_cmd *cmd, rcmd *c, r
         return ROUTE_SANDBOX;
     }
     for (const sh_word *wd = cmd->words; wd; wd = wd->next) {
-        if (!word_value(wd, &val, why))
+        if (wd != cmd->words && wd == cmd->words->next && !wd->next && cd_home_word(ctx, cmd, wd, &val))
+            ;   /* `cd ~` or `cd ~/DIR` at the prompt: HOME as the shell has it */
+        else if (!word_value(wd, &val, why))
             goto out;
         strvec_pushn(&c->argv, val.buf, val.len);
     }
@@ -567,7 +614,7 @@ static route_where check_cmd(const route_ctx *ctx, const sh_cmd *cmd, rcmd *c, r
             strbuf_addstr(why, "cd with assignments or redirections");
             goto out;
         }
-        if (check_cd(ctx, c, &rp->new_cwd, &rp->cd_project, why) < 0)
+        if (check_cd(ctx, c, &rp->new_cwd, &rp->cd_project, &rp->cd_view, why) < 0)
             goto out;
         break;
     case RC_GIT:
@@ -706,9 +753,11 @@ route_where route_check(const sh_parse *p, const sh_pipeline *pl, const route_ct
             break;
         case RC_GIT: strbuf_addstr(reason, ": network command, options allowed"); break;
         case RC_CD:
-            strbuf_addstr(reason, rp->cd_project ? ": into another project (the shell moves to "
-                                                   "its session)"
-                                                 : ": within the code directories");
+            strbuf_addstr(reason, rp->cd_view      ? ": into a plain directory (the sandbox gets "
+                                                     "a view of it)"
+                                  : rp->cd_project ? ": into another project (the shell moves to "
+                                                     "its session)"
+                                                   : ": within the code directories");
             break;
         default: strbuf_addstr(reason, ": builtin glue"); break;
         }

@@ -27,6 +27,23 @@ bool path_within(const char *path, const char *dir)
     return !strncmp(path, dir, n) && (path[n] == '\0' || path[n] == '/');
 }
 
+bool route_view_dir(const char *home, const char *abs)
+{
+    size_t n;
+
+    if (!home || home[0] != '/' || !abs || abs[0] != '/')
+        return false;
+    n = strlen(home);
+    while (n > 1 && home[n - 1] == '/')
+        n--;
+    if (n == 1 || strncmp(abs, home, n) || (abs[n] != '\0' && abs[n] != '/'))
+        return false;   /* HOME=/ would make every directory a view: none is */
+    for (const char *p = abs + n; *p; p++)
+        if (p[0] == '/' && p[1] == '.')
+            return false;
+    return true;
+}
+
 /* As git finds its work tree (and session/config.c a code directory): the nearest ancestor
  * of abs, abs included, holding `.git`, a directory or a gitfile; never `/` itself. Only a
  * question about the host's own tree: the answer routes a `cd` to the host, where the

@@ -83,6 +83,19 @@ typedef struct route_ctx {
      * and the shell then moves to that project's own session (cli/line.c); without it, that
      * cd runs in the sandbox, which does not have the directory. */
     bool cd_projects;
+    /* At sbxsh's prompt only (with cd_projects): a `cd` into a plain directory below $HOME
+     * (no component below HOME starts with '.', not inside a git work tree, not in the code
+     * directories) runs on the host too, and the shell then runs in the scratch session,
+     * whose sandbox gets a push-only view of that directory (cli/view.c). */
+    bool cd_views;
+    /* With cd_projects: what OLDPWD is, as the host knows it from the person's own cds and
+     * the session's shell confirmed (cli/line.c); NULL when not known. `cd -` then goes
+     * there on the host when that is another project or a plain directory's view. */
+    const char *oldpwd;
+    /* With cd_views: HOME as the session's shell has it (cli/line.c confirms it), for a bare
+     * `cd`, `cd ~` and `cd ~/DIR`, which then go on the host like `cd DIR`; NULL: those stay
+     * the sandbox's. */
+    const char *home_cd;
 } route_ctx;
 
 struct route_eval;
@@ -106,8 +119,9 @@ typedef struct route_part {
      * a program for git, a builtin for echo), else the runner sends it to the sandbox,
      * where bash would run the new meaning. Its reason starts with ROUTE_NAMES_UNKNOWN. */
     bool names_unknown;
-    /* HOST: a `cd` into another project (route_ctx.cd_projects); it must run on the host,
-     * even in a line that is otherwise the sandbox's, for the shell to follow it there. */
+    /* HOST: a `cd` into another project (route_ctx.cd_projects) or a plain directory's view
+     * (route_ctx.cd_views); it must run on the host, even in a line that is otherwise the
+     * sandbox's, for the shell to follow it there. */
     bool cd_project;
     /* SANDBOX: an `eval` whose text is known before it runs (`eval` and literal words, at most `< /dev/null`) and has a
      * HOST part: its text, parsed and planned from where this part runs, for the line
@@ -210,6 +224,16 @@ void route_host_path(const route_ctx *ctx, strbuf *out);
 /* abs (absolute, real) lies inside the code directories or sync paths: the sandbox's to
  * change. */
 bool route_sandbox_writable(const route_ctx *ctx, const char *abs);
+
+/* Whether abs (absolute, normalized) is a directory a prompt's `cd` may give the scratch
+ * sandbox a view of (route_ctx.cd_views): home itself or below it, with no component below
+ * home starting with '.' (never ~/.ssh, ~/.config or anything under one). By name only:
+ * the caller walks it without symlinks (route_walk) and opens it with no symlink on the
+ * way (cli/view.c). */
+bool route_view_dir(const char *home, const char *abs);
+/* abs (an existing directory, real) is inside a git work tree: it or a parent holds a
+ * `.git` directory or gitfile, as session/config.c finds a code directory. */
+bool route_in_git_work_tree(const char *abs);
 
 /* The 1-based line of byte offset off in p's text, as bash counts lines. */
 unsigned route_line_of(const sh_parse *p, uint32_t off);

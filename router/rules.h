@@ -66,7 +66,8 @@ typedef struct rpipe {
     size_t n;
     bool bang;
     char *new_cwd;             /* a host cd: where it goes */
-    bool cd_project;           /* ... into another project (route_ctx.cd_projects) */
+    bool cd_project;           /* ... into another project (route_ctx.cd_projects), or */
+    bool cd_view;              /* ... a plain directory's view (route_ctx.cd_views) */
     /* A git command with a password or token in a URL (route_git_secret()): HOST, and the
      * runner runs nothing, it says why (n is 0). */
     bool git_secret;
@@ -84,9 +85,6 @@ void rpipe_release(rpipe *rp);
 /* path equals dir or lies below it; both absolute and normalized. */
 bool path_within(const char *path, const char *dir);
 bool route_in_code_dirs(const route_ctx *ctx, const char *abs);
-/* abs (an existing directory, real) is inside a git work tree: it or a parent holds a
- * `.git` directory or gitfile, as session/config.c finds a code directory. */
-bool route_in_git_work_tree(const char *abs);
 /* Inside a code directory or matching (or below) a sync path entry. */
 bool route_in_synced(const route_ctx *ctx, const char *abs);
 

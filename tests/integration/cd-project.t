@@ -60,7 +60,7 @@ for rt in $runtimes; do
         "$rt: sbx release after cd ../beta releases beta's session"
     like "$out" "released: the next command .*"$'\nbeta-file\n'"$HOME/beta"$'\ny=\\[\\]\n.*\nsession: +beta-[0-9a-f]+\n' \
         "$rt: ...then a command runs there, in a new sandbox (y unset) of beta's session, at ~/beta"
-    like "$out" $'\n'"$HOME"$'\nstays\n' "$rt: cd ~ (no project): the session stays"
+    like "$out" $'\n'"$HOME"$'\nstays\n' "$rt: cd ~ (no project): the shell is in ~ (the scratch session)"
     is "$(grep -c 'is in project' <<<"$out")" 2 "$rt: ...so two moves in all"
     is "$("$SBX" ls 2>/dev/null | awk 'NR > 1 { print $1 }' | sed 's/-[0-9a-f]*$//' | sort | tr '\n' ' ')" \
         "alpha beta scratch " "$rt: three sessions, each project's its own"
