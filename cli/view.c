@@ -50,6 +50,32 @@ static bool name_ok(const char *n)
     return true;
 }
 
+/* A file the view leaves out, whatever its size: by its name, a key or a credential (an
+ * ssh key's id_*, *.pem, *.key, *.p12, a password store, a name saying credential, secret,
+ * token or password); by its bytes, a private key. Plain files of a directory the person
+ * walks through reach the sandbox so that `ls` and `cat` there read as under bash, but a
+ * credential left in one must not: the sandbox is not trusted with secrets. */
+static bool secret_file(const char *n, const strbuf *data)
+{
+    static const char *const suffixes[] = { ".pem", ".key", ".p12", ".pfx", ".jks",
+                                            ".keystore", ".kdbx", ".gpg", ".asc", ".ovpn",
+                                            ".ppk", ".netrc" };
+    static const char *const words[] = { "credential", "secret", "token", "password",
+                                         "passwd", "private", "apikey", "api_key" };
+    size_t len = strlen(n);
+    if (!strncmp(n, "id_", 3))
+        return true;
+    for (size_t i = 0; i < ARRAY_SIZE(suffixes); i++) {
+        size_t sl = strlen(suffixes[i]);
+        if (len >= sl && !strcasecmp(n + len - sl, suffixes[i]))
+            return true;
+    }
+    for (size_t i = 0; i < ARRAY_SIZE(words); i++)
+        if (strcasestr(n, words[i]))
+            return true;
+    return data && memmem(data->buf, data->len, "PRIVATE KEY-----", 16) != NULL;
+}
+
 /* The bytes of a file as a printf format in single quotes: a backslash and % are doubled,
  * a quote closes and reopens the word, NUL (which no bash word holds) and bash's internal
  * quoting bytes (\001, \177) are octal escapes of three digits (printf's format takes at
@@ -142,10 +168,10 @@ int view_build(const char *dir, bool list, sbx_view *v, sbx_err *err)
             strvec_push(&dirs, n);
             continue;
         }
-        if ((uint64_t)st.st_size > VIEW_MAX_FILE ||
+        if (secret_file(n, NULL) || (uint64_t)st.st_size > VIEW_MAX_FILE ||
             bytes + (size_t)st.st_size > VIEW_MAX_BYTES ||
             !read_small_file(dirfd(d), n, VIEW_MAX_FILE, &data) ||
-            bytes + data.len > VIEW_MAX_BYTES) {
+            bytes + data.len > VIEW_MAX_BYTES || secret_file(n, &data)) {
             v->left_out++;
             continue;
         }

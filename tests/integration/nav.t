@@ -37,6 +37,10 @@ for rt in $runtimes; do
     echo 'readme-text-zq' >"$HOME/code/README"
     printf 'a\0b\\%%\x01\x7f'"'"'end\n' >"$HOME/code/bytes.bin"
     head -c 300000 /dev/zero >"$HOME/code/big-file.bin"      # over the 256 KiB cap
+    # credentials left in a plain directory: never in a view (by name, or by a key's bytes)
+    echo 'SECRET-KEY-zq-ssh' >"$HOME/code/id_ed25519"
+    echo 'SECRET-KEY-zq-aws' >"$HOME/code/aws-credentials.txt"
+    printf -- '-----BEGIN OPENSSH PRIVATE KEY-----\nSECRET-KEY-zq-pk\n' >"$HOME/code/notes.txt"
     ln -s "$HOME/.ssh" "$HOME/code/keys-link"
     git init -q "$HOME/code/myrepo-zq" && echo 'repo-file-zq' >"$HOME/code/myrepo-zq/a.txt" &&
         git -C "$HOME/code/myrepo-zq" add . && git -C "$HOME/code/myrepo-zq" commit -qm x ||
@@ -66,8 +70,8 @@ for rt in $runtimes; do
     ok "$rt: ~/.ssh is not in the sandbox" tmux_wait 'cat: /.*/\.ssh/id_rsa: No such file or directory'
     tmux_wait_last "~/code$D ?\$"
     screen=$(tmux_screen)
-    unlike "$screen" 'SECRET-KEY-zq|\.hidden-dir|keys-link|big-file' \
-        "$rt: no hidden entry, symlink or file over the cap in the sandbox's view"
+    unlike "$screen" 'SECRET-KEY-zq|\.hidden-dir|keys-link|big-file|id_ed25519|aws-credentials|notes\.txt' \
+        "$rt: no hidden entry, symlink, file over the cap or credential in the sandbox's view"
     tmux_type 'echo sandbox-wrote >made-in-view.txt; rm README; ls -1'; tmux_keys Enter
     tmux_wait $'\nbytes.bin\nmade-in-view.txt\n'
     tmux_type 'cd my'; tmux_keys Tab
