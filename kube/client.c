@@ -233,6 +233,17 @@ static int status_error(kube_client *c, const char *method, const char *path,
                       d.buf, detail);
         break;
     case 404: {
+        /* The namespace missing (the NamespaceLifecycle admission's 404 names it in its
+         * details) is not the API missing. */
+        const cJSON *det = r->json ? cJSON_GetObjectItemCaseSensitive(r->json, "details") : NULL;
+        const cJSON *dk = cJSON_GetObjectItemCaseSensitive(det, "kind");
+        const cJSON *dn = cJSON_GetObjectItemCaseSensitive(det, "name");
+        if (cJSON_IsString(dk) && !strcmp(dk->valuestring, "namespaces") && cJSON_IsString(dn)) {
+            rc = sbx_errf(err, "%s: the namespace %s does not exist on %s (%s): set "
+                          "AGENT_SANDBOX_NAMESPACE, or the kubeconfig context's namespace, to "
+                          "the one the pool is in", d.buf, dn->valuestring, c->t.server, detail);
+            break;
+        }
         bool collection = !strstr(d.buf, " \"");
         rc = sbx_errf(err, "%s: not found (%s)%s", d.buf, detail,
                       collection ? ": is that API (its CRD) installed on the cluster?" : "");

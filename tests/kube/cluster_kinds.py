@@ -158,6 +158,12 @@ def install(g):
             _admit(res, obj, ApiError)
     g["validate"] = validate
 
+    orig_ns_exists = g["namespace_exists"]
+
+    def namespace_exists(fake, ns):
+        return orig_ns_exists(fake, ns) or _stored("namespaces", None, ns) is not None
+    g["namespace_exists"] = namespace_exists
+
     Fake = g["Fake"]
     orig_init = Fake.__init__
 

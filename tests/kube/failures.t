@@ -1,7 +1,7 @@
 #!/bin/bash
 # The kube backend's failures, each ending in sbxsh's own status (125), a message that says
 # what to do, and the host tree as it was: 401, 403, a missing pool, no pool named, an
-# unreachable API server, a claim that never gets ready, 429 and 503 storms (retried, then
+# unreachable API server, a missing namespace, a claim that never gets ready, 429 and 503 storms (retried, then
 # a clear error). Nothing is left behind: no claim, no holder.
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib/tap.sh"
@@ -43,6 +43,12 @@ run nopool AGENT_SANDBOX_POOL=no-such-pool
 is "$rc" 125 "a missing pool: exit 125"
 like "$err" "SandboxWarmPool 'no-such-pool' does not exist.*AGENT_SANDBOX_POOL" \
      "...saying the pool does not exist and what to set"
+
+run nons AGENT_SANDBOX_NAMESPACE=no-such-ns
+is "$rc" 125 "a namespace that does not exist: exit 125"
+like "$err" "the namespace no-such-ns does not exist .*AGENT_SANDBOX_NAMESPACE" \
+     "...saying so and what to set (not that an API is missing)"
+unlike "$err" "CRD" "...no word of a CRD"
 
 run unset AGENT_SANDBOX_POOL=
 is "$rc" 125 "no pool named: exit 125"
