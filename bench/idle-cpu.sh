@@ -4,7 +4,8 @@
 # to end; then measures, over --seconds, the CPU time (utime+stime from /proc/PID/stat) of
 # every host process that belongs to them: the session holder and its log pump, runsc's
 # sandbox (the Sentry), its gofer and its stub processes, bwrap and the sbx-agent under it.
-# Prints a Markdown table in % of one CPU, per session and for all of them, then releases
+# Prints a Markdown table in % of one CPU, per session and for all of them (and how much of
+# it is sbxsh's own processes: holders, log pumps, a bwrap agent), then releases
 # them. bench/idle.md says how to read it and has the figures.
 #
 #   bench/idle-cpu.sh [--runtimes runsc,bwrap] [--rows sbxsh,do,ptrace] [--sessions 8]
@@ -111,12 +112,12 @@ start_do() { # RUNSC-OPTION...
     dopids+=($!)
 }
 
-declare -A total per news # ROW -> figures
+declare -A total per own news # ROW -> figures
 order=()
 declare -A what
 # Measures the processes of the row's sandboxes (already started) over --seconds.
 measure() { # ROW LABEL
-    local row=$1 p t sum=0 gone=0
+    local row=$1 p t sum=0 mine=0 gone=0
     local -A before=()
     order+=("$row")
     what[$row]=$2
@@ -130,12 +131,18 @@ measure() { # ROW LABEL
         t=$(ticks "$p")
         if [ -z "$t" ] || [ -z "${before[$p]}" ]; then gone=$((gone + 1)); continue; fi
         sum=$((sum + t - ${before[$p]}))
+        # sbxsh's own processes: the holders and log pumps (named sbx-holder) and, under
+        # bwrap, the agent (under runsc it runs inside the Sentry, counted as runsc's)
+        case $(cat "/proc/$p/comm" 2>/dev/null) in
+        sbx-holder | sbx-agent) mine=$((mine + t - ${before[$p]})) ;;
+        esac
     done
     local after=($(cd / && procs)) n=0
     for p in "${after[@]}"; do [ -n "${before[$p]+x}" ] || n=$((n + 1)); done
     total[$row]=$(awk -v t="$sum" -v hz="$hz" -v s="$seconds" 'BEGIN { printf "%.2f", 100 * t / hz / s }')
     per[$row]=$(awk -v t="$sum" -v hz="$hz" -v s="$seconds" -v k="$sessions" \
         'BEGIN { printf "%.2f", 100 * t / hz / s / k }')
+    own[$row]=$(awk -v t="$mine" -v hz="$hz" -v s="$seconds" 'BEGIN { printf "%.2f", 100 * t / hz / s }')
     news[$row]="${#pids[@]} processes"
     [ "$gone" -gt 0 ] && news[$row]+=", $gone ended during it"
     [ "$n" -gt 0 ] && news[$row]+=", $n started during it"
@@ -168,8 +175,14 @@ for r in do ptrace; do
 done
 
 printf '\n%s\n\n' "$(date -u '+%F %H:%M') UTC, $(nproc) CPUs, $(uname -r), $(runsc --version 2>/dev/null | head -1), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "| what | % of a CPU per sandbox | % of a CPU, all $sessions | measured |"
-echo "|---|---|---|---|"
+# Each row's ratio to the bare systrap sandboxes of the same run, when they were measured:
+# what sbxsh adds to (or saves on) gVisor's own idle cost.
+ratio() { # ROW
+    [ -n "${total[do]:-}" ] || { echo -; return; }
+    awk -v a="${total[$1]}" -v b="${total[do]}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'
+}
+echo "| what | % of a CPU per sandbox | % of a CPU, all $sessions | of which sbxsh's own | to bare \`runsc do\` | measured |"
+echo "|---|---:|---:|---:|---:|---|"
 for r in "${order[@]}"; do
-    echo "| ${what[$r]} | ${per[$r]} | ${total[$r]} | ${news[$r]} |"
+    echo "| ${what[$r]} | ${per[$r]} | ${total[$r]} | ${own[$r]} | $(ratio "$r") | ${news[$r]} |"
 done
