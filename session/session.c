@@ -97,6 +97,7 @@ struct sbx_session {
 
 static bool outputs_drained(sbx_session *s);
 static void pump(sbx_session *s, int timeout_ms);
+static void warnings_flush(sbx_session *s, bool force);
 
 /* ---- signals ----------------------------------------------------------- */
 
@@ -167,6 +168,8 @@ static void send_u32s(sbx_session *s, int type, int n, uint32_t a, uint32_t b)
 /* The failure that ended the session call, as the caller's error. */
 static int fail(sbx_session *s, sbx_err *err)
 {
+    /* the caller prints the failure next: the warnings that came before it go first */
+    warnings_flush(s, true);
     return sbx_errf(err, "%s", s->failmsg);
 }
 
