@@ -8,12 +8,12 @@
 # it is sbxsh's own processes: holders, log pumps, a bwrap agent), then releases
 # them. bench/idle.md says how to read it and has the figures.
 #
-#   bench/idle-cpu.sh [--runtimes runsc,bwrap] [--rows sbxsh,do,ptrace] [--sessions 8]
+#   bench/idle-cpu.sh [--runtimes runsc,bwrap] [--rows sbxsh,bare,ptrace] [--sessions 8]
 #                     [--seconds 60] [--settle 15] [--dir DIR]
 #
 # Rows (--rows, comma-separated; default: all of them, in this order):
 #   sbxsh   --sessions idle sessions per runtime in --runtimes (`sbxsh -c true`, then nothing)
-#   do      the same number of bare `runsc do sleep` sandboxes (no sbxsh at all): what
+#   bare    the same number of bare `runsc do sleep` sandboxes (no sbxsh at all): what
 #           gVisor's own idle costs on this machine (runsc's default platform, systrap)
 #   ptrace  the same with `runsc --platform=ptrace do sleep`
 # The processes measured are those that name the run's temporary directory in their
@@ -23,7 +23,7 @@
 # should start none). No assertions: this is a benchmark, not a test.
 set -u
 runtimes=runsc,bwrap
-rows=sbxsh,do,ptrace
+rows=sbxsh,bare,ptrace
 sessions=8 seconds=60 settle=15
 dir=/dev/shm
 [ -d "$dir" ] && [ -w "$dir" ] || dir=${TMPDIR:-/tmp}
@@ -108,7 +108,7 @@ start_do() { # RUNSC-OPTION...
     mkdir -p "$work/do/root$i"
     # from /: `runsc do` gives the sandbox its cwd, and /dev/shm is not there
     (cd / && exec runsc --root="$work/do/root$i" --network=none "$@" \
-        do sleep 100000) </dev/null >"$work/do/$i.log" 2>&1 &
+        'do' sleep 100000) </dev/null >"$work/do/$i.log" 2>&1 &
     dopids+=($!)
 }
 
@@ -123,7 +123,8 @@ measure() { # ROW LABEL
     what[$row]=$2
     echo "# $row: settling for $settle s" >&2
     sleep "$settle"
-    local pids=($(cd / && procs))
+    local pids after
+    mapfile -t pids < <(cd / && procs)
     for p in "${pids[@]}"; do before[$p]=$(ticks "$p"); done
     echo "# $row: measuring ${#pids[@]} processes for $seconds s" >&2
     sleep "$seconds"
@@ -137,7 +138,8 @@ measure() { # ROW LABEL
         sbx-holder | sbx-agent) mine=$((mine + t - ${before[$p]})) ;;
         esac
     done
-    local after=($(cd / && procs)) n=0
+    local n=0
+    mapfile -t after < <(cd / && procs)
     for p in "${after[@]}"; do [ -n "${before[$p]+x}" ] || n=$((n + 1)); done
     total[$row]=$(awk -v t="$sum" -v hz="$hz" -v s="$seconds" 'BEGIN { printf "%.2f", 100 * t / hz / s }')
     per[$row]=$(awk -v t="$sum" -v hz="$hz" -v s="$seconds" -v k="$sessions" \
@@ -163,13 +165,13 @@ if has "$rows" sbxsh; then
         cleanup
     done
 fi
-for r in do ptrace; do
+for r in bare ptrace; do
     has "$rows" $r || continue
     command -v runsc >/dev/null || { echo "$0: runsc is not installed: $r skipped" >&2; break; }
     for i in $(seq "$sessions"); do
-        if [ $r = do ]; then start_do; else start_do --platform=ptrace; fi
+        if [ $r = bare ]; then start_do; else start_do --platform=ptrace; fi
     done
-    if [ $r = do ]; then measure do "$sessions bare \`runsc do sleep\` (systrap, no sbxsh)"
+    if [ $r = bare ]; then measure bare "$sessions bare \`runsc do sleep\` (systrap, no sbxsh)"
     else measure ptrace "$sessions bare \`runsc --platform=ptrace do sleep\`"; fi
     cleanup
 done
@@ -178,8 +180,8 @@ printf '\n%s\n\n' "$(date -u '+%F %H:%M') UTC, $(nproc) CPUs, $(uname -r), $(run
 # Each row's ratio to the bare systrap sandboxes of the same run, when they were measured:
 # what sbxsh adds to (or saves on) gVisor's own idle cost.
 ratio() { # ROW
-    [ -n "${total[do]:-}" ] || { echo -; return; }
-    awk -v a="${total[$1]}" -v b="${total[do]}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'
+    [ -n "${total[bare]:-}" ] || { echo -; return; }
+    awk -v a="${total[$1]}" -v b="${total[bare]}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'
 }
 echo "| what | % of a CPU per sandbox | % of a CPU, all $sessions | of which sbxsh's own | to bare \`runsc do\` | measured |"
 echo "|---|---:|---:|---:|---:|---|"
