@@ -19,5 +19,13 @@ LOCAL_BENCH_RUNS ?= 30
 bench-local: all
 	bench/local-overhead.sh --sizes $(LOCAL_BENCH_SIZES) --runtimes $(LOCAL_BENCH_RUNTIMES) \
 	    --runs $(LOCAL_BENCH_RUNS)
-bench: bench-speed
-.PHONY: bench-speed bench-local
+# bench/idle-cpu.sh: the host CPU that idle sessions cost (issue 21), per runtime, beside bare
+# `runsc do` sandboxes; bench/idle.md has the figures and how to read them.
+IDLE_BENCH_RUNTIMES ?= runsc,bwrap
+IDLE_BENCH_SESSIONS ?= 8
+IDLE_BENCH_SECONDS ?= 60
+bench-idle: all
+	bench/idle-cpu.sh --runtimes $(IDLE_BENCH_RUNTIMES) --sessions $(IDLE_BENCH_SESSIONS) \
+	    --seconds $(IDLE_BENCH_SECONDS)
+bench: bench-speed bench-idle
+.PHONY: bench-speed bench-local bench-idle

@@ -373,6 +373,7 @@ static const sbx_backend_ops local_ops = {
     .release = local_release,
     .status = local_status,
     .free = local_free,
+    .disk_max_bounds = true,    /* local/mounts.c: every one a tmpfs of that size */
 };
 
 sbx_backend *local_new(const sbx_config *cfg, const sbx_sandbox_spec *spec, sbx_err *err)

@@ -88,6 +88,10 @@ typedef struct sbx_backend_ops {
      * "rlimit") and the cgroup directories. */
     void (*status)(sbx_backend *b, strbuf *json);
     void (*free)(sbx_backend *b);
+    /* AGENT_SANDBOX_DISK_MAX bounds each code directory's copy, /tmp and HOME in the
+     * sandbox (each a space of its own): when a command leaves one full, the holder names
+     * that limit (a bare ENOSPC names none). */
+    bool disk_max_bounds;
 } sbx_backend_ops;
 
 struct sbx_backend {

@@ -73,6 +73,7 @@ typedef struct holder {
     hclient *starting;  /* the client whose command or sync is being started: the push that
                            goes first warns it (it has no channel yet) */
     uint64_t idle_since_ns;     /* last moment the session was in use */
+    unsigned full_told;         /* SYNC_FULL_* spaces said full and not seen emptier since */
     uint64_t save_at_ns;        /* 0: nothing to save */
     bool releasing;             /* an internal sync before release is in flight */
     bool start_failed;          /* no sandbox could be started: the session pins nothing */
@@ -265,6 +266,44 @@ static void send_pull_error(hclient *c, const sbx_config *cfg, const char *why,
     send_str(c, P_ERROR, msg);
 }
 
+/*
+ * A command or sync round ended with some of the sandbox's spaces full (the agent's
+ * SYNC_FULL_* bits: a number from the sandbox, never its text). A bare ENOSPC names no
+ * limit, so the client waiting on that round is told which space and which limit, once per
+ * fill: a space is named when it becomes full, and again only after a round saw it with
+ * room (files removed) and a later one full again. The bits of a round that the sandbox
+ * reports are all it can steer: which of three fixed phrases appear.
+ */
+static void tell_full(holder *h, hclient *c, unsigned full)
+{
+    unsigned fresh = full & ~h->full_told;
+    const sbx_config *cfg = h->cfg;
+    char size[32];
+    strbuf where = STRBUF_INIT, msg = STRBUF_INIT;
+
+    h->full_told = full;
+    if (!fresh || !c || c->fd < 0 || !h->backend || !h->backend->ops->disk_max_bounds)
+        return;
+    if (full & SYNC_FULL_CODE) {
+        if (cfg->code_dirs.n == 1)
+            strbuf_addf(&where, "%s (its copy of the code directory)", cfg->code_dirs.v[0]);
+        else
+            strbuf_addf(&where, "a code directory's copy");
+    }
+    if (full & SYNC_FULL_TMP)
+        strbuf_addf(&where, "%s/tmp", where.len ? (full & SYNC_FULL_HOME ? ", " : " and ") : "");
+    if (full & SYNC_FULL_HOME)
+        strbuf_addf(&where, "%sHOME (%s)", where.len ? " and " : "", cfg->home);
+    sbx_format_size(size, sizeof(size), (double)cfg->disk_max);
+    strbuf_addf(&msg, "the sandbox has no space left in %s: AGENT_SANDBOX_DISK_MAX=%llu (%s) "
+                "bounds each code directory's copy, /tmp and HOME there; remove files in the "
+                "sandbox, or start a session with a larger AGENT_SANDBOX_DISK_MAX",
+                where.buf, cfg->disk_max, size);
+    send_str(c, P_WARNING, msg.buf);
+    strbuf_release(&where);
+    strbuf_release(&msg);
+}
+
 /* A command ended, after its changes were pulled: its client gets the status,
  * or, when the pull was refused (quota, policy), the reason as an error, since
  * the command ran but its changes are not on the host (sbxsh exits 125). */
@@ -274,6 +313,7 @@ static void on_exit_cb(void *ctx, uint32_t chan, const sync_exit_status *st)
     hclient *c = client_by_chan(h, chan);
     if (!c)
         return;
+    tell_full(h, c, st->full);
     if (st->pull_error) {
         /* The command ran, its changes did not come back: sbxsh's own failure (125). */
         log_msg("pull refused: %s", st->pull_error);
@@ -322,6 +362,7 @@ static void on_sync_done(void *ctx, uint64_t id)
         hclient *c = h->clients[i];
         if (c->sync_id == id) {
             c->sync_id = 0;
+            tell_full(h, c, h->conn ? sync_conn_full(h->conn) : 0);
             if (why)
                 send_pull_error(c, h->cfg, why, quota);
             else

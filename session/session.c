@@ -85,6 +85,9 @@ struct sbx_session {
     strbuf progress;
     uint64_t progress_due;
     bool progress_shown;
+    /* warnings for stderr (a sync's, a full space's), printed once the command's output
+     * queued before them is out: "sbxsh: warning: ..." comes after the output it follows */
+    strbuf warnings;
     struct termios saved_tio;
     outfd outs[MAX_FDS];
     size_t nouts;
@@ -101,6 +104,7 @@ struct sbx_session {
 static bool outputs_drained(sbx_session *s);
 static void pump(sbx_session *s, int timeout_ms);
 static void restore_tty(sbx_session *s);
+static void warnings_flush(sbx_session *s, bool force);
 
 /* ---- signals ----------------------------------------------------------- */
 
@@ -171,6 +175,8 @@ static void send_u32s(sbx_session *s, int type, int n, uint32_t a, uint32_t b)
 /* The failure that ended the session call, as the caller's error. */
 static int fail(sbx_session *s, sbx_err *err)
 {
+    /* the caller prints the failure next: the warnings that came before it go first */
+    warnings_flush(s, true);
     return sbx_errf(err, "%s", s->failmsg);
 }
 
@@ -331,7 +337,7 @@ static void handle_frame(sbx_session *s, int type, proto_reader *r)
             if (s->opts.warning)
                 s->opts.warning(s->opts.warning_ctx, msg.buf);
             else
-                fprintf(stderr, "sbxsh: warning: %s%s", msg.buf, s->raw ? "\r\n" : "\n");
+                strbuf_addf(&s->warnings, "sbxsh: warning: %s%s", msg.buf, s->raw ? "\r\n" : "\n");
             strbuf_release(&msg);
         }
         return;
@@ -539,6 +545,18 @@ static void end_unanswered(sbx_session *s)
     _exit(128 + sig);   /* (not reached) */
 }
 
+/* Prints the warnings waiting for the output queued before them (all of it, with force:
+ * the session ends). */
+static void warnings_flush(sbx_session *s, bool force)
+{
+    if (!s->warnings.len || (!force && !outputs_drained(s)))
+        return;
+    progress_clear(s);
+    fwrite(s->warnings.buf, 1, s->warnings.len, stderr);
+    fflush(stderr);
+    strbuf_reset(&s->warnings);
+}
+
 /* One round of the event loop: waits up to timeout_ms for something to do
  * and does it. */
 static void pump(sbx_session *s, int timeout_ms)
@@ -612,6 +630,7 @@ static void pump(sbx_session *s, int timeout_ms)
     }
     if (framebuf_pending(&s->out) && !s->failed)
         sock_write(s);
+    warnings_flush(s, false);
 }
 
 /* ---- connecting -------------------------------------------------------- */
@@ -987,6 +1006,8 @@ void sbx_session_close(sbx_session *s)
     framebuf_out_release(&s->out);
     strbuf_release(&s->status);
     progress_clear(s);
+    warnings_flush(s, true);
+    strbuf_release(&s->warnings);
     strbuf_release(&s->typed);
     strbuf_release(&s->progress);
     free(s);

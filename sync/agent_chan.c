@@ -77,6 +77,7 @@ void agent_send_exit(agent *a, achan *ch)
         x.kind = 0;
         x.code = WEXITSTATUS(ch->status);
     }
+    x.full = agent_full(a);
     wire_put_exit(&a->out.q, ch->id, &x);
     agent_chan_discard(ch);
 }

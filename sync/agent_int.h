@@ -183,6 +183,7 @@ void agent_spawn_init(void);
 extern pid_t agent_pid;
 
 /* ---- agent_sync.c -------------------------------------------------------------------------- */
+uint8_t agent_full(agent *a);
 bool agent_host_wants_write(const agent *a);
 void agent_journal_prune(agent *a, uint64_t upto);
 void agent_pump(agent *a);

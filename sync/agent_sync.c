@@ -2,6 +2,8 @@
  * finals (EXIT, SYNC_DONE) a round carries, and the state file that survives a restart. */
 #include "sync/agent_int.h"
 
+#include <sys/statfs.h>
+
 /* ---- state ------------------------------------------------------------------------------ */
 
 /* Writes the state file (--state: the manifest, the pairing and both sequence numbers) when
@@ -38,6 +40,41 @@ void agent_journal_prune(agent *a, uint64_t upto)
             a->journal[k++] = a->journal[i];
     }
     a->njournal = k;
+}
+
+/* ---- the spaces' fill -------------------------------------------------------------------- */
+
+/* A file system with no block left for an unprivileged writer, or no inode where it counts
+ * them (gVisor's tmpfs reports no inode count): the next write there gets ENOSPC. */
+static bool path_full(const char *path)
+{
+    struct statfs s;
+    if (statfs(path, &s) < 0)
+        return false;
+    return (s.f_blocks > 0 && s.f_bavail == 0) || (s.f_files > 0 && s.f_ffree == 0);
+}
+
+/* Which of the sandbox's spaces are full as a round ends (the "full" byte of EXIT and
+ * SYNC_DONE, wire.h's WIRE_FULL_*): a code directory's copy, /tmp, HOME. Each is a tmpfs of
+ * AGENT_SANDBOX_DISK_MAX in a local sandbox; the host names that limit. An agent under a
+ * --root-prefix (tests, on the host) has no /tmp or HOME of its own to report. A few statfs
+ * calls per round. */
+uint8_t agent_full(agent *a)
+{
+    uint8_t full = 0;
+    const char *home = getenv("HOME");
+    for (size_t i = 0; a->tree && i < mf_nroots(a->tree); i++) {
+        mf_root *r = mf_root_at(a->tree, i);
+        if (r->kind == WIRE_ROOT_CODE && path_full(r->base))
+            full |= WIRE_FULL_CODE;
+    }
+    if (a->o->root_prefix && *a->o->root_prefix)
+        return full;
+    if (path_full("/tmp"))
+        full |= WIRE_FULL_TMP;
+    if (home && home[0] == '/' && home[1] && path_full(home))
+        full |= WIRE_FULL_HOME;
+    return full;
 }
 
 /* ---- sync -------------------------------------------------------------------------------- */
@@ -188,9 +225,7 @@ static void send_finals(agent *a)
             if (ch)
                 agent_send_exit(a, ch);
         } else {
-            size_t at = wire_begin(&a->out.q, WIRE_SYNC_DONE, 0, 0);
-            wire_u64(&a->out.q, f->id);
-            wire_end(&a->out.q, at);
+            wire_put_sync_done(&a->out.q, f->id, agent_full(a));
         }
     }
     a->nsending = 0;

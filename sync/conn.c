@@ -290,6 +290,9 @@ static void on_data(sync_conn *c, const wire_frame *f)
 /* EXIT: a command ended. It comes after its round's pull, which is applied by now (an EXIT
  * inside a delta is a protocol error); the status carries that pull's refusal, if any. The
  * channel is forgotten before the exit callback, which may start a new one on the id. */
+_Static_assert((int)SYNC_FULL_CODE == (int)WIRE_FULL_CODE && (int)SYNC_FULL_TMP == (int)WIRE_FULL_TMP &&
+               (int)SYNC_FULL_HOME == (int)WIRE_FULL_HOME, "the full bits pass through as they are");
+
 static void on_exit_frame(sync_conn *c, const wire_frame *f)
 {
     size_t idx;
@@ -315,6 +318,7 @@ static void on_exit_frame(sync_conn *c, const wire_frame *f)
     }
     wire_sanitize(c->exit_msg, sizeof(c->exit_msg), x.message, x.message_len);
     st.message = c->exit_msg;
+    st.full = x.full;
     if (c->pull_error[0]) {
         st.pull_error = c->pull_error;
         st.pull_error_quota = c->pull_error_quota;
@@ -444,15 +448,18 @@ static void dispatch(sync_conn *c, const wire_frame *f)
         return;
     case WIRE_SYNC_DONE: {
         uint64_t id;
+        uint8_t full;
         if (in_delta)
             return mark_failed(c, "sbx-agent sent SYNC_DONE in the middle of a delta");
-        if (wire_get_u64_one(f, &id, &err) < 0)
+        if (wire_get_sync_done(f, &id, &full, &err) < 0)
             return mark_failed(c, "sbx-agent sent a malformed message: %s", err.msg);
         if (c->sync_waiting && id == c->sync_waiting)
             c->sync_done_seen = true;
+        c->sync_full = full;
         if (c->ops && c->ops->sync_done)
             c->ops->sync_done(c->ctx, id);
         c->pull_error[0] = '\0';
+        c->sync_full = 0;
         return;
     }
     case WIRE_WARN: {

@@ -166,7 +166,12 @@ typedef struct sync_exit_status {
      * the host tree is as it was before that pull. Valid during the callback. */
     const char *pull_error;
     sync_quota pull_error_quota;
+    /* Which of the sandbox's spaces the agent found full when the command ended (a number
+     * from the sandbox, only these bits): a code directory's copy, /tmp, HOME. */
+    unsigned full;
 } sync_exit_status;
+
+enum { SYNC_FULL_CODE = 1, SYNC_FULL_TMP = 2, SYNC_FULL_HOME = 4 };
 
 /* Callbacks; any may be NULL. ctx is sync_conn_open()'s ctx. Byte buffers and strings are
  * valid only during the call. */
@@ -252,6 +257,9 @@ int sync_conn_signal(sync_conn *conn, uint32_t chan, int signo);
 int sync_conn_abort_pull(sync_conn *conn, const char *why);
 /* During the sync_done callback: why that round's pull was refused, or NULL. */
 const char *sync_conn_pull_error(const sync_conn *conn, sync_quota *quota);
+/* During the sync_done callback: which of the sandbox's spaces the agent found full as that
+ * round ended (SYNC_FULL_* bits; the exit callback has them in sync_exit_status.full). */
+unsigned sync_conn_full(const sync_conn *conn);
 int sync_conn_winsize(sync_conn *conn, uint32_t chan, uint16_t rows, uint16_t cols);
 /* The consumer of (chan, fd) went away: the agent closes its read end, so that the child's
  * next write gets SIGPIPE; no more output callbacks for that fd. */

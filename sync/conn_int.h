@@ -130,6 +130,7 @@ struct sync_conn {
      * SYNC_DONE) of the round that asked for it. Empty: it was applied. */
     char pull_error[600];
     sync_quota pull_error_quota;   /* which quota refused it, if one did */
+    unsigned sync_full;            /* the SYNC_DONE being reported: its WIRE_FULL_* bits */
     bool in_pending;         /* complete frames wait in c->in (the apply budget ran out) */
 };
 

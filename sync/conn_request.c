@@ -175,6 +175,11 @@ const char *sync_conn_pull_error(const sync_conn *c, sync_quota *quota)
     return c->pull_error[0] ? c->pull_error : NULL;
 }
 
+unsigned sync_conn_full(const sync_conn *c)
+{
+    return c->sync_full;
+}
+
 int sync_conn_winsize(sync_conn *c, uint32_t chan, uint16_t rows, uint16_t cols)
 {
     conn_chan *ch = conn_find_chan(c, chan, NULL);

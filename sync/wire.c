@@ -499,6 +499,7 @@ void wire_put_exit(strbuf *out, uint32_t chan, const wire_exit *x)
     wire_u8(out, x->core);
     wire_u32(out, (uint32_t)x->code);
     wire_str(out, x->message ? x->message : "", x->message ? x->message_len : 0);
+    wire_u8(out, x->full);
     wire_end(out, at);
 }
 
@@ -511,8 +512,11 @@ int wire_get_exit(const wire_frame *f, wire_exit *x, sbx_err *err)
     x->core = wire_get_u8(&r);
     x->code = (int32_t)wire_get_u32(&r);
     wire_get_str(&r, SYNC_MAX_TEXT, &x->message, &x->message_len);
+    x->full = wire_get_u8(&r);
     if (trailing(f, &r, err) < 0)
         return -1;
+    if (x->full & ~WIRE_FULL_ALL)
+        return sbx_errf(err, "malformed EXIT frame: full %u", x->full);
     /* The kinds are sync_exit_kind's values: exited 0, signaled 1, spawn failed 2. */
     if (x->kind > 2 || x->core > 1)
         return sbx_errf(err, "malformed EXIT frame: kind %u", x->kind);
@@ -560,6 +564,27 @@ int wire_get_hole(const wire_frame *f, uint64_t *n, sbx_err *err)
         return -1;
     if (!*n)
         return sbx_errf(err, "malformed HOLE frame: an empty hole");
+    return 0;
+}
+
+void wire_put_sync_done(strbuf *out, uint64_t id, uint8_t full)
+{
+    size_t at = wire_begin(out, WIRE_SYNC_DONE, 0, 0);
+    wire_u64(out, id);
+    wire_u8(out, full);
+    wire_end(out, at);
+}
+
+int wire_get_sync_done(const wire_frame *f, uint64_t *id, uint8_t *full, sbx_err *err)
+{
+    wire_rd r;
+    wire_rd_init(&r, f->payload, f->len);
+    *id = wire_get_u64(&r);
+    *full = wire_get_u8(&r);
+    if (trailing(f, &r, err) < 0)
+        return -1;
+    if (*full & ~WIRE_FULL_ALL)
+        return sbx_errf(err, "malformed SYNC_DONE frame: full %u", *full);
     return 0;
 }
 

@@ -68,8 +68,8 @@ enum wire_type {
     WIRE_PUT_FILE = 26,     /* u32 mode, str path, content */
     WIRE_PULL_CANCEL = 27,  /* u64 seq: the host dropped that pull delta; end it now */
     /* agent -> host */
-    WIRE_EXIT = 40,         /* chan; u8 kind, u8 core, i32 code, str message */
-    WIRE_SYNC_DONE = 41,    /* u64 id */
+    WIRE_EXIT = 40,         /* chan; u8 kind, u8 core, i32 code, str message, u8 full */
+    WIRE_SYNC_DONE = 41,    /* u64 id, u8 full */
     WIRE_WARN = 42,         /* text */
 };
 
@@ -212,15 +212,24 @@ typedef struct wire_entry {
 size_t wire_put_entry_begin(strbuf *out, const wire_entry *e);
 int wire_get_entry(const wire_frame *f, wire_entry *e, sbx_err *err);
 
+/* The "full" byte of EXIT and SYNC_DONE (version 5): which of the sandbox's spaces the
+ * agent found full as the round ended (statfs: no block left, or no inode where the file
+ * system counts them), so that the host can name the limit behind a bare ENOSPC. Only
+ * these bits: the host reads it as a number, never as text. */
+enum { WIRE_FULL_CODE = 1, WIRE_FULL_TMP = 2, WIRE_FULL_HOME = 4, WIRE_FULL_ALL = 7 };
+
 typedef struct wire_exit {
     uint8_t kind;       /* sync_exit_kind */
     uint8_t core;
     int32_t code;
     const char *message;
     size_t message_len;
+    uint8_t full;       /* WIRE_FULL_* bits */
 } wire_exit;
 void wire_put_exit(strbuf *out, uint32_t chan, const wire_exit *x);
 int wire_get_exit(const wire_frame *f, wire_exit *x, sbx_err *err);
+void wire_put_sync_done(strbuf *out, uint64_t id, uint8_t full);
+int wire_get_sync_done(const wire_frame *f, uint64_t *id, uint8_t *full, sbx_err *err);
 
 typedef struct wire_put_file {
     uint32_t mode;

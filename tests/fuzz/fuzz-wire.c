@@ -71,10 +71,15 @@ static void decode(const wire_frame *f)
         wire_get_hole(f, &n, &err);
         break;
     }
-    case WIRE_SYNC:
-    case WIRE_SYNC_DONE: {
+    case WIRE_SYNC: {
         uint64_t v;
         wire_get_u64_one(f, &v, &err);
+        break;
+    }
+    case WIRE_SYNC_DONE: {
+        uint64_t v;
+        uint8_t full;
+        wire_get_sync_done(f, &v, &full, &err);
         break;
     }
     case WIRE_WARN: {

@@ -465,11 +465,8 @@ int main(int argc, char **argv)
             wire_put_exit(&out, f.chan, &x);
         } else {
             uint64_t id;
-            size_t at;
             wire_get_u64_one(&f, &id, &err);
-            at = wire_begin(&out, WIRE_SYNC_DONE, 0, 0);
-            wire_u64(&out, id);
-            wire_end(&out, at);
+            wire_put_sync_done(&out, id, 0);
         }
         write_full(1, out.buf, out.len);
         strbuf_reset(&out);

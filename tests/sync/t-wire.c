@@ -238,6 +238,37 @@ static void test_exit_and_misc(void)
     wire_put_exit(&sb, 4, &x);
     parse_one(&sb, &f);
     is_int(wire_get_exit(&f, &y, &err), -1, "an unknown exit kind is refused");
+    x.kind = 0;
+    x.full = WIRE_FULL_CODE | WIRE_FULL_HOME;
+    strbuf_reset(&sb);
+    wire_put_exit(&sb, 4, &x);
+    parse_one(&sb, &f);
+    is_int(wire_get_exit(&f, &y, &err), 0, "EXIT with spaces full");
+    is_int(y.full, WIRE_FULL_CODE | WIRE_FULL_HOME, "...carries which ones");
+    x.full = 8;
+    strbuf_reset(&sb);
+    wire_put_exit(&sb, 4, &x);
+    parse_one(&sb, &f);
+    is_int(wire_get_exit(&f, &y, &err), -1, "a full bit past HOME's is refused");
+    {
+        uint64_t id;
+        uint8_t full;
+        strbuf_reset(&sb);
+        wire_put_sync_done(&sb, 77, WIRE_FULL_TMP);
+        parse_one(&sb, &f);
+        is_int(wire_get_sync_done(&f, &id, &full, &err), 0, "SYNC_DONE round trip");
+        ok(id == 77 && full == WIRE_FULL_TMP, "...its id and full bits");
+        strbuf_reset(&sb);
+        wire_put_sync_done(&sb, 77, 0x80);
+        parse_one(&sb, &f);
+        is_int(wire_get_sync_done(&f, &id, &full, &err), -1, "SYNC_DONE: an unknown full bit is refused");
+        strbuf_reset(&sb);
+        size_t at = wire_begin(&sb, WIRE_SYNC_DONE, 0, 0);
+        wire_u64(&sb, 77);
+        wire_end(&sb, at);
+        parse_one(&sb, &f);
+        is_int(wire_get_sync_done(&f, &id, &full, &err), -1, "SYNC_DONE of version 4 (no full byte) is refused");
+    }
 
     wire_sanitize(buf, sizeof(buf), "a\033[2Jb\nc", 8);
     is_str(buf, "a\\x1b[2Jb\\nc", "sanitized text shows controls escaped");
