@@ -1,4 +1,5 @@
 #!/bin/bash
+# shellcheck disable=SC2088 # a prompt's ~ is matched as the text it shows
 # Issue 21, a login shell and prompt that navigate like bash, at a real terminal (tmux), on
 # both runtimes: from ~, `cd code` (a plain directory) runs on the host and the scratch
 # sandbox gets a push-only view of it (cli/view.c), so `ls`, `cat` and Tab see what bash
@@ -42,8 +43,8 @@ for rt in $runtimes; do
     echo 'SECRET-KEY-zq-aws' >"$HOME/code/aws-credentials.txt"
     printf -- '-----BEGIN OPENSSH PRIVATE KEY-----\nSECRET-KEY-zq-pk\n' >"$HOME/code/notes.txt"
     ln -s "$HOME/.ssh" "$HOME/code/keys-link"
-    git init -q "$HOME/code/myrepo-zq" && echo 'repo-file-zq' >"$HOME/code/myrepo-zq/a.txt" &&
-        git -C "$HOME/code/myrepo-zq" add . && git -C "$HOME/code/myrepo-zq" commit -qm x ||
+    { git init -q "$HOME/code/myrepo-zq" && echo 'repo-file-zq' >"$HOME/code/myrepo-zq/a.txt" &&
+        git -C "$HOME/code/myrepo-zq" add . && git -C "$HOME/code/myrepo-zq" commit -qm x; } ||
         bail_out "cannot make the repository"
     cd "$HOME" || bail_out "no home"
     tmux_start 150 40

@@ -19,7 +19,7 @@ setup_session "msgs-$$" bwrap
 cd "$CODE" || bail_out "no code dir"
 T=$SBX_TEST_TMP
 # invoked as `sbxsh`, through PATH, as a person would: bash names itself by argv[0]
-mkdir -p "$T/bin" && ln -s "$SBXSH" "$T/bin/sbxsh" || bail_out "cannot link sbxsh"
+{ mkdir -p "$T/bin" && ln -s "$SBXSH" "$T/bin/sbxsh"; } || bail_out "cannot link sbxsh"
 export PATH="$T/bin:$PATH"
 
 # ---- without a terminal ------------------------------------------------------------

@@ -18,8 +18,7 @@ trap kube_teardown EXIT
 
 # wait_for FILE TEXT: until FILE holds TEXT (bounded: 60 s)
 wait_for() {
-    local i
-    for i in $(seq 600); do
+    for _ in $(seq 600); do
         grep -q "$2" "$1" 2>/dev/null && return 0
         sleep 0.1
     done
@@ -40,7 +39,7 @@ rc=$?
 is "$rc" 0 "the exec's path went silent mid-command: the command still ends well (124: it hung)"
 is "$(cat "$out")" "ready
 done" "...with all its output"
-is "$(cat "$PROJ/after.txt" 2>&1)" done "...and its changes come back"
+is "$(cat "$PROJ/after.txt" 2>&1)" "done" "...and its changes come back"
 like "$(cat "$XDG_RUNTIME_DIR/sbxsh/kd.log")" "not even an answer to a ping" \
      "...the stream found the silence by its pings (the holder's log says so)"
 is "$(cat "$errf")" "" "...and nothing about it reached the command's stderr"
