@@ -363,7 +363,17 @@ static int force_release(sbx_config *cfg, const char *dir, bool quiet)
     unlink(sock);
     unlink(log);
     unlink(lockp);
-    rmdir(dir);
+    /* The holder's own file, saved a moment after activity (so present or not, as the
+     * kill came), and what a sandbox's last processes may still be letting go of as they
+     * die: the directory goes once it is empty, waited for a bounded moment. */
+    char *manifest = xasprintf("%s/host.manifest", dir);
+    for (int i = 0; i < 20; i++) {
+        unlink(manifest);
+        if (rmdir(dir) == 0 || errno != ENOTEMPTY)
+            break;
+        usleep(100000);
+    }
+    free(manifest);
     if (!found && rc == 0 && !quiet) {
         fprintf(stderr, "sbx: no session '%s' here (sbx ls lists them)\n", cfg->session);
         rc = 1;
