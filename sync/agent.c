@@ -476,6 +476,9 @@ static void build_pollset(agent *a, pollset *ps)
     poll_channels(a, ps);
 }
 
+/* The longest poll() sleeps while a command runs (poll_timeout says why). */
+#define AGENT_REAP_SLEEP_MS 1000
+
 /* How long this turn's poll() may sleep (-1: until an event), or -2 when a --listen agent
  * has been without a host for its idle timeout (it exits). The bounds: the idle timeout,
  * the next state save while dirty, and the earliest drain deadline of an exited command. */
@@ -491,6 +494,18 @@ static int poll_timeout(agent *a)
     }
     if (a->dirty && a->o->state_file && (timeout < 0 || timeout > 5000))
         timeout = 5000;
+    /* While a command runs, a bounded sleep: gVisor under load has been seen to lose the
+     * SIGCHLD of a child that exited (the self-pipe never got its byte), and the command
+     * then waited for whatever event came next; in a session that is otherwise quiet,
+     * none came (tests/sync/stress.t: the last stdin command of a client, 60 s). The reap
+     * runs every turn, so the turn after this sleep finds the exit. (It was masked by the
+     * state file's 5 s save while the agent had one.) */
+    for (size_t i = 0; i < a->nchans; i++)
+        if (a->chans[i]->state == CH_RUNNING && a->chans[i]->pid > 0 &&
+            (timeout < 0 || timeout > AGENT_REAP_SLEEP_MS)) {
+            timeout = AGENT_REAP_SLEEP_MS;
+            break;
+        }
     for (size_t i = 0; i < a->nchans; i++) {
         /* an exited command's outputs, read until a deadline (see chan_exited) */
         achan *ch = a->chans[i];
