@@ -4,7 +4,7 @@
 # network: a push that reaches the remote ran on the host). openhands.py plays OpenHands'
 # part as its terminal tool does it (OpenHands/software-agent-sdk, TmuxTerminal and
 # TerminalSession): the pane runs `sbxsh -i` (what its subprocess terminal runs for a
-# shell_path), gets `set +H; export PROMPT_COMMAND='export PS1="<JSON between
+# shell_path; that terminal itself, a pty without tmux, is checked too: openhands_pty.py), gets `set +H; export PROMPT_COMMAND='export PS1="<JSON between
 # ###PS1JSON### and ###PS1END###>"'; export PS2=""` typed, `clear` and tmux's
 # clear-history before each command; each command is typed with tmux send-keys, done when
 # a new PS1 block shows, read from the pane between the blocks; a command that runs past
@@ -16,6 +16,7 @@
 
 runtimes=${SBX_IT_RUNTIMES:-runsc bwrap}
 OPENHANDS=$(cd "$(dirname "$0")" && pwd)/openhands.py
+OPENHANDS_PTY=$(cd "$(dirname "$0")" && pwd)/openhands_pty.py
 
 tmux_usable || skip_all "$TMUX_WHY"
 command -v jq >/dev/null || skip_all "jq not installed (it reads openhands.py's JSON: make deps)"
@@ -61,6 +62,15 @@ for c in "${neutral[@]}"; do
 done
 tmux -S "$BASH_SOCK" kill-server
 is "${reference[1]}" "completed 3 $CODE | " "bash's reference: (exit 3) gives exit code 3 in the PS1 block"
+
+# Its terminal without tmux (SubprocessTerminal: SHELL -i on a pty of its own), where a
+# program on OpenHands' SDK can name the shell (shell_path): the same commands, a timeout
+# and C-c, as one JSON line each; bash -i's lines are the reference.
+pty_cmds=("echo 'hello from openhands'" "(exit 3)" "echo 'a!b'" "cd sub"
+          $'for i in 1 2 3; do\necho "line $i"\ndone' "3:sleep 600" "C-c" "pwd")
+pty_reference=$(cd "$CODE" && python3 "$OPENHANDS_PTY" /bin/bash "${pty_cmds[@]}" 2>&1)
+like "$pty_reference" '"status": "completed", "exit_code": 130, "working_dir": "[^"]*/sub"' \
+     "bash's reference without tmux: C-c after the timeout gives exit code 130"
 
 me=$(id -un)
 host=$(hostname)
@@ -129,6 +139,17 @@ for rt in $runtimes; do
     is "$R_STATUS $R_EXIT | $R_OUT" "completed 0 | after" "$rt: ...and the next command runs"
 
     tmux_stop
+
+    # (the C-c's echo: Linux's pty echoes ^C, gVisor's the byte itself, \u0003 in the JSON)
+    out=$(cd "$CODE" && python3 "$OPENHANDS_PTY" "$SBXSH" "${pty_cmds[@]}" 2>&1 | sed 's/\\u0003/^C/g')
+    is "$out" "$pty_reference" \
+       "$rt: without tmux (sbxsh -i on its pty, PS1 in the environment): every line as bash -i's"
+    out=$(cd "$CODE" && python3 "$OPENHANDS_PTY" "$SBXSH" \
+          "printf 'from its pty terminal\\n' > pty.txt && git add pty.txt && git commit -qm 'openhands pty commit' && git push -q origin HEAD:main && echo pushed" 2>&1)
+    is "$out" '{"status": "completed", "exit_code": 0, "working_dir": "'"$CODE"'", "output": "pushed"}' \
+       "$rt: ...a commit and git push in one command"
+    is "$(cat "$CODE/pty.txt" 2>&1)" "from its pty terminal" "$rt: ...the file is on the host"
+    is "$(remote_head "$remote")" "openhands pty commit" "$rt: ...and the push ran on the host"
     end_session
 done
 

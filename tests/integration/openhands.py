@@ -146,4 +146,5 @@ def main():
         sys.exit("openhands.py: unknown action " + action)
 
 
-main()
+if __name__ == "__main__":
+    main()
