@@ -1044,6 +1044,16 @@ static void take_typeahead(line_exec *x, const char *t)
     }
     if (tl < sl && !strchr("\r\n\003\034\032\025", sent[sl - tl - 1]))
         return;
+    /* Linux's pty drops what was queued when Ctrl-C, Ctrl-\ or Ctrl-Z makes its signal, and
+     * the key itself is never input; gVisor's keeps both, and readline would take the ^C as a
+     * key (a bell after the prompt). So only what was typed after the last of them comes. */
+    for (size_t i = tl; i > 0; i--) {
+        if (strchr("\003\034\032", t[i - 1]) && t[i - 1]) {
+            t += i;
+            tl -= i;
+            break;
+        }
+    }
     strbuf_add(&x->typeahead, t, tl);
 }
 
