@@ -67,7 +67,8 @@ is "${reference[1]}" "completed 3 $CODE | " "bash's reference: (exit 3) gives ex
 # program on OpenHands' SDK can name the shell (shell_path): the same commands, a timeout
 # and C-c, as one JSON line each; bash -i's lines are the reference.
 pty_cmds=("echo 'hello from openhands'" "(exit 3)" "echo 'a!b'" "cd sub"
-          $'for i in 1 2 3; do\necho "line $i"\ndone' "3:sleep 600" "C-c" "pwd")
+          $'for i in 1 2 3; do\necho "line $i"\ndone' '3:echo sta""rted; sleep 600' "wait:started"
+          "C-c" "pwd")
 pty_reference=$(cd "$CODE" && python3 "$OPENHANDS_PTY" /bin/bash "${pty_cmds[@]}" 2>&1)
 like "$pty_reference" '"status": "completed", "exit_code": 130, "working_dir": "[^"]*/sub"' \
      "bash's reference without tmux: C-c after the timeout gives exit code 130"
@@ -131,8 +132,9 @@ for rt in $runtimes; do
     is "$R_STATUS $R_EXIT $R_CWD | $R_OUT" "${reference[5]}" "$rt: ...still in sub"
 
     # a command past its timeout, then OpenHands' C-c
-    oh "$TMUX_SOCK" run "sleep 600" 3
+    oh "$TMUX_SOCK" run 'echo sta""rted; sleep 600' 3
     is "$R_STATUS" "timeout" "$rt: sleep 600 is still running at its 3 s timeout (no new block)"
+    tmux_wait $'\nstarted\n' 60   # (not OpenHands': under load, C-c once the command runs)
     oh "$TMUX_SOCK" key C-c
     is "$R_STATUS $R_EXIT $R_CWD" "completed 130 $CODE/sub" "$rt: C-c: a new block, exit code 130, the same cwd"
     oh "$TMUX_SOCK" run "echo after"

@@ -7,7 +7,7 @@ the set-up line written to it; before each command, what was read up to the last
 dropped; each command written with a newline (C-c as the byte ^C, no newline); the output
 read raw, CRs removed; done when a new block whose JSON parses has come.
 
-  openhands_pty.py SHELL [SECONDS:]CMD...
+  openhands_pty.py SHELL [SECONDS:]CMD...   (or wait:TEXT, until TEXT shows, for a C-c)
 
 Prints one JSON line per CMD: status ("completed", or "timeout" when no new block came
 within SECONDS, 120 by default), exit_code, working_dir, and output (between the last two
@@ -70,6 +70,13 @@ wait(lambda: blocks(buf) and blocks(buf)[-1][0].start() > buf.rfind("export PS2"
      and buf.rstrip().endswith(END), 60)
 clear()
 for spec in commands:
+    if spec.startswith("wait:"):
+        # not OpenHands': the test waits (bounded) for a running command's output, so that a
+        # C-c under load comes after the command started, as a person's would
+        text = spec[len("wait:"):]
+        if not wait(lambda: text in buf[buf.rfind(END):], 60):
+            sys.exit("openhands_pty.py: no " + repr(text) + " came: " + repr(buf))
+        continue
     seconds, command = 120.0, spec
     m = re.match(r"^([0-9.]+):(.*)$", spec, re.DOTALL)
     if m:
