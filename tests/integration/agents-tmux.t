@@ -142,6 +142,18 @@ for rt in $runtimes; do
 
     tmux_stop
 
+    # `su openhands -` (its tmux terminal's shell for that account) runs the account's login
+    # shell with the argument -: sbxsh - at a terminal is the same interactive shell
+    # (a server of its own: a new one on the socket just killed may find it still there)
+    su_sock=$SBX_TEST_TMP/su-$rt.sock
+    trap 'tmux -S "$su_sock" kill-server 2>/dev/null; tmux_stop; end_session; stop_git_daemon; tap_cleanup' EXIT
+    oh_start "$su_sock" "$SBXSH -"
+    "$OPENHANDS" "$su_sock" init >/dev/null 2>&1
+    oh "$su_sock" run "cd sub && echo 'as su runs it'"
+    is "$R_STATUS $R_EXIT $R_CWD | $R_OUT" "completed 0 $CODE/sub | as su runs it" \
+       "$rt: sbxsh - (what su USER - runs) in the pane: the same protocol works"
+    tmux -S "$su_sock" kill-server
+
     # (the C-c's echo: Linux's pty echoes ^C, gVisor's the byte itself, \u0003 in the JSON)
     out=$(cd "$CODE" && python3 "$OPENHANDS_PTY" "$SBXSH" "${pty_cmds[@]}" 2>&1 | sed 's/\\u0003/^C/g')
     is "$out" "$pty_reference" \
