@@ -496,9 +496,9 @@ int interactive_read(interactive *ia, bool continuation, strbuf *buf)
     free(prompt);
     if (!line)
         return 0;
-    /* history expansion, as bash does it on each line read: the result is shown, and an
-     * error (an event not found) or :p runs nothing */
-    r = *line ? history_expand(line, &expanded) : 0;
+    /* history expansion, as bash does it on each line read while set -H is on: the result is
+     * shown, and an error (an event not found) or :p runs nothing */
+    r = *line && line_exec_histexpand(ia->x) ? history_expand(line, &expanded) : 0;
     if (r < 0 || r == 2) {
         if (r < 0)
             fprintf(stderr, "%s: %s\n", ia->o->progname, expanded);

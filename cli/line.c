@@ -220,6 +220,7 @@ struct line_exec {
     strbuf typeahead;         /* keys typed ahead on the pty, for the prompt */
     line_shell_vars vars;     /* the prompt's variables, as last reported */
     bool job_control;         /* set -m, as last reported */
+    bool histexpand;          /* set -H, as last reported (an interactive shell starts with it) */
     unsigned njobs;           /* the shell's running and stopped jobs (\j), as last reported */
     unsigned nstopped;        /* ... of which stopped */
     bool exit_ok;             /* a lone exit ends the shell even with stopped jobs (exit_refused) */
@@ -336,6 +337,7 @@ int line_exec_new(const line_opts *o, line_exec **out, sbx_err *err)
     x->o = *o;
     x->errexit = o->errexit;
     x->pipefail = o->pipefail;
+    x->histexpand = o->interactive;
     x->cwd = current_dir();
     x->prompt_status = -1;
     strvec_init(&x->env);
@@ -374,6 +376,11 @@ const char *line_exec_cwd(const line_exec *x)
 const char *line_exec_session(const line_exec *x)
 {
     return x->cfg.session;
+}
+
+bool line_exec_histexpand(const line_exec *x)
+{
+    return x->histexpand;
 }
 
 unsigned line_exec_jobs(const line_exec *x)
@@ -949,12 +956,15 @@ static int shell_start(line_exec *x, sbx_err *err)
      * must not stop the shell: an interactive bash ignores SIGTSTP, and Linux discards it for
      * the shell anyway (a session leader's process group is orphaned), but gVisor stops the
      * shell, and nothing would ever resume it. A trap, not an ignore, so that jobs still
-     * start with SIGTSTP at its default (exec resets a caught signal). */
+     * start with SIGTSTP at its default (exec resets a caught signal). set -H, as an
+     * interactive bash starts with it: the prompt expands history (!!) while the shell's $-
+     * has H, so a `set +H` there (OpenHands sends one) turns it off as in bash; the sandbox's
+     * bash itself reads no history (set -o history is off), so it expands nothing twice. */
     if (x->o.interactive) {
         strbuf_addstr(&w, job_control_wanted(x)
-                              ? "trap : INT TSTP; shopt -s expand_aliases; set -m; "
+                              ? "trap : INT TSTP; shopt -s expand_aliases; set -m -H; "
                                 "enable -n suspend\n"
-                              : "trap : INT; shopt -s expand_aliases\n");
+                              : "trap : INT; shopt -s expand_aliases; set -H\n");
         x->shell_line++;
     }
     if (x->o.sandbox_bashrc) {
@@ -1208,6 +1218,16 @@ static void take_typeahead(line_exec *x, const char *t)
     }
     if (tl < sl && !strchr("\r\n\003\034\032\025", sent[sl - tl - 1]))
         return;
+    /* Linux's pty drops what was queued when Ctrl-C, Ctrl-\ or Ctrl-Z makes its signal, and
+     * the key itself is never input; gVisor's keeps both, and readline would take the ^C as a
+     * key (a bell after the prompt). So only what was typed after the last of them comes. */
+    for (size_t i = tl; i > 0; i--) {
+        if (strchr("\003\034\032", t[i - 1]) && t[i - 1]) {
+            t += i;
+            tl -= i;
+            break;
+        }
+    }
     strbuf_add(&x->typeahead, t, tl);
 }
 
@@ -1343,6 +1363,7 @@ static int shell_read_report(line_exec *x, sbx_err *err)
                  (done_status >= 0 ? done_verbose : strchr(f[2], 'v') != NULL);
     x->pipefail = strstr(f[3], "pipefail") != NULL;
     x->job_control = strchr(f[2], 'm') != NULL;
+    x->histexpand = strchr(f[2], 'H') != NULL;
     if (cwdlen) {
         if (strcmp(x->cwd, f[4])) {
             /* the sandbox's cd: OLDPWD is the sandbox shell's now */

@@ -157,6 +157,10 @@ bool line_lone_command(const sh_parse *p, strvec *args);
  * "There are stopped jobs." and returns true (then $? is 1). Else false: go on and end. */
 bool line_exec_exit_refused(line_exec *x, bool eof);
 
+/* Does the prompt expand history (!!, !$): set -H in the sandbox's shell as last reported,
+ * on in an interactive shell until it says otherwise (bash's default there). */
+bool line_exec_histexpand(const line_exec *x);
+
 /* The sandbox shell's jobs (running or stopped) after the last command: the prompt's \j. */
 unsigned line_exec_jobs(const line_exec *x);
 

@@ -3,6 +3,23 @@
 
 #include <string.h>
 
+/* A value an escape stands for (\u, \w, a time...), as bash's decode_prompt_string adds it
+ * when promptvars is on: with a backslash before each character that is special inside
+ * double quotes, so that the second pass (undo_dquote_backslashes) gives it back unchanged. */
+static void add_quoted(strbuf *out, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (strchr("\"$`\\", s[i]) && s[i])
+            strbuf_addch(out, '\\');
+        strbuf_addch(out, s[i]);
+    }
+}
+
+static void add_quoted_str(strbuf *out, const char *s)
+{
+    add_quoted(out, s, strlen(s));
+}
+
 /* \w: the cwd with the home directory shown as ~ (only a whole leading component). */
 static void add_dir(const prompt_ctx *c, bool base, strbuf *out)
 {
@@ -18,15 +35,15 @@ static void add_dir(const prompt_ctx *c, bool base, strbuf *out)
         }
         if (!base) {
             strbuf_addch(out, '~');
-            strbuf_addstr(out, cwd + hl);
+            add_quoted_str(out, cwd + hl);
             return;
         }
     }
     if (base) {
         const char *slash = strrchr(cwd, '/');
-        strbuf_addstr(out, slash && slash[1] ? slash + 1 : cwd);
+        add_quoted_str(out, slash && slash[1] ? slash + 1 : cwd);
     } else {
-        strbuf_addstr(out, cwd);
+        add_quoted_str(out, cwd);
     }
 }
 
@@ -37,10 +54,28 @@ static void add_time(const prompt_ctx *c, const char *fmt, strbuf *out)
     size_t n;
     localtime_r(&c->now, &tm);
     n = strftime(buf, sizeof(buf), fmt, &tm);
-    strbuf_add(out, buf, n);
+    add_quoted(out, buf, n);
 }
 
-void prompt_expand(const char *ps, const prompt_ctx *c, strbuf *out)
+/* bash's expansion of the decoded prompt (promptvars on, its default) as it acts on a prompt
+ * that needs no shell: in double quotes, a backslash before $ ` " or \ goes and a backslash
+ * before a newline goes with it; any other backslash stays. So PS1='a\\"b' shows a"b,
+ * which OpenHands' JSON prompt relies on. */
+static void undo_dquote_backslashes(const char *s, size_t n, strbuf *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '\\' && i + 1 < n && strchr("$`\"\\\n", s[i + 1])) {
+            if (s[i + 1] != '\n')
+                strbuf_addch(out, s[i + 1]);
+            i++;
+            continue;
+        }
+        strbuf_addch(out, s[i]);
+    }
+}
+
+/* The first pass, bash's decode_prompt_string: escapes replaced, values quoted (add_quoted). */
+static void decode_prompt(const char *ps, const prompt_ctx *c, strbuf *out)
 {
     for (const char *p = ps; *p; p++) {
         if (*p != '\\' || !p[1]) {
@@ -56,18 +91,19 @@ void prompt_expand(const char *ps, const prompt_ctx *c, strbuf *out)
         case '\\': strbuf_addch(out, '\\'); break;
         case '[': strbuf_addch(out, '\001'); break;
         case ']': strbuf_addch(out, '\002'); break;
-        case '$': strbuf_addch(out, c->root ? '#' : '$'); break;
-        case 'u': strbuf_addstr(out, c->user ? c->user : ""); break;
-        case 'H': strbuf_addstr(out, c->host ? c->host : ""); break;
+        /* bash: \$ for a user is a quoted $, which the second pass leaves as $ */
+        case '$': strbuf_addstr(out, c->root ? "#" : "\\$"); break;
+        case 'u': add_quoted_str(out, c->user ? c->user : ""); break;
+        case 'H': add_quoted_str(out, c->host ? c->host : ""); break;
         case 'h': {
             const char *h = c->host ? c->host : "";
-            strbuf_add(out, h, strcspn(h, "."));
+            add_quoted(out, h, strcspn(h, "."));
             break;
         }
-        case 's': strbuf_addstr(out, c->shell ? c->shell : "sbxsh"); break;
-        case 'v': strbuf_addstr(out, c->version ? c->version : ""); break;
-        case 'V': strbuf_addstr(out, c->release ? c->release : ""); break;
-        case 'l': strbuf_addstr(out, c->tty ? c->tty : "tty"); break;
+        case 's': add_quoted_str(out, c->shell ? c->shell : "sbxsh"); break;
+        case 'v': add_quoted_str(out, c->version ? c->version : ""); break;
+        case 'V': add_quoted_str(out, c->release ? c->release : ""); break;
+        case 'l': add_quoted_str(out, c->tty ? c->tty : "tty"); break;
         case 'j': strbuf_addf(out, "%u", c->jobs); break;
         case '!': strbuf_addf(out, "%u", c->history_number); break;
         case '#': strbuf_addf(out, "%u", c->command_number); break;
@@ -109,6 +145,16 @@ void prompt_expand(const char *ps, const prompt_ctx *c, strbuf *out)
             break;
         }
     }
+}
+
+/* bash's two passes (decode_prompt_string, then the expansion of its result in double
+ * quotes), for a prompt with nothing left to expand (prompt_needs_shell is false). */
+void prompt_expand(const char *ps, const prompt_ctx *c, strbuf *out)
+{
+    strbuf mid = STRBUF_INIT;
+    decode_prompt(ps, c, &mid);
+    undo_dquote_backslashes(mid.buf ? mid.buf : "", mid.len, out);
+    strbuf_release(&mid);
 }
 
 bool prompt_needs_shell(const char *ps)

@@ -32,7 +32,9 @@ typedef struct prompt_ctx {
 /* Appends ps with bash's escapes expanded: \a \d \D{fmt} \e \h \H \j \l \n \r \s \t \T \@
  * \A \u \v \V \w \W \! \# \$ \NNN (octal) \\, and \[ \] as readline's markers around
  * characters that take no room (RL_PROMPT_START_IGNORE, RL_PROMPT_END_IGNORE). Anything
- * else after a backslash is kept as written, as bash does. */
+ * else after a backslash is kept as written, as bash does. Then, as bash's default
+ * promptvars does, the result is read as if in double quotes: a backslash before $ ` " \
+ * goes (so '\\"' shows ", '\"' shows "), one before a newline goes with it. */
 void prompt_expand(const char *ps, const prompt_ctx *c, strbuf *out);
 
 /* Does ps need the shell's own expansions: a $ or ` that no backslash escapes? */

@@ -43,6 +43,18 @@ int main(void)
     is_str(ex("\\d", &c), "Thu Jan 01", "\\d");
     is_str(ex("\\D{%Y-%m}", &c), "1970-01", "\\D{format}");
     is_str(ex("\\q\\", &c), "\\q\\", "an unknown escape and a trailing backslash stay");
+    /* bash's second pass (promptvars): read as in double quotes, as ${PS1@P} shows */
+    is_str(ex("\\$", &c), "$", "\\$ is $ for a user (quoted by the first pass, unquoted by the second)");
+    is_str(ex("\"\\\\\"", &c), "\"\"", "OpenHands' \"\\\\\" (an empty JSON string after its PROMPT_COMMAND) shows \"\"");
+    is_str(ex("a\\\\b", &c), "a\\b", "a\\\\b shows a\\b");
+    is_str(ex("a\\\\\\\\b", &c), "a\\b", "a\\\\\\\\b shows a\\b too");
+    is_str(ex("a\\\"b", &c), "a\"b", "a\\\"b shows a\"b");
+    is_str(ex("x\\\ny", &c), "xy", "a backslash-newline goes");
+    is_str(ex("a\\'b", &c), "a\\'b", "a backslash before anything else stays");
+    is_str(ex("\\\"\\u\\\\\"", &c), "\"ada\"", "quotes around \\u");
+    c.cwd = "/tmp/d\"q\\b$x";
+    is_str(ex("\\w", &c), "/tmp/d\"q\\b$x", "\\w shows the directory as it is, quotes and backslashes too");
+    c.cwd = "/home/ada/repo/sub";
     c.root = true;
     is_str(ex("\\$", &c), "#", "\\$ is # for root");
     c.cwd = "/home/ada";
