@@ -404,6 +404,35 @@ void line_exec_set_status(line_exec *x, int status)
  * stays the prompt's. $? and $_ are the next command's prefix's to give back, as after a
  * host part: $? is kept here, $_ comes back as the query's third record.
  */
+/* Writes a query on the shell's script stream and reads its answer from fd 199: nrec
+ * records into rec[] (each ended by a NUL), then the shell's $_ as the query found it,
+ * which comes back as after a host part (sandbox_stale), unless the query ran in a
+ * subshell (fork_reports: its last record is empty and means nothing). */
+static int shell_query(line_exec *x, const char *q, size_t qlen, strbuf *const *rec,
+                       size_t nrec, sbx_err *err)
+{
+    strbuf last = STRBUF_INIT;
+    int rc = -1;
+    if (sbx_session_write(x->sess, x->script_fd, q, qlen, err) < 0)
+        goto out;
+    for (size_t i = 0; i < nrec; i++)
+        if (sbx_session_read_record(x->sess, 199, '\0', rec[i], err) < 0)
+            goto out;
+    if (sbx_session_read_record(x->sess, 199, '\0', &last, err) < 0)
+        goto out;
+    x->shell_line++;
+    x->sandbox_stale = true;
+    if (!x->fork_reports) {
+        free(x->last_arg);
+        x->last_arg = xstrndup(last.buf ? last.buf : "",
+                               strnlen(last.buf ? last.buf : "", last.len));
+    }
+    rc = 0;
+out:
+    strbuf_release(&last);
+    return rc;
+}
+
 #define NAMES_QUERY                                                                             \
     "{ __sbx_a=$_; { builtin compgen -A function -A alias; builtin printf '\\0'; "               \
     "builtin compgen -v; builtin printf '\\0%s\\0' \"$__sbx_a\"; } >&199 2>/dev/null; "           \
@@ -411,22 +440,10 @@ void line_exec_set_status(line_exec *x, int status)
 
 int line_exec_names(line_exec *x, strbuf *functions, strbuf *variables, sbx_err *err)
 {
-    strbuf last = STRBUF_INIT;
+    strbuf *rec[] = { functions, variables };
     if (!x->shell_running || x->fork_reports)
         return 0;   /* no shell yet (nothing defined), or one whose DEBUG trap would see this */
-    if (sbx_session_write(x->sess, x->script_fd, NAMES_QUERY, strlen(NAMES_QUERY), err) < 0 ||
-        sbx_session_read_record(x->sess, 199, '\0', functions, err) < 0 ||
-        sbx_session_read_record(x->sess, 199, '\0', variables, err) < 0 ||
-        sbx_session_read_record(x->sess, 199, '\0', &last, err) < 0) {
-        strbuf_release(&last);
-        return -1;
-    }
-    x->shell_line++;
-    x->sandbox_stale = true;
-    free(x->last_arg);
-    x->last_arg = xstrndup(last.buf ? last.buf : "", strnlen(last.buf ? last.buf : "", last.len));
-    strbuf_release(&last);
-    return 0;
+    return shell_query(x, NAMES_QUERY, strlen(NAMES_QUERY), rec, 2, err);
 }
 
 /*
@@ -446,7 +463,7 @@ int line_exec_names(line_exec *x, strbuf *functions, strbuf *variables, sbx_err 
 static int host_names_unchanged(line_exec *x, const sh_pipeline *pl, bool *same, sbx_err *err)
 {
     strvec want = STRVEC_INIT;
-    strbuf q = STRBUF_INIT, types = STRBUF_INIT, last = STRBUF_INIT;
+    strbuf q = STRBUF_INIT, types = STRBUF_INIT, *rec[] = { &types };
     int rc = 0;
 
     *same = true;
@@ -465,18 +482,9 @@ static int host_names_unchanged(line_exec *x, const sh_pipeline *pl, bool *same,
     else
         strbuf_addstr(&q, "builtin printf '\\0%s\\0' \"$__sbx_a\"; } >&199 2>/dev/null; "
                           "builtin unset -v __sbx_a; } 2>/dev/null\n");
-    if (sbx_session_write(x->sess, x->script_fd, q.buf, q.len, err) < 0 ||
-        sbx_session_read_record(x->sess, 199, '\0', &types, err) < 0 ||
-        sbx_session_read_record(x->sess, 199, '\0', &last, err) < 0) {
+    if (shell_query(x, q.buf, q.len, rec, 1, err) < 0) {
         rc = -1;
         goto out;
-    }
-    x->shell_line++;
-    x->sandbox_stale = true;
-    if (!x->fork_reports) {
-        free(x->last_arg);
-        x->last_arg = xstrndup(last.buf ? last.buf : "", strnlen(last.buf ? last.buf : "",
-                                                                  last.len));
     }
     /* one line per name, in order: its kind, or empty when not found */
     const char *t = types.buf ? types.buf : "";
@@ -497,7 +505,6 @@ out:
     strvec_clear(&want);
     strbuf_release(&q);
     strbuf_release(&types);
-    strbuf_release(&last);
     return rc;
 }
 
@@ -1706,7 +1713,7 @@ static bool part_is_cd_dash(const sh_pipeline *pl)
 static int shell_has_value(line_exec *x, const char *name, const char *want, bool *same,
                            sbx_err *err)
 {
-    strbuf q = STRBUF_INIT, val = STRBUF_INIT, last = STRBUF_INIT;
+    strbuf q = STRBUF_INIT, val = STRBUF_INIT, *rec[] = { &val };
     int rc = 0;
 
     *same = false;
@@ -1714,21 +1721,14 @@ static int shell_has_value(line_exec *x, const char *name, const char *want, boo
         return 0;
     strbuf_addf(&q, "{ __sbx_a=$_; { builtin printf '%%s\\0%%s\\0' \"${%s-}\" \"$__sbx_a\"; } "
                     ">&199 2>/dev/null; builtin unset -v __sbx_a; } 2>/dev/null\n", name);
-    if (sbx_session_write(x->sess, x->script_fd, q.buf, q.len, err) < 0 ||
-        sbx_session_read_record(x->sess, 199, '\0', &val, err) < 0 ||
-        sbx_session_read_record(x->sess, 199, '\0', &last, err) < 0) {
+    if (shell_query(x, q.buf, q.len, rec, 1, err) < 0) {
         rc = -1;
         goto out;
     }
-    x->shell_line++;
-    x->sandbox_stale = true;
-    free(x->last_arg);
-    x->last_arg = xstrndup(last.buf ? last.buf : "", strnlen(last.buf ? last.buf : "", last.len));
     *same = val.len == strlen(want) + 1 && !memcmp(val.buf, want, val.len);
 out:
     strbuf_release(&q);
     strbuf_release(&val);
-    strbuf_release(&last);
     return rc;
 }
 

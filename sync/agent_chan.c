@@ -265,6 +265,20 @@ void agent_read_output(agent *a, achan *ch, achan_fd *f)
     f->barrier_left -= (uint64_t)n < f->barrier_left ? (uint64_t)n : f->barrier_left;
     if (discard)
         return;
+    if (f->nraw_echo) {
+        /* the raw echoes of the signal keys already shown as ^C (echo_signal_keys) */
+        ssize_t k = 0;
+        for (ssize_t i = 0; i < n; i++) {
+            if (f->nraw_echo && (unsigned char)buf[i] == f->raw_echo[0]) {
+                memmove(f->raw_echo, f->raw_echo + 1, --f->nraw_echo);
+                continue;
+            }
+            buf[k++] = buf[i];
+        }
+        n = k;
+        if (!n)
+            return;
+    }
     wire_frame_raw(&a->out.q, WIRE_DATA, f->child_fd, ch->id, buf, (size_t)n);
     f->credit -= (uint32_t)n;
     if (ch->state == CH_DRAINING) {
@@ -306,6 +320,8 @@ static void echo_signal_keys(agent *a, achan *ch, int fd, const char *buf, size_
             return;
         wire_frame_raw(&a->out.q, WIRE_DATA, out->child_fd, ch->id, e, elen);
         out->credit -= (uint32_t)elen;
+        if (a->pty_raw_echo && out->nraw_echo < sizeof(out->raw_echo))
+            out->raw_echo[out->nraw_echo++] = c;
     }
 }
 

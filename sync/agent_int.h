@@ -79,6 +79,11 @@ typedef struct achan_fd {
     uint32_t credit;      /* out: bytes we may still send */
     uint64_t drain_left;  /* out, after the exit: bytes to read before EXIT */
     bool pty;             /* the terminal's master (a tty command's output) */
+    /* out, on a pty that echoes a signal key as its raw byte (pty_raw_echo): the keys
+     * echo_signal_keys echoed as ^C, ^\ or ^Z, whose raw echo is still to come and is
+     * taken out of the output (agent_read_output), oldest first */
+    unsigned char raw_echo[8];
+    uint8_t nraw_echo;
     int64_t drain_until;  /* after the exit: read until EOF/EIO or this time (ns) */
     int64_t drain_cap;    /* after the exit: drain_until never moves past this (ns) */
     uint64_t barrier_left;/* out: bytes the pipe held when a SYNC came, to send before
@@ -149,6 +154,7 @@ typedef struct agent {
     int64_t idle_since;
     bool quit;
     bool net_noticed;     /* the no-network notice reached a command (agent_net_notice) */
+    bool pty_raw_echo;    /* with pty_sig_echo -1: the pty echoes such a key as its raw byte */
     int pty_sig_echo;     /* 0: not known yet; 1: a pty echoes the signal keys it takes
                              (Ctrl-C as ^C: Linux); -1: it does not (gVisor), so the agent
                              does (agent_write_input). Probed at the first pty (agent_spawn.c) */

@@ -182,9 +182,11 @@ static int open_pty(achan *ch, const wire_run *run, spawn_plan *sp)
  * VINTR, "x" and a newline; what comes back up to the "x" is "^C" or nothing, and the slave
  * reads the "x" line, so nothing of the probe is left for the command. The wait is for
  * the "x", whose echo comes on both (bounded: 5 s). 1 when it echoes, or when it cannot tell
- * (then the agent adds nothing: never a second "^C"), -1 when the agent must echo.
+ * (then the agent adds nothing: never a second "^C"), -1 when the agent must echo, with
+ * *raw set when the pty echoes the key as its raw byte (which the agent then takes out of
+ * the output: a program reading the terminal raw, as OpenHands does, would see both).
  */
-static int probe_sig_echo(int master, int slave)
+static int probe_sig_echo(int master, int slave, bool *raw)
 {
     struct termios t;
     char out[64], line[16];
@@ -225,7 +227,10 @@ static int probe_sig_echo(int master, int slave)
             return 1;
         /* before the "x": Linux's "^C"; nothing (gVisor now), or the raw byte, which a
          * terminal does not show (gVisor before 2026-03, which also passes it on as input) */
-        return x - out >= 2 && out[0] == '^' ? 1 : -1;
+        if (x - out >= 2 && out[0] == '^')
+            return 1;
+        *raw = x - out >= 1 && (unsigned char)out[0] == t.c_cc[VINTR];
+        return -1;
     }
 }
 
@@ -435,7 +440,7 @@ void agent_spawn(agent *a, uint32_t id, wire_run *run)
         return;
     }
     if (ch->tty && !a->pty_sig_echo)
-        a->pty_sig_echo = probe_sig_echo(sp.master, sp.slave);
+        a->pty_sig_echo = probe_sig_echo(sp.master, sp.slave, &a->pty_raw_echo);
     if (make_pipes(ch, run, &sp) < 0)
         goto fail;
     if (ch->tty)

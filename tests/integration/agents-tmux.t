@@ -154,7 +154,8 @@ for rt in $runtimes; do
        "$rt: sbxsh - (what su USER - runs) in the pane: the same protocol works"
     tmux -S "$su_sock" kill-server
 
-    # (the C-c's echo: Linux's pty echoes ^C, gVisor's the byte itself, \u0003 in the JSON)
+    # (the C-c's echo: ^C, from Linux's pty or from sbx-agent under gVisor, which also takes
+    # gVisor's raw byte out; \u0003 in the JSON if a raw byte ever came back)
     out=$(cd "$CODE" && python3 "$OPENHANDS_PTY" "$SBXSH" "${pty_cmds[@]}" 2>&1 | sed 's/\\u0003/^C/g')
     is "$out" "$pty_reference" \
        "$rt: without tmux (sbxsh -i on its pty, PS1 in the environment): every line as bash -i's"
