@@ -181,11 +181,19 @@ static int open_pty(achan *ch, const wire_run *run, spawn_plan *sp)
  * before any process has it as its terminal (a signal key then signals nobody): the master types
  * VINTR, "x" and a newline; what comes back up to the "x" is "^C" or nothing, and the slave
  * reads the "x" line, so nothing of the probe is left for the command. The wait is for
- * the "x", whose echo comes on both (bounded: 5 s). 1 when it echoes, or when it cannot tell
- * (then the agent adds nothing: never a second "^C"), -1 when the agent must echo, with
+ * the "x" and its newline, whose echo comes on both (bounded: 5 s). 1 when it echoes, or
+ * when it cannot tell (then the agent adds nothing: never a second "^C"), -1 when the agent
+ * must echo, with
  * *raw set when the pty echoes the key as its raw byte (which the agent then takes out of
  * the output: a program reading the terminal raw, as OpenHands does, would see both).
  */
+/* Whether the probe's echo has come whole: the "x" and the newline after it. */
+static bool probe_echo_done(const char *out, size_t len)
+{
+    const char *x = memchr(out, 'x', len);
+    return x && memchr(x, '\n', len - (size_t)(x - out)) != NULL;
+}
+
 static int probe_sig_echo(int master, int slave, bool *raw)
 {
     struct termios t;
@@ -201,8 +209,9 @@ static int probe_sig_echo(int master, int slave, bool *raw)
         if (write(master, probe, sizeof(probe)) != (ssize_t)sizeof(probe))
             return 1;
     }
-    /* the echo, up to the "x" */
-    while (!memchr(out, 'x', len) && len < sizeof(out)) {
+    /* the echo, up to the newline after the "x" (all of it: what is left in the master
+     * would be the command's first output, a stray empty line) */
+    while (!probe_echo_done(out, len) && len < sizeof(out)) {
         struct pollfd pf = { .fd = master, .events = POLLIN };
         int64_t left = (end - mf_now_ns()) / 1000000;
         ssize_t n;

@@ -63,15 +63,30 @@ typed() {
 keyed() {
     tmux_type 'sleep 100'; tmux_keys Enter
     tmux_wait '[#$] sleep 100$' 10 >/dev/null || true
+    # The key comes a moment after the line, as a person's does: a Ctrl-C typed in the very
+    # instant after Enter, before the command runs, can show ^C twice under runsc (a race
+    # between the host terminal's mode and the pty's, not yet understood; see the note).
+    sleep 1
+    # A key is sent again only when it was not taken (sent before the command ran): once
+    # its echo shows, a slow answer under load is waited for, never a second key.
     for _ in 1 2 3 4 5; do
         tmux_keys C-c
-        tmux_wait_last "$prompt_re" 3 >/dev/null && break
+        tmux_wait_last "$prompt_re" 10 >/dev/null && break
+        if [[ $(tmux_screen) =~ $'sleep 100\n\\^C' ]]; then
+            tmux_wait_last "$prompt_re" 60 >/dev/null
+            break
+        fi
     done
     tmux_type 'sleep 100'; tmux_keys Enter
     tmux_wait '[#$] sleep 100$' 10 >/dev/null || true
+    sleep 1
     for _ in 1 2 3 4 5; do
         tmux_keys C-z
-        tmux_wait 'Stopped +sleep 100' 3 >/dev/null && break
+        tmux_wait 'Stopped +sleep 100' 10 >/dev/null && break
+        if [[ $(tmux_screen) =~ $'sleep 100\n\\^Z' ]]; then
+            tmux_wait 'Stopped +sleep 100' 60 >/dev/null
+            break
+        fi
     done
     tmux_wait_last "$prompt_re"
     typed 'kill -9 %1' 'true'
