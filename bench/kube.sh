@@ -5,7 +5,9 @@
 #      against the fake's own share (POST to Ready, from its /fake/state): the difference is
 #      the client's overhead (the target: under 20 ms);
 #   2. per command: `sbxsh -c true` in a warm kube session against `kubectl exec POD -- true`
-#      to the same fake (a process start and a new stream per call; the target: 10x).
+#      to the same fake (a process start and a new stream per call; the target: 10x), and
+#      `git status` in a repository of 1000 files the same two ways (sbxsh's includes the
+#      syncs around the command; kubectl's runs on the pod's copy as it is).
 #
 #   bench/kube.sh [--runs N]      (make bench-kube)
 set -u
@@ -73,6 +75,8 @@ export AGENT_SANDBOX_BACKEND=kube AGENT_SANDBOX_KUBECONFIG=$tmp/kc AGENT_SANDBOX
 export AGENT_SANDBOX_SESSION=bench-cmd AGENT_SANDBOX_CODE_DIRS=$tmp/proj
 mkdir -p "$HOME" "$XDG_RUNTIME_DIR" "$tmp/proj"
 cd "$tmp/proj" || exit 1
+git init -q . && for d in $(seq 10); do mkdir "d$d"; for f in $(seq 100); do echo "$d $f" >"d$d/f$f"; done; done &&
+    git add . && git -c user.name=b -c user.email=b@b commit -qm bench || exit 1
 "$top/sbxsh" -c true || exit 1
 "$top/sbxsh" -c true
 : > "$tmp/sbxsh"
@@ -88,6 +92,19 @@ if command -v kubectl >/dev/null; then
     k=$(awk '{ print $1 / 1000 }' "$tmp/kubectl" | median)
     printf '  kubectl exec POD -- true              %8.1f ms (median)\n' "$k"
     awk -v s="$s" -v k="$k" 'BEGIN { printf "  ratio                                 %8.1fx\n", k / s }'
+fi
+"$top/sbxsh" -c 'git status --short' >/dev/null   # the index refreshed once
+: > "$tmp/sbxsh-git"
+for _ in $(seq "$RUNS"); do t0=$(ms); "$top/sbxsh" -c 'git status --short' >/dev/null; t1=$(ms); echo $(( t1 - t0 )) >> "$tmp/sbxsh-git"; done
+g=$(awk '{ print $1 / 1000 }' "$tmp/sbxsh-git" | median)
+printf '  sbxsh -c "git status" (1000 files)    %8.1f ms (median)\n' "$g"
+if command -v kubectl >/dev/null; then
+    kc exec "$pod" -- git -C "$tmp/proj" status --short >/dev/null 2>&1
+    : > "$tmp/kubectl-git"
+    for _ in $(seq "$RUNS"); do t0=$(ms); kc exec "$pod" -- git -C "$tmp/proj" status --short >/dev/null 2>&1; t1=$(ms); echo $(( t1 - t0 )) >> "$tmp/kubectl-git"; done
+    kg=$(awk '{ print $1 / 1000 }' "$tmp/kubectl-git" | median)
+    printf '  kubectl exec POD -- git status        %8.1f ms (median)\n' "$kg"
+    awk -v s="$g" -v k="$kg" 'BEGIN { printf "  ratio                                 %8.1fx\n", k / s }'
 else
     echo "  kubectl exec: kubectl is not installed"
 fi
