@@ -1910,6 +1910,20 @@ bool line_may_move_to_projects(const sbx_config *cfg)
  * one's variables, functions and jobs stay in the old session (its holder keeps it until
  * its idle timeout, and a later cd back there starts a new shell in it). The line says so.
  */
+/* Leaves this session for next's (whose config it takes over): the next sandbox part
+ * starts a bash there, with the environment of that session, and `cd -` goes back as after
+ * any cd (the new shell starts with OLDPWD: shell_start). */
+static void switch_session(line_exec *x, sbx_config *next, const char *oldpwd)
+{
+    drop_session(x);
+    free(x->start_oldpwd);
+    x->start_oldpwd = xstrdup(oldpwd);
+    sbx_config_free(&x->cfg);
+    x->cfg = *next;
+    strvec_clear(&x->env);
+    sbx_sandbox_env(&x->cfg, false, &x->env);
+}
+
 static void move_to_project(line_exec *x, const char *oldpwd)
 {
     sbx_config next;
@@ -1944,13 +1958,7 @@ static void move_to_project(line_exec *x, const char *oldpwd)
                 sbx_error("%s is outside every project: its commands run in session '%s' "
                           "from now on, whose sandbox sees this directory's files (a view: "
                           "nothing comes back)", x->cwd, next.session);
-            drop_session(x);
-            free(x->start_oldpwd);
-            x->start_oldpwd = xstrdup(oldpwd);
-            sbx_config_free(&x->cfg);
-            x->cfg = next;
-            strvec_clear(&x->env);
-            sbx_sandbox_env(&x->cfg, false, &x->env);
+            switch_session(x, &next, oldpwd);
         } else {
             sbx_config_free(&next);
         }
@@ -1969,17 +1977,10 @@ static void move_to_project(line_exec *x, const char *oldpwd)
     else if (x->o.interactive)
         sbx_error("%s is in project '%s': its commands run in that session's "
                   "sandbox from now on", x->cwd, next.session);
-    drop_session(x);
     /* the scratch sandbox keeps the views it got (a cd .. back finds them); one not yet
      * given is not given */
     cancel_view(x);
-    /* `cd -` goes back, as after any cd: the new shell starts with OLDPWD (shell_start) */
-    free(x->start_oldpwd);
-    x->start_oldpwd = xstrdup(oldpwd);
-    sbx_config_free(&x->cfg);
-    x->cfg = next;
-    strvec_clear(&x->env);
-    sbx_sandbox_env(&x->cfg, false, &x->env);
+    switch_session(x, &next, oldpwd);
 }
 
 /* A line is split between host and sandbox only when it must be: some part
