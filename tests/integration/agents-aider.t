@@ -37,15 +37,8 @@ for rt in $runtimes; do
         continue
     fi
     setup_session "agents-aider-$rt-$$" "$rt"
-    rm -rf "${CODE:?}"/* "$CODE"/.[!.]* 2>/dev/null
-    cd "$CODE" || bail_out "no code dir"
-    printf '[user]\n\tname = T\n\temail = t@example.com\n' > "$HOME/.gitconfig"
     remote=remote-aider-$rt.git
-    git init -q --bare "$GITROOT/$remote"
-    git init -q . && git symbolic-ref HEAD refs/heads/main
-    mkdir sub && echo one > sub/f && git add sub/f && git commit -qm one
-    git remote add origin "$GITBASE/$remote"
-    git push -q origin main 2>/dev/null || bail_out "cannot push to $GITBASE/$remote"
+    repo_with_remote "$remote" sub/f
     # aider's own files in the repository's top level, which it writes on the host, kept out
     # of the sandbox as docs/agents.md says
     printf '# aider chat started\n' > .aider.chat.history.md

@@ -84,15 +84,8 @@ for rt in $runtimes; do
     fi
     setup_session "agents-tmux-$rt-$$" "$rt"
     trap 'tmux_stop; end_session; stop_git_daemon; tap_cleanup' EXIT
-    rm -rf "${CODE:?}"/* "$CODE"/.[!.]* 2>/dev/null
-    cd "$CODE" || bail_out "no code dir"
-    printf '[user]\n\tname = T\n\temail = t@example.com\n' > "$HOME/.gitconfig"
     remote=remote-tmux-$rt.git
-    git init -q --bare "$GITROOT/$remote"
-    git init -q . && git symbolic-ref HEAD refs/heads/main
-    mkdir sub && echo one > sub/f && git add sub/f && git commit -qm one
-    git remote add origin "$GITBASE/$remote"
-    git push -q origin main 2>/dev/null || bail_out "cannot push to $GITBASE/$remote"
+    repo_with_remote "$remote" sub/f
 
     # OpenHands types its set-up line as soon as the pane exists, as it does.
     oh_start "$TMUX_SOCK" "$SBXSH -i"

@@ -82,15 +82,8 @@ for rt in $runtimes; do
         continue
     fi
     setup_session "agents-$rt-$$" "$rt"
-    rm -rf "${CODE:?}"/* "$CODE"/.[!.]* 2>/dev/null
-    cd "$CODE" || bail_out "no code dir"
-    printf '[user]\n\tname = T\n\temail = t@example.com\n' > "$HOME/.gitconfig"
     remote=remote-$rt.git
-    git init -q --bare "$GITROOT/$remote"
-    git init -q . && git symbolic-ref HEAD refs/heads/main
-    echo one > f && git add f && git commit -qm one
-    git remote add origin "$GITBASE/$remote"
-    git push -q origin main 2>/dev/null || bail_out "cannot push to $GITBASE/$remote"
+    repo_with_remote "$remote" f
 
     # The user's startup files, as a person has them.
     token=ghp_0123456789abcdefghijABCDEFGHIJ012345

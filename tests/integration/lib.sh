@@ -118,6 +118,20 @@ start_git_daemon() {
     return 1
 }
 
+# repo_with_remote REMOTE FILE: the code directory ($CODE, emptied) as a repository on main
+# whose first commit holds FILE ("one"), pushed to a new bare REMOTE under the git daemon
+# (origin = $GITBASE/REMOTE), with an identity in ~/.gitconfig; the cwd is $CODE after.
+repo_with_remote() {
+    rm -rf "${CODE:?}"/* "$CODE"/.[!.]* 2>/dev/null
+    cd "$CODE" || bail_out "no code dir"
+    printf '[user]\n\tname = T\n\temail = t@example.com\n' > "$HOME/.gitconfig"
+    git init -q --bare "$GITROOT/$1"
+    git init -q . && git symbolic-ref HEAD refs/heads/main
+    mkdir -p "$(dirname "$2")" && echo one > "$2" && git add "$2" && git commit -qm one
+    git remote add origin "$GITBASE/$1"
+    git push -q origin main 2>/dev/null || bail_out "cannot push to $GITBASE/$1"
+}
+
 stop_git_daemon() {
     [ -f "$SBX_TEST_TMP/daemon.pid" ] && kill "$(cat "$SBX_TEST_TMP/daemon.pid")" 2>/dev/null
     rm -f "$SBX_TEST_TMP/daemon.pid"
