@@ -207,4 +207,97 @@ like "$out" 'Forbidden|forbidden' "... as Forbidden"
 out=$(HOME=$SBX_TEST_TMP/home.mk "$C/make-kubeconfig.sh" "$FAKE_URL" acme sbxsh-beta 2>&1); rc=$?
 is "$rc" 1 "make-kubeconfig.sh for acme in beta's namespace: refused"
 like "$out" 'namespace sbxsh-beta belongs to tenant beta' "... naming whose namespace it is"
+# The fake's RBAC decides as kube-apiserver's authorizer (tests/kube/cluster_kinds.py,
+# _rbac_allows): a ServiceAccount "probe" of acme's namespace, bound (subject without a
+# namespace: the binding's) to a Role with resourceNames, "*/exec", "pods/*" (no wildcard
+# upstream) and "*" rules, and to a ClusterRole by a RoleBinding (its rules in that
+# namespace only).
+cat >"$SBX_TEST_TMP/probe.yaml" <<'EOF'
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: probe
+  namespace: sbxsh-acme
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: probe
+  namespace: sbxsh-acme
+rules:
+- apiGroups: [""]
+  resources: ["pods"]
+  resourceNames: ["p1"]
+  verbs: ["get"]
+- apiGroups: [""]
+  resources: ["*/exec"]
+  verbs: ["create"]
+- apiGroups: [""]
+  resources: ["pods/*"]
+  verbs: ["delete"]
+- apiGroups: ["*"]
+  resources: ["sandboxes"]
+  verbs: ["*"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: probe
+  namespace: sbxsh-acme
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: probe
+subjects:
+- kind: ServiceAccount
+  name: probe
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: probe-configmaps
+rules:
+- apiGroups: [""]
+  resources: ["configmaps"]
+  verbs: ["list"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: probe-configmaps
+  namespace: sbxsh-acme
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: probe-configmaps
+subjects:
+- kind: ServiceAccount
+  name: probe
+  namespace: sbxsh-acme
+EOF
+out=$(k apply -f "$SBX_TEST_TMP/probe.yaml" 2>&1); rc=$?
+is "$rc" 0 "the probe's ServiceAccount, Role, ClusterRole and bindings: applied" || diag "$out"
+SBX_SERVICE_ACCOUNT=probe HOME=$SBX_TEST_TMP/home.mk "$C/make-kubeconfig.sh" "$FAKE_URL" acme \
+    >"$SBX_TEST_TMP/probe.kubeconfig" 2>"$SBX_TEST_TMP/mk.err" || bail_out "make-kubeconfig.sh for probe: $(cat "$SBX_TEST_TMP/mk.err")"
+probe() { KUBECONFIG=$SBX_TEST_TMP/probe.kubeconfig k auth can-i "$@" 2>/dev/null; }
+got=""
+for v in "get pods/p1" "get pods/p2" "list pods" "create pods/x --subresource=exec" \
+         "create configmaps --subresource=exec" "delete pods/x --subresource=exec" \
+         "delete sandboxes.agents.x-k8s.io/s" "list configmaps" "list configmaps -n sbxsh-beta"; do
+    # shellcheck disable=SC2086 # the verb and the resource
+    got+="$v: $(probe $v)"$'\n'
+done
+is "$got" "get pods/p1: yes
+get pods/p2: no
+list pods: no
+create pods/x --subresource=exec: yes
+create configmaps --subresource=exec: yes
+delete pods/x --subresource=exec: no
+delete sandboxes.agents.x-k8s.io/s: yes
+list configmaps: yes
+list configmaps -n sbxsh-beta: no
+" "the fake's RBAC: resourceNames by the request's name, */SUB for any resource, RES/* not a wildcard, * verbs and groups, a ClusterRole bound in one namespace only"
+out=$(KUBECONFIG=$SBX_TEST_TMP/probe.kubeconfig k get pod p2 2>&1)
+like "$out" 'pods "p2" is forbidden: User "system:serviceaccount:sbxsh-acme:probe" cannot get resource "pods"' \
+    "... and a request as well as a review: get pod p2 is Forbidden" || diag "$out"
 done_testing
