@@ -283,8 +283,9 @@ static void print_head(const char *kind, const struct opts *o)
  *   sandboxtemplates get list                              sbx doctor: its runtime class
  *   pods             get                                   the pod's phase before an exec
  *   pods/exec        create get                            sbx-agent's stream (a WebSocket upgrade
- *                                                          is a GET; servers before 1.31
- *                                                          authorize it as get, later as create)
+ *                                                          is a GET, which older servers
+ *                                                          authorize as get; newer ones ask
+ *                                                          create, as for SPDY's POST)
  * SelfSubjectReview and SelfSubjectAccessReview are every authenticated user's already.
  */
 static void print_access(const struct opts *o)
