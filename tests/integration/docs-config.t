@@ -11,9 +11,10 @@ cd "$top" || exit 1
 
 # The product's folders: those with C files, but tests/, bench/ and the build trees.
 src=()
+skip=" tests bench build build-asan build-fuzz "
 for d in */; do
     d=${d%/}
-    case " tests bench build build-asan build-fuzz " in *" $d "*) continue ;; esac
+    case "$skip" in *" $d "*) continue ;; esac
     [ -n "$(find "$d" -name '*.[ch]' -print -quit)" ] && src+=("$d")
 done
 ok "the product's sources are found (${src[*]})" test "${#src[@]}" -ge 6
