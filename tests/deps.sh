@@ -18,7 +18,7 @@ done
 # gVisor. Debian 12's own runsc (2022-12) has only the ptrace platform, where every system
 # call of a sandboxed program costs 30-100 us: `git status` of 10,000 files 15x the host's,
 # the first sync of a big tree 20x. bookworm-backports has runsc 2024-07, whose systrap
-# platform makes a system call cost a few microseconds (README, "Performance"), so on
+# platform makes a system call cost a few microseconds (docs/performance.md), so on
 # Debian 12 runsc comes from there; newer Debian releases have it in main. The backports
 # suite is added with the mirror this machine already uses; SBX_DEPS_DEBIAN_RUNSC=1 keeps
 # Debian 12's own runsc instead.
