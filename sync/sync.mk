@@ -1,6 +1,7 @@
 # sync/: the manifest, deltas, safe apply, git allowlists, the wire protocol, the host-side
 # connection (libsbx) and sbx-agent (libc only; also built static with musl).
-SYNC_COMMON := sync/wire.c sync/safefs.c sync/ignore.c sync/gitpolicy.c sync/manifest.c \
+SYNC_COMMON := sync/wire.c sync/safefs.c sync/ignore.c sync/gitpolicy.c sync/gitindex.c sync/githash.c \
+               sync/manifest.c \
                sync/gitcred.c sync/manifest_watch.c sync/manifest_scan.c sync/manifest_save.c sync/manifest_pathmap.c \
                sync/delta.c sync/apply.c
 SYNC_CONN := sync/conn.c sync/conn_host.c sync/conn_request.c sync/conn_wait.c
