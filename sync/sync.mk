@@ -72,3 +72,12 @@ fuzz-rcfile: build-fuzz/fuzz-rcfile
 	$(call fuzz_run,rcfile,16384)
 fuzz: fuzz-rcfile
 .PHONY: fuzz-rcfile
+
+# The .git/index merge (sync/gitindex.c): on the host the received index is the sandbox's.
+FUZZ_C += tests/fuzz/fuzz-gitindex.c
+build-fuzz/fuzz-gitindex: tests/fuzz/fuzz-gitindex.c sync/gitindex.c sync/githash.c $(COMMON_SRCS) sync/gitindex.h sync/githash.h common/strbuf.h
+	$(call fuzz_link,)
+fuzz-gitindex: build-fuzz/fuzz-gitindex
+	$(call fuzz_run,gitindex,65536)
+fuzz: fuzz-gitindex
+.PHONY: fuzz-gitindex
