@@ -308,7 +308,8 @@ int gitindex_merge(const void *in_, size_t in_len, const void *local_, size_t lo
         if (!memcmp(sig, "FSMN", 4) || !memcmp(sig, "UNTR", 4)) {
             st.dropped++;
         } else if (!memcmp(sig, "EOIE", 4)) {
-            had_eoie = true;
+            /* git ignores a malformed one: so is it here */
+            had_eoie = had_eoie || sz == 4 + hs;
         } else {
             strbuf_add(out, sig, 8 + (size_t)sz);
             strbuf_add(&kept_hdrs, sig, 8);
