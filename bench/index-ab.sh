@@ -8,7 +8,8 @@
 #   bench/index-ab.sh [--runs N] [--files N] [--runtimes bwrap,runsc] [--dir DIR] DIR [DIR...]
 #
 # Each DIR is a built tree (`make`); builds are named A, B, ... in that order. --runs (default
-# 10) rounds after 2 warm-up rounds, --files (default 10000, in directories of 100). Prints a
+# 10) rounds after 2 warm-up rounds, --files (default 10000, in directories of 100); each round
+# times two alternating and one steady status per side and column. Prints a
 # Markdown table of medians in ms: git status on the host and in the sandbox (timed inside the
 # sandbox, what the agent's git costs), and the whole `sbxsh -c 'git status'` (its syncs
 # included), alternating and steady. Sessions live under --dir (default /dev/shm).
@@ -102,38 +103,36 @@ sandbox_status() { # COL KIND
 for c in "${cols[@]}"; do
     run "$c" "${sbxsh[$c]}" -c true || { echo "$0: $c: the first command failed" >&2; exit 1; }
 done
+# Each round, per column: host, sandbox, sandbox again (steady), host (alternating), host
+# again (steady), sandbox (alternating); the next round's first host status alternates too.
 for ((r = -2; r < runs; r++)); do
     for c in "${cols[@]}"; do
         host_status "$c" alt
         sandbox_status "$c" alt
-    done
-done
-for ((r = -2; r < runs; r++)); do
-    for c in "${cols[@]}"; do
-        host_status "$c" hsteady
-    done
-done
-for ((r = -2; r < runs; r++)); do
-    for c in "${cols[@]}"; do
-        sandbox_status "$c" ssteady
+        sandbox_status "$c" steady
+        host_status "$c" alt
+        host_status "$c" steady
+        sandbox_status "$c" alt
     done
 done
 
-# The median in ms of the samples after the 2 warm-up ones.
-median() {
-    tr ' ' '\n' <<<"$1" | sed '/^$/d' | tail -n +3 | sort -n |
+# The median in ms of the samples after the warm-up rounds' (the first WARM).
+median() { # SAMPLES WARM
+    tr ' ' '\n' <<<"$1" | sed '/^$/d' | tail -n +$(($2 + 1)) | sort -n |
         awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2;
                                    printf "%.1f", m / 1000 }'
 }
-echo "git status, $files files, medians of $runs (ms); load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "git status, $files files, medians of $((2 * runs)) alternating and $runs steady (ms); load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-for i in "${!builds[@]}"; do echo "- ${builds[$i]}: ${dirs[$i]} ($(git -C "${dirs[$i]}" rev-parse --short HEAD 2>/dev/null))"; done
+for i in "${!builds[@]}"; do
+    echo "- ${builds[$i]}: ${dirs[$i]}$(git -C "${dirs[$i]}" rev-parse --short HEAD 2>/dev/null | sed "s/.*/ (&)/")"
+done
 echo
 echo "| build, runtime | host, alternating | sandbox, alternating | \`sbxsh -c\`, alternating | host, steady | sandbox, steady | \`sbxsh -c\`, steady |"
 echo "|---|---:|---:|---:|---:|---:|---:|"
 for c in "${cols[@]}"; do
-    printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$c" "$(median "${t[$c/host/alt]}")" \
-        "$(median "${t[$c/sandbox/alt]}")" "$(median "${t[$c/sbxsh/alt]}")" \
-        "$(median "${t[$c/host/hsteady]}")" "$(median "${t[$c/sandbox/ssteady]}")" \
-        "$(median "${t[$c/sbxsh/ssteady]}")"
+    printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$c" "$(median "${t[$c/host/alt]}" 4)" \
+        "$(median "${t[$c/sandbox/alt]}" 4)" "$(median "${t[$c/sbxsh/alt]}" 4)" \
+        "$(median "${t[$c/host/steady]}" 2)" "$(median "${t[$c/sandbox/steady]}" 2)" \
+        "$(median "${t[$c/sbxsh/steady]}" 2)"
 done
