@@ -53,8 +53,8 @@ mkdir -p "$work/seed" && (
         mkdir -p "d$d"
         for ((i = 0; i < 100 && d * 100 + i < files; i++)); do echo "file $d/$i" > "d$d/f$i"; done
     done &&
-    git add -A && git commit -qm seed
-) || exit 1
+    git add -A && git -c gc.auto=0 commit -qm seed && git gc -q   # packed now, not by a gc --auto
+) || exit 1                                                         # in the background mid-copy
 
 cols=()
 declare -A sbxsh sbx code
