@@ -39,4 +39,5 @@ INDEX_BENCH_BASE ?=
 bench-index: all
 	bench/index-ab.sh --runs $(INDEX_BENCH_RUNS) --files $(INDEX_BENCH_FILES) \
 	    --runtimes $(INDEX_BENCH_RUNTIMES) $(INDEX_BENCH_BASE) .
+bench: bench-index
 .PHONY: bench-index
