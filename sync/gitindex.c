@@ -250,16 +250,10 @@ int gitindex_merge(const void *in_, size_t in_len, const void *local_, size_t lo
     if (idx_open(&xi, in, in_len, hs) < 0 || xi.link)
         return 0;
     null_sum = all_zero(in + in_len - hs, hs);
-    if (local && local_len <= GITINDEX_MERGE_MAX && idx_open(&xl, local, local_len, hs) == 0 &&
-        !xl.link) {
-        /* Its checksum too, unless null: a corrupt file's stat data is not taken. */
-        unsigned char sum[GH_SHA256_LEN];
-        have_local = true;
-        if (!all_zero(local + local_len - hs, hs)) {
-            gh_digest(algo, local, local_len - hs, sum);
-            have_local = !memcmp(sum, local + local_len - hs, hs);
-        }
-    }
+    /* This side's own index is read as git reads it: checked whole, its checksum not (git
+     * does not verify it either; git writes an index whole, by rename). */
+    have_local = local && local_len <= GITINDEX_MERGE_MAX &&
+                 idx_open(&xl, local, local_len, hs) == 0 && !xl.link;
 
     strbuf_add(out, in, xi.ext_off);
     cur_init(&ci, &xi);
