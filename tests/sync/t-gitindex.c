@@ -384,7 +384,7 @@ int main(void)
         test_null_and_hostile();
         test_idempotent();
     }
-    if (!getenv("T_KEEP"))
+    if (!getenv("T_KEEP"))   /* T_KEEP=1: the repositories stay, for a look after a failure */
         st_rm_rf(dir);
     else
         diag("kept %s", dir);
