@@ -217,24 +217,26 @@ static void reap_stream(kube_backend *kb)
         kb->gone = true;
 }
 
-/* The stream child's own reason for a stream that failed at once (tool_stream.c writes
- * it to SBX_KUBE_STREAM_ERROR as it exits): waited for a moment, as the holder may see the
- * socket close before the child has written it. */
-static void kube_explain(sbx_backend *b, sbx_err *err)
+/* The stream child's own reason for a stream that failed (tool_stream.c writes it to
+ * SBX_KUBE_STREAM_ERROR as it exits): waited for a moment, as the holder may see the
+ * socket close before the child has written it. Mid-session (!at_setup) a child still
+ * running has nothing to say: err stays. */
+static void kube_explain(sbx_backend *b, bool at_setup, sbx_err *err)
 {
     kube_backend *kb = (kube_backend *)b;
     char *path = xasprintf("%s/%s", kb->dir, SBX_KUBE_STREAM_ERROR), *text = NULL;
     size_t len = 0;
     sbx_err rerr;
 
-    for (int i = 0; i < 40 && kb->stream_pid > 0; i++) {   /* 2 s */
+    for (int i = 0; i < (at_setup ? 40 : 20) && kb->stream_pid > 0; i++) {   /* 2 s, 1 s */
         reap_stream(kb);
         if (kb->stream_pid > 0)
             usleep(50000);
     }
     if (kb->stream_pid > 0) {
-        sbx_err_prefix(err, "the stream to the pod is still being set up (the session's log "
-                       "says how)");
+        if (at_setup)
+            sbx_err_prefix(err, "the stream to the pod is still being set up (the session's "
+                           "log says how)");
     } else if (read_file(path, 4096, &text, &len, &rerr) == 0 && len) {
         while (len && (text[len - 1] == '\n' || text[len - 1] == '\r'))
             text[--len] = '\0';

@@ -105,4 +105,7 @@ void *kube_client_connect_only(kube_client *c, const char *path, strvec *hdrs,
  * is a new one to try (call kube_client_connect_only again), -1 with err otherwise. */
 int kube_client_reauth(kube_client *c, sbx_err *err);
 
+/* The User-Agent of every request, the exec's upgrade too: "sbxsh/VERSION (linux/ARCH)". */
+const char *kube_user_agent(void);
+
 #endif

@@ -412,8 +412,8 @@ static void on_error(void *ctx, const char *msg)
      * deleted): said instead of the connection's */
     sbx_err why;
     snprintf(why.msg, sizeof(why.msg), "%s", msg);
-    if (!alive && h->backend && h->backend->ops->explain) {
-        h->backend->ops->explain(h->backend, &why);
+    if (h->backend && h->backend->ops->explain) {
+        h->backend->ops->explain(h->backend, false, &why);
         msg = why.msg;
     }
     snprintf(text, sizeof(text),
@@ -617,7 +617,7 @@ static int ensure_conn(holder *h, hclient *c, sbx_err *err)
     if (sync_conn_open(h->host, h->rfd, h->wfd, &conn_ops, h, hello_ms, &h->conn, err) < 0) {
         drop_conn(h);
         if (h->backend->ops->explain)
-            h->backend->ops->explain(h->backend, err);
+            h->backend->ops->explain(h->backend, true, err);
         return -1;
     }
     if (c && c->progress && !sync_conn_agent(h->conn)->resumed)
