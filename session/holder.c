@@ -191,6 +191,16 @@ static void on_output(void *ctx, uint32_t chan, int fd, const void *buf, size_t 
     }
 }
 
+/* The agent handled a signal the client forwarded: the client learns the way to the
+ * sandbox works (and stops counting the time it waits for an answer to it). */
+static void on_signaled(void *ctx, uint32_t chan, int signo)
+{
+    holder *h = ctx;
+    hclient *c = client_by_chan(h, chan);
+    if (c && c->fd >= 0)
+        send_u32s(c, P_SIGNAL_ACK, 1, (uint32_t)signo, 0);
+}
+
 /* A command's output fd closed in the sandbox: the client closes its copy. */
 static void on_eof(void *ctx, uint32_t chan, int fd)
 {
@@ -444,6 +454,7 @@ static const sync_conn_ops conn_ops = {
     .sync_done = on_sync_done,
     .warning = on_warning,
     .error = on_error,
+    .signaled = on_signaled,
 };
 
 /* ---- the sandbox ------------------------------------------------------- */
