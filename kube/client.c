@@ -1259,6 +1259,83 @@ void *kube_client_connect_only(kube_client *c, const char *path, strvec *hdrs, s
     return h;
 }
 
+/* ---- the exec plugin's credential, handed from one sbx-kube to the next ----------------- */
+
+static void add_b64_field(strbuf *out, const char *s)
+{
+    strbuf_addch(out, ' ');
+    if (!s || !*s) {
+        strbuf_addch(out, '-');
+        return;
+    }
+    kube_base64_encode(s, strlen(s), out);
+}
+
+int kube_client_export_credential(kube_client *c, strbuf *out)
+{
+    if (!c->t.exec || !c->have_cred)
+        return -1;
+    strbuf_addf(out, "%lld", (long long)c->cred.expires);
+    add_b64_field(out, c->cred.token);
+    add_b64_field(out, c->cred.cert_pem);
+    add_b64_field(out, c->cred.key_pem);
+    return 0;
+}
+
+/* One base64 field of an exported credential: NULL for '-'; -1 when malformed. */
+static int take_b64_field(char **p, char **out)
+{
+    char *s = *p, *end;
+    *out = NULL;
+    while (*s == ' ')
+        s++;
+    end = s + strcspn(s, " \n");
+    if (end == s)
+        return -1;
+    *p = end;
+    if (end - s == 1 && *s == '-')
+        return 0;
+    strbuf b = STRBUF_INIT;
+    if (kube_base64_decode(s, (size_t)(end - s), &b) < 0 || memchr(b.buf, '\0', b.len)) {
+        explicit_bzero(b.buf, b.alloc);
+        strbuf_release(&b);
+        return -1;
+    }
+    *out = strbuf_detach(&b, NULL);
+    return 0;
+}
+
+int kube_client_import_credential(kube_client *c, const char *text)
+{
+    if (!c->t.exec)
+        return -1;
+    char *copy = xstrdup(text), *p = copy, *end;
+    kube_credential cr = { 0 };
+    long long exp = strtoll(p, &end, 10);
+    int r = -1;
+    if (end != p && exp >= 0) {
+        p = end;
+        if (take_b64_field(&p, &cr.token) == 0 && take_b64_field(&p, &cr.cert_pem) == 0 &&
+            take_b64_field(&p, &cr.key_pem) == 0 && (cr.token || cr.cert_pem) &&
+            !cr.cert_pem == !cr.key_pem)
+            r = 0;
+    }
+    explicit_bzero(copy, strlen(copy));
+    free(copy);
+    if (r < 0) {
+        kube_credential_free(&cr);
+        return -1;
+    }
+    cr.expires = (int64_t)exp;
+    bool had_cert = c->have_cred && c->cred.cert_pem;
+    kube_credential_free(&c->cred);
+    c->cred = cr;
+    c->have_cred = true;
+    if (cr.cert_pem || had_cert)
+        apply_settings(c, c->h);
+    return 0;
+}
+
 int kube_client_reauth(kube_client *c, sbx_err *err)
 {
     bool changed;

@@ -7,6 +7,7 @@
 # - the pod's kubectl.kubernetes.io/default-container annotation picks the container, as
 #   kubectl exec picks it;
 # - every request, the exec's upgrade too, says who it is: sbxsh/VERSION (linux/ARCH);
+# - an exec credential plugin runs once for a first command (claim and stream share it);
 # - an API server that stops answering mid-command (connections reset, as when it restarts
 #   or is cut off) is named as such, not blamed on the sandbox; the next command after it
 #   runs in the same pod.
@@ -91,7 +92,43 @@ is "$uas" "$ua" \
 is "$(state "d['execUserAgents'].get('$ua', 0) > 0")" True \
    "...the exec upgrades too (written by sbxsh, not by curl)"
 
-# 5. The API server down for longer than the stream waits (connections reset, new ones too).
+# 5. An exec credential plugin runs once for a session's first command (the claim's and the
+# stream's sbx-kube are two processes: the holder hands the claim's credential to the
+# stream on a pipe), as kubectl runs it once; an expired one is not handed on.
+# plugin_kubeconfig EXPIRY: a kubeconfig whose fake-admin runs a plugin logging its callers
+plugin_kubeconfig() {
+    cat >"$SBX_TEST_TMP/plugin" <<EOP
+#!/bin/sh
+tr '\\0' ' ' </proc/\$PPID/cmdline | cut -d' ' -f2 >>"$SBX_TEST_TMP/plugin.log"
+printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s","expirationTimestamp":"$1"}}' "$FAKE_TOKEN"
+EOP
+    chmod +x "$SBX_TEST_TMP/plugin"
+    python3 - "$FAKE_KUBECONFIG" "$SBX_TEST_TMP/plugin" >"$SBX_TEST_TMP/plugin.kubeconfig" <<'EOP'
+import re, sys
+s = open(sys.argv[1]).read()
+s = re.sub(r'(- name: fake-admin\n  user:\n)    token: .*\n',
+           r'\1    exec:\n      apiVersion: client.authentication.k8s.io/v1\n'
+           r'      command: %s\n      interactiveMode: Never\n' % sys.argv[2], s)
+sys.stdout.write(s)
+EOP
+    : >"$SBX_TEST_TMP/plugin.log"
+}
+plugin_kubeconfig 2099-01-01T00:00:00Z
+run plugin AGENT_SANDBOX_KUBECONFIG="$SBX_TEST_TMP/plugin.kubeconfig"
+is "$rc:$out" "0:hello" "a kubeconfig user with an exec credential plugin: works"
+is "$(sort "$SBX_TEST_TMP/plugin.log" | uniq -c | awk '{print $1, $2}')" "1 claim" \
+   "...the plugin ran once, for the claim; the stream got its credential"
+run plugin AGENT_SANDBOX_KUBECONFIG="$SBX_TEST_TMP/plugin.kubeconfig"
+is "$rc:$(wc -l <"$SBX_TEST_TMP/plugin.log")" "0:1" "...and not again for the next command"
+release plugin
+plugin_kubeconfig 2001-01-01T00:00:00Z
+run plugin2 AGENT_SANDBOX_KUBECONFIG="$SBX_TEST_TMP/plugin.kubeconfig"
+is "$rc:$out" "0:hello" "a plugin whose credential has expired already: works"
+like "$(sort -u "$SBX_TEST_TMP/plugin.log" | tr '\n' ' ')" "claim stream" \
+     "...the stream runs the plugin itself (an expired credential is not used, as client-go)"
+release plugin2
+
+# 6. The API server down for longer than the stream waits (connections reset, new ones too).
 o=$SBX_TEST_TMP/o5 e=$SBX_TEST_TMP/e5
 AGENT_SANDBOX_SESSION=ke-down "$SBXSH" -c 'cat README' >/dev/null 2>&1
 AGENT_SANDBOX_SESSION=ke-down timeout 200 "$SBXSH" -c 'echo ready; sleep 3; echo done' >"$o" 2>"$e" &
