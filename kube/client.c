@@ -1224,7 +1224,10 @@ void *kube_client_connect_only(kube_client *c, const char *path, strvec *hdrs, s
     apply_settings(c, h);
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_CONNECT_ONLY, 1L);
-    /* h2 makes curl_easy_send crash in 7.88, and a WebSocket upgrade is HTTP/1.1. */
+    /* h2 makes curl_easy_send crash in 7.88, and a WebSocket upgrade is HTTP/1.1 (RFC 6455;
+     * RFC 8441's h2 WebSockets are not what kube-apiserver serves exec on). The REST handle
+     * keeps libcurl's default, h2 when the server offers it by ALPN, as kube-apiserver
+     * does (tests/kube/h2.t). */
     curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, connect_progress);
