@@ -31,7 +31,7 @@ fake_curl -X POST -H 'Content-Type: application/json' -o /dev/null -d '{
 members=$(pods | grep '^s-' | grep -vx "$(session_pod)")
 fake_fault "pod-not-ready=$(session_pod),seconds=60" || bail_out "the fake refused a fault"
 fake_fault "delete-pod=$(head -1 <<<"$members"),grace=60" || bail_out "the fake refused a fault"
-for _ in $(seq 300); do pods | grep -qx cold-one && break; sleep 0.1; done
+for _ in $(seq 300); do [ "$(pods | grep -cx cold-one)" = 1 ] && break; sleep 0.1; done
 is "$(pods | grep -cx cold-one)" 1 "a cold start's pod exists (Pending until its start)"
 
 out=$(/usr/bin/python3 "$HERE/schema-check.py" "$FAKE_URL" "$FAKE_CA" "$FAKE_TOKEN" 2>&1)
