@@ -38,6 +38,9 @@ typedef struct hclient {
     framebuf_out out;   /* frames to the client */
     bool hello, progress;
     uint32_t chan;      /* the running command, 0 when none */
+    unsigned signals_unacked;   /* its signals sent to the agent, not yet answered: the
+                                   acks passed on are at most these (a hostile agent's
+                                   flood of SIGNALED stays out of our memory) */
     inq inputs[SYNC_MAX_FDS];
     uint64_t sync_id;   /* a sync round it waits for, 0 when none */
     bool release;       /* waits for the release */
@@ -197,8 +200,10 @@ static void on_signaled(void *ctx, uint32_t chan, int signo)
 {
     holder *h = ctx;
     hclient *c = client_by_chan(h, chan);
-    if (c && c->fd >= 0)
+    if (c && c->fd >= 0 && c->signals_unacked) {
+        c->signals_unacked--;
         send_u32s(c, P_SIGNAL_ACK, 1, (uint32_t)signo, 0);
+    }
 }
 
 /* A command's output fd closed in the sandbox: the client closes its copy. */
@@ -824,6 +829,7 @@ static void handle_run(holder *h, hclient *c, proto_reader *r)
         goto out;
     }
     c->chan = h->next_chan;
+    c->signals_unacked = 0;
     reset_inputs(c);
     size_t k = 0;
     for (uint32_t i = 0; i < nfds; i++)
@@ -971,8 +977,9 @@ static int handle_frame(holder *h, hclient *c, int type, proto_reader *r)
     case P_SIGNAL:
         if (proto_get_u32(r, &a) < 0 || a == 0 || a >= 65)
             return -1;
-        if (c->chan && h->conn && !h->conn_dead)
-            sync_conn_signal(h->conn, c->chan, (int)a);
+        if (c->chan && h->conn && !h->conn_dead &&
+            sync_conn_signal(h->conn, c->chan, (int)a) == 0)
+            c->signals_unacked++;
         return 0;
     case P_ABORT_PULL:
         /* The client got SIGINT or SIGTERM (already forwarded as P_SIGNAL). If its round's
