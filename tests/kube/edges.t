@@ -131,7 +131,7 @@ release plugin2
 # 6. The API server down for longer than the stream waits (connections reset, new ones too).
 o=$SBX_TEST_TMP/o5 e=$SBX_TEST_TMP/e5
 AGENT_SANDBOX_SESSION=ke-down "$SBXSH" -c 'cat README' >/dev/null 2>&1
-AGENT_SANDBOX_SESSION=ke-down timeout 200 "$SBXSH" -c 'echo ready; sleep 3; echo done' >"$o" 2>"$e" &
+AGENT_SANDBOX_SESSION=ke-down timeout 200 "$SBXSH" -c 'echo ready; sleep 15; echo done' >"$o" 2>"$e" &
 pid=$!
 for _ in $(seq 600); do grep -q ready "$o" 2>/dev/null && break; sleep 0.1; done
 fake_fault "outage,seconds=50" || bail_out "the fake refused a fault"
@@ -141,6 +141,7 @@ is "$rc" 125 "the API server gone for longer than the stream waits: 125"
 like "$(cat "$e")" "the API server at https://127\.0\.0\.1:[0-9]+ has not answered for [0-9]+ s .*may still be running the command" \
      "...saying the API server did not answer, and that the pod may still run the command"
 unlike "$(cat "$e")" "sandbox stopped|sandbox may have stopped" "...not that the sandbox stopped"
+diag "what the user read: $(cat "$e")"
 for _ in $(seq 900); do [ "$(state "d['faults']['down']" 2>/dev/null)" = False ] && break; sleep 0.1; done
 pod=$(AGENT_SANDBOX_SESSION=ke-down session_pod)
 is "$(AGENT_SANDBOX_SESSION=ke-down timeout 120 "$SBXSH" -c 'cat README' 2>&1)" hello \
