@@ -67,10 +67,11 @@ typedef struct sbx_backend_ops {
      * fds (rfd may equal wfd) and closes them; opening again replaces no
      * state on the agent side except the connection. */
     int (*open_stream)(sbx_backend *b, int *rfd, int *wfd, sbx_err *err);
-    /* Optional: after the stream from open_stream() failed at once (the agent never
-     * answered), replaces err with the backend's own reason when it has one (a refused
-     * exec, an upload that failed), so that the user reads why, not "connection reset". */
-    void (*explain)(sbx_backend *b, sbx_err *err);
+    /* Optional: after the stream from open_stream() failed (at_setup: at once, the agent
+     * never answered; else later, mid-session), replaces err with the backend's own reason
+     * when it has one (a refused exec, an upload that failed, an API server that stopped
+     * answering), so that the user reads why, not "connection reset". */
+    void (*explain)(sbx_backend *b, bool at_setup, sbx_err *err);
     /* Optional: what the backend has to tell the user once, as a command starts (a claim's
      * renewal refused: the session will end at its expiry), appended to out as one line;
      * each notice is taken once. */
