@@ -591,9 +591,9 @@ int kt_stream(kt *k, sbx_err *err)
              * sandbox stopped. */
             if (s.server_silent)
                 sbx_errf(err, "the API server at %s has not answered for %d s (%s); the pod "
-                         "%s may still be running the command: run it again once the server "
-                         "answers", k->target.server ? k->target.server : "?", RECONNECT_S,
-                         s.silent_why, s.pod);
+                         "%s may still be running the command",
+                         k->target.server ? k->target.server : "?", RECONNECT_S, s.silent_why,
+                         s.pod);
             else
                 sbx_err_prefix(err, "the pod %s could not be reached again within %d s", s.pod,
                                RECONNECT_S);
