@@ -136,13 +136,9 @@ for rt in bwrap runsc; do
     like "$got" $'sleep 100\n\\^Z\n\\[1\\]\\+ +Stopped +sleep 100\n' "$rt: Ctrl-Z shows ^Z, then the Stopped notice"
     unlike "$got" '\^C\^C|\^Z\^Z' "$rt: ...each once"
     line=$(grep -x 'sbxsh: cd: nowhere: .*' <<<"$ref")
-    # TODO: the sandbox's shell is bash -s, not interactive: its messages carry "line N:"
-    # and $0 (cli/README.md, "Messages"); these pass once it is
-    tap_todo "sandbox shell not interactive (cli/README.md: Messages)" \
-        ok "$rt: cd nowhere reads as bash -i's ($line)" grep -qxF -- "$line" <<<"$got"
+    ok "$rt: cd nowhere reads as bash -i's ($line)" grep -qxF -- "$line" <<<"$got"
     line=$(grep -x 'sbxsh: nosuchcmd_21: .*' <<<"$ref")
-    tap_todo "sandbox shell not interactive (cli/README.md: Messages)" \
-        ok "$rt: an unknown command reads as bash -i's ($line)" grep -qxF -- "$line" <<<"$got"
+    ok "$rt: an unknown command reads as bash -i's ($line)" grep -qxF -- "$line" <<<"$got"
     tmux_type exit; tmux_keys Enter
     tmux_wait_last '^host\$ ?$' 60 || bail_out "$rt: sbxsh did not exit"
     "$SBX" release --session "msgs-$rt-$$" >/dev/null 2>&1
