@@ -417,8 +417,9 @@ static int run_stream(const sh_options *o, line_exec *x, interactive *ia)
     strbuf_release(&buf);
     if (!exited && line_exec_finish(x, &ws, &err) < 0)
         return fail(o, &err);
+    /* Ctrl-D: bash -i runs its exit builtin, which says so (a login shell: logout) */
     if (o->mode == SH_INPUT_INTERACTIVE && !exited)
-        fputs("exit\n", stderr);
+        fputs(o->login ? "logout\n" : "exit\n", stderr);
     return ws;
 }
 

@@ -101,6 +101,7 @@ extern void set_signal(int, char *);
 extern void restore_default_signal(int);
 extern void *set_signal_handler(int, void *);
 extern void sigint_sighandler(int);
+extern int get_tty_state(void);
 
 /* ---- the marks ---- */
 static int on;                  /* between ON and OFF */
@@ -114,6 +115,10 @@ static SHELL_VAR *mark_on(SHELL_VAR *v)
         return v;
     on = 1;
     interactive_shell = interactive = forced_interactive = 1;
+    /* the terminal's settings as they are now, which bash -i restores after a job that
+     * stopped or was killed (jobs.c wait_for); a bash started non-interactive never read
+     * them, and would set the terminal to zeros */
+    get_tty_state();
     saved_no_line_editing = no_line_editing;
     no_line_editing = 0;
     saved_ps0 = ps0_prompt;

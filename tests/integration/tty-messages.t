@@ -46,6 +46,27 @@ like "$want" '^sbxsh: syntax error near unexpected token' "...which is bash -i's
 want=$(printf 'x )\n' | bash -c 'exec -a -sbxsh bash --norc -i' 2>&1 >/dev/null | grep 'syntax error')
 got=$(printf 'x )\n' | bash -c 'exec -a -sbxsh sbxsh -i' 2>&1 >/dev/null | grep 'syntax error')
 is "$got" "$want" "a login shell (-sbxsh) names itself -sbxsh, as bash -i as -bash does"
+# The sandbox's shell's own messages at `sbxsh -i`, and what follows an expansion error
+# there: bash -i's transcript (the lines it echoes, its messages, `$-`, the shell carrying
+# on after ${nope?oops}, `exit` said at an exit and at the end of input), prompts aside.
+norm() {
+    grep -v -e 'job control' -e 'terminal process group' |
+        sed -e 's/^sbxsh-[0-9.]*[#$] /> /' -e 's/^\[sbx:[^]]*\] [^#$]*[#$] /> /'
+}
+for in in $'cd nowhere\nnosuchcmd_21\nx21=kept\necho ${nope?oops}\necho "after=$x21 flags=$-"\nexit 3\n' \
+          $'f21() { cd /nowhere/21; }\nf21\necho ${nope?oops}; echo not-reached\n'; do
+    # (its status last)
+    want=$(printf '%s' "$in" | { bash -c 'exec -a sbxsh bash --norc -i' 2>&1; echo "status=$?"; } | norm)
+    got=$(printf '%s' "$in" | { sbxsh -i 2>&1; echo "status=$?"; } | norm)
+    is "$got" "$want" "sbxsh -i at a pipe: bash -i's transcript and status for ${in//$'\n'/; }"
+done
+like "$want" $'\nsbxsh: cd: /nowhere/21: No such file or directory\n' "...which names the shell, no line (bash -i's)"
+# non-interactive, an expansion error still ends the shell, as it ends bash -c
+bash -c 'exec -a sbxsh bash -c "echo \${nope?oops}; echo no"' >/dev/null 2>&1
+want=$?
+sbxsh -c 'echo ${nope?oops}; echo no' >/dev/null 2>&1
+is "$?" "$want" "sbxsh -c: \${nope?oops} ends it as it ends bash -c (status $want)"
+is "$(sbxsh -c 'echo $-')" "$(bash -c 'echo $-')" "sbxsh -c: \$- is bash -c's (no i)"
 
 # ---- at a terminal ----------------------------------------------------------------------
 tmux_start 120 40
@@ -93,7 +114,8 @@ keyed() {
 }
 # the session's lines after the last line matching $1, "bash" in messages made "sbxsh"
 screen_after() { tmux_screen | sed -n "/$1/,\$p" | sed 's/^bash: /sbxsh: /'; }
-LINES_TYPED=('cd nowhere' 'nosuchcmd_21' 'x )')
+LINES_TYPED=('cd nowhere' 'nosuchcmd_21' 'x )' 'x21=kept' 'echo ${nope?oops}'
+             'echo "after=$x21 flags=$-"')
 
 tmux_clear
 tmux_type "PS1='ref\$ ' bash --norc --noprofile -i"; tmux_keys Enter
@@ -109,14 +131,28 @@ for _ in 1 2 3; do
     tmux_wait_last '^host\$ ?$' 10 >/dev/null && break
 done
 tmux_wait_last '^host\$ ?$' 10 || bail_out "no host prompt after bash -i"
+like "$(tmux_screen)" $'\nref\\$ exit\nexit\nhost\\$' "bash -i: exit says exit"
+# Ctrl-D at bash -i's prompt
+tmux_type "PS1='ref\$ ' bash --norc --noprofile -i"; tmux_keys Enter
+tmux_wait_last "$prompt_re" || bail_out "no bash -i prompt"
+tmux_keys C-d
+tmux_wait_last '^host\$ ?$' 10 || bail_out "bash -i did not end at Ctrl-D"
+like "$(tmux_screen)" $'\nref\\$ ?\nexit\nhost\\$ *$' "bash -i: Ctrl-D says exit (on the next line)"
 # what bash shows, so that the checks below test sbxsh against it
 like "$ref" $'\nsbxsh: syntax error near unexpected token `\\)\'\n' "bash -i: the syntax error line"
 like "$ref" $'sleep 100\n\\^C\n' "bash -i: ^C on the line after sleep 100"
 like "$ref" $'sleep 100\n\\^Z\n\\[1\\]\\+ +Stopped +sleep 100\n' "bash -i: ^Z, then the Stopped notice"
+like "$ref" $'\nsbxsh: nope: oops\n' "bash -i: \${nope?oops} says so"
+like "$ref" $'\nafter=kept flags=[a-zA-Z]*i' "bash -i: ...and carries on; \$- has i"
+
+# A Debian-style ~/.bashrc (the user's, which reaches the sandbox's HOME): it returns at
+# once unless $- has i, as in an interactive bash
+printf '%s\n' 'case $- in *i*) ;; *) return;; esac' "alias ll21='echo alias-from-bashrc'" \
+    >"$HOME/.bashrc"
 
 for rt in bwrap runsc; do
     if ! why=$(runtime_usable "$rt"); then
-        for _ in 1 2 3 4 5 6 7 8; do skip "$rt: $why"; done
+        for _ in $(seq 15); do skip "$rt: $why"; done
         continue
     fi
     tmux_run clear
@@ -139,8 +175,22 @@ for rt in bwrap runsc; do
     ok "$rt: cd nowhere reads as bash -i's ($line)" grep -qxF -- "$line" <<<"$got"
     line=$(grep -x 'sbxsh: nosuchcmd_21: .*' <<<"$ref")
     ok "$rt: an unknown command reads as bash -i's ($line)" grep -qxF -- "$line" <<<"$got"
+    ok "$rt: \${nope?oops} reads as bash -i's" grep -qxF -- 'sbxsh: nope: oops' <<<"$got"
+    line=$(grep -x 'after=kept flags=.*' <<<"$ref")
+    ok "$rt: ...and the shell carries on, its variables kept, \$- bash -i's ($line)" \
+        grep -qxF -- "$line" <<<"$got"
+    typed 'll21'
+    like "$(screen_after '^=sbx=start$')" $'[#$] ll21\nalias-from-bashrc\n' \
+        "$rt: an alias from a guarded ~/.bashrc works at the prompt"
     tmux_type exit; tmux_keys Enter
     tmux_wait_last '^host\$ ?$' 60 || bail_out "$rt: sbxsh did not exit"
+    like "$(tmux_screen)" $'[#$] exit\nexit\nhost\\$' "$rt: exit says exit, as bash -i's"
+    tmux_type "AGENT_SANDBOX_LOCAL_RUNTIME=$rt AGENT_SANDBOX_SESSION=msgs-$rt-$$ sbxsh"
+    tmux_keys Enter
+    tmux_wait_last "$prompt_re" 120 || bail_out "$rt: no sbxsh prompt"
+    tmux_keys C-d
+    tmux_wait_last '^host\$ ?$' 60 || bail_out "$rt: sbxsh did not end at Ctrl-D"
+    like "$(tmux_screen)" $'[#$] ?\nexit\nhost\\$ *$' "$rt: Ctrl-D says exit, as bash -i's"
     "$SBX" release --session "msgs-$rt-$$" >/dev/null 2>&1
 done
 [ "$tap_failed" = 0 ] || diag "the screen at the end:" "$(tmux_screen)"
