@@ -89,7 +89,7 @@ struct variable {
 #define att_nounset 0x0002000
 #define att_noassign 0x0004000
 
-extern int interactive_shell, interactive, forced_interactive, no_line_editing;
+extern int interactive_shell, interactive, forced_interactive, no_line_editing, startup_state;
 extern char *ps0_prompt;
 extern char *trap_list[];
 extern struct builtin *shell_builtins;
@@ -106,6 +106,7 @@ extern int get_tty_state(void);
 /* ---- the marks ---- */
 static int on;                  /* between ON and OFF */
 static int saved_no_line_editing;
+static int saved_startup_state;
 static char *saved_ps0;
 static int int_trap_taken;      /* sbxsh's `: INT` trap is down while on */
 
@@ -121,6 +122,10 @@ static SHELL_VAR *mark_on(SHELL_VAR *v)
     get_tty_state();
     saved_no_line_editing = no_line_editing;
     no_line_editing = 0;
+    /* a bash started interactive (shell.c): a job that stops, or ends in the background,
+     * is told when bash waits next (jobs.c notify_of_job_status), not only by `jobs` */
+    saved_startup_state = startup_state;
+    startup_state = 1;
     saved_ps0 = ps0_prompt;
     ps0_prompt = NULL;
     int_trap_taken = 0;
@@ -141,6 +146,7 @@ static SHELL_VAR *mark_off(SHELL_VAR *v)
     on = 0;
     interactive_shell = interactive = 0;
     no_line_editing = saved_no_line_editing;
+    startup_state = saved_startup_state;
     /* a PS0 the person assigned meanwhile is theirs */
     if (!ps0_prompt)
         ps0_prompt = saved_ps0;
