@@ -12,10 +12,13 @@
 . "$(dirname "$0")/tmux.sh"
 
 tmux_usable || skip_all "$TMUX_WHY"
-if ! why=$(runtime_usable bwrap); then
+# SBX_IT_RUNTIMES=kube: tests/kube/tty-messages-kube.t, against the fake
+runtimes=${SBX_IT_RUNTIMES:-bwrap runsc}
+first_rt=${runtimes%% *}
+if ! why=$(runtime_usable "$first_rt"); then
     skip_all "$why"
 fi
-setup_session "msgs-$$" bwrap
+setup_session "msgs-$$" "$first_rt"
 cd "$CODE" || bail_out "no code dir"
 T=$SBX_TEST_TMP
 # invoked as `sbxsh`, through PATH, as a person would: bash names itself by argv[0]
@@ -150,14 +153,21 @@ like "$ref" $'\nafter=kept flags=[a-zA-Z]*i' "bash -i: ...and carries on; \$- ha
 printf '%s\n' 'case $- in *i*) ;; *) return;; esac' "alias ll21='echo alias-from-bashrc'" \
     >"$HOME/.bashrc"
 
-for rt in bwrap runsc; do
+# how the terminal's shell starts sbxsh on RUNTIME
+sbxsh_on() {
+    case $1 in
+    kube) echo "AGENT_SANDBOX_BACKEND=kube AGENT_SANDBOX_SESSION=msgs-$1-$$ sbxsh" ;;
+    *) echo "AGENT_SANDBOX_LOCAL_RUNTIME=$1 AGENT_SANDBOX_SESSION=msgs-$1-$$ sbxsh" ;;
+    esac
+}
+for rt in $runtimes; do
     if ! why=$(runtime_usable "$rt"); then
-        for _ in $(seq 15); do skip "$rt: $why"; done
+        for _ in $(seq 12); do skip "$rt: $why"; done
         continue
     fi
     tmux_run clear
     tmux_cmd clear-history
-    tmux_type "AGENT_SANDBOX_LOCAL_RUNTIME=$rt AGENT_SANDBOX_SESSION=msgs-$rt-$$ sbxsh"
+    tmux_type "$(sbxsh_on "$rt")"
     tmux_keys Enter
     prompt_re='^\[sbx:msgs-'"$rt"'-[0-9]+\] .*[#$] ?$'
     tmux_wait_last "$prompt_re" 120 || bail_out "$rt: no sbxsh prompt"
@@ -190,7 +200,7 @@ for rt in bwrap runsc; do
     done
     tmux_wait_last '^host\$ ?$' 60 || bail_out "$rt: sbxsh did not exit"
     like "$(tmux_screen)" $'[#$] exit\nexit\nhost\\$' "$rt: exit says exit, as bash -i's"
-    tmux_type "AGENT_SANDBOX_LOCAL_RUNTIME=$rt AGENT_SANDBOX_SESSION=msgs-$rt-$$ sbxsh"
+    tmux_type "$(sbxsh_on "$rt")"
     tmux_keys Enter
     tmux_wait_last "$prompt_re" 120 || bail_out "$rt: no sbxsh prompt"
     tmux_keys C-d
