@@ -33,7 +33,8 @@
  * non-interactive shell alive through a Ctrl-C) taken down for bash -i's SIGINT handler, so
  * that a Ctrl-C ends the list as at bash -i. OFF (a report's redirection: the "done" report
  * after the group, else the "next" report on the line after it when an error abandoned the
- * line): first the job notices bash -i prints before its prompt (notify_and_cleanup, which
+ * line): first a child's end bash deferred collected (collect_children), then the job
+ * notices bash -i prints before its prompt (notify_and_cleanup, which
  * also marks the finished foreground jobs told and drops them), then all restored but `$-`,
  * the `: INT` trap again unless the person set a trap of their own. Both are idempotent: a
  * mark seen twice changes nothing.
@@ -137,11 +138,37 @@ static SHELL_VAR *mark_on(SHELL_VAR *v)
     return v;
 }
 
+/*
+ * A child's end that bash has not collected yet, collected now, as its SIGCHLD handler does.
+ * bash defers a SIGCHLD that comes while it walks its job table (jobs.c `queue_sigchld`,
+ * which notify_of_job_status raises) and collects it only at the next wait: a job killed
+ * right after `kill -9 %1` (as the notices at OFF run) would stay "Stopped" until the next
+ * command bash waits for, and sbxsh would refuse `exit` for it. The handler installed is
+ * bash's own (set_signal_handler, no SA_SIGINFO); it waits with WNOHANG and runs a CHLD trap
+ * only for children that did end. SIGCHLD is blocked meanwhile: the handler is not
+ * reentrant.
+ */
+static void collect_children(void)
+{
+    struct sigaction sa;
+    sigset_t set, old;
+
+    if (sigaction(SIGCHLD, NULL, &sa) < 0 || (sa.sa_flags & SA_SIGINFO) ||
+        sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN)
+        return;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &set, &old);
+    sa.sa_handler(SIGCHLD);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
 static SHELL_VAR *mark_off(SHELL_VAR *v)
 {
     if (!on)
         return v;
     /* the job notices bash -i prints before its next prompt ([1]+ Done, Killed), now */
+    collect_children();
     notify_and_cleanup();
     on = 0;
     interactive_shell = interactive = 0;

@@ -57,10 +57,11 @@ norm() {
         sed -e 's/^sbxsh-[0-9.]*[#$] /> /' -e 's/^\[sbx:[^]]*\] [^#$]*[#$] /> /'
 }
 for in in $'cd nowhere\nnosuchcmd_21\nx21=kept\necho ${nope?oops}\necho "after=$x21 flags=$-"\nexit 3\n' \
-          $'f21() { cd /nowhere/21; }\nf21\necho ${nope?oops}; echo not-reached\n'; do
+          $'f21() { cd /nowhere/21; }\nf21\necho ${nope?oops}; echo nr\n'; do
     # (its status last)
     want=$(printf '%s' "$in" | { bash -c 'exec -a sbxsh bash --norc -i' 2>&1; echo "status=$?"; } | norm)
-    got=$(printf '%s' "$in" | { sbxsh -i 2>&1; echo "status=$?"; } | norm)
+    # (wide: readline, which sbxsh reads with, wraps a long line at 80 columns off a terminal)
+    got=$(printf '%s' "$in" | { COLUMNS=1000 sbxsh -i 2>&1; echo "status=$?"; } | norm)
     is "$got" "$want" "sbxsh -i at a pipe: bash -i's transcript and status for ${in//$'\n'/; }"
 done
 like "$want" $'\nsbxsh: cd: /nowhere/21: No such file or directory\n' "...which names the shell, no line (bash -i's)"
