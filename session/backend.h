@@ -38,6 +38,13 @@
  * never restarts within a sandbox, passes none) and, locally, its socket. */
 #define SBX_SANDBOX_AGENT_DIR "/run/sbxsh"
 
+/* Where a sandbox may hold sbx-bash-interactive.so (local/bash_interactive.c), which the
+ * persistent shell of sbxsh's prompt loads (cli/line.c): the local backend binds it at the
+ * first, the runtime image (cluster/image/) installs it at the second. A sandbox with
+ * neither runs that shell as before (its messages those of a non-interactive bash). */
+#define SBX_SANDBOX_BASH_SO "/.sbxsh/sbx-bash-interactive.so"
+#define SBX_SANDBOX_BASH_SO_IMAGE "/usr/local/lib/sbxsh/sbx-bash-interactive.so"
+
 typedef struct sbx_sandbox_spec {
     const char *agent_path;     /* sbx-agent on the host; mounted read-only */
     /* Arguments for the agent after its connection mode (which the backend
