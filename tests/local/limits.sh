@@ -50,11 +50,11 @@ if [ "$(id -u)" = 0 ] && [ -d /sys/fs/cgroup/pids ] && [ -d /sys/fs/cgroup/memor
 fi
 
 # ---- a fork bomb --------------------------------------------------------------
-# 200 background sleeps: bash's fork fails at the limit ("Resource temporarily
-# unavailable", after its retries). The command then counts the sleeps that
+# 400 background sleeps: bash's fork fails at the limit ("Resource temporarily
+# unavailable", after its retries, and ends the loop). The command then counts the sleeps that
 # started and waits on its stdin, so that the host can count the sandbox's
 # processes while they run; it kills them with builtins (no fork needed).
-bomb='bash -c "for i in \$(seq 200); do sleep 30 </dev/null >/dev/null 2>&1 & done"
+bomb='bash -c "for i in \$(seq 400); do sleep 30 </dev/null >/dev/null 2>&1 & done"
 count() { n=0; for p in /proc/[0-9]*; do read -r c < "$p/comm" 2>/dev/null && [ "$c" = sleep ] && n=$((n+1)); done; }
 count; echo "sleeps=$n"
 read -r go
@@ -86,12 +86,14 @@ echo go >&7
 exec 7>&-
 wait $bpid
 n=$(sed -n 's/^sleeps=//p' "$SBX_TEST_TMP/bomb.out")
-ok "AGENT_SANDBOX_PIDS_MAX=100: at most 100 of 200 background sleeps start (${n:-none})" \
+ok "AGENT_SANDBOX_PIDS_MAX=100: at most 100 of 400 background sleeps start (${n:-none})" \
    test -n "$n" -a "${n:-0}" -le 100 -a "${n:-0}" -gt 0
 like "$(cat "$SBX_TEST_TMP/bomb.err")" "fork: .*Resource temporarily unavailable" \
    "...the others fail to fork with the usual error"
-ok "...and the host gains far fewer than 200 processes ($before before, $during during)" \
-   test "$((during - before))" -lt 200
+# (under runsc the host's processes are gVisor's systrap stubs, which come to about two per
+# sandbox process here: 204 for 96 sleeps; so the bound is the 400 asked for, not 200)
+ok "...and the host gains far fewer than the 400 processes asked for ($before before, $during during)" \
+   test "$((during - before))" -lt 300
 like "$(cat "$SBX_TEST_TMP/bomb.out")" "killed" "...the command goes on"
 is "$(X echo next)" "next" "the session runs the next command normally"
 
