@@ -5,6 +5,7 @@
  */
 #include "router/builtins.h"
 #include "router/rules.h"
+#include "common/fsat.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -339,37 +340,25 @@ out:
 static int prepare_clone(const route_ctx *ctx, const rcmd *c, const char **name)
 {
     const char *abs = c->clone_target, *rel, *last = strrchr(abs, '/') + 1;
-    int which = route_code_dir_of(ctx, abs), cur;
-    char comp[NAME_MAX + 1];
+    int which = route_code_dir_of(ctx, abs), root, cur;
     struct stat st;
 
-    if (which < 0 || (cur = route_open_code_dir(ctx, which)) < 0)
+    if (which < 0 || (root = route_open_code_dir(ctx, which)) < 0)
         return -1;
     rel = abs + strlen(ctx->code_dirs[which]);
     while (*rel == '/')
         rel++;
-    while (rel < last) {
-        size_t n = strcspn(rel, "/");
-        int next;
-        if (n > NAME_MAX)
-            goto fail;
-        memcpy(comp, rel, n);
-        comp[n] = '\0';
-        rel += n + 1;
-        next = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (next < 0 && errno == ENOENT && mkdirat(cur, comp, 0777) == 0)
-            next = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    /* mkdir -p beneath the code directory (common/fsat.h): no symlink followed */
+    cur = sbx_mkdir_beneath(root, rel, rel < last ? (size_t)(last - rel) : 0, O_PATH, 0777);
+    close(root);
+    if (cur < 0)
+        return -1;
+    if (fstatat(cur, last, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT) {
         close(cur);
-        if ((cur = next) < 0)
-            return -1;
+        return -1;
     }
-    if (fstatat(cur, last, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
-        goto fail;
     *name = last;
     return cur;
-fail:
-    close(cur);
-    return -1;
 }
 
 /* ---- running ----------------------------------------------------------------------- */

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fsat.h"
 #include "common/strbuf.h"
 
 #ifndef SBX_LIBEXECDIR
@@ -648,23 +649,6 @@ char *sbx_find_agent(sbx_err *err)
     return NULL;
 }
 
-/* mkdir -p for the parents of path (mode 0700 for those it creates). */
-static int mkdir_parents(const char *path, sbx_err *err)
-{
-    char *p = xstrdup(path);
-    for (char *s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
-        *s = '\0';
-        if (mkdir(p, 0700) < 0 && errno != EEXIST) {
-            sbx_errno(err, "cannot create %s", p);
-            free(p);
-            return -1;
-        }
-        *s = '/';
-    }
-    free(p);
-    return 0;
-}
-
 /* name in the directory of path, when it is readable there; malloc'd or NULL. */
 static char *beside(const char *path, const char *name)
 {
@@ -705,10 +689,8 @@ int sbx_private_dir(const char *path, sbx_err *err)
     if (mkdir(path, 0700) < 0 && errno != EEXIST) {
         if (errno != ENOENT)
             return sbx_errno(err, "cannot create %s", path);
-        if (mkdir_parents(path, err) < 0)
+        if (sbx_mkdir_p(path, 0700, err) < 0)       /* the parents too */
             return -1;
-        if (mkdir(path, 0700) < 0 && errno != EEXIST)
-            return sbx_errno(err, "cannot create %s", path);
     }
     if (lstat(path, &st) < 0)
         return sbx_errno(err, "%s", path);
