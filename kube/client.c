@@ -525,7 +525,7 @@ static int auth_header(kube_client *c, char **out, sbx_err *err)
         strbuf up = STRBUF_INIT, b = STRBUF_INIT;
         strbuf_addf(&up, "%s:%s", c->t.username ? c->t.username : "",
                     c->t.password ? c->t.password : "");
-        kube_base64_encode(up.buf, up.len, &b);
+        sbx_base64_encode(up.buf, up.len, &b);
         explicit_bzero(up.buf, up.len);
         strbuf_release(&up);
         *out = xasprintf("Authorization: Basic %s", b.buf);

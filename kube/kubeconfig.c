@@ -25,65 +25,6 @@ extern char **environ;
 #define KC_MAX_PEM (4u << 20)    /* a CA bundle, certificate or key file */
 #define KC_MAX_TOKEN (1u << 20)
 
-/* ---- base64 ---------------------------------------------------------------------------- */
-
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-int kube_base64_decode(const char *s, size_t n, strbuf *out)
-{
-    unsigned acc = 0;
-    int bits = 0, quad = 0, pad = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        const char *p;
-        if (c == '\r' || c == '\n')
-            continue;
-        if (c == '=') {
-            /* Padding only at the end of a quad's third or fourth place. */
-            if (quad < 2)
-                return -1;
-            pad++;
-            quad++;
-            if (quad == 4)
-                quad = 0;
-            continue;
-        }
-        if (pad || !c || !(p = strchr(b64, c)))
-            return -1;
-        acc = (acc << 6) | (unsigned)(p - b64);
-        bits += 6;
-        quad = (quad + 1) & 3;
-        if (bits >= 8) {
-            bits -= 8;
-            strbuf_addch(out, (int)((acc >> bits) & 0xff));
-        }
-    }
-    /* Go's StdEncoding wants whole quads (padded). */
-    if (quad != 0 || pad > 2)
-        return -1;
-    return 0;
-}
-
-void kube_base64_encode(const void *data, size_t n, strbuf *out)
-{
-    const unsigned char *d = data;
-    size_t i;
-    for (i = 0; i + 2 < n; i += 3) {
-        unsigned v = (unsigned)d[i] << 16 | (unsigned)d[i + 1] << 8 | d[i + 2];
-        strbuf_addch(out, b64[v >> 18]);
-        strbuf_addch(out, b64[(v >> 12) & 63]);
-        strbuf_addch(out, b64[(v >> 6) & 63]);
-        strbuf_addch(out, b64[v & 63]);
-    }
-    if (i < n) {
-        unsigned v = (unsigned)d[i] << 16 | (i + 1 < n ? (unsigned)d[i + 1] << 8 : 0);
-        strbuf_addch(out, b64[v >> 18]);
-        strbuf_addch(out, b64[(v >> 12) & 63]);
-        strbuf_addch(out, i + 1 < n ? b64[(v >> 6) & 63] : '=');
-        strbuf_addch(out, '=');
-    }
-}
-
 /* ---- YAML files ------------------------------------------------------------------------ */
 
 typedef struct kc_file {
@@ -410,7 +351,7 @@ static int kc_pem(kc_file *f, yaml_node_t *map, const char *mpath, const char *k
         return kc_errf(err, f, NULL, "%s: both %s and %s are set: keep one", mpath, key, dkey);
     if (data) {
         strbuf sb = STRBUF_INIT;
-        if (kube_base64_decode(data, strlen(data), &sb) < 0) {
+        if (sbx_base64_decode(data, strlen(data), &sb) < 0) {
             strbuf_release(&sb);
             return kc_errf(err, f, NULL, "%s.%s: not valid base64", mpath, dkey);
         }
@@ -943,7 +884,7 @@ static char *exec_info(const kube_target *t, bool interactive)
             cJSON_AddBoolToObject(cl, "insecure-skip-tls-verify", true);
         if (t->ca_pem) {
             strbuf sb = STRBUF_INIT;
-            kube_base64_encode(t->ca_pem, t->ca_len, &sb);
+            sbx_base64_encode(t->ca_pem, t->ca_len, &sb);
             cJSON_AddStringToObject(cl, "certificate-authority-data", sb.buf);
             strbuf_release(&sb);
         }

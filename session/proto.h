@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/bytes.h"
 #include "common/strbuf.h"
 
 #define SBX_PROTO_VERSION 3
@@ -88,11 +89,7 @@ void proto_end(strbuf *sb, size_t start);
 
 /* Reading a frame's payload. Getters fail (return -1) past the end or for
  * over-long fields, and the reader stays failed. */
-typedef struct proto_reader {
-    const unsigned char *p;
-    size_t left;
-    int failed;
-} proto_reader;
+typedef sbx_rd proto_reader;    /* common/bytes.h */
 
 int proto_get_u32(proto_reader *r, uint32_t *v);
 /* A string (not NUL-terminated in the buffer): points into the frame. */
