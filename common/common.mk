@@ -1,6 +1,6 @@
 # common/: helpers every part uses (strbuf, arena, allocation, I/O, errors).
 COMMON_SRCS := common/strbuf.c common/util.c common/arena.c common/strvec.c common/framebuf.c \
-               common/bytes.c common/base64.c \
+               common/bytes.c common/base64.c common/json.c \
                common/fsat.c \
                common/urlcred.c common/report.c
 LIB_SRCS += $(COMMON_SRCS)
@@ -9,7 +9,7 @@ AGENT_SRCS += $(COMMON_SRCS)
 LIB_SRCS += common/fsutil.c
 TEST_C += tests/common/t-strbuf.c tests/common/t-arena.c tests/common/t-strvec.c \
           tests/common/t-framebuf.c tests/common/t-report.c tests/common/t-fsat.c \
-          tests/common/t-bytes.c
+          tests/common/t-bytes.c tests/common/t-json.c
 
 # common/'s readers of untrusted bytes (the bounded little-endian reader, base64) under
 # libFuzzer: `make fuzz-bytes`; tests/common/fuzz-bytes.t runs it for a few seconds.

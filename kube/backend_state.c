@@ -4,6 +4,7 @@
  * and the class's status, peek and adopt hooks, which read it without the network.
  */
 #include "kube/kclass.h"
+#include "common/json.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -79,37 +80,31 @@ void kube_state_free(kube_state *s)
     memset(s, 0, sizeof(*s));
 }
 
-static void add_field(strbuf *json, const char *name, const char *v)
-{
-    strbuf_addf(json, ",\"%s\":", name);
-    if (!v) {
-        strbuf_addstr(json, "null");
-        return;
-    }
-    strbuf_addch(json, '"');
-    strbuf_add_json_escaped(json, v, strlen(v));
-    strbuf_addch(json, '"');
-}
-
 /* runtime and id are what `sbx ls` and `sbx status` print for every backend: "kube" and
  * the claim; the rest is this backend's own. */
 void kube_state_json(const kube_state *s, bool alive, const char *dir, strbuf *json)
 {
-    strbuf_addstr(json, "{\"backend\":\"kube\",\"runtime\":\"kube\"");
-    add_field(json, "id", s->claim);
-    strbuf_addf(json, ",\"created\":%lld,\"alive\":%s,\"network\":\"pod\"",
-                (long long)s->created, alive ? "true" : "false");
-    add_field(json, "claim", s->claim);
-    add_field(json, "sandbox", s->sandbox);
-    add_field(json, "pod", s->pod);
-    add_field(json, "node", s->node);
-    add_field(json, "pool", s->pool);
-    add_field(json, "namespace", s->namespace_);
-    add_field(json, "server", s->server);
-    add_field(json, "context", s->context);
-    strbuf_addf(json, ",\"expires\":%lld", (long long)s->expires);
-    add_field(json, "state_dir", dir);
-    strbuf_addch(json, '}');
+    sbx_json j;
+
+    sbx_json_init(&j, json);
+    sbx_json_begin_obj(&j, NULL);
+    sbx_json_str(&j, "backend", "kube");
+    sbx_json_str(&j, "runtime", "kube");
+    sbx_json_str(&j, "id", s->claim);
+    sbx_json_int(&j, "created", (long long)s->created);
+    sbx_json_bool(&j, "alive", alive);
+    sbx_json_str(&j, "network", "pod");
+    sbx_json_str(&j, "claim", s->claim);
+    sbx_json_str(&j, "sandbox", s->sandbox);
+    sbx_json_str(&j, "pod", s->pod);
+    sbx_json_str(&j, "node", s->node);
+    sbx_json_str(&j, "pool", s->pool);
+    sbx_json_str(&j, "namespace", s->namespace_);
+    sbx_json_str(&j, "server", s->server);
+    sbx_json_str(&j, "context", s->context);
+    sbx_json_int(&j, "expires", (long long)s->expires);
+    sbx_json_str(&j, "state_dir", dir);
+    sbx_json_end(&j);
 }
 
 void kube_status(sbx_backend *b, strbuf *json)

@@ -4,51 +4,55 @@
  * sandbox.json is read (peek()).
  */
 #include "local/local.h"
+#include "common/json.h"
 
 #include <string.h>
 
 /* The "limits" member of the status JSON, as `sbx status` prints it: the
  * numbers, the mechanism and the cgroup directories. */
-static void limits_json(strbuf *json, const sandbox_limits *l)
+static void limits_json(sbx_json *j, const sandbox_limits *l)
 {
-    strbuf_addf(json, "\"limits\":{\"pids_max\":%u,\"memory_max\":%llu,\"cpus_milli\":%u,"
-                "\"disk_max\":%llu,\"mechanism\":\"", l->pids_max, l->memory_max,
-                l->cpus_milli, l->disk_max);
-    strbuf_add_json_escaped(json, l->mechanism, strlen(l->mechanism));
-    strbuf_addstr(json, "\",\"cgroups\":[");
-    for (size_t i = 0; i < l->cgroups.n; i++) {
-        strbuf_addstr(json, i ? ",\"" : "\"");
-        strbuf_add_json_escaped(json, l->cgroups.v[i], strlen(l->cgroups.v[i]));
-        strbuf_addch(json, '"');
-    }
-    strbuf_addstr(json, "]},");
+    sbx_json_begin_obj(j, "limits");
+    sbx_json_uint(j, "pids_max", l->pids_max);
+    sbx_json_uint(j, "memory_max", l->memory_max);
+    sbx_json_uint(j, "cpus_milli", l->cpus_milli);
+    sbx_json_uint(j, "disk_max", l->disk_max);
+    sbx_json_str(j, "mechanism", l->mechanism);
+    sbx_json_begin_arr(j, "cgroups");
+    for (size_t i = 0; i < l->cgroups.n; i++)
+        sbx_json_str(j, NULL, l->cgroups.v[i]);
+    sbx_json_end(j);
+    sbx_json_end(j);
 }
 
 void local_status_json(strbuf *json, const char *runtime, const char *id, int64_t created,
                        bool alive, pid_t pid, bool network_host, const egress_status *eg,
                        const char *dir, const sandbox_limits *lim)
 {
-    strbuf_addstr(json, "{\"backend\":\"local\",\"runtime\":\"");
-    strbuf_add_json_escaped(json, runtime, strlen(runtime));
-    strbuf_addstr(json, "\",\"id\":\"");
-    strbuf_add_json_escaped(json, id, strlen(id));
-    strbuf_addf(json, "\",\"created\":%lld,\"alive\":%s,\"pid\":%d,\"network\":\"%s\",",
-                (long long)created, alive ? "true" : "false", (int)pid,
-                local_net_name(network_host, eg->allowlist));
+    sbx_json j;
+
+    sbx_json_init(&j, json);
+    sbx_json_begin_obj(&j, NULL);
+    sbx_json_str(&j, "backend", "local");
+    sbx_json_str(&j, "runtime", runtime);
+    sbx_json_str(&j, "id", id);
+    sbx_json_int(&j, "created", (long long)created);
+    sbx_json_bool(&j, "alive", alive);
+    sbx_json_int(&j, "pid", (int)pid);
+    sbx_json_str(&j, "network", local_net_name(network_host, eg->allowlist));
     if (eg->allowlist) {
-        strbuf_addstr(json, "\"egress\":{\"allow\":[");
-        for (size_t i = 0; i < eg->allow->n; i++) {
-            strbuf_addstr(json, i ? ",\"" : "\"");
-            strbuf_add_json_escaped(json, eg->allow->v[i], strlen(eg->allow->v[i]));
-            strbuf_addch(json, '"');
-        }
-        strbuf_addf(json, "],\"proxy_pid\":%d,\"proxy_alive\":%s},", (int)eg->pid,
-                    local_egress_alive(eg->pid, eg->start) ? "true" : "false");
+        sbx_json_begin_obj(&j, "egress");
+        sbx_json_begin_arr(&j, "allow");
+        for (size_t i = 0; i < eg->allow->n; i++)
+            sbx_json_str(&j, NULL, eg->allow->v[i]);
+        sbx_json_end(&j);
+        sbx_json_int(&j, "proxy_pid", (int)eg->pid);
+        sbx_json_bool(&j, "proxy_alive", local_egress_alive(eg->pid, eg->start));
+        sbx_json_end(&j);
     }
-    limits_json(json, lim);
-    strbuf_addstr(json, "\"state_dir\":\"");
-    strbuf_add_json_escaped(json, dir, strlen(dir));
-    strbuf_addstr(json, "\"}");
+    limits_json(&j, lim);
+    sbx_json_str(&j, "state_dir", dir);
+    sbx_json_end(&j);
 }
 
 void local_status(sbx_backend *b, strbuf *json)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/framebuf.h"
+#include "common/json.h"
 #include "common/strbuf.h"
 #include "session/backend.h"
 #include "session/proto.h"
@@ -837,17 +838,20 @@ static void handle_status(holder *h, hclient *c)
     size_t running = 0;
     for (size_t i = 0; i < h->nclients; i++)
         running += h->clients[i]->chan != 0;
-    strbuf_addstr(&js, "{\"session\":\"");
-    strbuf_add_json_escaped(&js, h->cfg->session, strlen(h->cfg->session));
-    strbuf_addf(&js, "\",\"holder_pid\":%d,\"clients\":%zu,\"running\":%zu,"
-                "\"idle_timeout\":%u,\"code_dirs\":[",
-                (int)getpid(), h->nclients, running, h->cfg->idle_timeout);
-    for (size_t i = 0; i < h->cfg->code_dirs.n; i++) {
-        strbuf_addstr(&js, i ? ",\"" : "\"");
-        strbuf_add_json_escaped(&js, h->cfg->code_dirs.v[i], strlen(h->cfg->code_dirs.v[i]));
-        strbuf_addch(&js, '"');
-    }
-    strbuf_addstr(&js, "],\"sandbox\":");
+    sbx_json j;
+    sbx_json_init(&j, &js);
+    sbx_json_begin_obj(&j, NULL);
+    sbx_json_str(&j, "session", h->cfg->session);
+    sbx_json_int(&j, "holder_pid", (int)getpid());
+    sbx_json_uint(&j, "clients", h->nclients);
+    sbx_json_uint(&j, "running", running);
+    sbx_json_uint(&j, "idle_timeout", h->cfg->idle_timeout);
+    sbx_json_begin_arr(&j, "code_dirs");
+    for (size_t i = 0; i < h->cfg->code_dirs.n; i++)
+        sbx_json_str(&j, NULL, h->cfg->code_dirs.v[i]);
+    sbx_json_end(&j);
+    /* the backend's own object (or the one peeked from its state) */
+    sbx_json_value(&j, "sandbox");
     if (h->backend && h->backend->ops->alive(h->backend))
         h->backend->ops->status(h->backend, &js);
     else if (sbx_backend_peek(h->dir, &js) < 0)
@@ -856,15 +860,19 @@ static void handle_status(holder *h, hclient *c)
         sync_conn_stats st;
         const sync_agent_info *ai = sync_conn_agent(h->conn);
         sync_conn_stats_get(h->conn, &st);
-        strbuf_addstr(&js, ",\"agent\":{\"about\":\"");
-        strbuf_add_json_escaped(&js, ai->about, strlen(ai->about));
-        strbuf_addf(&js, "\",\"pid\":%ld},\"sync\":{\"pushes\":%llu,\"pulls\":%llu,"
-                    "\"push_bytes\":%llu,\"pull_bytes\":%llu,\"full_scans\":%llu}",
-                    ai->pid, (unsigned long long)st.pushes, (unsigned long long)st.pulls,
-                    (unsigned long long)st.push_bytes, (unsigned long long)st.pull_bytes,
-                    (unsigned long long)st.full_scans);
+        sbx_json_begin_obj(&j, "agent");
+        sbx_json_str(&j, "about", ai->about);
+        sbx_json_int(&j, "pid", ai->pid);
+        sbx_json_end(&j);
+        sbx_json_begin_obj(&j, "sync");
+        sbx_json_uint(&j, "pushes", st.pushes);
+        sbx_json_uint(&j, "pulls", st.pulls);
+        sbx_json_uint(&j, "push_bytes", st.push_bytes);
+        sbx_json_uint(&j, "pull_bytes", st.pull_bytes);
+        sbx_json_uint(&j, "full_scans", st.full_scans);
+        sbx_json_end(&j);
     }
-    strbuf_addch(&js, '}');
+    sbx_json_end(&j);
     send_str(c, P_STATUS_REPLY, js.buf);
     strbuf_release(&js);
 }

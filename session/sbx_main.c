@@ -29,6 +29,7 @@
 #include <stdarg.h>
 
 #include "common/version.h"
+#include "common/json.h"
 #include "common/strbuf.h"
 #include "common/strvec.h"
 #include "session/backend.h"
@@ -648,9 +649,13 @@ static int cmd_status(int argc, char **argv)
         if (sbx_backend_peek(dir, &sbjs) < 0) {
             rc = 1;
         } else {
-            strbuf_addstr(&js, "{\"session\":\"");
-            strbuf_add_json_escaped(&js, cfg.session, strlen(cfg.session));
-            strbuf_addf(&js, "\",\"holder_pid\":null,\"sandbox\":%s}", sbjs.buf);
+            sbx_json j;
+            sbx_json_init(&j, &js);
+            sbx_json_begin_obj(&j, NULL);
+            sbx_json_str(&j, "session", cfg.session);
+            sbx_json_null(&j, "holder_pid");
+            strbuf_add(sbx_json_value(&j, "sandbox"), sbjs.buf, sbjs.len);
+            sbx_json_end(&j);
         }
         strbuf_release(&sbjs);
         free(dir);
@@ -711,8 +716,10 @@ static int cmd_ls(int argc, char **argv)
         closedir(d);
     }
     qsort(names.v, names.n, sizeof(*names.v), name_cmp);
+    sbx_json j;
+    sbx_json_init(&j, &out);
     if (json)
-        strbuf_addch(&out, '[');
+        sbx_json_begin_arr(&j, NULL);
     else
         strbuf_addf(&out, "%-40s %-7s %-8s %s\n", "SESSION", "RUNTIME", "SANDBOX", "HOLDER");
     size_t shown = 0;
@@ -740,10 +747,11 @@ static int cmd_ls(int argc, char **argv)
         cJSON *rt = cJSON_GetObjectItemCaseSensitive(o, "runtime");
         cJSON *alive = cJSON_GetObjectItemCaseSensitive(o, "alive");
         if (json) {
-            strbuf_addstr(&out, shown ? ",{\"session\":\"" : "{\"session\":\"");
-            strbuf_add_json_escaped(&out, names.v[i], strlen(names.v[i]));
-            strbuf_addf(&out, "\",\"holder_pid\":%ld,\"sandbox\":%s}", holder,
-                        has_sandbox ? sbjs.buf : "null");
+            sbx_json_begin_obj(&j, NULL);
+            sbx_json_str(&j, "session", names.v[i]);
+            sbx_json_int(&j, "holder_pid", holder);
+            strbuf_addstr(sbx_json_value(&j, "sandbox"), has_sandbox ? sbjs.buf : "null");
+            sbx_json_end(&j);
         } else {
             char hbuf[32] = "-";
             if (holder)
@@ -762,7 +770,8 @@ static int cmd_ls(int argc, char **argv)
         strbuf_release(&sbjs);
     }
     if (json) {
-        strbuf_addstr(&out, "]\n");
+        sbx_json_end(&j);
+        strbuf_addch(&out, '\n');
         strbuf shown_json = STRBUF_INIT;
         sbx_json_for_terminal(&shown_json, out.buf, out.len);
         fputs(shown_json.buf, stdout);
