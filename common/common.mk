@@ -6,10 +6,10 @@ COMMON_SRCS := common/strbuf.c common/util.c common/arena.c common/strvec.c comm
 LIB_SRCS += $(COMMON_SRCS)
 AGENT_SRCS += $(COMMON_SRCS)
 # File-system and process helpers only the host programs use (not the agent).
-LIB_SRCS += common/fsutil.c
+LIB_SRCS += common/fsutil.c common/run.c
 TEST_C += tests/common/t-strbuf.c tests/common/t-arena.c tests/common/t-strvec.c \
           tests/common/t-framebuf.c tests/common/t-report.c tests/common/t-fsat.c \
-          tests/common/t-bytes.c tests/common/t-json.c
+          tests/common/t-bytes.c tests/common/t-json.c tests/common/t-run.c
 
 # common/'s readers of untrusted bytes (the bounded little-endian reader, base64) under
 # libFuzzer: `make fuzz-bytes`; tests/common/fuzz-bytes.t runs it for a few seconds.

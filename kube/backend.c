@@ -25,6 +25,7 @@
  * and the pod gets only sbx-agent's command line (kube/README.md).
  */
 #include "kube/kclass.h"
+#include "common/run.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,66 +48,48 @@ char *kube_find_tool(const char *agent_path, sbx_err *err)
     return NULL;
 }
 
-/* Closes every fd from 3 up (in a child before exec). */
-static void close_from3(void)
+/* The tool's output, cut into lines as it comes (a claim's progress is shown live). */
+typedef struct tool_lines {
+    strbuf buf;
+    void (*on_line)(void *ctx, const char *line);
+    void *ctx;
+} tool_lines;
+
+static void tool_output(void *ctx, const char *chunk, size_t n)
 {
-    for (int fd = 3; fd < 1024; fd++)
-        close(fd);
+    tool_lines *tl = ctx;
+    char *nl;
+
+    if (tl->buf.len < (1 << 20))        /* a line longer than 1 MiB is cut */
+        strbuf_add(&tl->buf, chunk, n);
+    while ((nl = memchr(tl->buf.buf, '\n', tl->buf.len))) {
+        *nl = '\0';
+        if (tl->on_line)
+            tl->on_line(tl->ctx, tl->buf.buf);
+        strbuf_remove(&tl->buf, 0, (size_t)(nl - tl->buf.buf) + 1);
+    }
 }
 
 int kube_run_tool(char *const argv[], void (*on_line)(void *ctx, const char *line), void *ctx,
                   sbx_err *err)
 {
-    int p[2], st;
-    pid_t pid;
-    strbuf buf = STRBUF_INIT;
+    tool_lines tl = { STRBUF_INIT, on_line, ctx };
+    struct sigaction hup;
+    sigset_t keep;
+    /* common/run.h: stdin /dev/null, stderr ours (the session's log), no fd of ours;
+     * SIGHUP stays ignored where we ignore it (the holder), as it always did */
+    sigemptyset(&keep);
+    if (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler == SIG_IGN)
+        sigaddset(&keep, SIGHUP);
+    sbx_run run = { .argv = argv, .cwd_fd = -1, .stderr_to = SBX_RUN_ERR_INHERIT,
+                    .keep_ignored = &keep, .max = SIZE_MAX, .on_output = tool_output,
+                    .ctx = &tl };
+    int st, r = sbx_run_capture(&run, NULL, &st, err);
 
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return sbx_errno(err, "pipe");
-    pid = fork();
-    if (pid < 0) {
-        close(p[0]);
-        close(p[1]);
-        return sbx_errno(err, "fork");
-    }
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDONLY);
-        if (null < 0 || dup2(null, 0) < 0 || dup2(p[1], 1) < 0)
-            _exit(127);
-        close_from3();
-        signal(SIGPIPE, SIG_DFL);
-        signal(SIGINT, SIG_DFL);
-        execv(argv[0], argv);
-        dprintf(2, "sbxsh: cannot run %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    close(p[1]);
-    for (;;) {
-        char chunk[4096];
-        ssize_t n = read(p[0], chunk, sizeof(chunk));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        if (buf.len < (1 << 20))
-            strbuf_add(&buf, chunk, (size_t)n);
-        char *nl;
-        while ((nl = memchr(buf.buf, '\n', buf.len))) {
-            *nl = '\0';
-            if (on_line)
-                on_line(ctx, buf.buf);
-            strbuf_remove(&buf, 0, (size_t)(nl - buf.buf) + 1);
-        }
-    }
-    close(p[0]);
-    if (buf.len && on_line)
-        on_line(ctx, buf.buf);
-    strbuf_release(&buf);
-    while (waitpid(pid, &st, 0) < 0) {
-        if (errno != EINTR)
-            return sbx_errno(err, "waitpid");
-    }
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    if (r == 0 && tl.buf.len && on_line)
+        on_line(ctx, tl.buf.buf);
+    strbuf_release(&tl.buf);
+    return r < 0 ? -1 : sbx_run_exit_code(st);
 }
 
 /* sbx-kube SUBCOMMAND --state DIR --session S and the settings. */
@@ -267,6 +250,13 @@ static bool kube_alive(sbx_backend *b)
     kube_backend *kb = (kube_backend *)b;
     reap_stream(kb);
     return kb->claimed && !kb->gone;
+}
+
+/* Closes every fd from 3 up (in a child before exec). */
+static void close_from3(void)
+{
+    for (int fd = 3; fd < 1024; fd++)
+        close(fd);
 }
 
 static int kube_open_stream(sbx_backend *b, int *rfd, int *wfd, sbx_err *err)

@@ -14,34 +14,20 @@
 #include <unistd.h>
 
 #include "common/fsutil.h"
+#include "common/run.h"
 
-/* Runs argv quietly; returns its exit status (or -1) and its first output
- * line in line. */
+/* Runs argv quietly (common/run.h); returns its exit status (or -1) and its first output
+ * line (stdout and stderr) in line. */
 static int run_quiet(char *const argv[], char *line, size_t linesz)
 {
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return -1;
-    pid_t pid = fork();
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDWR);
-        dup2(null, 0);
-        dup2(p[1], 1);
-        dup2(p[1], 2);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    close(p[1]);
-    ssize_t n = read_full(p[0], line, linesz - 1);
-    close(p[0]);
-    line[n > 0 ? n : 0] = '\0';
-    char *nl = strchr(line, '\n');
-    if (nl)
-        *nl = '\0';
-    int st;
-    if (pid < 0 || waitpid(pid, &st, 0) < 0)
-        return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    strbuf out = STRBUF_INIT;
+    sbx_run r = { .argv = argv, .cwd_fd = -1, .stderr_to = SBX_RUN_ERR_OUT, .max = linesz - 1 };
+    sbx_err err;
+    int st, rc = sbx_run_capture(&r, &out, &st, &err);
+
+    snprintf(line, linesz, "%.*s", (int)strcspn(out.buf, "\n"), out.buf);
+    strbuf_release(&out);
+    return rc < 0 ? -1 : sbx_run_exit_code(st);
 }
 
 /* Whether this process may make a user namespace (bubblewrap needs one). */

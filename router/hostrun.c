@@ -6,6 +6,7 @@
 #include "router/builtins.h"
 #include "router/rules.h"
 #include "common/fsat.h"
+#include "common/run.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -186,38 +187,22 @@ static int git_query(const rcmd *c, char *const *envp, char *const *args, strbuf
                      size_t max)
 {
     strvec argv = STRVEC_INIT;
-    int pfd[2], st = -1;
-    pid_t pid;
+    int st = -1;
 
     strvec_push(&argv, "git");
     strvec_pushv(&argv, git_safety);
     strvec_pushv(&argv, args);
-    if (pipe2(pfd, O_CLOEXEC) < 0)
-        goto out;
-    pid = fork();
-    if (pid == 0) {
-        int nul = open("/dev/null", O_RDWR);
-        child_signals();
-        if (nul < 0 || dup2(nul, 0) < 0 || dup2(pfd[1], 1) < 0 || dup2(nul, 2) < 0 ||
-            fchdir(c->git_cwd_fd) < 0)
-            _exit(127);
-        close_range(3, ~0U, 0);
-        execve(c->prog, argv.v, envp);
-        _exit(127);
-    }
-    close(pfd[1]);
-    if (pid > 0) {
-        char buf[4096];
-        ssize_t n;
-        while ((n = read(pfd[0], buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
-            if (n > 0 && out->len < max)
-                strbuf_add(out, buf, (size_t)n);
-        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-            ;
+    /* common/run.h: stdin and stderr /dev/null, in the held directory, no fd of ours, the
+     * signals bash would give it */
+    sbx_run r = { .argv = argv.v, .file = c->prog, .env = envp, .cwd_fd = c->git_cwd_fd,
+                  .keep_ignored = &ignored_at_start, .max = max };
+    sbx_err err;
+
+    /* the program pinned at the check, named "git" */
+    if (sbx_run_capture(&r, out, &st, &err) == 0)
         st = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    }
-    close(pfd[0]);
-out:
+    else
+        st = -1;
     strvec_clear(&argv);
     return st;
 }

@@ -30,6 +30,7 @@
 
 #include "common/version.h"
 #include "common/json.h"
+#include "common/run.h"
 #include "common/strbuf.h"
 #include "common/strvec.h"
 #include "session/backend.h"
@@ -850,29 +851,22 @@ static void doctor_agent(void)
 /* Whether `git config SCOPE --get safe.bareRepository` says explicit. */
 static bool git_config_explicit(const char *git, const char *scope)
 {
-    char out[64] = "";
-    int p[2], st;
-    ssize_t n;
-    pid_t pid;
-    if (pipe2(p, O_CLOEXEC) < 0)
+    /* git config SCOPE --get safe.bareRepository, from the git found (common/run.h) */
+    char *argv[] = { "git", "config", (char *)scope, "--get", "safe.bareRepository", NULL };
+    strbuf out = STRBUF_INIT;
+    sbx_run r = { .argv = argv, .file = git, .cwd_fd = -1, .max = 63 };
+    sbx_err err;
+    int st;
+    bool yes;
+
+    if (sbx_run_capture(&r, &out, &st, &err) < 0 || sbx_run_exit_code(st) != 0) {
+        strbuf_release(&out);
         return false;
-    pid = fork();
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDWR);
-        dup2(null, 0);
-        dup2(p[1], 1);
-        dup2(null, 2);
-        execl(git, "git", "config", scope, "--get", "safe.bareRepository", (char *)NULL);
-        _exit(127);
     }
-    close(p[1]);
-    n = read_full(p[0], out, sizeof(out) - 1);
-    close(p[0]);
-    out[n > 0 ? n : 0] = '\0';
-    if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        return false;
-    out[strcspn(out, "\r\n")] = '\0';
-    return !strcasecmp(out, "explicit");
+    strbuf_setlen(&out, strcspn(out.buf, "\r\n"));
+    yes = !strcasecmp(out.buf, "explicit");
+    strbuf_release(&out);
+    return yes;
 }
 
 /* Host git's own guard against a repository planted in a code directory: with
