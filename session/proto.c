@@ -11,16 +11,6 @@ void proto_begin(strbuf *sb, int type)
     sb->buf[sb->len - 1] = (char)type;
 }
 
-void proto_u32(strbuf *sb, uint32_t v)
-{
-    sbx_add_le32(sb, v);
-}
-
-void proto_str(strbuf *sb, const char *s, size_t len)
-{
-    sbx_add_lestr(sb, s, len);
-}
-
 void proto_strz(strbuf *sb, const char *s)
 {
     proto_str(sb, s ? s : "", s ? strlen(s) : 0);

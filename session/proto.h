@@ -81,8 +81,8 @@ enum sbx_proto_type {
 
 /* Building a frame: start, add fields, finish (fills in the length). */
 void proto_begin(strbuf *sb, int type);
-void proto_u32(strbuf *sb, uint32_t v);
-void proto_str(strbuf *sb, const char *s, size_t len);
+static inline void proto_u32(strbuf *sb, uint32_t v) { sbx_add_le32(sb, v); }
+static inline void proto_str(strbuf *sb, const char *s, size_t len) { sbx_add_lestr(sb, s, len); }
 void proto_strz(strbuf *sb, const char *s);
 void proto_list(strbuf *sb, const char *const *v);
 void proto_end(strbuf *sb, size_t start);

@@ -52,31 +52,6 @@ int wire_parse(const uint8_t *buf, size_t avail, wire_frame *f, sbx_err *err)
 
 /* ---- encoding ---------------------------------------------------------------------------- */
 
-void wire_u8(strbuf *out, uint8_t v)
-{
-    strbuf_addch(out, v);
-}
-
-void wire_u16(strbuf *out, uint16_t v)
-{
-    sbx_add_le16(out, v);
-}
-
-void wire_u32(strbuf *out, uint32_t v)
-{
-    sbx_add_le32(out, v);
-}
-
-void wire_u64(strbuf *out, uint64_t v)
-{
-    sbx_add_le64(out, v);
-}
-
-void wire_str(strbuf *out, const char *s, size_t len)
-{
-    sbx_add_lestr(out, s, len);
-}
-
 void wire_cstr(strbuf *out, const char *s)
 {
     wire_str(out, s ? s : "", s ? strlen(s) : 0);

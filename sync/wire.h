@@ -94,11 +94,12 @@ int wire_parse(const uint8_t *buf, size_t avail, wire_frame *f, sbx_err *err);
  */
 size_t wire_begin(strbuf *out, unsigned type, unsigned fd, uint32_t chan);
 void wire_end(strbuf *out, size_t at);
-void wire_u8(strbuf *out, uint8_t v);
-void wire_u16(strbuf *out, uint16_t v);
-void wire_u32(strbuf *out, uint32_t v);
-void wire_u64(strbuf *out, uint64_t v);
-void wire_str(strbuf *out, const char *s, size_t len);
+/* common/bytes.h's writer under the protocol's names */
+static inline void wire_u8(strbuf *out, uint8_t v) { strbuf_addch(out, v); }
+static inline void wire_u16(strbuf *out, uint16_t v) { sbx_add_le16(out, v); }
+static inline void wire_u32(strbuf *out, uint32_t v) { sbx_add_le32(out, v); }
+static inline void wire_u64(strbuf *out, uint64_t v) { sbx_add_le64(out, v); }
+static inline void wire_str(strbuf *out, const char *s, size_t len) { sbx_add_lestr(out, s, len); }
 void wire_cstr(strbuf *out, const char *s);
 /* A frame with no payload, or with raw bytes as its payload. */
 void wire_frame_raw(strbuf *out, unsigned type, unsigned fd, uint32_t chan,
