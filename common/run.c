@@ -48,6 +48,7 @@ static void child(const sbx_run *r, char *const *env, int nul, int outw, int err
     sigemptyset(&dfl.sa_mask);
     ign = dfl;
     ign.sa_handler = SIG_IGN;
+    /* (glibc refuses its own real-time signals, 32 and 33: they stay as they were) */
     for (int s = 1; s < NSIG; s++)
         if (s != SIGKILL && s != SIGSTOP)
             sigaction(s, r->keep_ignored && sigismember(r->keep_ignored, s) ? &ign : &dfl, NULL);

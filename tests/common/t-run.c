@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +23,14 @@ static int sh(const char *script, sbx_run *r, strbuf *out, int *st, sbx_err *err
     r->argv = argv;
     strbuf_reset(out);
     return sbx_run_capture(r, out, st, err);
+}
+
+/* The standard signals (1-31) ignored, from a "SigIgn:\tHEX" line: glibc's own real-time
+ * signals (32, 33) are not the program's to change, and make leaves them ignored. */
+static unsigned long sig_ignored(const strbuf *status)
+{
+    const char *p = strchr(status->buf, '\t');
+    return p ? strtoull(p + 1, NULL, 16) & 0x7fffffffu : ~0ul;
 }
 
 static void count_chunk(void *ctx, const char *buf, size_t n)
@@ -102,15 +111,14 @@ int main(void)
 
     signal(SIGPIPE, SIG_IGN);
     signal(SIGINT, SIG_IGN);
-    ok(sh("grep SigIgn /proc/self/status", &r, &out, &st, &err) == 0 &&
-           strstr(out.buf, "0000000000000000"),
+    ok(sh("grep SigIgn /proc/self/status", &r, &out, &st, &err) == 0 && sig_ignored(&out) == 0,
        "signals we ignore are the default in the child (%.*s)", (int)out.len - 1, out.buf);
     sigset_t keep;
     sigemptyset(&keep);
     sigaddset(&keep, SIGINT);
     r.keep_ignored = &keep;
     ok(sh("grep SigIgn /proc/self/status", &r, &out, &st, &err) == 0 &&
-           strstr(out.buf, "0000000000000002"),
+           sig_ignored(&out) == 1u << (SIGINT - 1),
        "but those in keep_ignored (SIGINT)");
     r.keep_ignored = NULL;
 
