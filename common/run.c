@@ -116,6 +116,7 @@ int sbx_run_capture(const sbx_run *r, strbuf *out, int *status, sbx_err *err)
     bool bounded = r->timeout_ms || r->interrupted;
     uint64_t deadline = r->timeout_ms ? now_ms() + r->timeout_ms : 0;
     int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, ep[2] = { -1, -1 }, nul, st = 0, ce;
+    char buf[8192];         /* zeroed on the way out when the output is a secret */
     pid_t pid;
 
     if (status)
@@ -180,7 +181,6 @@ int sbx_run_capture(const sbx_run *r, strbuf *out, int *status, sbx_err *err)
             goto fail;
         }
         for (int i = 0; i < nf && pr > 0; i++) {
-            char buf[8192];
             ssize_t n;
             if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
                 continue;
@@ -240,9 +240,13 @@ int sbx_run_capture(const sbx_run *r, strbuf *out, int *status, sbx_err *err)
     }
     if (status)
         *status = st;
+    if (r->secret)
+        explicit_bzero(buf, sizeof(buf));
     return 0;
 fail:
     ce = errno;
+    if (r->secret)
+        explicit_bzero(buf, sizeof(buf));
     close_fd(&nul);
     close_fd(&outp[0]);
     close_fd(&outp[1]);

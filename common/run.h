@@ -48,6 +48,7 @@ typedef struct sbx_run {
     unsigned timeout_ms;    /* 0: none. Past it: killed, and -1 ("no answer within") */
     bool (*interrupted)(void *ctx);     /* polled; true: killed, and -1 ("interrupted") */
     void *ctx;
+    bool secret;            /* the output holds a secret: the read buffer is zeroed after use */
     /* Output as it comes (progress lines), instead of into out: called with each chunk. */
     void (*on_output)(void *ctx, const char *buf, size_t n);
     strbuf *err_out;        /* SBX_RUN_ERR_CAPTURE's buffer */

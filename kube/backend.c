@@ -48,6 +48,13 @@ char *kube_find_tool(const char *agent_path, sbx_err *err)
     return NULL;
 }
 
+/* Closes every fd from 3 up (in a child before exec). */
+static void close_from3(void)
+{
+    for (int fd = 3; fd < 1024; fd++)
+        close(fd);
+}
+
 /* The tool's output, cut into lines as it comes (a claim's progress is shown live). */
 typedef struct tool_lines {
     strbuf buf;
@@ -82,12 +89,14 @@ int kube_run_tool(char *const argv[], void (*on_line)(void *ctx, const char *lin
     if (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler == SIG_IGN)
         sigaddset(&keep, SIGHUP);
     sbx_run run = { .argv = argv, .cwd_fd = -1, .stderr_to = SBX_RUN_ERR_INHERIT,
-                    .keep_ignored = &keep, .max = SIZE_MAX, .on_output = tool_output,
-                    .ctx = &tl };
+                    .keep_ignored = &keep, .max = SIZE_MAX, .secret = true,
+                    .on_output = tool_output, .ctx = &tl };
     int st, r = sbx_run_capture(&run, NULL, &st, err);
 
     if (r == 0 && tl.buf.len && on_line)
         on_line(ctx, tl.buf.buf);
+    if (tl.buf.alloc)   /* a claim's lines may hold the plugin's credential */
+        explicit_bzero(tl.buf.buf, tl.buf.alloc);
     strbuf_release(&tl.buf);
     return r < 0 ? -1 : sbx_run_exit_code(st);
 }
@@ -250,13 +259,6 @@ static bool kube_alive(sbx_backend *b)
     kube_backend *kb = (kube_backend *)b;
     reap_stream(kb);
     return kb->claimed && !kb->gone;
-}
-
-/* Closes every fd from 3 up (in a child before exec). */
-static void close_from3(void)
-{
-    for (int fd = 3; fd < 1024; fd++)
-        close(fd);
 }
 
 static int kube_open_stream(sbx_backend *b, int *rfd, int *wfd, sbx_err *err)

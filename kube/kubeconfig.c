@@ -1036,6 +1036,7 @@ int kube_exec_credential_poll(const kube_target *t, bool (*interrupted)(void *ct
         .new_pgrp = !interactive,
         .max = EXEC_MAX_STDOUT,
         .over_max_fails = true,
+        .secret = true,         /* a token, a client key */
         .timeout_ms = timeout_ms ? timeout_ms : KUBE_EXEC_TIMEOUT_MS,
         .interrupted = interrupted,
         .ctx = ctx,
