@@ -74,7 +74,7 @@ _sbx()
         if [[ $prev == --runtime ]]; then
             COMPREPLY=($(compgen -W "gvisor kata" -- "$cur"))
         elif ! [[ $prev =~ ^--(tenant|image|replicas|cache-mount|egress-cidr|cpu|memory|disk|namespace)$ ]]; then
-            COMPREPLY=($(compgen -W "--tenant --image --runtime --replicas --cache-mount --egress-cidr --dns --router-ingress --cpu --memory --disk --namespace --help" -- "$cur"))
+            COMPREPLY=($(compgen -W "--tenant --image --runtime --replicas --cache-mount --egress-cidr --dns --router-ingress --cpu --memory --disk --namespace --pool-only --help" -- "$cur"))
         fi ;;
     esac
 }

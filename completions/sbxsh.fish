@@ -47,7 +47,8 @@ complete -c sbx -n "__fish_seen_subcommand_from render-pool" -l router-ingress -
 complete -c sbx -n "__fish_seen_subcommand_from render-pool" -l cpu -x -d 'CPU limit'
 complete -c sbx -n "__fish_seen_subcommand_from render-pool" -l memory -x -d 'Memory limit'
 complete -c sbx -n "__fish_seen_subcommand_from render-pool" -l disk -x -d 'Ephemeral storage limit'
-complete -c sbx -n "__fish_seen_subcommand_from render-pool" -l namespace -x -d 'The sandbox namespace'
+complete -c sbx -n "__fish_seen_subcommand_from render-pool" -l namespace -x -d "The tenant's namespace"
+complete -c sbx -n "__fish_seen_subcommand_from render-pool" -l pool-only -d 'Only the template and the pool'
 complete -c sbx -n "__fish_seen_subcommand_from exec release status" -l session -x -a '(__sbxsh_sessions)' -d 'The session'
 complete -c sbx -n "__fish_seen_subcommand_from release" -l timeout -x -d 'How long to wait for the holder'
 complete -c sbx -n "__fish_seen_subcommand_from release" -l force -d 'Kill the holder and the sandbox, pull nothing'

@@ -1,15 +1,22 @@
 /*
- * sbx render-pool: a tenant's SandboxTemplate and SandboxWarmPool (agent-sandbox
- * v1beta1), printed as YAML with the secure defaults sbxsh expects of a pod and the
- * trade-offs named in comments, for a platform team to review and apply.
+ * sbx render-pool: a tenant's namespace, the agent host's identity there (ServiceAccount,
+ * Role, RoleBinding) and its SandboxTemplate and SandboxWarmPool (agent-sandbox v1beta1),
+ * printed as YAML with the secure defaults sbxsh expects of a pod and the trade-offs named
+ * in comments, for a platform team to review and apply.
+ *
+ * One namespace per tenant, because a namespace is what Kubernetes' RBAC scopes a Role to:
+ * in one namespace shared by every tenant's pool, any agent host's identity could get,
+ * claim and exec into every other tenant's sessions. Here tenant T's ServiceAccount is
+ * bound only in T's namespace (sbxsh-T), so another tenant's kubeconfig gets 403 there;
+ * cluster/admission.yaml refuses what would undo that (a binding of another namespace's
+ * subject, another tenant's package cache).
  *
  * It prints, never applies: what runs in a cluster should be a file someone read. Every
  * value that reaches the YAML is checked against a strict character set first, so no
  * option can add a key, a document or a comment to the output; the checks fail with
  * exit status 2 and nothing on stdout.
  *
- * The pod it describes is what cluster/rbac.yaml's Role and cluster/admission.yaml's
- * policy expect: the gvisor (or kata) runtime class, uid 10001 (the image's sbx user),
+ * The pod it describes is what cluster/admission.yaml's policy expects: the gvisor (or kata) runtime class, uid 10001 (the image's sbx user),
  * no capabilities, no service-account token, limits on every container, a read-only
  * root file system with emptyDirs where sbx-agent writes (the code directories under
  * /home, /tmp, and /run/sbxsh, the agent's socket and uploaded binary).
@@ -31,11 +38,14 @@ static const char usage[] =
     "usage: sbx render-pool --tenant T --image IMG [--runtime gvisor|kata] [--replicas N]\n"
     "                       [--cache-mount PATH] [--egress-cidr CIDR:PORT ...] [--dns]\n"
     "                       [--router-ingress] [--cpu N] [--memory Q] [--disk Q]\n"
-    "                       [--namespace NS]\n"
+    "                       [--namespace NS] [--pool-only]\n"
     "\n"
-    "Print a SandboxTemplate and a SandboxWarmPool (agent-sandbox v1beta1) named sbx-T,\n"
-    "with sbxsh's secure defaults; review, then `kubectl apply -f`. Sessions use it with\n"
-    "AGENT_SANDBOX_BACKEND=kube AGENT_SANDBOX_POOL=sbx-T AGENT_SANDBOX_NAMESPACE=NS.\n"
+    "Print tenant T's namespace (sbxsh-T), the agent host's ServiceAccount, Role and\n"
+    "RoleBinding there (exactly the verbs sbxsh uses, in that namespace only), and a\n"
+    "SandboxTemplate and a SandboxWarmPool (agent-sandbox v1beta1) named sbx-T, with\n"
+    "sbxsh's secure defaults; review, then `kubectl apply -f`. Then\n"
+    "`cluster/make-kubeconfig.sh SERVER T` writes the agent host's kubeconfig, and sessions\n"
+    "use it with AGENT_SANDBOX_BACKEND=kube AGENT_SANDBOX_POOL=sbx-T.\n"
     "\n"
     "  --tenant T            the tenant: a DNS label of at most 40 characters\n"
     "  --image IMG           the runtime image (cluster/image/: sbx-agent, bash, git, ...)\n"
@@ -52,7 +62,10 @@ static const char usage[] =
     "  --cpu N               CPU limit (default 2)\n"
     "  --memory Q            memory limit (default 4Gi)\n"
     "  --disk Q              ephemeral storage limit, code copies included (default 10Gi)\n"
-    "  --namespace NS        the sandbox namespace (default sbxsh, as cluster/rbac.yaml)\n";
+    "  --namespace NS        the tenant's namespace (default sbxsh-T); one per tenant: in a\n"
+    "                        shared one, any agent host can exec into any session\n"
+    "  --pool-only           print only the template and the pool (the namespace and its\n"
+    "                        RBAC made otherwise)\n";
 
 struct egress {
     char cidr[64];
@@ -62,7 +75,8 @@ struct egress {
 struct opts {
     const char *tenant, *image, *runtime, *cache, *cpu, *memory, *disk, *ns;
     long replicas;
-    bool dns, router;
+    bool dns, router, pool_only, ns_given;
+    char ns_buf[64];
     struct egress egress[MAX_EGRESS];
     size_t negress;
 };
@@ -165,12 +179,24 @@ static bool check(const struct opts *o)
 static void print_header(const struct opts *o)
 {
     printf("# Rendered by `sbx render-pool` for tenant %s. Review, then:\n"
-           "#   kubectl apply -n %s -f THIS-FILE\n"
-           "# and point the agent host's sessions at it:\n"
+           "#   kubectl apply -f THIS-FILE\n",
+           o->tenant);
+    if (!o->pool_only)
+        printf("# make the agent host's kubeconfig (a bound, expiring token of this tenant's\n"
+               "# ServiceAccount):\n"
+               "#   cluster/make-kubeconfig.sh SERVER %s%s%s > sbxsh-%s.kubeconfig\n",
+               o->tenant, o->ns_given ? " " : "", o->ns_given ? o->ns : "", o->tenant);
+    printf("# and point the agent host's sessions at it:\n"
            "#   AGENT_SANDBOX_BACKEND=kube AGENT_SANDBOX_NAMESPACE=%s AGENT_SANDBOX_POOL=sbx-%s\n"
            "#\n"
            "# The choices made here, and what they cost:\n",
-           o->tenant, o->ns, o->ns, o->tenant);
+           o->ns, o->tenant);
+    if (!o->pool_only)
+        printf("# - namespace %s for this tenant alone, its ServiceAccount bound there only: a\n"
+               "#   namespace shared by tenants means any agent host can exec into any session.\n"
+               "#   The Role grants exactly the verbs sbxsh uses (sbx doctor asks each), no list\n"
+               "#   or watch on pods, no secrets, nothing cluster-wide.\n",
+               o->ns);
     if (!strcmp(o->runtime, "gvisor"))
         printf("# - runtimeClassName gvisor: a user-space kernel between the sandbox and the node's;\n"
                "#   no KVM needed, but system-call-heavy work (builds, package installs) runs slower\n"
@@ -244,6 +270,97 @@ static void print_head(const char *kind, const struct opts *o)
            "    sbxsh.dev/tenant: %s\n"
            "spec:\n",
            kind, o->tenant, o->ns, o->tenant);
+}
+
+/*
+ * The tenant's namespace and the agent host's identity there: a ServiceAccount, and a Role
+ * with exactly the verbs sbxsh uses (kube/tool_doctor.c asks the same list with
+ * SelfSubjectAccessReviews; tests/cluster/rbac.t compares them) bound to it in this
+ * namespace only:
+ *   sandboxclaims    create get list watch patch delete   claim, wait, extend shutdownTime, release
+ *   sandboxes        get list watch                        the claimed Sandbox and its pod's name
+ *   sandboxwarmpools get list                              sbx doctor: the pool exists
+ *   sandboxtemplates get list                              sbx doctor: its runtime class
+ *   pods             get                                   the pod's phase before an exec
+ *   pods/exec        create get                            sbx-agent's stream (a WebSocket upgrade
+ *                                                          is a GET, which older servers
+ *                                                          authorize as get; newer ones ask
+ *                                                          create, as for SPDY's POST)
+ * SelfSubjectReview and SelfSubjectAccessReview are every authenticated user's already.
+ */
+static void print_access(const struct opts *o)
+{
+    printf("---\n"
+           "apiVersion: v1\n"
+           "kind: Namespace\n"
+           "metadata:\n"
+           "  name: %s\n"
+           "  labels:\n"
+           "    app.kubernetes.io/managed-by: sbxsh\n"
+           "    # cluster/admission.yaml's bindings select the namespaces with this label.\n"
+           "    sbxsh.dev/sandboxes: \"true\"\n"
+           "    # Whose namespace it is: admission.yaml allows only this tenant's package cache.\n"
+           "    sbxsh.dev/tenant: %s\n"
+           "# No Pod Security Admission label: the package cache is a hostPath volume, which even\n"
+           "# the \"baseline\" level refuses; admission.yaml enforces what matters instead.\n",
+           o->ns, o->tenant);
+    printf("---\n"
+           "apiVersion: v1\n"
+           "kind: ServiceAccount\n"
+           "metadata:\n"
+           "  name: sbxsh-agent-host\n"
+           "  namespace: %s\n"
+           "  labels:\n"
+           "    app.kubernetes.io/managed-by: sbxsh\n"
+           "    sbxsh.dev/tenant: %s\n"
+           "# make-kubeconfig.sh asks for bound, expiring tokens; no long-lived Secret token.\n"
+           "automountServiceAccountToken: false\n",
+           o->ns, o->tenant);
+    printf("---\n"
+           "# Exactly the verbs sbxsh uses, in this namespace only (sbx doctor asks each).\n"
+           "apiVersion: rbac.authorization.k8s.io/v1\n"
+           "kind: Role\n"
+           "metadata:\n"
+           "  name: sbxsh-agent-host\n"
+           "  namespace: %s\n"
+           "  labels:\n"
+           "    app.kubernetes.io/managed-by: sbxsh\n"
+           "    sbxsh.dev/tenant: %s\n"
+           "rules:\n"
+           "- apiGroups: [\"extensions.agents.x-k8s.io\"]\n"
+           "  resources: [\"sandboxclaims\"]\n"
+           "  verbs: [\"create\", \"get\", \"list\", \"watch\", \"patch\", \"delete\"]\n"
+           "- apiGroups: [\"agents.x-k8s.io\"]\n"
+           "  resources: [\"sandboxes\"]\n"
+           "  verbs: [\"get\", \"list\", \"watch\"]\n"
+           "- apiGroups: [\"extensions.agents.x-k8s.io\"]\n"
+           "  resources: [\"sandboxwarmpools\", \"sandboxtemplates\"]\n"
+           "  verbs: [\"get\", \"list\"]\n"
+           "- apiGroups: [\"\"]\n"
+           "  resources: [\"pods\"]\n"
+           "  verbs: [\"get\"]\n"
+           "- apiGroups: [\"\"]\n"
+           "  resources: [\"pods/exec\"]\n"
+           "  verbs: [\"create\", \"get\"]\n",
+           o->ns, o->tenant);
+    printf("---\n"
+           "apiVersion: rbac.authorization.k8s.io/v1\n"
+           "kind: RoleBinding\n"
+           "metadata:\n"
+           "  name: sbxsh-agent-host\n"
+           "  namespace: %s\n"
+           "  labels:\n"
+           "    app.kubernetes.io/managed-by: sbxsh\n"
+           "    sbxsh.dev/tenant: %s\n"
+           "roleRef:\n"
+           "  apiGroup: rbac.authorization.k8s.io\n"
+           "  kind: Role\n"
+           "  name: sbxsh-agent-host\n"
+           "subjects:\n"
+           "- kind: ServiceAccount\n"
+           "  name: sbxsh-agent-host\n"
+           "  namespace: %s\n",
+           o->ns, o->tenant, o->ns);
 }
 
 static void print_template(const struct opts *o)
@@ -377,7 +494,7 @@ static void print_pool(const struct opts *o)
 int sbx_render_pool(int argc, char **argv)
 {
     enum { O_TENANT = 256, O_IMAGE, O_RUNTIME, O_REPLICAS, O_CACHE, O_EGRESS, O_DNS, O_ROUTER,
-           O_CPU, O_MEMORY, O_DISK, O_NS, O_HELP };
+           O_CPU, O_MEMORY, O_DISK, O_NS, O_POOL_ONLY, O_HELP };
     static const struct option longopts[] = {
         { "tenant", required_argument, NULL, O_TENANT },
         { "image", required_argument, NULL, O_IMAGE },
@@ -391,11 +508,12 @@ int sbx_render_pool(int argc, char **argv)
         { "memory", required_argument, NULL, O_MEMORY },
         { "disk", required_argument, NULL, O_DISK },
         { "namespace", required_argument, NULL, O_NS },
+        { "pool-only", no_argument, NULL, O_POOL_ONLY },
         { "help", no_argument, NULL, O_HELP },
         { NULL, 0, NULL, 0 },
     };
     struct opts o = { .runtime = "gvisor", .cpu = "2", .memory = "4Gi", .disk = "10Gi",
-                      .ns = "sbxsh", .replicas = 2 };
+                      .replicas = 2 };
     char *end;
     int c;
 
@@ -424,7 +542,8 @@ int sbx_render_pool(int argc, char **argv)
         case O_CPU: o.cpu = optarg; break;
         case O_MEMORY: o.memory = optarg; break;
         case O_DISK: o.disk = optarg; break;
-        case O_NS: o.ns = optarg; break;
+        case O_NS: o.ns = optarg; o.ns_given = true; break;
+        case O_POOL_ONLY: o.pool_only = true; break;
         case O_HELP: case 'h': fputs(usage, stdout); return 0;
         default:
             fprintf(stderr, "sbx render-pool: unknown or incomplete option '%s'\n\n%s",
@@ -436,9 +555,17 @@ int sbx_render_pool(int argc, char **argv)
         fprintf(stderr, "sbx render-pool: unexpected argument '%s'\n\n%s", argv[optind], usage);
         return 2;
     }
+    /* The tenant's own namespace unless one is named (checked with the tenant: a tenant of
+     * at most 40 characters makes a name of at most 46). */
+    if (!o.ns && o.tenant) {
+        snprintf(o.ns_buf, sizeof(o.ns_buf), "sbxsh-%s", o.tenant);
+        o.ns = o.ns_buf;
+    }
     if (!check(&o))
         return 2;
     print_header(&o);
+    if (!o.pool_only)
+        print_access(&o);
     print_template(&o);
     print_pool(&o);
     return fflush(stdout) == 0 && !ferror(stdout) ? 0 : 125;

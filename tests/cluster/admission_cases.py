@@ -1,6 +1,7 @@
-"""The admission policy (cluster/admission.yaml) run on templates and sandboxes: the pool
-`sbx render-pool` prints passes it, and each kind of violation is denied with its own
-message. The expressions are the policy file's own, evaluated by tests/kube/cel.py (see
+"""The admission policies (cluster/admission.yaml) run on templates, sandboxes and
+RoleBindings: what `sbx render-pool` prints passes them, and each kind of violation is
+denied with its own message (a tenant's sandbox mounting another tenant's cache, a
+RoleBinding in a tenant's namespace binding another namespace's identity among them). The expressions are the policy file's own, evaluated by tests/kube/cel.py (see
 there for how faithful that is). Prints TAP; run by admission.t.
 
     python3 admission_cases.py TOP SBX
@@ -41,12 +42,12 @@ class _Vars(dict):
         return v
 
 
-def denials(policy, obj):
-    """The messages of the validations obj fails (an evaluation error fails: failurePolicy
-    Fail), in the policy's order."""
+def denials(policy, obj, nsobj):
+    """The messages of the validations obj (in the namespace nsobj) fails (an evaluation
+    error fails: failurePolicy Fail), in the policy's order."""
     spec = policy["spec"]
     variables = _Vars()
-    names = {"object": obj, "variables": variables, "oldObject": None}
+    names = {"object": obj, "variables": variables, "oldObject": None, "namespaceObject": nsobj}
     for v in spec.get("variables", []):
         try:
             variables[v["name"]] = cel.evaluate(v["expression"], names)
@@ -64,44 +65,58 @@ def denials(policy, obj):
 
 
 docs = list(yaml.safe_load_all(open(top + "/cluster/admission.yaml")))
-policy = next(d for d in docs if d["kind"] == "ValidatingAdmissionPolicy")
-binding = next(d for d in docs if d["kind"] == "ValidatingAdmissionPolicyBinding")
+policies = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ValidatingAdmissionPolicy"}
+bindings = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ValidatingAdmissionPolicyBinding"}
+policy = policies["sbxsh-sandbox-security"]
+iso = policies["sbxsh-tenant-isolation"]
 msgs = {k: next(v["message"] for v in policy["spec"]["validations"] if k in v["message"])
         for k in ("runtimeClassName", "non-root", "capabilities", "automountServiceAccountToken",
-                  "limits", "hostPath")}
+                  "limits", "hostPath", "package cache must")}
+msgs["cache"] = msgs.pop("package cache must")
+iso_msgs = {k: next(v["message"] for v in iso["spec"]["validations"] if k in v["message"])
+            for k in ("only ServiceAccounts", "no User", "no group")}
 
-result(binding["spec"]["policyName"] == policy["metadata"]["name"]
-       and binding["spec"]["validationActions"] == ["Deny"],
-       "the binding binds the policy with Deny")
+result(sorted(bindings) == sorted(policies)
+       and all(bindings[n]["spec"]["policyName"] == n and bindings[n]["spec"]["validationActions"] == ["Deny"]
+               for n in policies),
+       "each policy has its binding, with Deny")
 rules = policy["spec"]["matchConstraints"]["resourceRules"]
 result(sorted((g, r) for rule in rules for g in rule["apiGroups"] for r in rule["resources"])
        == [("agents.x-k8s.io", "sandboxes"), ("extensions.agents.x-k8s.io", "sandboxtemplates")],
-       "the policy matches Sandboxes (claim-made ones included) and SandboxTemplates")
-rbac = list(yaml.safe_load_all(open(top + "/cluster/rbac.yaml")))
-ns = next(d for d in rbac if d["kind"] == "Namespace")
-sel = binding["spec"]["matchResources"]["namespaceSelector"]["matchLabels"]
-result(all(ns["metadata"]["labels"].get(k) == v for k, v in sel.items()),
-       "the binding selects rbac.yaml's namespace")
+       "the security policy matches Sandboxes (claim-made ones included) and SandboxTemplates")
+rules = iso["spec"]["matchConstraints"]["resourceRules"]
+result(sorted((g, r) for rule in rules for g in rule["apiGroups"] for r in rule["resources"])
+       == [("rbac.authorization.k8s.io", "rolebindings")],
+       "the isolation policy matches RoleBindings")
 
 
-def rendered(*args):
-    out = subprocess.run([sbx, "render-pool", "--tenant", "acme", "--image",
+def rendered(*args, tenant="acme"):
+    out = subprocess.run([sbx, "render-pool", "--tenant", tenant, "--image",
                           "registry.example/sbx:1", *args], check=True,
                          capture_output=True, text=True).stdout
     return {d["kind"]: d for d in yaml.safe_load_all(out) if d}
 
 
+acme = rendered()
+nsobj = acme["Namespace"]
+result(all(all(nsobj["metadata"]["labels"].get(k) == v for k, v in
+               b["spec"]["matchResources"]["namespaceSelector"]["matchLabels"].items())
+           for b in bindings.values()),
+       "the bindings select the tenant's namespace render-pool prints")
+got = denials(iso, acme["RoleBinding"], nsobj)
+result(got == [], "render-pool's RoleBinding passes the isolation policy", got)
+
 for args in ([], ["--runtime", "kata", "--cache-mount", "/home/sbx/.cache", "--dns",
                   "--egress-cidr", "10.0.0.0/8:443"]):
     t = rendered(*args)["SandboxTemplate"]
-    got = denials(policy, t)
+    got = denials(policy, t, nsobj)
     result(got == [], "a template from render-pool%s passes" % "".join(" " + a for a in args), got)
     # The Sandbox the controller makes from it (warm pool or claim): the template's
     # podTemplate, as the controller copies it.
     sb = {"apiVersion": "agents.x-k8s.io/v1beta1", "kind": "Sandbox",
           "metadata": {"name": "sbx-acme-x7k2p"},
           "spec": {"podTemplate": copy.deepcopy(t["spec"]["podTemplate"])}}
-    got = denials(policy, sb)
+    got = denials(policy, sb, nsobj)
     result(got == [], "... and so does the Sandbox made from it", got)
 
 base = rendered("--cache-mount", "/home/sbx/.cache")["SandboxTemplate"]
@@ -154,19 +169,79 @@ cases = [
      lambda p: p.update(initContainers=[dict(copy.deepcopy(init), resources={})])),
     ("host network", "hostPath", lambda p: p.update(hostNetwork=True)),
     ("host PID", "hostPath", lambda p: p.update(hostPID=True)),
-    ("a hostPath outside the caches", "hostPath",
+    ("another tenant's package cache", "cache",
+     lambda p: p["volumes"][-1]["hostPath"].update(path="/var/lib/sbxsh/cache/beta")),
+    ("a subdirectory of the tenant's cache", "cache",
+     lambda p: p["volumes"][-1]["hostPath"].update(path="/var/lib/sbxsh/cache/acme/x")),
+    ("the caches' root", "cache",
+     lambda p: p["volumes"][-1]["hostPath"].update(path="/var/lib/sbxsh/cache/")),
+    ("a hostPath outside the caches", ("hostPath", "cache"),
      lambda p: p["volumes"].append({"name": "etc", "hostPath": {"path": "/etc"}})),
-    ("a cache hostPath climbing out with ..", "hostPath",
+    ("a cache hostPath climbing out with ..", ("hostPath", "cache"),
      lambda p: p["volumes"].append({"name": "x", "hostPath": {
          "path": "/var/lib/sbxsh/cache/../../../etc"}})),
 ]
 for name, kind, change in cases:
-    got = denials(policy, variant(change))
-    result(got == [msgs[kind]], "denied: %s, by the %s rule" % (name, kind),
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    got = denials(policy, variant(change), nsobj)
+    result(got == [msgs[k] for k in kinds], "denied: %s, by the %s rule" % (name, " and ".join(kinds)),
            "got: %r" % got)
 
+# The tenant's own cache, in a namespace that does not say whose it is, or another
+# tenant's namespace: denied; in the tenant's own: admitted (above, render-pool's).
+unlabelled = copy.deepcopy(nsobj)
+del unlabelled["metadata"]["labels"]["sbxsh.dev/tenant"]
+got = denials(policy, base, unlabelled)
+result(got == [msgs["cache"]], "denied: a cache in a namespace without sbxsh.dev/tenant", got)
+got = denials(policy, base, rendered(tenant="beta")["Namespace"])
+result(got == [msgs["cache"]], "denied: acme's cache in beta's namespace", got)
+got = denials(policy, rendered("--cache-mount", "/c", tenant="beta")["SandboxTemplate"],
+              rendered(tenant="beta")["Namespace"])
+result(got == [], "admitted: beta's cache in beta's namespace", got)
+
+# RoleBindings in acme's namespace: each subject that would give another namespace's
+# identity acme's sessions is denied by its rule; acme's own, a person, a group of its own
+# ServiceAccounts, admitted.
+rb = acme["RoleBinding"]
+
+
+def binding(*subjects):
+    b = copy.deepcopy(rb)
+    b["subjects"] = list(subjects)
+    return b
+
+
+SA = "ServiceAccount"
+for name, subj, kind in [
+    ("beta's ServiceAccount", {"kind": SA, "name": "sbxsh-agent-host", "namespace": "sbxsh-beta"},
+     "only ServiceAccounts"),
+    ("the old shared namespace's ServiceAccount",
+     {"kind": SA, "name": "sbxsh-agent-host", "namespace": "sbxsh"}, "only ServiceAccounts"),
+    ("beta's ServiceAccount named as a User",
+     {"kind": "User", "name": "system:serviceaccount:sbxsh-beta:sbxsh-agent-host"}, "no User"),
+    ("every ServiceAccount", {"kind": "Group", "name": "system:serviceaccounts"}, "no group"),
+    ("beta's ServiceAccounts", {"kind": "Group", "name": "system:serviceaccounts:sbxsh-beta"},
+     "no group"),
+    ("every authenticated user", {"kind": "Group", "name": "system:authenticated"}, "no group"),
+]:
+    got = denials(iso, binding(rb["subjects"][0], subj), nsobj)
+    result(got == [iso_msgs[kind]], "denied: a RoleBinding in acme's namespace binding %s" % name,
+           "got: %r" % got)
+for name, subj in [
+    ("its own ServiceAccount without a namespace", {"kind": SA, "name": "sbxsh-agent-host"}),
+    ("its own ServiceAccount as a User",
+     {"kind": "User", "name": "system:serviceaccount:sbxsh-acme:other"}),
+    ("a person", {"kind": "User", "name": "alice@example.com"}),
+    ("its own ServiceAccounts", {"kind": "Group", "name": "system:serviceaccounts:sbxsh-acme"}),
+    ("an OIDC group", {"kind": "Group", "name": "oidc:acme-admins"}),
+]:
+    got = denials(iso, binding(subj), nsobj)
+    result(got == [], "admitted: a RoleBinding in acme's namespace binding %s" % name, got)
+got = denials(iso, {k: v for k, v in rb.items() if k != "subjects"}, nsobj)
+result(got == [], "admitted: a RoleBinding without subjects", got)
+
 # No containers at all is an error in the expressions, so the request is denied.
-got = denials(policy, variant(lambda p: p.pop("containers")))
+got = denials(policy, variant(lambda p: p.pop("containers")), nsobj)
 result(len(got) >= 1, "a pod spec without containers cannot be evaluated: denied", got)
 
 # The evaluator's own error semantics, which the policy's has() guards rely on.

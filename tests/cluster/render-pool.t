@@ -6,7 +6,8 @@
 python3 -c 'import yaml' 2>/dev/null || skip_all "python3-yaml is not installed (make deps)"
 
 # q ARGS... -- EXPR...: renders with ARGS, then prints each Python EXPR over t (the
-# template), p (the pool), c (the container), s (the pod spec), one per line.
+# template), p (the pool), c (the container), s (the pod spec), n (the namespace), r (the
+# Role), b (the RoleBinding), docs (every object by kind), one per line.
 q() {
     local args=()
     while [ "$1" != -- ]; do args+=("$1"); shift; done
@@ -16,6 +17,7 @@ q() {
 import sys, yaml
 docs = {d["kind"]: d for d in yaml.safe_load_all(open(sys.argv[1])) if d}
 t, p = docs["SandboxTemplate"], docs["SandboxWarmPool"]
+n, r, b = docs.get("Namespace"), docs.get("Role"), docs.get("RoleBinding")
 s = t["spec"]["podTemplate"]["spec"]
 c = s["containers"][0]
 for e in sys.argv[2:]:
@@ -37,7 +39,7 @@ out=$(q --tenant acme --image registry.example/sbx:1 -- \
 is "$out" "['SandboxTemplate', 'SandboxWarmPool']
 extensions.agents.x-k8s.io/v1beta1
 extensions.agents.x-k8s.io/v1beta1
-('sbx-acme', 'sbx-acme', 'sbxsh')
+('sbx-acme', 'sbx-acme', 'sbxsh-acme')
 ('sbx-acme', 2, 'Recreate')
 ('gvisor', False)
 (True, 10001)
@@ -48,7 +50,26 @@ extensions.agents.x-k8s.io/v1beta1
 ['/home', '/run/sbxsh', '/tmp']
 registry.example/sbx:1
 (['/bin/sh', '-c', 'mkdir -p \"\$HOME\" && exec sleep infinity'], [{'name': 'HOME', 'value': '/home/sbx'}])" "the defaults: the names, Recreate, gvisor, no token, non-root, no capabilities, limits, no ingress or egress"
+out=$(q --tenant acme --image registry.example/sbx:1 -- \
+    'sorted(docs)' 'n["metadata"]["name"], n["metadata"]["labels"]["sbxsh.dev/sandboxes"], n["metadata"]["labels"]["sbxsh.dev/tenant"]' \
+    'sorted({d["metadata"].get("namespace") for k, d in docs.items() if k != "Namespace"})' \
+    'b["subjects"], b["roleRef"]["name"] == r["metadata"]["name"]' \
+    'docs["ServiceAccount"]["automountServiceAccountToken"]')
+is "$out" "['Namespace', 'Role', 'RoleBinding', 'SandboxTemplate', 'SandboxWarmPool', 'ServiceAccount']
+('sbxsh-acme', 'true', 'acme')
+['sbxsh-acme']
+([{'kind': 'ServiceAccount', 'name': 'sbxsh-agent-host', 'namespace': 'sbxsh-acme'}], True)
+False" "the tenant's own namespace sbxsh-acme (labelled for admission.yaml, with its tenant), its ServiceAccount bound to its Role there, every object in it"
+out=$(q --tenant beta --image registry.example/sbx:1 --namespace team-b -- \
+    'n["metadata"]["name"], n["metadata"]["labels"]["sbxsh.dev/tenant"], b["subjects"][0]["namespace"], r["metadata"]["namespace"]')
+is "$out" "('team-b', 'beta', 'team-b', 'team-b')" "--namespace team-b: the namespace, the binding and the Role there"
+out=$(q --tenant acme --image registry.example/sbx:1 --pool-only -- 'sorted(docs)' 't["metadata"]["namespace"]')
+is "$out" "['SandboxTemplate', 'SandboxWarmPool']
+sbxsh-acme" "--pool-only: the template and the pool alone, in the tenant's namespace"
 out=$("$SBX" render-pool --tenant acme --image registry.example/sbx:1)
+like "$out" '# - namespace sbxsh-acme for this tenant alone, its ServiceAccount bound there only: a
+#   namespace shared by tenants means any agent host can exec into any session' "the output says why a namespace per tenant"
+like "$out" 'cluster/make-kubeconfig.sh SERVER acme > sbxsh-acme.kubeconfig' "... and how to make the tenant's kubeconfig"
 like "$out" '# - egress: none\. git.s network commands run on the agent host' "the output names the egress trade-off"
 like "$out" 'automountServiceAccountToken false: the sandbox cannot reach the API server' "... and the token's"
 

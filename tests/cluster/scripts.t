@@ -182,8 +182,20 @@ is "$(grep -c 'default_pkgs=\|chroot "\$dir" /bin/sh /tmp/setup.sh "\$pkgs"' "$C
     "rootfs.sh: the Containerfile's list, through the same setup.sh"
 
 # make-kubeconfig.sh's refusals (its run against the fake API server is in cluster-kubectl.t).
-out=$("$C/make-kubeconfig.sh" http://10.0.0.5:6443 2>&1); rc=$?
+# None of them reaches kubectl (one that leaves a mark comes first in PATH).
+mkdir -p "$SBX_TEST_TMP/bin"
+printf '#!/bin/sh\ntouch "%s/kubectl-ran"; exit 1\n' "$SBX_TEST_TMP" >"$SBX_TEST_TMP/bin/kubectl"
+chmod +x "$SBX_TEST_TMP/bin/kubectl"
+mk() { PATH=$SBX_TEST_TMP/bin:$PATH "$C/make-kubeconfig.sh" "$@" 2>&1; }
+out=$(mk http://10.0.0.5:6443 acme); rc=$?
 is "$rc" 2 "make-kubeconfig.sh with an http:// server: refused"
-out=$("$C/make-kubeconfig.sh" https://10.0.0.5:6443 'Bad_NS' 2>&1); rc=$?
+out=$(mk https://10.0.0.5:6443); rc=$?
+is "$rc" 2 "make-kubeconfig.sh without a tenant: refused"
+like "$out" 'make-kubeconfig.sh SERVER TENANT \[NAMESPACE\]' "... with its usage"
+out=$(mk https://10.0.0.5:6443 'Acme'); rc=$?
+is "$rc:$out" "2:make-kubeconfig.sh: 'Acme' is not a tenant name (a-z, 0-9, '-', at most 40)" \
+    "make-kubeconfig.sh with a bad tenant: refused"
+out=$(mk https://10.0.0.5:6443 acme 'Bad_NS'); rc=$?
 is "$rc" 2 "make-kubeconfig.sh with a bad namespace: refused"
+ok "... each before running kubectl" test ! -e "$SBX_TEST_TMP/kubectl-ran"
 done_testing

@@ -11,14 +11,20 @@ fake-apiserver's definitions):
 - ServiceAccount tokens: `serviceaccounts/NAME/token` (TokenRequest, as `kubectl create
   token` asks) returns a token the fake then accepts, as system:serviceaccount:NS:NAME, and
   what such a user may do is decided by the stored Roles, RoleBindings, ClusterRoles and
-  ClusterRoleBindings (the fake's faults still apply). The token's expiry is not enforced.
+  ClusterRoleBindings as kube-apiserver's RBAC authorizer decides it (every
+  ClusterRoleBinding, then the RoleBindings of the request's namespace only; a rule's verbs,
+  apiGroups, resources with `*` and `*/SUB`, resourceNames against the request's name; see
+  _rbac_allows), for requests and access reviews alike (the fake's faults still apply).
+  The token's expiry is not enforced.
 - The agent-sandbox objects checked against crd_schema (our description of the v1beta1
   CRDs) on create, update and patch: 422 Invalid with one cause per error.
 - A ValidatingAdmissionPolicy whose expressions do not compile (tests/kube/cel.py) is
   refused, as a real API server refuses it; a stored policy bound to a namespace (the
   binding's namespaceSelector matchLabels, against the stored Namespace's labels) is
-  enforced on the Sandboxes and SandboxTemplates written there through the API (not on the
-  ones the fake's controller makes itself).
+  enforced on the Sandboxes, SandboxTemplates and RoleBindings written there through the API
+  (not on the Sandboxes the fake's controller makes itself), with `object`, `oldObject`,
+  `namespaceObject` and `variables`; a denial is the Status a real server writes (the
+  validation's reason and its HTTP code: Forbidden 403, else Invalid 422).
 
 Where it differs from a cluster: no watch on these kinds, strategic merge patch taken as a
 merge patch (kubectl apply's patches of these kinds are maps only), no garbage collection
@@ -155,7 +161,7 @@ def install(g):
                     "%s: %s" % (f, d) for f, _, d in errs))
             raise e
         if res.plural in ("sandboxes", "sandboxtemplates"):
-            _admit(res, obj, ApiError)
+            _admit(res, obj, ApiError, None)
     g["validate"] = validate
 
     orig_ns_exists = g["namespace_exists"]
@@ -174,11 +180,11 @@ def install(g):
 
     orig_allowed = Fake.allowed
 
-    def allowed(self, user, verb, group, resource, sub, ns):
-        if not orig_allowed(self, user, verb, group, resource, sub, ns):
+    def allowed(self, user, verb, group, resource, sub, ns, name=""):
+        if not orig_allowed(self, user, verb, group, resource, sub, ns, name):
             return False
         if user.startswith("system:serviceaccount:"):
-            return _rbac_allows(user, verb, group, resource, sub, ns)
+            return _rbac_allows(user, verb, group, resource, sub, ns, name or "")
         return True
     Fake.allowed = allowed
 
@@ -232,7 +238,7 @@ def _serve(h, target, ApiError, g):
         verb = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(m)
         if verb is None or (name is None) != (m == "POST") and not sub:
             raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
-    if not fake.allowed(h.user, verb, res.group, plural, sub or "", ns):
+    if not fake.allowed(h.user, verb, res.group, plural, sub or "", ns, name or ""):
         raise fake.forbid(h.user, verb, plural, res.group, sub, ns, name)
     if sub == "token":
         return _token(h, ns, name, ApiError, g)
@@ -300,6 +306,8 @@ def _serve(h, target, ApiError, g):
             raise g["invalid"](res, md.get("name", ""), "metadata.name", "", "FieldValueInvalid",
                                'Invalid value: "%s": a lowercase RFC 1123 subdomain' % md.get("name"))
         _check(res, obj, cur, ApiError, g)
+        if plural == "rolebindings":
+            _admit(res, obj, ApiError, cur, locked=True)
         _rv[0] += 1
         md["resourceVersion"] = str(_rv[0])
         if cur is None or _stored(plural, ns, md["name"]) is None:
@@ -404,14 +412,28 @@ class _Vars(dict):
         return v
 
 
-def _admit(res, obj, ApiError):
-    """The stored policies bound to obj's namespace, run on obj (Deny only)."""
+# A denying validation's reason, as its HTTP code: the dispatcher sets the Status's reason
+# and code from it (kubernetes staging/src/k8s.io/apiserver/pkg/admission/plugin/policy/
+# validating/dispatcher.go, reasonToCode: Unauthorized 401, Forbidden 403,
+# RequestEntityTooLarge 413, anything else, and no reason, Invalid 422).
+_REASON_CODE = {"Unauthorized": 401, "Forbidden": 403, "RequestEntityTooLarge": 413}
+
+
+def _admit(res, obj, ApiError, old, locked=False):
+    """The stored policies bound to obj's namespace, run on obj (Deny only). locked: the
+    caller holds _lock."""
     ns = obj["metadata"].get("namespace")
-    with _lock:
-        nsobj = _stored("namespaces", None, ns) or {}
+    if not locked:
+        _lock.acquire()
+    try:
+        nsobj = _stored("namespaces", None, ns)
+        nsobj = copy.deepcopy(nsobj) if nsobj else _synthetic_ns(ns)
         labels = (nsobj.get("metadata") or {}).get("labels") or {}
         bindings = _list("validatingadmissionpolicybindings")
         policies = {p["metadata"]["name"]: p for p in _list("validatingadmissionpolicies")}
+    finally:
+        if not locked:
+            _lock.release()
     for b in bindings:
         spec = b.get("spec") or {}
         sel = ((spec.get("matchResources") or {}).get("namespaceSelector") or {}).get("matchLabels")
@@ -427,7 +449,8 @@ def _admit(res, obj, ApiError):
                    for r in (ps.get("matchConstraints") or {}).get("resourceRules", [])):
             continue
         variables = _Vars()
-        names = {"object": obj, "oldObject": None, "variables": variables}
+        names = {"object": obj, "oldObject": old, "namespaceObject": nsobj,
+                 "variables": variables}
         for v in ps.get("variables") or []:
             try:
                 variables[v["name"]] = cel.evaluate(v["expression"], names)
@@ -445,7 +468,8 @@ def _admit(res, obj, ApiError):
                 why = "ValidatingAdmissionPolicy '%s' with binding '%s' denied request: %s" % (
                     pol["metadata"]["name"], b["metadata"]["name"],
                     val.get("message") or "failed expression: " + val["expression"])
-                raise ApiError(422, "Invalid", '%s "%s" is forbidden: %s' % (
+                reason = val.get("reason") or "Invalid"
+                raise ApiError(_REASON_CODE.get(reason, 422), reason, '%s "%s" is forbidden: %s' % (
                     res.qualified, obj["metadata"].get("name"), why),
                     {"name": obj["metadata"].get("name"), "group": res.group, "kind": res.plural,
                      "causes": [{"message": why, "field": ""}]})
@@ -493,33 +517,52 @@ def _token(h, ns, name, ApiError, g):
                   "status": {"token": token, "expirationTimestamp": exp_ts}})
 
 
-def _rbac_allows(user, verb, group, resource, sub, ns):
+def _rbac_allows(user, verb, group, resource, sub, ns, name):
+    """Whether the RBAC authorizer allows the ServiceAccount user this request, as kubernetes
+    decides it (plugin/pkg/auth/authorizer/rbac/rbac.go, RBACAuthorizer.Authorize over
+    pkg/registry/rbac/validation/rule.go, VisitRulesFor): every ClusterRoleBinding, then,
+    for a namespaced request, the RoleBindings of that namespace and no other; a binding
+    applies when a subject names the user (appliesToUser: a ServiceAccount subject without a
+    namespace is the binding's namespace's); its roleRef is a ClusterRole, or a Role of the
+    binding's namespace; a rule allows when RuleAllows does (pkg/apis/rbac/v1/
+    evaluation_helpers.go): VerbMatches ("*" or the verb), APIGroupMatches ("*" or the
+    group), ResourceMatches ("*", "RES" or "RES/SUB" exactly, or "*/SUB" for a subresource;
+    "RES/*" is not a wildcard), ResourceNameMatches (no resourceNames, or the request's name
+    among them: a list or create, with no name, matches no rule that has them)."""
     _, _, sa_ns, sa_name = user.split(":", 3)
     groups = {"system:serviceaccounts", "system:serviceaccounts:" + sa_ns, "system:authenticated"}
-    r = resource + ("/" + sub if sub else "")
+    combined = resource + ("/" + sub if sub else "")
 
     def subject_ok(s, binding_ns):
         if s.get("kind") == "ServiceAccount":
-            return s.get("name") == sa_name and (s.get("namespace") or binding_ns) == sa_ns
+            sns = s.get("namespace") or binding_ns
+            return bool(sns) and s.get("name") == sa_name and sns == sa_ns
         if s.get("kind") == "User":
             return s.get("name") == user
         return s.get("kind") == "Group" and s.get("name") in groups
 
+    def resource_ok(rr):
+        if rr == "*" or rr == combined:
+            return True
+        return bool(sub) and len(rr) == len(sub) + 2 and rr.startswith("*/") and rr.endswith(sub)
+
     def rule_ok(rule):
-        return ((verb in rule.get("verbs", []) or "*" in rule.get("verbs", []))
-                and (group in rule.get("apiGroups", []) or "*" in rule.get("apiGroups", []))
-                and (r in rule.get("resources", []) or "*" in rule.get("resources", [])
-                     or (sub and resource + "/*" in rule.get("resources", [])))
-                and not rule.get("resourceNames"))
+        names = rule.get("resourceNames") or []
+        return (any(v in ("*", verb) for v in rule.get("verbs") or [])
+                and any(g in ("*", group) for g in rule.get("apiGroups") or [])
+                and any(resource_ok(rr) for rr in rule.get("resources") or [])
+                and (not names or name in names))
     with _lock:
-        bindings = [(b, b["metadata"]["namespace"]) for b in _list("rolebindings", ns)] if ns else []
-        bindings += [(b, None) for b in _list("clusterrolebindings")]
+        bindings = [(b, None) for b in _list("clusterrolebindings")]
+        if ns:
+            bindings += [(b, b["metadata"]["namespace"]) for b in _list("rolebindings", ns)]
         for b, bns in bindings:
             if not any(subject_ok(s, bns) for s in b.get("subjects") or []):
                 continue
             ref = b.get("roleRef") or {}
-            role = (_stored("roles", bns, ref.get("name")) if ref.get("kind") == "Role"
-                    else _stored("clusterroles", None, ref.get("name")))
+            role = (_stored("roles", bns, ref.get("name")) if ref.get("kind") == "Role" and bns
+                    else _stored("clusterroles", None, ref.get("name")) if ref.get("kind") == "ClusterRole"
+                    else None)
             if role and any(rule_ok(rule) for rule in role.get("rules") or []):
                 return True
     return False
