@@ -144,8 +144,9 @@ static void add_report(strbuf *line, strbuf *defs, const char *kind, const char 
  * set -m (set +m) nothing is told, as in bash. Then the running and the stopped jobs'
  * pids, one a line: \j is their number, and a lone `exit` checks the stopped ones
  * (line_exec_exit_refused). Builtins only: no fork. This comes before PROMPT_POST, whose
- * command substitution makes bash wait for a child, after which a non-interactive bash
- * tells (to the report's /dev/null) of the jobs a signal ended.
+ * command substitution (a PS1's own, or under set -e) makes bash wait for a child, after
+ * which a non-interactive bash tells (to the report's /dev/null) of the jobs a signal ended.
+ * Written to the report's function's fd 1, which is fd 199 (REPORT_DEF_FT).
  */
 #define JOBS_POST                                                                               \
     "case $- in *m*) builtin jobs -n -r >/dev/null; builtin jobs -n -s; "                       \
@@ -161,10 +162,10 @@ static void add_report(strbuf *line, strbuf *defs, const char *kind, const char 
  * and JOBS_POST's fields (PROMPT_VAR_FIELDS more): PS1 and PS2 (each with an "s" before it
  * when set), and PS1 expanded as bash
  * would, only when it needs the shell (prompt_needs_shell: a $ or `), with $? as the
- * command left it (PROMPT_EXPAND_HERE below; in REPORT_FORK's subshell, PROMPT_EXPAND runs it
- * in a command substitution, where an error in it (`set -u`, a bad substitution) cannot
- * abandon the report, and the `x` keeps the prompt's trailing newlines). (After PROMPT_COMMAND, $? is as the command before it left it:
- * prompt_status.) Then PROMPT_COMMAND, each element (bash 5.1's array) followed by a \001
+ * command left it (PROMPT_EXPAND_HERE below; in REPORT_FORK's subshell, PROMPT_EXPAND runs
+ * it in a command substitution, where an error in it (`set -u`, a bad substitution) cannot
+ * abandon the report, and the `x` keeps the prompt's trailing newlines). (After
+ * PROMPT_COMMAND, $? is as the command before it left it: prompt_status.) Then PROMPT_COMMAND, each element (bash 5.1's array) followed by a \001
  * (which no command line that reaches the host has: control bytes send a line to the
  * sandbox). PROMPT_POST writes them from inside the report's function; PROMPT_PRE keeps
  * them in an array for REPORT_FORK's subshell.
@@ -182,8 +183,9 @@ static void add_report(strbuf *line, strbuf *defs, const char *kind, const char 
  * message goes to the report's /dev/null), as interactive bash shows such a prompt; set -u
  * is off meanwhile (as the subshell had it) and back on after. Except under set -e, where
  * such an error ends a non-interactive bash (5.2, even inside an && list): then the
- * expansion runs in a command substitution, as before, a process per prompt. The function runs before an &&, so the helper that gives the expansion the
- * command's $? trips neither set -e nor an ERR trap; it unsets itself, as the others do. An
+ * expansion runs in a command substitution, as before, a process per prompt. The function
+ * runs before an &&, so the helper that gives the expansion the command's $? trips neither
+ * set -e nor an ERR trap; it unsets itself, as the others do. An
  * expansion such as ${n:=1} or $((n++)) now stays in the shell, as at bash's prompt. Only a
  * PS1 with a `$` or a backquote that no backslash escapes needs it, as prompt_needs_shell
  * says on the host (${PS1//\\?/} drops each backslash and what it escapes): `\$` alone,
