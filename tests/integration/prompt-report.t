@@ -31,6 +31,17 @@ unlike "$out" 'same-line|__sbx|#' "...nothing of the abandoned line runs, nothin
 
 tmux_start 120 30
 sbx_type() { tmux_type "$1"; tmux_keys Enter; }
+# run_until REGEX: at the prompt, runs `true` until the screen matches, at most 30 times: the
+# job a `kill` ended may be reaped after the next prompt's report, as with bash, which then
+# tells of it at a later prompt
+run_until() {
+    for _ in $(seq 30); do
+        [[ $(tmux_screen) =~ $1 ]] && return 0
+        sbx_type true
+        tmux_wait_last 'P> ?$' || return 1
+    done
+    tmux_wait "$1" 1
+}
 
 for rt in "${rts[@]}"; do
     export AGENT_SANDBOX_LOCAL_RUNTIME=$rt AGENT_SANDBOX_SESSION=prompt-report-$rt-$$
@@ -57,7 +68,7 @@ for rt in "${rts[@]}"; do
     tmux_wait_last 'P> ?$'
     sbx_type 'kill %1'
     ok "$rt: a background job a signal ended is told before a prompt: [1]+ Terminated" \
-        tmux_wait $'\n\\[1\\]\\+  Terminated +sleep 100\n'
+        run_until $'\n\\[1\\]\\+  Terminated +sleep 100\n'
 
     sbx_type 'set -x; echo traced'
     tmux_wait $'\ntraced\n'
