@@ -9,7 +9,7 @@
 #   make check-asan   the same tests built with ASan + UBSan, in build-asan/ (the tests take
 #                     every program from there: SBXSH_BIN, SBXSH_BUILD)
 #   make fuzz         the fuzz drivers, longer runs: FUZZ_SECONDS each (default 60; libFuzzer, clang)
-#   make bench        the benchmarks quoted in README.md
+#   make bench        the benchmarks quoted in docs/performance.md
 #   make deps         installs every Debian package the project needs (root if one is missing)
 #   make install      PREFIX=/usr/local DESTDIR=
 #   make install-shell   adds $(BINDIR)/sbxsh to /etc/shells (once; DESTDIR respected)

@@ -1,4 +1,4 @@
-# bench/: benchmarks whose figures README.md quotes. Not tests: no assertions.
+# bench/: benchmarks whose figures docs/performance.md quotes. Not tests: no assertions.
 bench: all
 	@true
 

@@ -29,3 +29,15 @@ bench-idle: all
 	    --seconds $(IDLE_BENCH_SECONDS)
 bench: bench-speed bench-idle
 .PHONY: bench-speed bench-local bench-idle
+# bench/index-ab.sh: git status alternating host/sandbox (issue 22, the git index ping-pong)
+# on INDEX_BENCH_FILES files, this tree against INDEX_BENCH_BASE (another built tree, e.g.
+# main's) in one run when given.
+INDEX_BENCH_FILES ?= 10000
+INDEX_BENCH_RUNS ?= 10
+INDEX_BENCH_RUNTIMES ?= bwrap,runsc
+INDEX_BENCH_BASE ?=
+bench-index: all
+	bench/index-ab.sh --runs $(INDEX_BENCH_RUNS) --files $(INDEX_BENCH_FILES) \
+	    --runtimes $(INDEX_BENCH_RUNTIMES) $(INDEX_BENCH_BASE) .
+bench: bench-index
+.PHONY: bench-index

@@ -259,6 +259,28 @@ static void add_report(strbuf *line, strbuf *defs, const char *kind, const char 
  */
 #define SETLINE_FMT "${__sbx_z[LINENO=%u]-}"
 
+/*
+ * The interactive marks (local/bash_interactive.c, loaded by LOAD_MARKS at a prompt's
+ * shell start). bash -i's messages, its expansion errors that abandon the line and not the
+ * shell, its job notices, `exit` saying exit and the `i` of `$-` hang on bash being
+ * interactive, which the persistent shell, reading a script stream, cannot be throughout
+ * (cli/README.md, "Messages"). So it is interactive only while the person's text runs:
+ * MARK_ON is in the redirection of the group that holds it (bash expands a group's
+ * redirections before its body), MARK_OFF in the redirection of the reports after it, the
+ * "done" one and the "next" one on the following line (which alone runs when an error
+ * abandoned the line). Each is a lookup of an invisible dynamic variable: no command, so
+ * `$?`, `$_`, PIPESTATUS and a DEBUG trap see nothing, and where the object is not loaded
+ * it is an unset variable expanding to nothing, and the shell is as before. Interactive
+ * mode only: -c, a script and stdin mode keep bash's non-interactive behaviour.
+ */
+#define MARK_ON "${__sbx_ion-}"
+#define MARK_OFF "${__sbx_ioff-}"
+/* `exit` is the builtin whose load makes the marks (bash_interactive.c); errors, and a
+ * bash that cannot load it, are quiet */
+#define LOAD_MARKS                                                                              \
+    "builtin enable -f " SBX_SANDBOX_BASH_SO " exit || "                                        \
+    "builtin enable -f " SBX_SANDBOX_BASH_SO_IMAGE " exit; "
+
 #define REPORT_FIELDS 8
 
 struct line_exec {
@@ -290,6 +312,7 @@ struct line_exec {
     line_shell_vars vars;     /* the prompt's variables, as last reported */
     bool job_control;         /* set -m, as last reported */
     bool histexpand;          /* set -H, as last reported (an interactive shell starts with it) */
+    bool bash_interactive;    /* the interactive marks work: $- has i (MARK_ON) */
     unsigned njobs;           /* the shell's running and stopped jobs (\j), as last reported */
     unsigned nstopped;        /* ... of which stopped */
     bool exit_ok;             /* a lone exit ends the shell even with stopped jobs (exit_refused) */
@@ -660,6 +683,11 @@ bool line_exec_verbose(const line_exec *x)
     return x->verbose;
 }
 
+bool line_exec_shell_ended_line(const line_exec *x)
+{
+    return x->bash_interactive && x->shell_running && !x->sandbox_stale;
+}
+
 void line_exec_free(line_exec *x)
 {
     if (!x)
@@ -1010,6 +1038,8 @@ static int shell_start(line_exec *x, sbx_err *err)
     strbuf_addstr(&w, "{ __sbx_a=$_; ");
     if (x->o.stdin_is_script && !x->o.tty)
         strbuf_addstr(&w, "exec 197</dev/null; ");
+    if (x->o.interactive)
+        strbuf_addstr(&w, LOAD_MARKS);
     if (x->start_oldpwd) {
         /* bash's cd exports OLDPWD */
         strbuf_addstr(&w, "OLDPWD=");
@@ -1044,7 +1074,12 @@ static int shell_start(line_exec *x, sbx_err *err)
         x->shell_line++;
     }
     if (x->o.sandbox_bashrc) {
-        strbuf_addstr(&w, "if [ -r ~/.bashrc ]; then . ~/.bashrc; fi\n");
+        /* read as bash -i reads it (a Debian ~/.bashrc returns at once unless $- has i);
+         * `case` turns the marks off without a simple command ($_ stays the file's) */
+        strbuf_addstr(&w, x->o.interactive
+                              ? "{ if [ -r ~/.bashrc ]; then . ~/.bashrc; fi; } 2>&2" MARK_ON
+                                "; case " MARK_OFF " in esac\n"
+                              : "if [ -r ~/.bashrc ]; then . ~/.bashrc; fi\n");
         x->shell_line++;
     }
     /* startup files (~/.bashrc, a login shell's profile) may define functions and aliases
@@ -1440,6 +1475,7 @@ static int shell_read_report(line_exec *x, sbx_err *err)
     x->pipefail = strstr(f[3], "pipefail") != NULL;
     x->job_control = strchr(f[2], 'm') != NULL;
     x->histexpand = strchr(f[2], 'H') != NULL;
+    x->bash_interactive = x->o.interactive && strchr(f[2], 'i') != NULL;
     if (cwdlen) {
         if (strcmp(x->cwd, f[4])) {
             /* the sandbox's cd: OLDPWD is the sandbox shell's now */
@@ -1547,6 +1583,8 @@ static int shell_run_chunk(line_exec *x, const char *chunk, unsigned first, unsi
         add_report(&w, &defs, "next", REPORT_DEF_T(JOBS_POST PROMPT_POST));
     else
         add_report(&w, &defs, "next", REPORT_DEF_T(""));
+    if (x->o.interactive)
+        strbuf_addstr(&w, MARK_OFF);
     if (first && last) {
         strbuf_addf(&w, SETLINE_FMT, last - 1);
         x->shell_line = last - 1;
@@ -2107,12 +2145,15 @@ static void build_chunk(line_exec *x, const sh_parse *p, const route_part *parts
         strbuf_addstr(out, "; }");
     /* An error that makes bash abandon the rest of the line skips "done",
      * and only "next" comes. */
-    strbuf_addstr(out, x->stdin_null ? " 0</dev/null; "
-                       : x->o.stdin_is_script && !x->o.tty ? " 0<&197; " : " 0<&198; ");
+    strbuf_addstr(out, x->stdin_null ? " 0</dev/null"
+                       : x->o.stdin_is_script && !x->o.tty ? " 0<&197" : " 0<&198");
+    strbuf_addstr(out, x->o.interactive ? MARK_ON "; " : "; ");
     if (x->fork_reports)
         strbuf_addstr(out, REPORT_FORK("done"));
     else
         add_report(out, &defs, "done", REPORT_DEF_T(""));
+    if (x->o.interactive)
+        strbuf_addstr(out, MARK_OFF);
     if (text.len > span_len)
         strbuf_add(out, text.buf + span_len, text.len - span_len);
     else

@@ -115,6 +115,9 @@ int line_exec_last_status(const line_exec *x);
  * caller echoes each command's input lines to stderr before running it, as
  * bash does when it reads them. */
 bool line_exec_verbose(const line_exec *x);
+/* Did the sandbox's shell end the last line itself, as bash -i does (the newline after a
+ * Ctrl-C's ^C): its part ran last there and the interactive marks work (line.c MARK_ON) */
+bool line_exec_shell_ended_line(const line_exec *x);
 
 /* Interactive mode: the prompt's variables as the sandbox's shell had them after the last
  * command; all NULL (and known false) before it ran one. The sandbox's to choose: data for

@@ -347,8 +347,10 @@ static int run_stream(const sh_options *o, line_exec *x, interactive *ia)
                                            &exited, &ws, &err);
                 po.extglob = p.extglob_after;
                 po.first_line = p.end_line;
-                /* bash at a terminal: a command stopped by Ctrl-C ends its line */
-                if (o->mode == SH_INPUT_INTERACTIVE && line_exec_last_status(x) == 128 + SIGINT)
+                /* bash at a terminal: a command stopped by Ctrl-C ends its line (the
+                 * sandbox's shell, interactive, did it already) */
+                if (o->mode == SH_INPUT_INTERACTIVE && line_exec_last_status(x) == 128 + SIGINT &&
+                    !line_exec_shell_ended_line(x))
                     fputc('\n', stderr);
                 sh_parse_free(&p);
                 if (rc < 0) {
@@ -415,8 +417,9 @@ static int run_stream(const sh_options *o, line_exec *x, interactive *ia)
     strbuf_release(&buf);
     if (!exited && line_exec_finish(x, &ws, &err) < 0)
         return fail(o, &err);
+    /* Ctrl-D: bash -i runs its exit builtin, which says so (a login shell: logout) */
     if (o->mode == SH_INPUT_INTERACTIVE && !exited)
-        fputs("exit\n", stderr);
+        fputs(o->login ? "logout\n" : "exit\n", stderr);
     return ws;
 }
 

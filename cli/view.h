@@ -1,6 +1,6 @@
 /*
- * A plain host directory's view, for the scratch session's sandbox (README.md, "Sessions and
- * sandboxes"): at the prompt, a `cd` to a directory below $HOME that is neither hidden nor in
+ * A plain host directory's view, for the scratch session's sandbox (docs/terminals.md, "Walking
+ * to a project at the prompt"): at the prompt, a `cd` to a directory below $HOME that is neither hidden nor in
  * a project runs on the host (router: route_ctx.cd_views), and the sandbox, which has its own
  * private HOME, gets a copy of that one level: the subdirectories as (empty) directories, the
  * regular files up to VIEW_MAX_FILE bytes each, VIEW_MAX_BYTES in all and VIEW_MAX_ENTRIES

@@ -47,11 +47,24 @@ char *kube_find_tool(const char *agent_path, sbx_err *err)
     return NULL;
 }
 
-/* Closes every fd from 3 up (in a child before exec). */
+/* Closes every fd from first up (in a child before exec). */
+static void close_from(int first)
+{
+    for (int fd = first; fd < 1024; fd++)
+        close(fd);
+}
+
 static void close_from3(void)
 {
-    for (int fd = 3; fd < 1024; fd++)
-        close(fd);
+    close_from(3);
+}
+
+static void forget_credential(kube_backend *kb)
+{
+    if (kb->credential)
+        explicit_bzero(kb->credential, strlen(kb->credential));
+    free(kb->credential);
+    kb->credential = NULL;
 }
 
 int kube_run_tool(char *const argv[], void (*on_line)(void *ctx, const char *line), void *ctx,
@@ -101,6 +114,8 @@ int kube_run_tool(char *const argv[], void (*on_line)(void *ctx, const char *lin
     close(p[0]);
     if (buf.len && on_line)
         on_line(ctx, buf.buf);
+    if (buf.alloc)   /* a claim's lines may hold the plugin's credential */
+        explicit_bzero(buf.buf, buf.alloc);
     strbuf_release(&buf);
     while (waitpid(pid, &st, 0) < 0) {
         if (errno != EINTR)
@@ -141,6 +156,9 @@ static void on_claim_line(void *ctx, const char *line)
         snprintf(o->err.msg, sizeof(o->err.msg), "%s", line + 6);
     } else if (!strcmp(line, "reattached")) {
         o->reattached = true;
+    } else if (!strncmp(line, "credential ", 11)) {
+        forget_credential(o->kb);
+        o->kb->credential = xstrdup(line + 11);
     }
 }
 
@@ -217,24 +235,26 @@ static void reap_stream(kube_backend *kb)
         kb->gone = true;
 }
 
-/* The stream child's own reason for a stream that failed at once (tool_stream.c writes
- * it to SBX_KUBE_STREAM_ERROR as it exits): waited for a moment, as the holder may see the
- * socket close before the child has written it. */
-static void kube_explain(sbx_backend *b, sbx_err *err)
+/* The stream child's own reason for a stream that failed (tool_stream.c writes it to
+ * SBX_KUBE_STREAM_ERROR as it exits): waited for a moment, as the holder may see the
+ * socket close before the child has written it. Mid-session (!at_setup) a child still
+ * running has nothing to say: err stays. */
+static void kube_explain(sbx_backend *b, bool at_setup, sbx_err *err)
 {
     kube_backend *kb = (kube_backend *)b;
     char *path = xasprintf("%s/%s", kb->dir, SBX_KUBE_STREAM_ERROR), *text = NULL;
     size_t len = 0;
     sbx_err rerr;
 
-    for (int i = 0; i < 40 && kb->stream_pid > 0; i++) {   /* 2 s */
+    for (int i = 0; i < (at_setup ? 40 : 20) && kb->stream_pid > 0; i++) {   /* 2 s, 1 s */
         reap_stream(kb);
         if (kb->stream_pid > 0)
             usleep(50000);
     }
     if (kb->stream_pid > 0) {
-        sbx_err_prefix(err, "the stream to the pod is still being set up (the session's log "
-                       "says how)");
+        if (at_setup)
+            sbx_err_prefix(err, "the stream to the pod is still being set up (the session's "
+                           "log says how)");
     } else if (read_file(path, 4096, &text, &len, &rerr) == 0 && len) {
         while (len && (text[len - 1] == '\n' || text[len - 1] == '\r'))
             text[--len] = '\0';
@@ -285,7 +305,22 @@ static int kube_open_stream(sbx_backend *b, int *rfd, int *wfd, sbx_err *err)
                         kb->st.pod ? kb->st.pod : "?");
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
         return sbx_errno(err, "socketpair");
+    /* The claim's plugin credential, on a pipe (never a file, an argument or the
+     * environment): written whole before the fork (a few KiB, within the pipe's buffer). */
+    int cred[2] = { -1, -1 };
+    if (kb->credential && pipe2(cred, O_CLOEXEC) == 0) {
+        size_t len = strlen(kb->credential);
+        if (len > 60000 || write_full(cred[1], kb->credential, len) < 0) {
+            close(cred[0]);
+            cred[0] = -1;
+        }
+        close(cred[1]);
+    }
     tool_argv(kb, "stream", &argv);
+    if (cred[0] >= 0) {
+        strvec_push(&argv, "--credential-fd");
+        strvec_push(&argv, "3");
+    }
     strvec_push(&argv, "--agent");
     strvec_push(&argv, kb->agent_path);
     strvec_push(&argv, "--home");
@@ -298,12 +333,17 @@ static int kube_open_stream(sbx_backend *b, int *rfd, int *wfd, sbx_err *err)
         strvec_clear(&argv);
         close(sv[0]);
         close(sv[1]);
+        if (cred[0] >= 0)
+            close(cred[0]);
         return sbx_errno(err, "fork");
     }
     if (pid == 0) {
         if (dup2(sv[1], 0) < 0 || dup2(sv[1], 1) < 0)
             _exit(127);
-        close_from3();
+        /* (dup2 onto itself keeps close-on-exec: cleared by hand then) */
+        if (cred[0] >= 0 && (cred[0] == 3 ? fcntl(3, F_SETFD, 0) : dup2(cred[0], 3)) < 0)
+            _exit(127);
+        close_from(cred[0] >= 0 ? 4 : 3);
         signal(SIGPIPE, SIG_DFL);
         /* the holder ignores SIGINT and SIGHUP: so does this child (inherited) */
         execv(argv.v[0], argv.v);
@@ -312,6 +352,8 @@ static int kube_open_stream(sbx_backend *b, int *rfd, int *wfd, sbx_err *err)
     }
     strvec_clear(&argv);
     close(sv[1]);
+    if (cred[0] >= 0)
+        close(cred[0]);
     kb->stream_pid = pid;
     *rfd = *wfd = sv[0];
     return 0;
@@ -388,6 +430,7 @@ static void kube_free(sbx_backend *b)
 {
     kube_backend *kb = (kube_backend *)b;
     stop_stream(kb, 2000);
+    forget_credential(kb);
     free(kb->session);
     free(kb->dir);
     free(kb->tool);

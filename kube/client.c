@@ -8,6 +8,7 @@
 #include "kube/client.h"
 #include "kube/kpriv.h"
 #include "kube/kwatch.h"
+#include "common/version.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -190,6 +191,97 @@ static const char *status_field(const cJSON *json, const char *key)
     return cJSON_IsString(v) && *v->valuestring ? v->valuestring : NULL;
 }
 
+static int kube_request_raw(kube_client *c, const char *path, kube_response *resp,
+                            sbx_err *err);
+
+/* Whether discovery says the API of a resource path (/api/v1/..., /apis/G/V/...) is
+ * missing from the cluster: then why (": ...") says how; else it stays empty (the API is
+ * there, or discovery did not answer: nothing is claimed). */
+static void api_missing(kube_client *c, const char *path, char *why, size_t n)
+{
+    char *p = xstrdup(path), *q = strchr(p, '?');
+    const char *seg[8];
+    int ns = 0;
+    if (q)
+        *q = '\0';
+    for (char *s = p, *save = NULL, *tok; ns < 8 && (tok = strtok_r(s, "/", &save)); s = NULL)
+        seg[ns++] = tok;
+    const char *group = NULL, *version = NULL, *res = NULL;
+    int i = 0;
+    if (ns >= 3 && !strcmp(seg[0], "api")) {
+        group = "";
+        version = seg[1];
+        i = 2;
+    } else if (ns >= 4 && !strcmp(seg[0], "apis")) {
+        group = seg[1];
+        version = seg[2];
+        i = 3;
+    }
+    if (group && ns - i >= 3 && !strcmp(seg[i], "namespaces"))
+        i += 2;
+    if (!group || i >= ns) {
+        free(p);
+        return;
+    }
+    res = seg[i];
+    kube_response r = { 0 };
+    sbx_err e;
+    char *gpath = *group ? xasprintf("/apis/%s", group) : NULL;
+    if (gpath) {
+        /* the group: an APIGroup with its versions, or 404 when no CRD or aggregated API
+         * serves it */
+        int gr = kube_request_raw(c, gpath, &r, &e);
+        if (gr < 0) {
+            if (r.status == 404)
+                snprintf(why, n, ": the cluster serves no API group %s (discovery): is its CRD "
+                         "installed?", group);
+            goto out;
+        }
+        bool has = false;
+        strbuf vs = STRBUF_INIT;
+        const cJSON *v;
+        cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(r.json, "versions")) {
+            const cJSON *ver = cJSON_GetObjectItemCaseSensitive(v, "version");
+            if (!cJSON_IsString(ver))
+                continue;
+            if (!strcmp(ver->valuestring, version))
+                has = true;
+            strbuf_addf(&vs, "%s%s", vs.len ? ", " : "", ver->valuestring);
+        }
+        if (!has)
+            snprintf(why, n, ": the cluster serves %s only as %.100s, not %s (discovery): its "
+                     "CRDs are of another version", group, vs.len ? vs.buf : "nothing", version);
+        strbuf_release(&vs);
+        kube_response_free(&r);
+        if (!has)
+            goto out;
+    }
+    {
+        char *vpath = *group ? xasprintf("/apis/%s/%s", group, version)
+                             : xasprintf("/api/%s", version);
+        int vr = kube_request_raw(c, vpath, &r, &e);
+        free(vpath);
+        if (vr < 0) {
+            if (r.status == 404)
+                snprintf(why, n, ": the cluster does not serve %s%s%s (discovery)", group,
+                         *group ? "/" : "", version);
+            goto out;
+        }
+        const cJSON *it;
+        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(r.json, "resources")) {
+            const cJSON *nm = cJSON_GetObjectItemCaseSensitive(it, "name");
+            if (cJSON_IsString(nm) && !strcmp(nm->valuestring, res))
+                goto out;   /* there: the 404 is about something else */
+        }
+        snprintf(why, n, ": the cluster's %s%s%s has no resource %s (discovery): is its CRD "
+                 "installed?", group, *group ? "/" : "", version, res);
+    }
+out:
+    kube_response_free(&r);
+    free(gpath);
+    free(p);
+}
+
 /* The error for a non-2xx answer, from the Status object when there is one. */
 static int status_error(kube_client *c, const char *method, const char *path,
                         const kube_response *r, sbx_err *err)
@@ -244,9 +336,13 @@ static int status_error(kube_client *c, const char *method, const char *path,
                           "the one the pool is in", d.buf, dn->valuestring, c->t.server, detail);
             break;
         }
-        bool collection = !strstr(d.buf, " \"");
-        rc = sbx_errf(err, "%s: not found (%s)%s", d.buf, detail,
-                      collection ? ": is that API (its CRD) installed on the cluster?" : "");
+        /* A collection not found may be an API not installed (a CRD missing), or not: a
+         * proxy's or webhook's 404, a version the cluster does not serve. Discovery says
+         * which, as kubectl's "the server doesn't have a resource type" comes from it. */
+        char why[300] = "";
+        if (!strstr(d.buf, " \""))
+            api_missing(c, path, why, sizeof(why));
+        rc = sbx_errf(err, "%s: not found (%s)%s", d.buf, detail, why);
         break;
     }
     default:
@@ -308,6 +404,33 @@ static bool transport_retryable(CURLcode res, const char *method)
 
 /* ---- the handle ------------------------------------------------------------------------ */
 
+/* The architecture as Go names it (runtime.GOARCH), for the User-Agent. */
+#if defined(__x86_64__)
+#define KC_ARCH "amd64"
+#elif defined(__aarch64__)
+#define KC_ARCH "arm64"
+#elif defined(__i386__)
+#define KC_ARCH "386"
+#elif defined(__arm__)
+#define KC_ARCH "arm"
+#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define KC_ARCH "ppc64le"
+#elif defined(__s390x__)
+#define KC_ARCH "s390x"
+#elif defined(__riscv) && __riscv_xlen == 64
+#define KC_ARCH "riscv64"
+#else
+#define KC_ARCH "unknown"
+#endif
+
+/* "sbxsh/0.1.0 (linux/amd64)": client-go's DefaultKubernetesUserAgent form
+ * (k8s.io/client-go/rest/config.go: "kubectl/v1.32.0 (linux/amd64) kubernetes/COMMIT"),
+ * so that audit logs and API priority and fairness rules can tell sbxsh and its version. */
+const char *kube_user_agent(void)
+{
+    return "sbxsh/" SBXSH_VERSION " (linux/" KC_ARCH ")";
+}
+
 static void set_blob(CURL *h, CURLoption opt, const char *data, size_t len)
 {
     struct curl_blob b = { (void *)data, len, CURL_BLOB_COPY };
@@ -321,7 +444,7 @@ static void apply_settings(kube_client *c, CURL *h)
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->errbuf);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "sbxsh");
+    curl_easy_setopt(h, CURLOPT_USERAGENT, kube_user_agent());
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
     if (c->t.ca_pem) {
@@ -517,6 +640,15 @@ static int auth_header(kube_client *c, char **out, sbx_err *err)
             read_token_file(c);
         bearer = c->file_token;
     }
+    if (!bearer && c->t.token && c->t.token_expires &&
+        (int64_t)time(NULL) + 10 >= c->t.token_expires)
+        /* the oidc id-token ran out while this process lived (kubeconfig.c says why it is
+         * not refreshed here) */
+        return sbx_errf(err, "the oidc id-token of %s%s%s has expired; sbxsh does not refresh "
+                        "oidc tokens: run any kubectl command with this context (it refreshes "
+                        "the token into the kubeconfig), or use an exec plugin (kubelogin)",
+                        c->t.source, c->t.context ? ", context " : "",
+                        c->t.context ? c->t.context : "");
     if (!bearer)
         bearer = c->t.token;
     if (bearer) {
@@ -810,6 +942,18 @@ int kube_request(kube_client *c, const char *method, const char *path,
     return r;
 }
 
+/* A GET of discovery from inside status_error: a short budget (it only adds to a
+ * message), and its own 404 never asks discovery again (not a resource path). */
+static int kube_request_raw(kube_client *c, const char *path, kube_response *resp,
+                            sbx_err *err)
+{
+    unsigned budget = c->budget_ms;
+    c->budget_ms = budget < 3000 ? budget : 3000;
+    int r = kube_request(c, "GET", path, NULL, NULL, resp, err);
+    c->budget_ms = budget;
+    return r;
+}
+
 /* ---- watch ----------------------------------------------------------------------------- */
 
 typedef struct watch_state {
@@ -1080,7 +1224,10 @@ void *kube_client_connect_only(kube_client *c, const char *path, strvec *hdrs, s
     apply_settings(c, h);
     curl_easy_setopt(h, CURLOPT_URL, url);
     curl_easy_setopt(h, CURLOPT_CONNECT_ONLY, 1L);
-    /* h2 makes curl_easy_send crash in 7.88, and a WebSocket upgrade is HTTP/1.1. */
+    /* h2 makes curl_easy_send crash in 7.88, and a WebSocket upgrade is HTTP/1.1 (RFC 6455;
+     * RFC 8441's h2 WebSockets are not what kube-apiserver serves exec on). The REST handle
+     * keeps libcurl's default, h2 when the server offers it by ALPN, as kube-apiserver
+     * does (tests/kube/h2.t). */
     curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, connect_progress);
@@ -1113,6 +1260,83 @@ void *kube_client_connect_only(kube_client *c, const char *path, strvec *hdrs, s
         free(auth);
     }
     return h;
+}
+
+/* ---- the exec plugin's credential, handed from one sbx-kube to the next ----------------- */
+
+static void add_b64_field(strbuf *out, const char *s)
+{
+    strbuf_addch(out, ' ');
+    if (!s || !*s) {
+        strbuf_addch(out, '-');
+        return;
+    }
+    kube_base64_encode(s, strlen(s), out);
+}
+
+int kube_client_export_credential(kube_client *c, strbuf *out)
+{
+    if (!c->t.exec || !c->have_cred)
+        return -1;
+    strbuf_addf(out, "%lld", (long long)c->cred.expires);
+    add_b64_field(out, c->cred.token);
+    add_b64_field(out, c->cred.cert_pem);
+    add_b64_field(out, c->cred.key_pem);
+    return 0;
+}
+
+/* One base64 field of an exported credential: NULL for '-'; -1 when malformed. */
+static int take_b64_field(char **p, char **out)
+{
+    char *s = *p, *end;
+    *out = NULL;
+    while (*s == ' ')
+        s++;
+    end = s + strcspn(s, " \n");
+    if (end == s)
+        return -1;
+    *p = end;
+    if (end - s == 1 && *s == '-')
+        return 0;
+    strbuf b = STRBUF_INIT;
+    if (kube_base64_decode(s, (size_t)(end - s), &b) < 0 || memchr(b.buf, '\0', b.len)) {
+        explicit_bzero(b.buf, b.alloc);
+        strbuf_release(&b);
+        return -1;
+    }
+    *out = strbuf_detach(&b, NULL);
+    return 0;
+}
+
+int kube_client_import_credential(kube_client *c, const char *text)
+{
+    if (!c->t.exec)
+        return -1;
+    char *copy = xstrdup(text), *p = copy, *end;
+    kube_credential cr = { 0 };
+    long long exp = strtoll(p, &end, 10);
+    int r = -1;
+    if (end != p && exp >= 0) {
+        p = end;
+        if (take_b64_field(&p, &cr.token) == 0 && take_b64_field(&p, &cr.cert_pem) == 0 &&
+            take_b64_field(&p, &cr.key_pem) == 0 && (cr.token || cr.cert_pem) &&
+            !cr.cert_pem == !cr.key_pem)
+            r = 0;
+    }
+    explicit_bzero(copy, strlen(copy));
+    free(copy);
+    if (r < 0) {
+        kube_credential_free(&cr);
+        return -1;
+    }
+    cr.expires = (int64_t)exp;
+    bool had_cert = c->have_cred && c->cred.cert_pem;
+    kube_credential_free(&c->cred);
+    c->cred = cr;
+    c->have_cred = true;
+    if (cr.cert_pem || had_cert)
+        apply_settings(c, c->h);
+    return 0;
 }
 
 int kube_client_reauth(kube_client *c, sbx_err *err)

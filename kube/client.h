@@ -105,4 +105,16 @@ void *kube_client_connect_only(kube_client *c, const char *path, strvec *hdrs,
  * is a new one to try (call kube_client_connect_only again), -1 with err otherwise. */
 int kube_client_reauth(kube_client *c, sbx_err *err);
 
+/* The exec plugin's credential, passed from the claim's sbx-kube to the stream's through
+ * the holder (a pipe, never a file or an argument), so that the plugin runs once for a
+ * session's first command, as client-go runs it once per process: export writes one line
+ * ("EXPIRES TOKEN CERT KEY", base64 or '-') when the client holds one (-1: none, or the
+ * target has no plugin); import takes it (-1: malformed, or no plugin), and it is used
+ * until its expirationTimestamp, then the plugin runs again, as after a 401. */
+int kube_client_export_credential(kube_client *c, strbuf *out);
+int kube_client_import_credential(kube_client *c, const char *text);
+
+/* The User-Agent of every request, the exec's upgrade too: "sbxsh/VERSION (linux/ARCH)". */
+const char *kube_user_agent(void);
+
 #endif

@@ -34,6 +34,9 @@ int kube_exec_open(kube_client *c, const char *ns, const char *pod, const char *
     unsigned backoff_ms = 250;
     for (;;) {
         int status = 0;
+        /* the upgrade is written by exec.c, not curl: the User-Agent goes in by hand */
+        wipe(&hdrs);
+        strvec_pushf(&hdrs, "User-Agent: %s", kube_user_agent());
         void *h = kube_client_connect_only(c, path, &hdrs, err);
         if (h) {
             r = kube_exec_over_curl(h, path, (const char *const *)hdrs.v, o, out, &status, err);

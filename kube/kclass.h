@@ -73,6 +73,8 @@ typedef struct kube_backend {
     bool claimed;
     bool gone;              /* the stream said the pod is gone */
     pid_t stream_pid;       /* the running `sbx-kube stream`, 0: none */
+    char *credential;       /* the exec plugin's credential the last claim said (a secret:
+                               in memory only, wiped), given to each stream, or NULL */
     kube_state st;          /* valid while claimed */
 } kube_backend;
 

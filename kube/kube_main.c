@@ -9,16 +9,21 @@
  *   sbx-kube stream  --state DIR --session S [opts] --agent PATH --home DIR -- AGENT_ARGS...
  *   sbx-kube doctor  [--advisory] [opts]
  *
- * opts: --kubeconfig F --context C --namespace N --pool P --ttl SECS --timeout SECS.
+ * opts: --kubeconfig F --context C --namespace N --pool P --ttl SECS --timeout SECS
+ * --credential-fd N.
  * stdout carries lines for the class: "progress TEXT", "reattached", "error TEXT" (claim,
- * release), findings (doctor), or the stream itself (stream). Diagnostics go to stderr
- * (the holder's log).
+ * release), "credential ..." (claim: the exec plugin's credential, which the holder keeps
+ * in memory and gives the stream on --credential-fd, so that the plugin runs once),
+ * findings (doctor), or the stream itself (stream). Diagnostics go to stderr (the holder's
+ * log).
  */
 #include "kube/tool.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kube/kclass.h"
 
@@ -27,7 +32,27 @@ static const char usage[] =
     "The Kubernetes backend's client (sbxsh runs it; `sbx-kube doctor` checks a cluster).\n"
     "options: --kubeconfig FILE --context NAME --namespace NS --pool POOL --ttl SECS\n"
     "         --timeout SECS --state DIR --session NAME --code-dir DIR --agent PATH\n"
-    "         --home DIR --advisory -- AGENT_ARGS...\n";
+    "         --home DIR --advisory --credential-fd N -- AGENT_ARGS...\n";
+
+/* The credential the holder passed on fd (a pipe it wrote and closed): read, given to
+ * the client, wiped. Unusable or unreadable: ignored (the plugin runs, as without it). */
+static void take_credential(kt *k, int fd)
+{
+    strbuf sb = STRBUF_INIT;
+    char chunk[4096];
+    ssize_t n;
+    while ((n = read(fd, chunk, sizeof(chunk))) > 0 || (n < 0 && errno == EINTR))
+        if (n > 0 && sb.len < (1u << 20))
+            strbuf_add(&sb, chunk, (size_t)n);
+    explicit_bzero(chunk, sizeof(chunk));
+    close(fd);
+    if (sb.len && kube_client_import_credential(k->c, sb.buf) < 0)
+        fprintf(stderr, "sbx-kube: the credential passed on fd %d is not usable: the exec "
+                "plugin runs again\n", fd);
+    if (sb.alloc)
+        explicit_bzero(sb.buf, sb.alloc);
+    strbuf_release(&sb);
+}
 
 static int parse_uint(const char *s, unsigned *out)
 {
@@ -41,7 +66,9 @@ static int parse_uint(const char *s, unsigned *out)
 
 int main(int argc, char **argv)
 {
-    kt_opts o = { .ttl = SBX_KUBE_TTL_DEFAULT, .timeout = SBX_KUBE_CLAIM_TIMEOUT_DEFAULT };
+    kt_opts o = { .ttl = SBX_KUBE_TTL_DEFAULT, .timeout = SBX_KUBE_CLAIM_TIMEOUT_DEFAULT,
+                  .credential_fd = -1 };
+    unsigned cfd;
     const char *sub;
     sbx_err err = { "" };
     kt k;
@@ -85,6 +112,9 @@ int main(int argc, char **argv)
             o.agent = v;
         else if (!strcmp(a, "--home"))
             o.home = v;
+        else if (!strcmp(a, "--credential-fd") && parse_uint(v, &cfd) == 0 && cfd > 2 &&
+                 cfd < 1024)
+            o.credential_fd = (int)cfd;
         else if ((!strcmp(a, "--ttl") && parse_uint(v, &o.ttl) == 0) ||
                  (!strcmp(a, "--timeout") && parse_uint(v, &o.timeout) == 0))
             ;
@@ -108,9 +138,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "sbx-kube %s: %s\n", sub, err.msg);
         return 1;
     }
-    if (!strcmp(sub, "claim"))
+    if (o.credential_fd >= 0)
+        take_credential(&k, o.credential_fd);
+    if (!strcmp(sub, "claim")) {
         r = kt_claim(&k, &err) < 0 ? 1 : 0;
-    else if (!strcmp(sub, "check"))
+        strbuf cred = STRBUF_INIT;
+        if (r == 0 && kube_client_export_credential(k.c, &cred) == 0) {
+            printf("credential %s\n", cred.buf);
+            fflush(stdout);
+        }
+        if (cred.alloc)
+            explicit_bzero(cred.buf, cred.alloc);
+        strbuf_release(&cred);
+    } else if (!strcmp(sub, "check"))
         r = kt_check(&k);
     else if (!strcmp(sub, "release"))
         r = kt_release(&k, &err) < 0 ? 1 : 0;

@@ -558,6 +558,90 @@ static int kc_exec(kc_file *f, yaml_node_t *x, const char *upath, kube_target *t
     return 0;
 }
 
+/* A JWT's "exp" claim (unix seconds), as client-go's oidc idTokenExpired reads it: three
+ * dot-separated parts, the middle one base64url without padding, JSON with a numeric exp.
+ * -1 when it is not such a JWT. */
+static int jwt_expiry(const char *jwt, int64_t *exp)
+{
+    const char *a = strchr(jwt, '.'), *b = a ? strchr(a + 1, '.') : NULL;
+    if (!a || !b || strchr(b + 1, '.'))
+        return -1;
+    strbuf std = STRBUF_INIT, dec = STRBUF_INIT;
+    for (const char *p = a + 1; p < b; p++)
+        strbuf_addch(&std, *p == '-' ? '+' : *p == '_' ? '/' : *p);
+    while (std.len % 4)
+        strbuf_addch(&std, '=');
+    int r = -1;
+    if (kube_base64_decode(std.buf, std.len, &dec) == 0) {
+        cJSON *j = cJSON_ParseWithLength(dec.buf, dec.len);
+        const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "exp");
+        if (cJSON_IsNumber(e)) {
+            *exp = (int64_t)e->valuedouble;
+            r = 0;
+        }
+        cJSON_Delete(j);
+    }
+    strbuf_release(&std);
+    strbuf_release(&dec);
+    return r;
+}
+
+/* users[].user.auth-provider. kubectl 1.32 still has one, oidc
+ * (k8s.io/client-go/plugin/pkg/client/auth/oidc/oidc.go; gcp and azure went in 1.26):
+ * config.idp-issuer-url and config.client-id are required, and config.id-token is sent as
+ * the bearer token while its exp claim is more than 10 s away (expiryDelta). client-go then
+ * refreshes it at the issuer with config.refresh-token and writes the new one back to the
+ * kubeconfig; sbxsh does not talk to identity providers: an id-token missing or expired
+ * is an error that says to let kubectl refresh it (any kubectl command does) or to use an
+ * exec plugin (kubelogin), which every later kubectl supports. */
+static int kc_auth_provider(kc_file *f, yaml_node_t *ap, const char *mpath, kube_target *t,
+                            sbx_err *err)
+{
+    char apath[96], cpath[112];
+    const char *name, *issuer, *client, *idt, *refresh;
+    yaml_node_t *cfg;
+    snprintf(apath, sizeof(apath), "%s.auth-provider", mpath);
+    snprintf(cpath, sizeof(cpath), "%s.config", apath);
+    if (kc_str(f, ap, apath, "name", &name, err) < 0 ||
+        kc_map(f, ap, apath, "config", &cfg, err) < 0)
+        return -1;
+    if (!name || strcmp(name, "oidc"))
+        return kc_errf(err, f, NULL, "%s: the auth-provider \"%s\" is not supported (kubectl "
+                       "dropped it too; it keeps only oidc): use an exec plugin "
+                       "(gke-gcloud-auth-plugin, kubelogin)", apath, name ? name : "");
+    if (kc_str(f, cfg, cpath, "idp-issuer-url", &issuer, err) < 0 ||
+        kc_str(f, cfg, cpath, "client-id", &client, err) < 0 ||
+        kc_str(f, cfg, cpath, "id-token", &idt, err) < 0 ||
+        kc_str(f, cfg, cpath, "refresh-token", &refresh, err) < 0)
+        return -1;
+    if (!issuer || !*issuer)
+        return kc_errf(err, f, NULL, "%s.idp-issuer-url: missing (the oidc auth-provider "
+                       "needs it, as kubectl's)", cpath);
+    if (!client || !*client)
+        return kc_errf(err, f, NULL, "%s.client-id: missing (the oidc auth-provider needs "
+                       "it, as kubectl's)", cpath);
+    const char *todo = "sbxsh does not refresh oidc tokens: run any kubectl command with this "
+                       "context (kubectl refreshes the id-token with the refresh-token and "
+                       "writes it into the kubeconfig), or switch the user to an exec plugin "
+                       "(kubelogin)";
+    if (!idt || !*idt)
+        return kc_errf(err, f, NULL, "%s.id-token: missing; %s", cpath, todo);
+    int64_t exp;
+    if (jwt_expiry(idt, &exp) < 0)
+        return kc_errf(err, f, NULL, "%s.id-token: not a JWT with an exp claim", cpath);
+    if ((int64_t)time(NULL) + 10 >= exp) {
+        char when[40];
+        struct tm tm;
+        time_t tt = (time_t)exp;
+        gmtime_r(&tt, &tm);
+        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        return kc_errf(err, f, NULL, "%s.id-token: expired at %s; %s", cpath, when, todo);
+    }
+    t->token = xstrdup(idt);
+    t->token_expires = exp;
+    return 0;
+}
+
 static int kc_user(kc_file *f, const kc_entry *e, kube_target *t, sbx_err *err)
 {
     char mpath[64];
@@ -571,9 +655,11 @@ static int kc_user(kc_file *f, const kc_entry *e, kube_target *t, sbx_err *err)
         kc_map(f, b, mpath, "exec", &x, err) < 0 ||
         kc_map(f, b, mpath, "auth-provider", &ap, err) < 0)
         return -1;
-    if (ap)
-        return kc_errf(err, f, NULL, "%s.auth-provider: auth-provider plugins are not "
-                       "supported (kubectl dropped them too): use an exec plugin", mpath);
+    if (ap && (x || (token && *token) || (tfile && *tfile) || (user && *user)))
+        return kc_errf(err, f, NULL, "%s: both an auth-provider and another credential are "
+                       "set: keep one", mpath);
+    if (ap && kc_auth_provider(f, ap, mpath, t, err) < 0)
+        return -1;
     if (kc_get(f, b, "as") || kc_get(f, b, "as-groups") || kc_get(f, b, "as-uid"))
         return kc_errf(err, f, NULL, "%s.as: impersonation is not supported: use the "
                        "identity's own credentials", mpath);
@@ -870,6 +956,7 @@ void kube_target_copy(kube_target *d, const kube_target *s)
     d->tls_server_name = dup_or_null(s->tls_server_name);
     d->proxy_url = dup_or_null(s->proxy_url);
     d->token = dup_or_null(s->token);
+    d->token_expires = s->token_expires;
     d->token_file = dup_or_null(s->token_file);
     d->username = dup_or_null(s->username);
     d->password = dup_or_null(s->password);

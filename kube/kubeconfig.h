@@ -59,6 +59,7 @@ typedef struct kube_target {
     /* Credentials. A readable token_file wins over token, as kubectl's round tripper:
      * token is what is sent when the file cannot be read. */
     char *token;            /* or NULL */
+    int64_t token_expires;  /* the oidc auth-provider's id-token: its exp (unix s), else 0 */
     char *token_file;       /* absolute; re-read each minute and when the server says
                                401, or NULL */
     kube_exec_plugin *exec; /* or NULL */

@@ -36,6 +36,8 @@ typedef struct kt_opts {
     const char *agent, *home;   /* stream: the host's sbx-agent, the host's HOME */
     char **agent_args;          /* stream: after "--" */
     bool advisory;              /* doctor: problems are notes */
+    int credential_fd;          /* the exec plugin's credential to start with (the claim's,
+                                   through the holder), or -1 */
 } kt_opts;
 
 typedef struct kt {

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #define PROGRESS_AFTER_NS 500000000ULL
+#define KT_DEFAULT_CONTAINER "kubectl.kubernetes.io/default-container"
 
 /* A label value: at most 63 of [A-Za-z0-9._-], alphanumeric at both ends ("x" if none). */
 static void label_value(const char *s, char *out, size_t n)
@@ -347,10 +348,31 @@ static int resolve_pod(kt *k, const char *sandbox, cJSON *st, sbx_err *err)
     cJSON_AddStringToObject(st, "pod", podname);
     cJSON_AddStringToObject(st, "pod_uid", kt_jstr(r.json, "metadata.uid") ?: "");
     cJSON_AddStringToObject(st, "node", kt_jstr(r.json, "spec.nodeName") ?: "");
-    const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(r.json, "spec"), "containers"), 0);
-    if (kt_jstr(c0, "name"))
-        cJSON_AddStringToObject(st, "container", kt_jstr(c0, "name"));
+    /* The container to exec into, as kubectl exec picks it without -c
+     * (k8s.io/kubectl/pkg/cmd/util/podcmd/podcmd.go, FindOrDefaultContainerByName): the one
+     * the pod's kubectl.kubernetes.io/default-container annotation names when the pod has
+     * it, else the first. (Only spec.containers: an init container has ended by the time
+     * the pod is Running.) */
+    const cJSON *ctrs = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(r.json, "spec"), "containers");
+    const char *want = NULL, *pick = NULL;
+    {
+        const cJSON *pann = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(r.json, "metadata"), "annotations");
+        const cJSON *dc = cJSON_GetObjectItemCaseSensitive(pann, KT_DEFAULT_CONTAINER);
+        if (cJSON_IsString(dc) && dc->valuestring[0])
+            want = dc->valuestring;
+    }
+    const cJSON *ci;
+    cJSON_ArrayForEach(ci, ctrs) {
+        const char *cn = kt_jstr(ci, "name");
+        if (cn && want && !strcmp(cn, want))
+            pick = cn;
+    }
+    if (!pick)
+        pick = kt_jstr(cJSON_GetArrayItem(ctrs, 0), "name");
+    if (pick)
+        cJSON_AddStringToObject(st, "container", pick);
     free(podname);
     kube_response_free(&r);
     return 0;
@@ -491,6 +513,43 @@ static int find_existing(kt *k, const char *key, cJSON **out, sbx_err *lerr)
     return 0;
 }
 
+/* A 409 AlreadyExists on our claim's POST. The client retries a POST after a 5xx (429,
+ * 500-504: the server's own trouble), and a 504 Timeout may come after the object was
+ * written: kube-apiserver's finisher (k8s.io/apiserver/pkg/endpoints/handlers/finisher)
+ * answers when the request's deadline passes while the storage write goes on. The retry
+ * then meets our own claim. The name holds 32 random bits, so it is ours when it carries
+ * this session's key label and was made by sbxsh: then it is re-read (into r, as the
+ * POST's answer would have been) and used. 0: r is our claim; -1: someone else's, or
+ * unreadable (r untouched: the 409 stands). */
+static int adopt_own_claim(kt *k, const char *name, const char *key, kube_response *r)
+{
+    const cJSON *reason = r->json ? cJSON_GetObjectItemCaseSensitive(r->json, "reason") : NULL;
+    if (!cJSON_IsString(reason) || strcmp(reason->valuestring, "AlreadyExists"))
+        return -1;
+    kube_response g = { 0 };
+    sbx_err gerr;
+    char *one = kt_claim_path(k, name);
+    int gr = kube_request(k->c, "GET", one, NULL, NULL, &g, &gerr);
+    free(one);
+    const cJSON *labels = gr == 0 ? cJSON_GetObjectItemCaseSensitive(
+                                        cJSON_GetObjectItemCaseSensitive(g.json, "metadata"),
+                                        "labels")
+                                  : NULL;
+    const cJSON *lk = cJSON_GetObjectItemCaseSensitive(labels, KT_LABEL_KEY);
+    const cJSON *lm = cJSON_GetObjectItemCaseSensitive(labels, KT_LABEL_MANAGED);
+    if (!cJSON_IsString(lk) || strcmp(lk->valuestring, key) || !cJSON_IsString(lm) ||
+        strcmp(lm->valuestring, "sbxsh") ||
+        kt_jstr(g.json, "metadata.deletionTimestamp")) {
+        kube_response_free(&g);
+        return -1;
+    }
+    sbx_report("sbx-kube", "claim %s: the create was answered with an error but done (the "
+               "retry met it: 409 AlreadyExists); using it", name);
+    kube_response_free(r);
+    *r = g;
+    return 0;
+}
+
 int kt_claim(kt *k, sbx_err *err)
 {
     char key[17], when[40], lv[64];
@@ -548,6 +607,8 @@ int kt_claim(kt *k, sbx_err *err)
     int rc = kube_request(k->c, "POST", path, "application/json", body, &r, err);
     free(path);
     cJSON_free(body);
+    if (rc < 0 && r.status == 409 && adopt_own_claim(k, name, key, &r) == 0)
+        rc = 0;
     if (rc < 0) {
         kube_response_free(&r);
         free(name);

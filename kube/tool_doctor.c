@@ -85,8 +85,9 @@ static void check_access(kt *k)
     }
     if (denied.len)
         find(2, "RBAC: sbxsh's user may not do everything it needs",
-             "denied in namespace %s: %s; grant them with a Role and RoleBinding (README: the "
-             "kube backend)", k->ns, denied.buf);
+             "denied in namespace %s: %s; grant them with the tenant's Role and RoleBinding "
+             "(sbx render-pool prints them; docs/kube.md: what the cluster needs)", k->ns,
+             denied.buf);
     else
         find(0, "RBAC:", "all %u verbs sbxsh needs are allowed in namespace %s", asked, k->ns);
     strbuf_release(&denied);

@@ -79,6 +79,8 @@ typedef struct streamer {
     int64_t renew_at;
     bool renew_told;        /* a refused renewal was put in the notice for the user */
     size_t logged;          /* bytes of the pod's stderr put in the log */
+    bool server_silent;     /* pod_gone()'s last question got no answer at all */
+    char silent_why[400];   /* ...and why */
 } streamer;
 
 /* The claim's recorded expiry (kube.json "expires", unix seconds), 0 when unknown. */
@@ -305,9 +307,15 @@ static bool pod_gone(streamer *s)
     sbx_err err;
     char *path = kt_pod_path(s->k, s->pod);
     bool gone = false;
-    if (kube_request(s->k->c, "GET", path, NULL, NULL, &r, &err) < 0)
+    s->server_silent = false;
+    if (kube_request(s->k->c, "GET", path, NULL, NULL, &r, &err) < 0) {
         gone = r.status == 404;
-    else
+        /* no answer at all (not even a 5xx): the API server is down or cut off */
+        if (!r.status) {
+            s->server_silent = true;
+            snprintf(s->silent_why, sizeof(s->silent_why), "%.380s", err.msg);
+        }
+    } else
         gone = strcmp(kt_jstr(r.json, "metadata.uid") ?: "", kt_jstr(s->st, "pod_uid") ?: "") != 0 ||
                kt_pod_going(r.json);
     kube_response_free(&r);
@@ -578,8 +586,17 @@ int kt_stream(kt *k, sbx_err *err)
         if (!down_since)
             down_since = now_ns();
         if (now_ns() - down_since > (uint64_t)RECONNECT_S * 1000000000ULL) {
-            sbx_err_prefix(err, "the pod %s could not be reached again within %d s", s.pod,
-                           RECONNECT_S);
+            /* The API server itself not answering is not the pod's end: the user reads that
+             * it is the server (the pod may well still run the command), not that the
+             * sandbox stopped. */
+            if (s.server_silent)
+                sbx_errf(err, "the API server at %s has not answered for %d s (%s); the pod "
+                         "%s may still be running the command",
+                         k->target.server ? k->target.server : "?", RECONNECT_S, s.silent_why,
+                         s.pod);
+            else
+                sbx_err_prefix(err, "the pod %s could not be reached again within %d s", s.pod,
+                               RECONNECT_S);
             status = 1;
             break;
         }

@@ -37,6 +37,8 @@
 /* Where things sit inside the sandbox. */
 #define SBX_IN_AGENT_BIN "/.sbxsh/sbx-agent"
 #define SBX_IN_COMPAT_SO "/.sbxsh/sbx-runsc-compat.so"
+/* the persistent shell's interactive marks (local/bash_interactive.c; cli/line.c loads it) */
+#define SBX_IN_BASH_SO SBX_SANDBOX_BASH_SO
 #define SBX_AGENT_SOCKET "agent.sock"
 
 /* How long a new sandbox may take to show its agent's socket. */
@@ -104,6 +106,7 @@ typedef struct local_backend {
     strvec code_dirs;
     char *agent_path;
     char *compat_so;        /* runsc: the statx shim beside the agent, or NULL */
+    char *bash_so;          /* the persistent shell's interactive marks beside it, or NULL */
     strvec agent_args;
     strvec agent_env;
     /* The claimed sandbox (valid after claim). */

@@ -14,6 +14,14 @@ $(BIN)/sbx-runsc-compat.so: local/runsc_compat.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARNINGS) -O2 -shared -fPIC -o $@ $<
 
+# The persistent shell's interactive marks (local/bash_interactive.c): a bash loadable
+# builtin beside sbx-agent, bound into every sandbox; never built with the sanitizers (it
+# runs inside bash). nodelete: `enable -d exit` must not unload the marks' functions.
+PROGRAMS += $(BIN)/sbx-bash-interactive.so
+$(BIN)/sbx-bash-interactive.so: local/bash_interactive.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARNINGS) -O2 -shared -fPIC -Wl,-z,nodelete -o $@ $<
+
 # The egress proxy of AGENT_SANDBOX_LOCAL_NETWORK=allowlist (local/egress_main.c): a host
 # process per sandbox, found beside sbx-agent like the shim.
 PROGRAMS += $(BIN)/sbx-egress
@@ -22,9 +30,10 @@ $(BIN)/sbx-egress: $(call obj,local/egress_main.c) $(BUILD)/libsbx.a
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 install: install-local
-install-local: $(BIN)/sbx-runsc-compat.so $(BIN)/sbx-egress
+install-local: $(BIN)/sbx-runsc-compat.so $(BIN)/sbx-bash-interactive.so $(BIN)/sbx-egress
 	install -d $(DESTDIR)$(LIBEXECDIR)
 	install -m 644 $(BIN)/sbx-runsc-compat.so $(DESTDIR)$(LIBEXECDIR)/
+	install -m 644 $(BIN)/sbx-bash-interactive.so $(DESTDIR)$(LIBEXECDIR)/
 	install -m 755 $(BIN)/sbx-egress $(DESTDIR)$(LIBEXECDIR)/
 .PHONY: install-local
 

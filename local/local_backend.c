@@ -355,6 +355,7 @@ static void local_free(sbx_backend *b)
     free(lb->home);
     free(lb->agent_path);
     free(lb->compat_so);
+    free(lb->bash_so);
     free(lb->id);
     strvec_clear(&lb->code_dirs);
     strvec_clear(&lb->egress);
@@ -418,6 +419,7 @@ sbx_backend *local_new(const sbx_config *cfg, const sbx_sandbox_spec *spec, sbx_
             strvec_push(&lb->agent_env, spec->agent_env->v[i]);
     if (lb->runtime == SBX_RUNTIME_RUNSC)
         lb->compat_so = sbx_find_libexec(lb->agent_path, "sbx-runsc-compat.so");
+    lb->bash_so = sbx_find_libexec(lb->agent_path, "sbx-bash-interactive.so");
     lb->lim.pids_max = cfg->pids_max;
     lb->lim.memory_max = cfg->memory_max;
     lb->lim.cpus_milli = cfg->cpus_milli;

@@ -134,6 +134,8 @@ void local_plan_mounts(local_backend *lb, mount_list *ml)
     }
     if (lb->runtime == SBX_RUNTIME_RUNSC && lb->compat_so)
         local_ml_add(ml, M_RO, lb->compat_so, SBX_IN_COMPAT_SO);
+    if (lb->bash_so)
+        local_ml_add(ml, M_RO, lb->bash_so, SBX_IN_BASH_SO);
 
     /* The private HOME is memory too, mode 0700, nosuid and nodev (as every tmpfs here):
      * not a host directory. As one (STATE/SESSION/home, bound in), it held on the host

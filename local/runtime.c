@@ -43,7 +43,7 @@ int sbx_local_runtime_resolve(sbx_runtime want, sbx_runtime *out, char **path, s
  * "runsc version release-20240729.0" from Google's builds). The date says which
  * platforms it has: systrap, whose system calls cost microseconds, became runsc's
  * default in mid-2023; before that a machine without KVM had only ptrace, where each
- * costs tens of microseconds (README, "Performance").
+ * costs tens of microseconds (docs/performance.md).
  */
 unsigned long local_runsc_release_date(const char *version_line)
 {

@@ -38,6 +38,13 @@
  * never restarts within a sandbox, passes none) and, locally, its socket. */
 #define SBX_SANDBOX_AGENT_DIR "/run/sbxsh"
 
+/* Where a sandbox may hold sbx-bash-interactive.so (local/bash_interactive.c), which the
+ * persistent shell of sbxsh's prompt loads (cli/line.c): the local backend binds it at the
+ * first, the runtime image (cluster/image/) installs it at the second. A sandbox with
+ * neither runs that shell as before (its messages those of a non-interactive bash). */
+#define SBX_SANDBOX_BASH_SO "/.sbxsh/sbx-bash-interactive.so"
+#define SBX_SANDBOX_BASH_SO_IMAGE "/usr/local/lib/sbxsh/sbx-bash-interactive.so"
+
 typedef struct sbx_sandbox_spec {
     const char *agent_path;     /* sbx-agent on the host; mounted read-only */
     /* Arguments for the agent after its connection mode (which the backend
@@ -67,10 +74,11 @@ typedef struct sbx_backend_ops {
      * fds (rfd may equal wfd) and closes them; opening again replaces no
      * state on the agent side except the connection. */
     int (*open_stream)(sbx_backend *b, int *rfd, int *wfd, sbx_err *err);
-    /* Optional: after the stream from open_stream() failed at once (the agent never
-     * answered), replaces err with the backend's own reason when it has one (a refused
-     * exec, an upload that failed), so that the user reads why, not "connection reset". */
-    void (*explain)(sbx_backend *b, sbx_err *err);
+    /* Optional: after the stream from open_stream() failed (at_setup: at once, the agent
+     * never answered; else later, mid-session), replaces err with the backend's own reason
+     * when it has one (a refused exec, an upload that failed, an API server that stopped
+     * answering), so that the user reads why, not "connection reset". */
+    void (*explain)(sbx_backend *b, bool at_setup, sbx_err *err);
     /* Optional: what the backend has to tell the user once, as a command starts (a claim's
      * renewal refused: the session will end at its expiry), appended to out as one line;
      * each notice is taken once. */

@@ -38,6 +38,9 @@ typedef struct hclient {
     framebuf_out out;   /* frames to the client */
     bool hello, progress;
     uint32_t chan;      /* the running command, 0 when none */
+    unsigned signals_unacked;   /* its signals sent to the agent, not yet answered: the
+                                   acks passed on are at most these (a hostile agent's
+                                   flood of SIGNALED stays out of our memory) */
     inq inputs[SYNC_MAX_FDS];
     uint64_t sync_id;   /* a sync round it waits for, 0 when none */
     bool release;       /* waits for the release */
@@ -188,6 +191,18 @@ static void on_output(void *ctx, uint32_t chan, int fd, const void *buf, size_t 
         proto_end(&c->out.q, start);
         p += n;
         len -= n;
+    }
+}
+
+/* The agent handled a signal the client forwarded: the client learns the way to the
+ * sandbox works (and stops counting the time it waits for an answer to it). */
+static void on_signaled(void *ctx, uint32_t chan, int signo)
+{
+    holder *h = ctx;
+    hclient *c = client_by_chan(h, chan);
+    if (c && c->fd >= 0 && c->signals_unacked) {
+        c->signals_unacked--;
+        send_u32s(c, P_SIGNAL_ACK, 1, (uint32_t)signo, 0);
     }
 }
 
@@ -412,8 +427,8 @@ static void on_error(void *ctx, const char *msg)
      * deleted): said instead of the connection's */
     sbx_err why;
     snprintf(why.msg, sizeof(why.msg), "%s", msg);
-    if (!alive && h->backend && h->backend->ops->explain) {
-        h->backend->ops->explain(h->backend, &why);
+    if (h->backend && h->backend->ops->explain) {
+        h->backend->ops->explain(h->backend, false, &why);
         msg = why.msg;
     }
     snprintf(text, sizeof(text),
@@ -444,6 +459,7 @@ static const sync_conn_ops conn_ops = {
     .sync_done = on_sync_done,
     .warning = on_warning,
     .error = on_error,
+    .signaled = on_signaled,
 };
 
 /* ---- the sandbox ------------------------------------------------------- */
@@ -617,7 +633,7 @@ static int ensure_conn(holder *h, hclient *c, sbx_err *err)
     if (sync_conn_open(h->host, h->rfd, h->wfd, &conn_ops, h, hello_ms, &h->conn, err) < 0) {
         drop_conn(h);
         if (h->backend->ops->explain)
-            h->backend->ops->explain(h->backend, err);
+            h->backend->ops->explain(h->backend, true, err);
         return -1;
     }
     if (c && c->progress && !sync_conn_agent(h->conn)->resumed)
@@ -813,6 +829,7 @@ static void handle_run(holder *h, hclient *c, proto_reader *r)
         goto out;
     }
     c->chan = h->next_chan;
+    c->signals_unacked = 0;
     reset_inputs(c);
     size_t k = 0;
     for (uint32_t i = 0; i < nfds; i++)
@@ -960,8 +977,9 @@ static int handle_frame(holder *h, hclient *c, int type, proto_reader *r)
     case P_SIGNAL:
         if (proto_get_u32(r, &a) < 0 || a == 0 || a >= 65)
             return -1;
-        if (c->chan && h->conn && !h->conn_dead)
-            sync_conn_signal(h->conn, c->chan, (int)a);
+        if (c->chan && h->conn && !h->conn_dead &&
+            sync_conn_signal(h->conn, c->chan, (int)a) == 0)
+            c->signals_unacked++;
         return 0;
     case P_ABORT_PULL:
         /* The client got SIGINT or SIGTERM (already forwarded as P_SIGNAL). If its round's

@@ -30,7 +30,7 @@
 
 #include "common/strbuf.h"
 
-#define SBX_PROTO_VERSION 3
+#define SBX_PROTO_VERSION 4
 #define SBX_PROTO_MAX_FRAME (1u << 20)
 #define SBX_PROTO_MAX_STRING (256u * 1024)
 #define SBX_PROTO_MAX_LIST 65536
@@ -74,6 +74,7 @@ enum sbx_proto_type {
     P_WARNING,        /* str message: print it, go on */
     P_PROGRESS,       /* str message: print it when stderr is a terminal */
     P_ERROR,          /* str message: the request failed (sbxsh's own failure: 125) */
+    P_SIGNAL_ACK,     /* u32 signo: the agent handled the command's P_SIGNAL (version 4) */
 };
 
 #define P_HELLO_PROGRESS 1u

@@ -76,6 +76,12 @@ struct sbx_session {
      * end_sig itself, as bash would have at once (end_unanswered). 0: none pending. */
     int end_sig;
     uint64_t end_deadline;
+    /* A SIGINT forwarded to the command (by sbxsh -c, not at the interactive prompt): the
+     * agent answers it at once (P_SIGNAL_ACK) when the way works, and the command's output
+     * or end are answers too. None by int_deadline: the way is dead (a black hole, whose
+     * stream would be given up only after 20 s and reconnects), and sbxsh ends as for an
+     * unanswered SIGTERM (end_unanswered). 0: none pending. */
+    uint64_t int_deadline;
     bool tty_paused;    /* the caller has the terminal back (sbx_session_tty_pause) */
     bool tty_held;      /* the terminal is not read until the next resume (tty_mark) */
     strbuf typed;       /* the terminal's bytes sent since the last resume (the last 64 KiB) */
@@ -285,8 +291,12 @@ static void handle_frame(sbx_session *s, int type, proto_reader *r)
 
     switch (type) {
     case P_OUTPUT:
+        s->int_deadline = 0;    /* the sandbox answers */
         if (proto_get_u32(r, &a) == 0)
             handle_output(s, a, (const char *)r->p, r->left);
+        return;
+    case P_SIGNAL_ACK:
+        s->int_deadline = 0;
         return;
     case P_OUTPUT_EOF:
         if (proto_get_u32(r, &a) == 0 && out_by_child(s, (int)a))
@@ -307,6 +317,7 @@ static void handle_frame(sbx_session *s, int type, proto_reader *r)
         }
         progress_clear(s);
         s->exited = true;
+        s->int_deadline = 0;
         s->exit.wait_status = (int)ws;
         s->exit.spawn_failed = kind == SYNC_SPAWN_FAILED;
         /* why a command could not start: it may quote the sandbox's text */
@@ -511,6 +522,8 @@ static void forward_signal(sbx_session *s, int sig)
     }
     if (!s->running || s->exited)
         return;
+    if (sig == SIGINT && !s->ignores_term && !s->int_deadline)
+        s->int_deadline = now_ns() + END_SIGNAL_GRACE_NS;
     if (sig == SIGWINCH) {
         struct winsize ws;
         if (ioctl(1, TIOCGWINSZ, &ws) == 0 || ioctl(0, TIOCGWINSZ, &ws) == 0)
@@ -524,9 +537,10 @@ static void forward_signal(sbx_session *s, int sig)
         send_u32s(s, P_ABORT_PULL, 1, (uint32_t)sig, 0);
 }
 
-/* No answer to a SIGTERM or SIGHUP within END_SIGNAL_GRACE_NS: say that the sandbox may
- * still be running the command (it is not waited for), put the terminal back, and die of
- * the signal, as bash dies of it (a harness's timeout must always end sbxsh). */
+/* No answer to a SIGTERM or SIGHUP (or to a SIGINT: int_deadline) within
+ * END_SIGNAL_GRACE_NS: say that the sandbox may still be running the command (it is not
+ * waited for), put the terminal back, and die of the signal, as bash dies of it (a
+ * harness's timeout must always end sbxsh). */
 static void end_unanswered(sbx_session *s)
 {
     int sig = s->end_sig;
@@ -593,6 +607,16 @@ static void pump(sbx_session *s, int timeout_ms)
         int due = s->progress_due > now ? (int)((s->progress_due - now) / 1000000) + 1 : 0;
         if (timeout_ms < 0 || due < timeout_ms)
             timeout_ms = due;
+    }
+    if (s->int_deadline && !s->end_sig) {
+        uint64_t now = now_ns();
+        if (now >= s->int_deadline) {
+            s->end_sig = SIGINT;
+            end_unanswered(s);
+        }
+        int left = (int)((s->int_deadline - now) / 1000000) + 1;
+        if (timeout_ms < 0 || left < timeout_ms)
+            timeout_ms = left;
     }
     if (s->end_sig) {
         uint64_t now = now_ns();
@@ -987,6 +1011,7 @@ int sbx_session_tty_resume(sbx_session *s, sbx_err *err)
 static void end_command(sbx_session *s)
 {
     s->end_sig = 0;     /* answered */
+    s->int_deadline = 0;
     restore_tty(s);
     signals_restore();
     for (size_t i = 0; i < s->nouts; i++)
@@ -1146,6 +1171,7 @@ int sbx_session_start(sbx_session *s, const sbx_command *cmd, sbx_err *err)
     s->running = true;
     s->ignores_term = cmd->ignores_term;
     s->end_sig = 0;
+    s->int_deadline = 0;
     signals_install(cmd->forward_signals);
     sock_write(s);
     return s->failed ? (end_command(s), fail(s, err)) : 0;

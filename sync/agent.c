@@ -287,6 +287,14 @@ static int dispatch(agent *a, const wire_frame *f, sbx_err *err)
         ch = agent_find_chan(a, f->chan);
         if (ch && ch->pid > 0 && sig > 0 && sig < 65)
             kill(-ch->pid, (int)sig);
+        /* The answer (whether or not the command was still there): the host learns the way
+         * to the sandbox works, so that it need not wait for a command that handles the
+         * signal quietly (bash -c 'trap "" INT; sleep 60') as for one on a dead way. */
+        if (a->out_fd >= 0) {
+            size_t at = wire_begin(&a->out.q, WIRE_SIGNALED, 0, f->chan);
+            wire_u32(&a->out.q, sig);
+            wire_end(&a->out.q, at);
+        }
         return 0;
     }
     case WIRE_WINSIZE: {

@@ -2,6 +2,7 @@
  * delta.h. */
 #include "sync/delta.h"
 #include "sync/gitcred.h"
+#include "sync/gitindex.h"
 #include "sync/gitpolicy.h"
 #include "sync/safefs.h"
 
@@ -92,6 +93,23 @@ struct apply_rx {
     uint16_t shape_ok_root;
     strbuf shape_ok;
 };
+
+/* Whether (root, path) is a code directory's own .git/index, which arrives merged with the
+ * receiving side's (gitindex.h). */
+static bool is_code_index(apply_rx *rx, uint16_t root, const char *path, size_t len)
+{
+    return root < mf_nroots(rx->t) && mf_root_at(rx->t, root)->kind == WIRE_ROOT_CODE &&
+           len == 10 && !memcmp(path, ".git/index", 10);
+}
+
+/* The merged index's mtime: the later of the received file's and this side's index's. Any
+ * works (gitindex.h: every entry a racy check could miss is smudged or cleared), and the
+ * later one leaves git the fewest racily clean entries to compare. */
+static int64_t index_mtime(int64_t received, const struct stat *local)
+{
+    int64_t l = local ? sf_stat_mtime(local) : 0;
+    return l > received ? l : received;
+}
 
 /* A warning through the caller's callback: every refusal is one, and the rest applies. */
 static void warnf(apply_rx *rx, const char *fmt, ...) SBX_PRINTF(2, 3);
@@ -547,6 +565,44 @@ static bool agent_clear_unsynced(apply_rx *rx, uint16_t root, int dfd, strbuf *r
     return empty;
 }
 
+/* The host's .git/index, complete in the temporary file fd, merged with the sandbox's own
+ * at dfd/name (cur: its stat, or NULL when there is none) so that it keeps the sandbox's stat
+ * data (gitindex.h); *hash becomes the merged file's. The host is trusted, but the sandbox's
+ * own index is whatever the sandbox made of it: both go through the same checked parser.
+ * Anything it does not understand is left as the host sent it. */
+static int agent_merge_index(apply_rx *rx, int dfd, const char *name, const struct stat *cur,
+                             uint64_t *hash)
+{
+    strbuf got = STRBUF_INIT, mine = STRBUF_INIT, merged = STRBUF_INIT;
+    int ret = 0;
+    int lfd = cur && S_ISREG(cur->st_mode)
+                  ? openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
+    if (lfd >= 0 && strbuf_read_fd(&mine, lfd, GITINDEX_MERGE_MAX) < 0)
+        strbuf_reset(&mine);
+    if (lseek(rx->fd, 0, SEEK_SET) == 0 && strbuf_read_fd(&got, rx->fd, GITINDEX_MERGE_MAX) == 0 &&
+        gitindex_merge(got.buf, got.len, lfd >= 0 && mine.len ? mine.buf : NULL, mine.len,
+                       cur ? (int64_t)cur->st_mtime : 0, &merged, NULL)) {
+        if (ftruncate(rx->fd, 0) == 0 && lseek(rx->fd, 0, SEEK_SET) == 0 &&
+            write_full(rx->fd, merged.buf, merged.len) == 0) {
+            mf_hasher hs;
+            mf_hash_init(&hs);
+            mf_hash_update(&hs, merged.buf, merged.len);
+            *hash = mf_hash_final(&hs);
+            rx->e_mtime = index_mtime(rx->e_mtime, lfd >= 0 ? cur : NULL);
+        } else {
+            warnf(rx, "cannot write %s/%s in the sandbox: %s", mf_root_at(rx->t, rx->e_root)->base,
+                  rx->e_path, strerror(errno));
+            ret = -1;
+        }
+    }
+    if (lfd >= 0)
+        close(lfd);
+    strbuf_release(&got);
+    strbuf_release(&mine);
+    strbuf_release(&merged);
+    return ret;
+}
+
 /* The sandbox side's end of one file from the host: the content is complete, so
  * it takes its place. A file written in place (direct) needs only its mtime; one
  * written to a temporary name replaces what is there by rename, unless what is there
@@ -578,6 +634,17 @@ static int agent_finish_file(apply_rx *rx, sbx_err *err)
     if (dfd < 0)
         return -1;
     have_cur = fstatat(dfd, name, &cur, AT_SYMLINK_NOFOLLOW) == 0;
+    if (is_code_index(rx, rx->e_root, rx->e_path, rx->e_path_len) &&
+        agent_merge_index(rx, dfd, name, have_cur ? &cur : NULL, &hash) < 0) {
+        /* Half written: the sandbox keeps its index. */
+        unlinkat(dfd, rx->tmp, 0);
+        close(rx->fd);
+        rx->fd = -1;
+        free(rx->e_path);
+        rx->e_path = NULL;
+        rx->in_entry = rx->direct = false;
+        return 0;
+    }
     sf_set_mtime(rx->fd, rx->e_mtime);
     fchmod(rx->fd, apply_file_mode(have_cur ? &cur : NULL, rx->e_exec));
     if (have_cur && agent_must_keep(rx, dfd, name, &cur, NULL, rx->fd))
@@ -644,7 +711,8 @@ static int agent_entry(apply_rx *rx, const wire_entry *e, sbx_err *err)
      * gVisor each system call costs tens of microseconds, and a first sync is little else
      * than these calls: this saves one of the six per file. */
     if (e->op == WIRE_OP_PUT && (e->ftype == MF_REG || e->ftype == MF_DIR) &&
-        !mf_lookup(rx->t, e->root, e->path, e->path_len)) {
+        !mf_lookup(rx->t, e->root, e->path, e->path_len) &&
+        !is_code_index(rx, e->root, e->path, e->path_len)) {
         if (e->ftype == MF_DIR && mkdirat(dfd, name, 0755) == 0) {
             record_at(rx, dfd, name, 0, false);
             free(rx->e_path);
@@ -1123,9 +1191,10 @@ static bool path_under(const staged *s, const char *prefix)
     return s->path_len > n && !memcmp(s->path, prefix, n);
 }
 
-/* The host's file at rel (beneath the root, no symlink followed) into out. */
-static int read_host_file(apply_rx *rx, uint16_t root, const char *rel, size_t len, size_t max,
-                          strbuf *out)
+/* The host's file at rel (beneath the root, no symlink followed) into out, and its stat
+ * into *st when st is given. */
+static int read_host_file_st(apply_rx *rx, uint16_t root, const char *rel, size_t len,
+                             size_t max, strbuf *out, struct stat *st)
 {
     const char *name;
     size_t dlen;
@@ -1141,11 +1210,17 @@ static int read_host_file(apply_rx *rx, uint16_t root, const char *rel, size_t l
     close(dfd);
     if (fd < 0)
         return -1;
-    r = strbuf_read_fd(out, fd, max);
+    r = st && (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) ? -1 : strbuf_read_fd(out, fd, max);
     close(fd);
     if (r < 0)
         strbuf_reset(out);
     return r;
+}
+
+static int read_host_file(apply_rx *rx, uint16_t root, const char *rel, size_t len, size_t max,
+                          strbuf *out)
+{
+    return read_host_file_st(rx, root, rel, len, max, out, NULL);
 }
 
 /* The staged file of s, for reading. */
@@ -1433,6 +1508,56 @@ out:
     return why;
 }
 
+/* A pulled .git/index keeps the host's stat data (gitindex.h): the staged file becomes the
+ * sandbox's index merged with the host's current one. The staged bytes are the sandbox's,
+ * hostile: gitindex_merge() checks every length before use and leaves alone what it does not
+ * understand (then the file is committed as it came, as before). */
+static int host_merge_index(apply_rx *rx, staged *s)
+{
+    strbuf host = STRBUF_INIT, pulled = STRBUF_INIT, merged = STRBUF_INIT;
+    int ret = 0;
+    struct stat hst, st;
+    bool have_host;
+    char sname[32];
+    int fd = open_staged(rx, s);
+
+    if (fd < 0 || strbuf_read_fd(&pulled, fd, GITINDEX_MERGE_MAX) < 0)
+        goto out;
+    close(fd);
+    fd = -1;
+    have_host = read_host_file_st(rx, s->root, s->path, s->path_len, GITINDEX_MERGE_MAX, &host,
+                                  &hst) == 0;
+    if (!gitindex_merge(pulled.buf, pulled.len, have_host ? host.buf : NULL, host.len,
+                        have_host ? (int64_t)hst.st_mtime : 0, &merged, NULL))
+        goto out;
+    /* Rewritten in place: the stage is the host's own directory, never the sandbox's. */
+    snprintf(sname, sizeof(sname), "%u", s->idx);
+    fd = openat(rx->stage_fd[s->root], sname, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || write_full(fd, merged.buf, merged.len) < 0) {
+        /* Half written: the sandbox's bytes are gone from the stage, so nothing is
+         * committed (the host keeps its index). */
+        ret = -1;
+        goto out;
+    }
+    {
+        mf_hasher hs;
+        mf_hash_init(&hs);
+        mf_hash_update(&hs, merged.buf, merged.len);
+        s->hash = mf_hash_final(&hs);   /* what the manifest records the host has */
+    }
+    s->mtime_ns = index_mtime(s->mtime_ns, have_host ? &hst : NULL);
+    sf_set_mtime(fd, s->mtime_ns);
+    if (fstat(fd, &st) == 0)
+        s->alloc = (uint64_t)allocated(&st);
+out:
+    if (fd >= 0)
+        close(fd);
+    strbuf_release(&host);
+    strbuf_release(&pulled);
+    strbuf_release(&merged);
+    return ret;
+}
+
 /* ---- host: no repository comes back ------------------------------------------------------ */
 
 /*
@@ -1625,6 +1750,14 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path, git_plan *pl
             char p[512];
             warnf(rx, "refused a sandbox change to %s/%s: %s", r->base,
                   shown(s->path, s->path_len, p, sizeof(p)), why);
+            return;
+        }
+    }
+    if (g && s->op == WIRE_OP_PUT && s->type == MF_REG &&
+        is_code_index(rx, s->root, s->path, s->path_len)) {
+        if (host_merge_index(rx, &rx->ops[s - rx->ops]) < 0) {
+            warnf(rx, "refused a sandbox change to %s/%s: the staged file cannot be rewritten",
+                  r->base, s->path);
             return;
         }
     }

@@ -462,6 +462,16 @@ static void dispatch(sync_conn *c, const wire_frame *f)
         c->sync_full = 0;
         return;
     }
+    case WIRE_SIGNALED: {
+        /* The agent handled our SIGNAL. A channel already ended is not an error: the
+         * command may have exited between the signal and its answer. */
+        uint32_t sig;
+        if (wire_get_u32_one(f, &sig, &err) < 0)
+            return mark_failed(c, "sbx-agent sent a malformed message: %s", err.msg);
+        if (conn_find_chan(c, f->chan, NULL) && c->ops && c->ops->signaled)
+            c->ops->signaled(c->ctx, f->chan, (int)sig);
+        return;
+    }
     case WIRE_WARN: {
         char msg[SYNC_MAX_TEXT + 32];
         char text[SYNC_MAX_TEXT + 1];

@@ -187,6 +187,9 @@ typedef struct sync_conn_ops {
     void (*exit)(void *ctx, uint32_t chan, const sync_exit_status *st);
     /* A sync_conn_sync() round finished: both sides' changes are applied. */
     void (*sync_done)(void *ctx, uint64_t id);
+    /* Optional: the agent handled a sync_conn_signal() on chan (delivered, or the
+     * command had ended): the way to the sandbox works. */
+    void (*signaled)(void *ctx, uint32_t chan, int signo);
     /* Something the user should know, with no failure: a conflict (both names given), a
      * refused or skipped path, a special file not synced. One line, no newline. */
     void (*warning)(void *ctx, const char *msg);

@@ -1,6 +1,6 @@
 /*
- * Credentials in the `.git` files that go into the sandbox (README.md, "What the sandbox
- * cannot do to the host").
+ * Credentials in the `.git` files that go into the sandbox (docs/threat-model.md,
+ * "No token in a URL reaches the sandbox through `.git`").
  *
  * A host `git pull https://user:TOKEN@host/r` writes that URL into the reflogs (and a
  * FETCH_HEAD or MERGE_MSG can name it too); every other file of `.git` goes to the sandbox

@@ -1,6 +1,6 @@
 /*
- * What git data may cross, in which direction (README.md, "What the sandbox cannot do to
- * the host").
+ * What git data may cross, in which direction (sync/README.md, "What comes
+ * back into `.git`", and docs/threat-model.md).
  *
  * sandbox -> host: inside a code directory, the top-level `.git` directory is written only
  * through an allowlist (objects, refs, logs, HEAD, index, packed-refs, and the state files of
@@ -58,7 +58,7 @@ bool git_packed_find(const char *text, size_t len, const char *ref, size_t ref_l
                      const char **oid, size_t *oid_len);
 
 /*
- * Repository shapes anywhere in a pulled tree (README.md, "No repository comes back"). Git's
+ * Repository shapes anywhere in a pulled tree (sync/README.md, "No repository comes back"). Git's
  * discovery takes a directory for a repository (is_git_directory() in git's setup.c) when it
  * has a HEAD and refs/ (and objects/, unless GIT_OBJECT_DIRECTORY names another), or a HEAD
  * and a commondir file naming where those are. A person's own `git status` in such a

@@ -1,5 +1,5 @@
 /*
- * The user's shell startup files, for the sandbox's private HOME (README.md, "Startup
+ * The user's shell startup files, for the sandbox's private HOME (docs/terminals.md, "Startup
  * files"): read on the host, filtered, and put at the same paths in the sandbox when a
  * connection opens (and again when one changed on the host), as the user's ~/.gitconfig is.
  *

@@ -1,6 +1,7 @@
 # sync/: the manifest, deltas, safe apply, git allowlists, the wire protocol, the host-side
 # connection (libsbx) and sbx-agent (libc only; also built static with musl).
-SYNC_COMMON := sync/wire.c sync/safefs.c sync/ignore.c sync/gitpolicy.c sync/manifest.c \
+SYNC_COMMON := sync/wire.c sync/safefs.c sync/ignore.c sync/gitpolicy.c sync/gitindex.c sync/githash.c \
+               sync/manifest.c \
                sync/gitcred.c sync/manifest_watch.c sync/manifest_scan.c sync/manifest_save.c sync/manifest_pathmap.c \
                sync/delta.c sync/apply.c
 SYNC_CONN := sync/conn.c sync/conn_host.c sync/conn_request.c sync/conn_wait.c
@@ -49,7 +50,8 @@ fuzz-dns: build-fuzz/fuzz-dns
 fuzz: fuzz-dns
 .PHONY: fuzz-dns
 
-TEST_C += tests/sync/t-unsynced.c tests/sync/t-resume.c tests/sync/t-gitcred.c tests/sync/t-rcfile.c
+TEST_C += tests/sync/t-unsynced.c tests/sync/t-resume.c tests/sync/t-gitcred.c tests/sync/t-rcfile.c \
+          tests/sync/t-gitindex.c
 
 # The resumable stream under the kube backend's exec (sync/resume.c): the keeper in the pod
 # is the sandbox's, so its frames are fuzzed as the agent's are (tests/sync/fuzz-resume.t).
@@ -70,3 +72,12 @@ fuzz-rcfile: build-fuzz/fuzz-rcfile
 	$(call fuzz_run,rcfile,16384)
 fuzz: fuzz-rcfile
 .PHONY: fuzz-rcfile
+
+# The .git/index merge (sync/gitindex.c): on the host the received index is the sandbox's.
+FUZZ_C += tests/fuzz/fuzz-gitindex.c
+build-fuzz/fuzz-gitindex: tests/fuzz/fuzz-gitindex.c sync/gitindex.c sync/githash.c $(COMMON_SRCS) sync/gitindex.h sync/githash.h common/strbuf.h
+	$(call fuzz_link,)
+fuzz-gitindex: build-fuzz/fuzz-gitindex
+	$(call fuzz_run,gitindex,65536)
+fuzz: fuzz-gitindex
+.PHONY: fuzz-gitindex

@@ -27,6 +27,7 @@ const char *wire_type_name(unsigned type)
     case WIRE_EXIT: return "EXIT";
     case WIRE_SYNC_DONE: return "SYNC_DONE";
     case WIRE_WARN: return "WARN";
+    case WIRE_SIGNALED: return "SIGNALED";
     }
     return NULL;
 }

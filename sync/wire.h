@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SYNC_PROTOCOL_VERSION 5
+#define SYNC_PROTOCOL_VERSION 6
 #define WIRE_MAGIC 0x31584253u         /* "SBX1" little-endian */
 #define WIRE_HEADER 12
 
@@ -71,6 +71,7 @@ enum wire_type {
     WIRE_EXIT = 40,         /* chan; u8 kind, u8 core, i32 code, str message, u8 full */
     WIRE_SYNC_DONE = 41,    /* u64 id, u8 full */
     WIRE_WARN = 42,         /* text */
+    WIRE_SIGNALED = 43,     /* chan; u32 signo: a SIGNAL was handled (version 6) */
 };
 
 const char *wire_type_name(unsigned type);

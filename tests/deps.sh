@@ -6,8 +6,8 @@ set -eu
 pkgs="
   build-essential clang libclang-rt-14-dev pkg-config
   libcjson-dev libreadline-dev libcurl4-openssl-dev libyaml-dev libssl-dev musl-tools
-  bash git openssh-client perl python3 python3-yaml python3-pexpect openssl jq curl
-  bubblewrap iproute2 util-linux procps psmisc
+  bash git openssh-client perl python3 python3-yaml python3-pexpect python3-kubernetes openssl jq curl
+  bubblewrap iproute2 util-linux procps psmisc nghttp2-proxy
   rsync tar hyperfine valgrind strace shellcheck debootstrap tmux less vim-tiny
 "
 missing=""
@@ -18,7 +18,7 @@ done
 # gVisor. Debian 12's own runsc (2022-12) has only the ptrace platform, where every system
 # call of a sandboxed program costs 30-100 us: `git status` of 10,000 files 15x the host's,
 # the first sync of a big tree 20x. bookworm-backports has runsc 2024-07, whose systrap
-# platform makes a system call cost a few microseconds (README, "Performance"), so on
+# platform makes a system call cost a few microseconds (docs/performance.md), so on
 # Debian 12 runsc comes from there; newer Debian releases have it in main. The backports
 # suite is added with the mirror this machine already uses; SBX_DEPS_DEBIAN_RUNSC=1 keeps
 # Debian 12's own runsc instead.

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The layering, checked: every `#include "..."` in the program's folders points down
-# (README.md, "Reading the code"). Exits 1 listing each include that points against it.
+# (HACKING.md, "The layers"). Exits 1 listing each include that points against it.
 #
 #   tests/layers.sh [TOP]      TOP: the tree to check (default: this one)
 #

@@ -12,6 +12,7 @@
 #   SBX_DEBIAN_MIRROR    the mirror (default http://deb.debian.org/debian)
 #   SBX_IMAGE_PACKAGES   the packages setup.sh installs (default: the Containerfile's list)
 #   SBX_AGENT            the sbx-agent to install (default: sbx-agent-static at the top)
+#   SBX_BASH_SO          the sbx-bash-interactive.so to install (default: the top's)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,6 +37,8 @@ if [ -e "$dir" ] && [ -n "$(ls -A "$dir")" ]; then
 fi
 agent=${SBX_AGENT:-$top/sbx-agent-static}
 [ -x "$agent" ] || { echo "rootfs.sh: no $agent: run make first" >&2; exit 1; }
+[ -f "${SBX_BASH_SO:-$top/sbx-bash-interactive.so}" ] ||
+    { echo "rootfs.sh: no ${SBX_BASH_SO:-$top/sbx-bash-interactive.so}: run make first" >&2; exit 1; }
 # The Containerfile's package list, so that the two stay one.
 default_pkgs=$(sed -n 's/^ARG PACKAGES="\(.*\)"$/\1/p' "$here/Containerfile")
 pkgs=${SBX_IMAGE_PACKAGES-$default_pkgs}
@@ -43,6 +46,9 @@ pkgs=${SBX_IMAGE_PACKAGES-$default_pkgs}
 debootstrap --variant=minbase "${SBX_DEBIAN_SUITE:-bookworm}" "$dir" \
     "${SBX_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 install -D -m 0755 "$agent" "$dir/usr/local/bin/sbx-agent"
+# the prompt's shell loads it (local/bash_interactive.c); built for the image's bash (Debian's)
+install -D -m 0644 "${SBX_BASH_SO:-$top/sbx-bash-interactive.so}" \
+    "$dir/usr/local/lib/sbxsh/sbx-bash-interactive.so"
 install -m 0644 "$here/setup.sh" "$dir/tmp/setup.sh"
 # apt's maintainer scripts want /proc; unmounted whatever happens.
 mount -t proc proc "$dir/proc"

@@ -2,7 +2,7 @@
 # setup.sh PACKAGES: the runtime image's last step, run as root inside its root file system
 # by both recipes (Containerfile, rootfs.sh), so that they build the same thing: PACKAGES
 # installed, the sandbox user (uid 10001, as `sbx render-pool` runs pods), sbx-agent at
-# /usr/local/bin, and nothing a scanner would flag as leftovers (package lists and caches,
+# /usr/local/bin, sbx-bash-interactive.so at /usr/local/lib/sbxsh, and nothing a scanner would flag as leftovers (package lists and caches,
 # logs, temporary files).
 set -eu
 export DEBIAN_FRONTEND=noninteractive
@@ -17,6 +17,7 @@ grep -q '^sbx:' /etc/passwd || echo 'sbx:x:10001:10001:sbxsh sandbox:/home/sbx:/
 if [ -f /etc/shadow ] && ! grep -q '^sbx:' /etc/shadow; then echo 'sbx:!:19000::::::' >>/etc/shadow; fi
 install -d -o 10001 -g 10001 -m 0755 /home/sbx
 chmod 0755 /usr/local/bin/sbx-agent
+chmod 0644 /usr/local/lib/sbxsh/sbx-bash-interactive.so
 /usr/local/bin/sbx-agent --version >/dev/null
 apt-get clean
 rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/debconf/*-old /var/log/apt \

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The folders are layers (README.md, "Reading the code"): tests/layers.sh finds no
+# The folders are layers (HACKING.md, "The layers"): tests/layers.sh finds no
 # include pointing against them in this tree, and finds each kind of bad one planted
 # in a copy of it.
 . "$(dirname "$0")/../lib/tap.sh"

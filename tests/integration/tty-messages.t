@@ -12,10 +12,13 @@
 . "$(dirname "$0")/tmux.sh"
 
 tmux_usable || skip_all "$TMUX_WHY"
-if ! why=$(runtime_usable bwrap); then
+# SBX_IT_RUNTIMES=kube: tests/kube/tty-messages-kube.t, against the fake
+runtimes=${SBX_IT_RUNTIMES:-bwrap runsc}
+first_rt=${runtimes%% *}
+if ! why=$(runtime_usable "$first_rt"); then
     skip_all "$why"
 fi
-setup_session "msgs-$$" bwrap
+setup_session "msgs-$$" "$first_rt"
 cd "$CODE" || bail_out "no code dir"
 T=$SBX_TEST_TMP
 # invoked as `sbxsh`, through PATH, as a person would: bash names itself by argv[0]
@@ -46,6 +49,28 @@ like "$want" '^sbxsh: syntax error near unexpected token' "...which is bash -i's
 want=$(printf 'x )\n' | bash -c 'exec -a -sbxsh bash --norc -i' 2>&1 >/dev/null | grep 'syntax error')
 got=$(printf 'x )\n' | bash -c 'exec -a -sbxsh sbxsh -i' 2>&1 >/dev/null | grep 'syntax error')
 is "$got" "$want" "a login shell (-sbxsh) names itself -sbxsh, as bash -i as -bash does"
+# The sandbox's shell's own messages at `sbxsh -i`, and what follows an expansion error
+# there: bash -i's transcript (the lines it echoes, its messages, `$-`, the shell carrying
+# on after ${nope?oops}, `exit` said at an exit and at the end of input), prompts aside.
+norm() {
+    grep -v -e 'job control' -e 'terminal process group' |
+        sed -e 's/^sbxsh-[0-9.]*[#$] /> /' -e 's/^\[sbx:[^]]*\] [^#$]*[#$] /> /'
+}
+for in in $'cd nowhere\nnosuchcmd_21\nx21=kept\necho ${nope?oops}\necho "after=$x21 flags=$-"\nexit 3\n' \
+          $'f21() { cd /nowhere/21; }\nf21\necho ${nope?oops}; echo nr\n'; do
+    # (its status last)
+    want=$(printf '%s' "$in" | { bash -c 'exec -a sbxsh bash --norc -i' 2>&1; echo "status=$?"; } | norm)
+    # (wide: readline, which sbxsh reads with, wraps a long line at 80 columns off a terminal)
+    got=$(printf '%s' "$in" | { COLUMNS=1000 sbxsh -i 2>&1; echo "status=$?"; } | norm)
+    is "$got" "$want" "sbxsh -i at a pipe: bash -i's transcript and status for ${in//$'\n'/; }"
+done
+like "$want" $'\nsbxsh: cd: /nowhere/21: No such file or directory\n' "...which names the shell, no line (bash -i's)"
+# non-interactive, an expansion error still ends the shell, as it ends bash -c
+bash -c 'exec -a sbxsh bash -c "echo \${nope?oops}; echo no"' >/dev/null 2>&1
+want=$?
+sbxsh -c 'echo ${nope?oops}; echo no' >/dev/null 2>&1
+is "$?" "$want" "sbxsh -c: \${nope?oops} ends it as it ends bash -c (status $want)"
+is "$(sbxsh -c 'echo $-')" "$(bash -c 'echo $-')" "sbxsh -c: \$- is bash -c's (no i)"
 
 # ---- at a terminal ----------------------------------------------------------------------
 tmux_start 120 40
@@ -93,7 +118,8 @@ keyed() {
 }
 # the session's lines after the last line matching $1, "bash" in messages made "sbxsh"
 screen_after() { tmux_screen | sed -n "/$1/,\$p" | sed 's/^bash: /sbxsh: /'; }
-LINES_TYPED=('cd nowhere' 'nosuchcmd_21' 'x )')
+LINES_TYPED=('cd nowhere' 'nosuchcmd_21' 'x )' 'x21=kept' 'echo ${nope?oops}'
+             'echo "after=$x21 flags=$-"')
 
 tmux_clear
 tmux_type "PS1='ref\$ ' bash --norc --noprofile -i"; tmux_keys Enter
@@ -109,19 +135,40 @@ for _ in 1 2 3; do
     tmux_wait_last '^host\$ ?$' 10 >/dev/null && break
 done
 tmux_wait_last '^host\$ ?$' 10 || bail_out "no host prompt after bash -i"
+like "$(tmux_screen)" $'\nref\\$ exit\nexit\nhost\\$' "bash -i: exit says exit"
+# Ctrl-D at bash -i's prompt
+tmux_type "PS1='ref\$ ' bash --norc --noprofile -i"; tmux_keys Enter
+tmux_wait_last "$prompt_re" || bail_out "no bash -i prompt"
+tmux_keys C-d
+tmux_wait_last '^host\$ ?$' 10 || bail_out "bash -i did not end at Ctrl-D"
+like "$(tmux_screen)" $'\nref\\$ ?\nexit\nhost\\$ *$' "bash -i: Ctrl-D says exit (on the next line)"
 # what bash shows, so that the checks below test sbxsh against it
 like "$ref" $'\nsbxsh: syntax error near unexpected token `\\)\'\n' "bash -i: the syntax error line"
 like "$ref" $'sleep 100\n\\^C\n' "bash -i: ^C on the line after sleep 100"
 like "$ref" $'sleep 100\n\\^Z\n\\[1\\]\\+ +Stopped +sleep 100\n' "bash -i: ^Z, then the Stopped notice"
+like "$ref" $'\nsbxsh: nope: oops\n' "bash -i: \${nope?oops} says so"
+like "$ref" $'\nafter=kept flags=[a-zA-Z]*i' "bash -i: ...and carries on; \$- has i"
 
-for rt in bwrap runsc; do
+# A Debian-style ~/.bashrc (the user's, which reaches the sandbox's HOME): it returns at
+# once unless $- has i, as in an interactive bash
+printf '%s\n' 'case $- in *i*) ;; *) return;; esac' "alias ll21='echo alias-from-bashrc'" \
+    >"$HOME/.bashrc"
+
+# how the terminal's shell starts sbxsh on RUNTIME
+sbxsh_on() {
+    case $1 in
+    kube) echo "AGENT_SANDBOX_BACKEND=kube AGENT_SANDBOX_SESSION=msgs-$1-$$ sbxsh" ;;
+    *) echo "AGENT_SANDBOX_LOCAL_RUNTIME=$1 AGENT_SANDBOX_SESSION=msgs-$1-$$ sbxsh" ;;
+    esac
+}
+for rt in $runtimes; do
     if ! why=$(runtime_usable "$rt"); then
-        for _ in 1 2 3 4 5 6 7 8; do skip "$rt: $why"; done
+        for _ in $(seq 12); do skip "$rt: $why"; done
         continue
     fi
     tmux_run clear
     tmux_cmd clear-history
-    tmux_type "AGENT_SANDBOX_LOCAL_RUNTIME=$rt AGENT_SANDBOX_SESSION=msgs-$rt-$$ sbxsh"
+    tmux_type "$(sbxsh_on "$rt")"
     tmux_keys Enter
     prompt_re='^\[sbx:msgs-'"$rt"'-[0-9]+\] .*[#$] ?$'
     tmux_wait_last "$prompt_re" 120 || bail_out "$rt: no sbxsh prompt"
@@ -136,15 +183,30 @@ for rt in bwrap runsc; do
     like "$got" $'sleep 100\n\\^Z\n\\[1\\]\\+ +Stopped +sleep 100\n' "$rt: Ctrl-Z shows ^Z, then the Stopped notice"
     unlike "$got" '\^C\^C|\^Z\^Z' "$rt: ...each once"
     line=$(grep -x 'sbxsh: cd: nowhere: .*' <<<"$ref")
-    # TODO: the sandbox's shell is bash -s, not interactive: its messages carry "line N:"
-    # and $0 (cli/README.md, "Messages"); these pass once it is
-    tap_todo "sandbox shell not interactive (cli/README.md: Messages)" \
-        ok "$rt: cd nowhere reads as bash -i's ($line)" grep -qxF -- "$line" <<<"$got"
+    ok "$rt: cd nowhere reads as bash -i's ($line)" grep -qxF -- "$line" <<<"$got"
     line=$(grep -x 'sbxsh: nosuchcmd_21: .*' <<<"$ref")
-    tap_todo "sandbox shell not interactive (cli/README.md: Messages)" \
-        ok "$rt: an unknown command reads as bash -i's ($line)" grep -qxF -- "$line" <<<"$got"
-    tmux_type exit; tmux_keys Enter
+    ok "$rt: an unknown command reads as bash -i's ($line)" grep -qxF -- "$line" <<<"$got"
+    ok "$rt: \${nope?oops} reads as bash -i's" grep -qxF -- 'sbxsh: nope: oops' <<<"$got"
+    line=$(grep -x 'after=kept flags=.*' <<<"$ref")
+    ok "$rt: ...and the shell carries on, its variables kept, \$- bash -i's ($line)" \
+        grep -qxF -- "$line" <<<"$got"
+    tmux_type 'll21'; tmux_keys Enter
+    ok "$rt: an alias from a guarded ~/.bashrc works at the prompt" \
+        tmux_wait $'[#$] ll21\nalias-from-bashrc\n'
+    tmux_wait_last "$prompt_re"
+    # (a second exit if the shell had not yet reaped the killed job, as for bash -i above)
+    for _ in 1 2 3; do
+        tmux_type exit; tmux_keys Enter
+        tmux_wait_last '^host\$ ?$' 10 >/dev/null && break
+    done
     tmux_wait_last '^host\$ ?$' 60 || bail_out "$rt: sbxsh did not exit"
+    like "$(tmux_screen)" $'[#$] exit\nexit\nhost\\$' "$rt: exit says exit, as bash -i's"
+    tmux_type "$(sbxsh_on "$rt")"
+    tmux_keys Enter
+    tmux_wait_last "$prompt_re" 120 || bail_out "$rt: no sbxsh prompt"
+    tmux_keys C-d
+    tmux_wait_last '^host\$ ?$' 60 || bail_out "$rt: sbxsh did not end at Ctrl-D"
+    like "$(tmux_screen)" $'[#$] ?\nexit\nhost\\$ *$' "$rt: Ctrl-D says exit, as bash -i's"
     "$SBX" release --session "msgs-$rt-$$" >/dev/null 2>&1
 done
 [ "$tap_failed" = 0 ] || diag "the screen at the end:" "$(tmux_screen)"

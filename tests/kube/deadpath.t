@@ -4,7 +4,9 @@
 # streams. Mid-command, the holder's stream finds it by its WebSocket pings (nothing back for
 # 20 s), drops it and resumes on a new exec: the command ends with all its output. And a
 # SIGTERM (a harness's timeout) ends sbxsh within seconds while nothing answers, saying the
-# sandbox may still be running the command; the session serves again after.
+# sandbox may still be running the command; the session serves again after. A SIGINT too
+# (unanswered by the agent within seconds while no byte comes), while a command that ignores
+# SIGINT on a live way is waited for, as bash waits.
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib/tap.sh"
 . "$HERE/lib.sh"
@@ -66,6 +68,53 @@ like "$(cat "$errf")" "^sbxsh: no answer from the sandbox 3 s after Terminated .
 
 fake_fault clear || bail_out "the fake refused a fault"
 is "$(timeout 120 "$SBXSH" -c 'echo again' 2>&1)" again "the way back: the next command runs"
+
+# frozen_after N: until the fake has frozen more than N exec streams (bounded: 30 s)
+frozen() { fake_state | python3 -c 'import json,sys; print(json.load(sys.stdin)["counters"].get("frozenExecs", 0))'; }
+frozen_after() {
+    for _ in $(seq 300); do
+        [ "$(frozen)" -gt "$1" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# 2b. SIGINT (a Ctrl-C, a harness's interrupt) in a black hole: the agent never answers it,
+# nor does any output come; sbxsh ends within seconds as for SIGTERM, not after the
+# stream's 20 s silence rule and its reconnects (about 50 s).
+out=$SBX_TEST_TMP/o2b errf=$SBX_TEST_TMP/e2b
+"$SBXSH" -c 'echo ready; sleep 120' >"$out" 2>"$errf" &
+pid=$!
+wait_for "$out" ready || diag "no 'ready' from the command"
+n=$(frozen)
+fake_fault "freeze-exec" || bail_out "the fake refused a fault"
+frozen_after "$n" || diag "the fake did not freeze the stream within 30 s"
+t0=$(date +%s)
+kill -INT "$pid"
+ended=no
+for _ in $(seq 300); do   # 30 s: far more than the 3 s sbxsh waits for an answer
+    kill -0 "$pid" 2>/dev/null || { ended=yes; break; }
+    sleep 0.1
+done
+is "$ended" yes "SIGINT while nothing answers: sbxsh ends within seconds"
+[ "$ended" = yes ] || kill -9 "$pid" 2>/dev/null
+wait "$pid"
+is "$?:$(( $(date +%s) - t0 < 15 ))" "130:1" "...dying of the SIGINT (130), in less than 15 s"
+like "$(cat "$errf")" "^sbxsh: no answer from the sandbox 3 s after Interrupt .*may still be running.*sbx release" \
+     "...saying the sandbox may still be running the command, as for SIGTERM"
+fake_fault clear || bail_out "the fake refused a fault"
+is "$(timeout 120 "$SBXSH" -c 'echo again' 2>&1)" again "the way back: the next command runs"
+
+# 2c. With the way alive, a command that ignores SIGINT quietly is waited for, as bash
+# waits for it: the agent's answer to the signal says the way works.
+"$SBXSH" -c 'trap "" INT; echo ready; sleep 6; echo done' >"$out" 2>"$errf" &
+pid=$!
+wait_for "$out" ready || diag "no 'ready' from the command"
+kill -INT "$pid"
+wait "$pid"
+is "$?:$(cat "$out")" "0:ready
+done" "SIGINT to a command that ignores it, the way alive: waited for to its end (0), as bash"
+is "$(cat "$errf")" "" "...with no word of a lost way"
 
 # 3. With the way alive, SIGTERM is answered at once by the command's end (no message).
 "$SBXSH" -c 'echo ready; sleep 120' >"$out" 2>"$errf" &

@@ -10,6 +10,12 @@
 # fake_fault SPEC: injects a fault at run time (POST /fake/fault); fails if it was refused.
 # fake_state: GET /fake/state (JSON: pods with their host pids and directories, faults).
 # fake_stop: SIGTERM, then waits (bounded) for the fake to exit; returns its exit status.
+# fake_h2_front: puts an HTTP/2 front before the fake, as kube-apiserver offers h2 by ALPN
+#   (Go's net/http does): nghttpx (nghttp2's proxy), TLS with the fake's own certificate,
+#   ALPN h2 and http/1.1, HTTP/1.1 to the fake (upgrades, so exec, pass through); sets
+#   FAKE_H2_URL, FAKE_H2_KUBECONFIG (the fake's, pointed at it) and FAKE_H2_LOG (one line a
+#   request: "ALPN METHOD PATH STATUS USER-AGENT"); stopped with the fake. Returns 1 when
+#   nghttpx is missing (the caller skips) or does not answer within 30 s.
 
 FAKE_BIN=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/fake-apiserver
 
@@ -76,8 +82,35 @@ fake_stop() {
     return $rc
 }
 
+fake_h2_front() {
+    command -v nghttpx >/dev/null || return 1
+    local port fport=${FAKE_URL##*:}
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    FAKE_H2_LOG=$SBX_TEST_TMP/h2.log
+    FAKE_H2_URL=https://127.0.0.1:$port
+    FAKE_H2_KUBECONFIG=$SBX_TEST_TMP/h2.kubeconfig
+    # long read timeouts: watches and exec streams are quiet for minutes
+    nghttpx --conf=/dev/null --frontend="127.0.0.1,$port" --backend="127.0.0.1,$fport;;tls" \
+        --insecure --no-via --no-ocsp --workers=1 --accesslog-file="$FAKE_H2_LOG" \
+        --accesslog-format='$alpn $method $path $status "$http_user_agent"' \
+        --errorlog-file="$SBX_TEST_TMP/h2.err" --frontend-read-timeout=1h \
+        --frontend-http2-read-timeout=1h --backend-read-timeout=1h --stream-read-timeout=0 \
+        --backend-keep-alive-timeout=1h --frontend-keep-alive-timeout=1h \
+        "$FAKE_STATE/pki/server.key" "$FAKE_STATE/pki/server.crt" </dev/null >/dev/null 2>&1 &
+    FAKE_H2_PID=$!
+    sed "s#server: https://127.0.0.1:$fport\$#server: $FAKE_H2_URL#" "$FAKE_KUBECONFIG" >"$FAKE_H2_KUBECONFIG"
+    for _ in $(seq 300); do
+        curl -s -o /dev/null --max-time 5 --cacert "$FAKE_CA" "$FAKE_H2_URL/version" && return 0
+        kill -0 "$FAKE_H2_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    diag "nghttpx did not answer within 30 s: $(tail -5 "$SBX_TEST_TMP/h2.err" 2>/dev/null)"
+    return 1
+}
+
 # At exit, whatever happened: the fake (and with it, every pod) goes.
 fake_kill() {
+    [ -z "${FAKE_H2_PID:-}" ] || { kill -TERM "$FAKE_H2_PID" 2>/dev/null; FAKE_H2_PID=; }
     [ -n "${FAKE_PID:-}" ] || return 0
     kill -TERM "$FAKE_PID" 2>/dev/null
     for _ in $(seq 100); do kill -0 "$FAKE_PID" 2>/dev/null || return 0; sleep 0.1; done

@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -315,6 +316,26 @@ static void test_credentials(void)
            "client certificate: accepted");
     is_str(json_str_at(r.json, "user", NULL), "cert:sbx-user",
            "client certificate: the stub saw its CN");
+    kube_client_free(c);
+    kube_target_free(&t);
+
+    /* the oidc auth-provider's id-token: sent while valid; once within 10 s of its exp
+     * (as client-go's expiryDelta), refused here with what to do, nothing sent */
+    put("tokens", "tok-oidc\n");
+    target(&t, "tok-oidc");
+    t.token_expires = (int64_t)time(NULL) + 3600;
+    c = client_for(&t);
+    is_int(kube_request(c, "GET", WHOAMI, NULL, NULL, &r, &err), 0, "oidc id-token: sent");
+    is_str(json_str_at(r.json, "user", NULL), "token:tok-oidc", "oidc id-token: as the bearer");
+    kube_client_free(c);
+    kube_target_free(&t);
+    target(&t, "tok-oidc");
+    t.token_expires = (int64_t)time(NULL) + 5;
+    c = client_for(&t);
+    is_int(kube_request(c, "GET", WHOAMI, NULL, NULL, &r, &err), -1,
+           "oidc id-token expiring within 10 s: the request is not made");
+    ok(strstr(err.msg, "oidc id-token of test-kubeconfig, context stub has expired") &&
+       strstr(err.msg, "kubectl"), "...saying so, and that kubectl refreshes it: %s", err.msg);
     kube_client_free(c);
     kube_target_free(&t);
 

@@ -487,6 +487,74 @@ static void test_errors(void)
     free(s);
 }
 
+/* The oidc auth-provider (kubectl 1.32 still has it: client-go's plugin/pkg/client/auth/
+ * oidc): its id-token is the bearer token while its exp is more than 10 s away; sbxsh does
+ * not refresh it, and says what to do instead. */
+#define JWT_HDR "eyJhbGciOiJSUzI1NiJ9"
+/* {"iss":"https://idp.example/??>>","exp":4102444800}: base64url with '_', no padding */
+#define JWT_LIVE JWT_HDR ".eyJpc3MiOiJodHRwczovL2lkcC5leGFtcGxlLz8_Pj4iLCJleHAiOjQxMDI0NDQ4MDB9.c2ln"
+/* {"sub":"a","exp":1000000000}: 2001 */
+#define JWT_DEAD JWT_HDR ".eyJzdWIiOiJhIiwiZXhwIjoxMDAwMDAwMDAwfQ.c2ln"
+static void test_oidc(void)
+{
+    const char *head = "clusters: [{name: c, cluster: {server: 'https://e:1'}}]\n"
+                       "contexts: [{name: e, context: {cluster: c, user: u}}]\n"
+                       "current-context: e\n"
+                       "users:\n- name: u\n  user:\n    auth-provider:\n      name: oidc\n"
+                       "      config:\n";
+    kube_target t;
+    sbx_err err;
+    char *s = xasprintf("%s        idp-issuer-url: https://idp.example\n"
+                        "        client-id: kubernetes\n        refresh-token: r1\n"
+                        "        id-token: " JWT_LIVE "\n", head);
+    put("oidc/live", s);
+    free(s);
+    char *path = at("oidc/live");
+    int r = load((kube_load_opts){ .explicit_path = path }, &t, &err);
+    ok(r == 0 && t.token && !strcmp(t.token, JWT_LIVE) && t.token_expires == 4102444800LL,
+       "oidc: a live id-token is the bearer token, its exp kept (%s)", r ? err.msg : "loaded");
+    if (r == 0) {
+        kube_target c;
+        kube_target_copy(&c, &t);
+        ok(c.token_expires == 4102444800LL, "oidc: the copy keeps the expiry");
+        kube_target_free(&c);
+        kube_target_free(&t);
+    }
+    free(path);
+
+    s = xasprintf("%s        idp-issuer-url: https://idp.example\n"
+                  "        client-id: kubernetes\n        refresh-token: r1\n"
+                  "        id-token: " JWT_DEAD "\n", head);
+    bad("oidc/dead", s, "users[0].user.auth-provider.config.id-token: expired at "
+        "2001-09-09T01:46:40Z", "run any kubectl command", "oidc: an expired id-token: when, "
+        "and that kubectl refreshes it");
+    free(s);
+    s = xasprintf("%s        idp-issuer-url: https://idp.example\n"
+                  "        client-id: kubernetes\n        refresh-token: r1\n", head);
+    bad("oidc/none", s, "config.id-token: missing", "kubelogin",
+        "oidc: no id-token (only a refresh-token): what to do");
+    free(s);
+    s = xasprintf("%s        idp-issuer-url: https://idp.example\n"
+                  "        id-token: " JWT_LIVE "\n", head);
+    bad("oidc/noclient", s, "config.client-id: missing", NULL,
+        "oidc: client-id is required, as client-go's newOIDCAuthProvider says");
+    free(s);
+    s = xasprintf("%s        client-id: kubernetes\n        id-token: " JWT_LIVE "\n", head);
+    bad("oidc/noissuer", s, "config.idp-issuer-url: missing", NULL,
+        "oidc: idp-issuer-url is required");
+    free(s);
+    s = xasprintf("%s        idp-issuer-url: https://idp.example\n"
+                  "        client-id: kubernetes\n        id-token: opaque-token\n", head);
+    bad("oidc/notjwt", s, "config.id-token: not a JWT", NULL, "oidc: an id-token that is not a JWT");
+    free(s);
+    s = xasprintf("%s        idp-issuer-url: https://idp.example\n"
+                  "        client-id: kubernetes\n        id-token: " JWT_LIVE "\n"
+                  "    token: t2\n", head);
+    bad("oidc/both", s, "users[0].user: both an auth-provider and another credential", NULL,
+        "oidc beside a token: refused (which would be sent is not clear)");
+    free(s);
+}
+
 int main(void)
 {
     const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
@@ -503,6 +571,7 @@ int main(void)
     test_incluster();
     test_exec();
     test_errors();
+    test_oidc();
     char *cmd = xasprintf("rm -rf '%s'", tmp);
     if (system(cmd))
         diag("could not remove %s", tmp);

@@ -13,7 +13,7 @@ out=$("$SBX_AGENT" --help)
 is "$?" 0 "--help exits 0"
 like "$out" "--listen SOCKET" "--help documents --listen"
 like "$out" "--root-prefix DIR" "and --root-prefix"
-like "$("$SBX_AGENT" --version)" "^sbx-agent .*\(protocol 5\)$" "--version names the protocol"
+like "$("$SBX_AGENT" --version)" "^sbx-agent .*\(protocol 6\)$" "--version names the protocol"
 err=$("$SBX_AGENT" --bogus 2>&1)
 is "$?" 2 "an unknown option exits 2"
 like "$err" "unknown option.*--bogus" "naming it"
