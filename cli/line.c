@@ -40,34 +40,77 @@
  * pwd builtin says (bash's own record of it, not $PWD, which the user may
  * unset or assign), followed by its newline; empty when it cannot say (a
  * deleted directory). Both are called as
- * `{ DEF; f ... && { DEF; f 0 "$_"; }; } 2>/dev/null`: set -x does not
- * trace them, $? and $_ come out as they went in, and a non-zero status
+ * `{ DEF; f ... && f 0 "$_"; } 2>/dev/null` (DEF read, not parsed: REPORT_CALL_FMT):
+ * set -x does not trace them, $? and $_ come out as they went in, and a non-zero status
  * does not trip set -e (a failure before && never does).
  */
 #define SETRC_DEF "__sbx_setrc() { builtin unset -f __sbx_setrc; return \"$1\"; }; "
 /* ... which also turns set -v back on (verbose: the reports turn it off) */
 #define VSETRC_DEF                                                                              \
     "__sbx_setrc() { builtin unset -f __sbx_setrc; builtin set -v; return \"$1\"; }; "
-/* ... `post` writes more fields after those (interactive mode: JOBS_POST, PROMPT_POST) */
-#define REPORT_DEF_T(post)                                                                      \
-    "__sbx_report() { builtin unset -f __sbx_report; "                                          \
-    "builtin printf '%s\\0' \"$1\" \"$2\" \"$-\" \"$SHELLOPTS\" >&199; builtin pwd >&199; "         \
+/* ... `post` writes more fields after those (interactive mode: JOBS_POST, PROMPT_POST). The
+ * body's output is fd 199, redirected once for all (not each builtin's: bash saves and
+ * restores fd 1 for every redirected command, four system calls each), and the fields after
+ * the cwd go in one printf (one write). */
+#define REPORT_DEF_FT(first, post)                                                              \
+    "__sbx_report() { builtin unset -f __sbx_report; " first                                    \
+    "builtin printf '%s\\0' \"$1\" \"$2\" \"$-\" \"$SHELLOPTS\"; builtin pwd; "                     \
     "case $- in *v*) builtin set +v;; esac; "                                                   \
-    "builtin printf '\\0%s\\0' \"$PS4\" >&199; builtin printf '%s ' \"$__sbx_p\" >&199; "           \
-    "builtin printf '\\0' >&199; builtin printf '%s\\0' \"${__sbx_t-}\" >&199; "                    \
-    post "builtin unset -v __sbx_s __sbx_p __sbx_a __sbx_t; return \"$2\"; }; "
-/* A report of KIND. $?, PIPESTATUS and $_ are saved first, by one
- * assignment (a definition sets $? to 0, an assignment sets $_ to ""), and
- * come back through the call's arguments. PIPESTATUS is kept as one string (its statuses
- * joined by spaces, whatever IFS is), not as an array: a compound assignment makes bash
- * read a "line" of input, and a non-interactive bash tells, as it reads one, of the jobs a
- * signal ended, on its stderr, which here is /dev/null (JOBS_POST). */
-#define REPORT_TP(kind, pre, post)                                                              \
-    "{ __sbx_s=$? __sbx_p=\"${PIPESTATUS[@]}\" __sbx_a=$_; " pre REPORT_DEF_T(post)               \
-    "__sbx_report " kind " \"$__sbx_s\" \"$__sbx_a\" && { " SETRC_DEF "__sbx_setrc 0 \"$_\"; }; "    \
-    "} 2>/dev/null"
-#define REPORT_T(kind, pre) REPORT_TP(kind, pre, "")
-#define REPORT(kind) REPORT_T(kind, "")
+    "builtin printf '\\0%s\\0%s \\0%s\\0' \"$PS4\" \"$__sbx_p\" \"${__sbx_t-}\"; "                 \
+    post "case $2 in 0) " SETRC_DEF ";; esac; "                                              \
+    "builtin unset -v __sbx_s __sbx_p __sbx_a __sbx_t __sbx_d; return \"$2\"; } >&199; "
+#define REPORT_DEF_T(post) REPORT_DEF_FT("", post)
+
+/*
+ * A report of KIND, read rather than parsed. $?, PIPESTATUS and $_ are saved first, by one
+ * assignment (a definition sets $? to 0, an assignment sets $_ to ""), and come back
+ * through the call's arguments: `__sbx_report KIND "$?" "$_" && __sbx_setrc 0 "$_"`, where
+ * __sbx_setrc is defined (by the report's function) only when the status is 0, the one case
+ * in which the report's `return "$2"` lets the && run it. PIPESTATUS is kept as one string
+ * (its statuses joined by spaces, whatever IFS is), not as an array: a compound assignment
+ * makes bash read a "line" of input, and a non-interactive bash tells, as it reads one, of
+ * the jobs a signal ended, on its stderr, which here is /dev/null (JOBS_POST).
+ *
+ * Why read: bash reads a script from a pipe one byte per read(2) (it must leave the rest
+ * for the commands it runs), and the definitions are a kilobyte or two per chunk. Under
+ * gVisor each system call is a trip to its kernel, and parsing them cost more than most
+ * commands (1,900 bytes: 20 ms at load 18, against 1.5 ms for `read -N` and eval of the
+ * same). So the line holds only what must run in the shell itself (saving $?, PIPESTATUS
+ * and $_, the call, setting $? and $_ back), and the definitions follow as a line of their
+ * own, which `read -N` takes whole (bash reads -N's count at once from a pipe) and eval
+ * defines: when the line runs, bash has parsed it and its here-documents and read nothing
+ * beyond, so the stream is exactly at that line. It starts with `#`: when an error abandons
+ * the rest of the reporting line (the "done" report is skipped, see build_chunk), bash
+ * parses it next, as a comment, which changes nothing ($?, $_ and PIPESTATUS stay the
+ * user's for "next"). The read and eval run in the report's 2>/dev/null (set -x and set -v
+ * show nothing), before an && (a failure trips neither set -e nor an ERR trap), except the
+ * eval's own messages: eval, like every parse of a new line, is where a non-interactive
+ * bash tells of the jobs a signal ended (`kill %1`: "[1]+ Terminated"), and marks them
+ * told, so that JOBS_POST's `jobs -n` no longer lists them. Parsed at the top level, as
+ * the definitions were, that notice reached the shell's stderr; so the eval's stderr is
+ * the shell's (fd 195 for the report's span), unless set -v is on, which would echo the
+ * definitions there. What it runs is one definition, no command set -x would trace there
+ * (a `case` is traced); TYPEAHEAD runs inside the report's function for that reason. The
+ * definitions are ASCII, so -N's count of characters is their count of bytes in any
+ * locale. REPORT_FORK's subshell (a DEBUG trap may be set) keeps its text inline: read and
+ * eval would be simple commands the trap sees.
+ */
+#define REPORT_CALL_FMT                                                                         \
+    "{ __sbx_s=$? __sbx_p=\"${PIPESTATUS[@]}\" __sbx_a=$_; "                                      \
+    "IFS= builtin read -r -N %zu __sbx_d && case $- in *v*) builtin eval \"${__sbx_d#?}\";; "      \
+    "*) builtin eval \"${__sbx_d#?}\" 2>&195;; esac; "                                            \
+    "__sbx_report %s \"$__sbx_s\" \"$__sbx_a\" && __sbx_setrc 0 \"$_\"; } 195>&2 2>/dev/null"
+
+/* Appends a report of kind to line (REPORT_CALL_FMT), and its definitions (REPORT_DEF_FT) to
+ * defs, for the caller to write right after the line ends (after its here-document bodies). */
+static void add_report(strbuf *line, strbuf *defs, const char *kind, const char *def)
+{
+    size_t len = strlen(def) + 2;   /* the '#' and the newline */
+    strbuf_addf(line, REPORT_CALL_FMT, len, kind);
+    strbuf_addch(defs, '#');
+    strbuf_addstr(defs, def);
+    strbuf_addch(defs, '\n');
+}
 
 /*
  * Keys typed on a pty while a chunk ran that no program read (the next command typed
@@ -101,14 +144,15 @@
  * set -m (set +m) nothing is told, as in bash. Then the running and the stopped jobs'
  * pids, one a line: \j is their number, and a lone `exit` checks the stopped ones
  * (line_exec_exit_refused). Builtins only: no fork. This comes before PROMPT_POST, whose
- * command substitution makes bash wait for a child, after which a non-interactive bash
- * tells (to the report's /dev/null) of the jobs a signal ended.
+ * command substitution (a PS1's own, or under set -e) makes bash wait for a child, after
+ * which a non-interactive bash tells (to the report's /dev/null) of the jobs a signal ended.
+ * Written to the report's function's fd 1, which is fd 199 (REPORT_DEF_FT).
  */
 #define JOBS_POST                                                                               \
-    "case $- in *m*) builtin jobs -n -r >/dev/null; builtin jobs -n -s >&199; "                 \
-    "builtin printf '\\0' >&199; builtin jobs -n >&199;; *) builtin printf '\\0' >&199;; esac; "   \
-    "builtin printf '\\0' >&199; builtin jobs -p -r >&199; builtin printf '\\0' >&199; "          \
-    "builtin jobs -p -s >&199; builtin printf '\\0' >&199; "
+    "case $- in *m*) builtin jobs -n -r >/dev/null; builtin jobs -n -s; "                       \
+    "builtin printf '\\0'; builtin jobs -n;; *) builtin printf '\\0';; esac; "                    \
+    "builtin printf '\\0'; builtin jobs -p -r; builtin printf '\\0'; "                            \
+    "builtin jobs -p -s; builtin printf '\\0'; "
 #define JOB_FIELDS 4
 /* A subshell (REPORT_FORK) sees no jobs of the shell: the same fields, empty. */
 #define JOBS_POST_EMPTY "builtin printf '\\0\\0\\0\\0' >&199; "
@@ -118,10 +162,10 @@
  * and JOBS_POST's fields (PROMPT_VAR_FIELDS more): PS1 and PS2 (each with an "s" before it
  * when set), and PS1 expanded as bash
  * would, only when it needs the shell (prompt_needs_shell: a $ or `), with $? as the
- * command left it. That expansion runs in a command substitution: an error in it (`set
- * -u`, a bad substitution) must not abandon the report. The `x` keeps the prompt's
- * trailing newlines. (After PROMPT_COMMAND, $? is as the command before it left it:
- * prompt_status.) Then PROMPT_COMMAND, each element (bash 5.1's array) followed by a \001
+ * command left it (PROMPT_EXPAND_HERE below; in REPORT_FORK's subshell, PROMPT_EXPAND runs
+ * it in a command substitution, where an error in it (`set -u`, a bad substitution) cannot
+ * abandon the report, and the `x` keeps the prompt's trailing newlines). (After
+ * PROMPT_COMMAND, $? is as the command before it left it: prompt_status.) Then PROMPT_COMMAND, each element (bash 5.1's array) followed by a \001
  * (which no command line that reaches the host has: control bytes send a line to the
  * sandbox). PROMPT_POST writes them from inside the report's function; PROMPT_PRE keeps
  * them in an array for REPORT_FORK's subshell.
@@ -131,10 +175,35 @@
     "__sbx_e=; case ${PS1-} in *[\\$\\`]*) __sbx_e=$(builtin set +u; "                             \
     "__sbx_r() { return \"$1\"; }; __sbx_r \"$__sbx_s\"; builtin printf '%sx' \"${PS1@P}\"); "        \
     "__sbx_e=${__sbx_e%x};; esac; "
+/*
+ * PROMPT_POST's expansion, in the report's function itself: no subshell, so no process per
+ * prompt in the sandbox (one costs 8-19 ms under gVisor; a PS1 of its own `$(...)` still
+ * runs its command, as bash's would). An error in bash's ${PS1@P} does not abandon the
+ * report: `${x:?}`, a bad substitution or 1/0 leave the prompt as it was written (its
+ * message goes to the report's /dev/null), as interactive bash shows such a prompt; set -u
+ * is off meanwhile (as the subshell had it) and back on after. Except under set -e, where
+ * such an error ends a non-interactive bash (5.2, even inside an && list): then the
+ * expansion runs in a command substitution, as before, a process per prompt. The function
+ * runs before an &&, so the helper that gives the expansion the command's $? trips neither
+ * set -e nor an ERR trap; it unsets itself, as the others do. An
+ * expansion such as ${n:=1} or $((n++)) now stays in the shell, as at bash's prompt. Only a
+ * PS1 with a `$` or a backquote that no backslash escapes needs it, as prompt_needs_shell
+ * says on the host (${PS1//\\?/} drops each backslash and what it escapes): `\$` alone,
+ * the end of most prompts, does not.
+ */
+#define PROMPT_EXPAND_HERE                                                                      \
+    "__sbx_c=; builtin printf -v __sbx_c '%s\\001' ${PROMPT_COMMAND[@]+\"${PROMPT_COMMAND[@]}\"}; " \
+    "__sbx_e=; __sbx_u=; case $- in *u*) __sbx_u=u; builtin set +u;; esac; "                    \
+    "case ${PS1//\\\\?/} in *[\\$\\`]*) case $- in "                                              \
+    "*e*) __sbx_e=$(__sbx_r() { return \"$1\"; }; __sbx_r \"$__sbx_s\"; "                          \
+    "builtin printf '%sx' \"${PS1@P}\"); __sbx_e=${__sbx_e%x};; "                                  \
+    "*) __sbx_r() { builtin unset -f __sbx_r; return \"$1\"; }; __sbx_r \"$__sbx_s\"; "            \
+    "__sbx_e=${PS1@P};; esac;; esac; case $__sbx_u in u) builtin set -u;; esac; "
 #define PROMPT_VARS                                                                             \
     "\"${PS1+s}${PS1-}\" \"${PS2+s}${PS2-}\" \"$__sbx_e\" \"$__sbx_c\""
 #define PROMPT_POST                                                                             \
-    PROMPT_EXPAND "builtin printf '%s\\0' " PROMPT_VARS " >&199; builtin unset -v __sbx_e __sbx_c; "
+    PROMPT_EXPAND_HERE "builtin printf '%s\\0' " PROMPT_VARS "; "                                \
+    "builtin unset -v __sbx_e __sbx_c __sbx_u; "
 #define PROMPT_PRE                                                                              \
     PROMPT_EXPAND "__sbx_v=(" PROMPT_VARS "); builtin unset -v __sbx_e __sbx_c; "
 #define PROMPT_VAR_FIELDS 4
@@ -1475,7 +1544,7 @@ static bool needs_fork_reports(const char *text, size_t len)
 static int shell_run_chunk(line_exec *x, const char *chunk, unsigned first, unsigned last,
                            sbx_err *err)
 {
-    strbuf w = STRBUF_INIT;
+    strbuf w = STRBUF_INIT, defs = STRBUF_INIT;
     int rc;
 
     push_view(x);
@@ -1504,15 +1573,16 @@ static int shell_run_chunk(line_exec *x, const char *chunk, unsigned first, unsi
                     x->prompt_status);
     /* "next", on a line of its own, sets the line counter back: the next
      * text would otherwise find this line counted. */
-    if (x->o.tty && x->o.interactive)
-        strbuf_addstr(&w, x->fork_reports
+    if (x->fork_reports)
+        strbuf_addstr(&w, x->o.interactive
                               ? REPORT_FORK_TP("next", "", PROMPT_PRE, JOBS_POST_EMPTY)
-                              : REPORT_TP("next", TYPEAHEAD, JOBS_POST PROMPT_POST));
+                              : REPORT_FORK("next"));
+    else if (x->o.tty && x->o.interactive)
+        add_report(&w, &defs, "next", REPORT_DEF_FT(TYPEAHEAD, JOBS_POST PROMPT_POST));
     else if (x->o.interactive)
-        strbuf_addstr(&w, x->fork_reports ? REPORT_FORK_TP("next", "", PROMPT_PRE, JOBS_POST_EMPTY)
-                                          : REPORT_TP("next", "", JOBS_POST PROMPT_POST));
+        add_report(&w, &defs, "next", REPORT_DEF_T(JOBS_POST PROMPT_POST));
     else
-        strbuf_addstr(&w, x->fork_reports ? REPORT_FORK("next") : REPORT("next"));
+        add_report(&w, &defs, "next", REPORT_DEF_T(""));
     if (x->o.interactive)
         strbuf_addstr(&w, MARK_OFF);
     if (first && last) {
@@ -1520,6 +1590,9 @@ static int shell_run_chunk(line_exec *x, const char *chunk, unsigned first, unsi
         x->shell_line = last - 1;
     }
     strbuf_addch(&w, '\n');
+    /* its definitions, read (not parsed) by the line before */
+    strbuf_add(&w, defs.buf, defs.len);
+    strbuf_release(&defs);
     /* the terminal is the chunk's while it runs (raw, its size followed) */
     rc = x->o.tty ? sbx_session_tty_resume(x->sess, err) : 0;
     if (rc == 0)
@@ -2053,7 +2126,7 @@ static void build_chunk(line_exec *x, const sh_parse *p, const route_part *parts
                         size_t i, size_t j, strbuf *out)
 {
     sh_span span = { parts[i].span.start, parts[j - 1].span.end };
-    strbuf text = STRBUF_INIT;
+    strbuf text = STRBUF_INIT, defs = STRBUF_INIT;
     size_t span_len = sh_span_len(span);
 
     if (!x->fork_reports && needs_fork_reports(p->src + span.start, span_len))
@@ -2075,13 +2148,19 @@ static void build_chunk(line_exec *x, const sh_parse *p, const route_part *parts
     strbuf_addstr(out, x->stdin_null ? " 0</dev/null"
                        : x->o.stdin_is_script && !x->o.tty ? " 0<&197" : " 0<&198");
     strbuf_addstr(out, x->o.interactive ? MARK_ON "; " : "; ");
-    strbuf_addstr(out, x->fork_reports ? REPORT_FORK("done") : REPORT("done"));
+    if (x->fork_reports)
+        strbuf_addstr(out, REPORT_FORK("done"));
+    else
+        add_report(out, &defs, "done", REPORT_DEF_T(""));
     if (x->o.interactive)
         strbuf_addstr(out, MARK_OFF);
     if (text.len > span_len)
         strbuf_add(out, text.buf + span_len, text.len - span_len);
     else
         strbuf_addch(out, '\n');
+    /* the report's definitions, after the here-document bodies bash reads with the line */
+    strbuf_add(out, defs.buf, defs.len);
+    strbuf_release(&defs);
     strbuf_release(&text);
 }
 
