@@ -1,6 +1,7 @@
 /*
- * Small file-system and process helpers the local backend and the holder
- * share (kept in local/ rather than common/ since only local/ needs them).
+ * Small file-system and process helpers, by path, for the host's own files (a session's
+ * state and runtime directories, its logs, programs on PATH): the local backend, sbx-kube,
+ * sbx and sbx-egress use them.
  */
 #ifndef SBX_COMMON_FSUTIL_H
 #define SBX_COMMON_FSUTIL_H
