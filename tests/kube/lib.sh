@@ -5,8 +5,8 @@
 #   is built), else why not.
 # kube_fake_start ARGS...: the fake API server (tests/kube/fake.sh's fake_start with ARGS,
 #   e.g. --pool p=2) and AGENT_SANDBOX_KUBECONFIG pointing at it.
-# kube_env [SESSION]: an isolated HOME, state and runtime directories and a git repository
-#   $PROJ as the code directory, AGENT_SANDBOX_BACKEND=kube.
+# kube_env [SESSION]: a runtime directory (beside tap.sh's HOME and state directory) and a
+#   git repository $PROJ as the code directory, AGENT_SANDBOX_BACKEND=kube.
 # claims / pods: the names of the claims and pods the fake has, one a line.
 # session_pod: the session's pod as kube.json records it; holders: how many holders serve.
 # kube_teardown: releases what the test left (every session of its state directory), stops
@@ -25,13 +25,7 @@ kube_fake_start() {
 }
 
 kube_env() {
-    export HOME=$SBX_TEST_TMP/home
     export XDG_RUNTIME_DIR=$SBX_TEST_TMP/run
-    export AGENT_SANDBOX_STATE_DIR=$SBX_TEST_TMP/state
-    unset AGENT_SANDBOX_CODE_DIRS AGENT_SANDBOX_FORWARD_ENV AGENT_SANDBOX_SYNC_PATHS \
-          AGENT_SANDBOX_TASK_FILES AGENT_SANDBOX_SYNC_EXCLUDE AGENT_SANDBOX_IDLE_TIMEOUT \
-          AGENT_SANDBOX_AGENT XDG_STATE_HOME AGENT_SANDBOX_KUBE_CONTEXT AGENT_SANDBOX_NAMESPACE \
-          AGENT_SANDBOX_TTL AGENT_SANDBOX_CLAIM_TIMEOUT
     export AGENT_SANDBOX_BACKEND=kube
     export AGENT_SANDBOX_SESSION=${1:-kt}
     mkdir -p "$HOME" "$XDG_RUNTIME_DIR"
