@@ -5,7 +5,7 @@
 # file owns the rules. Objects go under $(BUILD), programs into $(BIN).
 #
 #   make              sbxsh, sbx, sbx-agent and the static sbx-agent-static
-#   make check        the test suite (prove), what CI runs
+#   make check        the test suite (prove), what CI runs; make check-units: the C unit tests
 #   make check-asan   the same tests built with ASan + UBSan, in build-asan/ (the tests take
 #                     every program from there: SBXSH_BIN, SBXSH_BUILD)
 #   make check-clang  everything (programs, unit tests, test helpers) built with clang under the
