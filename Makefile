@@ -5,9 +5,11 @@
 # file owns the rules. Objects go under $(BUILD), programs into $(BIN).
 #
 #   make              sbxsh, sbx, sbx-agent and the static sbx-agent-static
-#   make check        the test suite (prove), what CI runs
+#   make check        the test suite (prove), what CI runs; make check-units: the C unit tests
 #   make check-asan   the same tests built with ASan + UBSan, in build-asan/ (the tests take
 #                     every program from there: SBXSH_BIN, SBXSH_BUILD)
+#   make check-clang  everything (programs, unit tests, test helpers) built with clang under the
+#                     same -Werror, in build-clang/, and the C unit tests run against it
 #   make fuzz         the fuzz drivers, longer runs: FUZZ_SECONDS each (default 60; libFuzzer, clang)
 #   make bench        the benchmarks quoted in docs/performance.md
 #   make deps         installs every Debian package the project needs (root if one is missing)
@@ -15,7 +17,7 @@
 #   make install-shell   adds $(BINDIR)/sbxsh to /etc/shells (once; DESTDIR respected)
 #   make uninstall    takes away what make install put (the same PREFIX and DESTDIR);
 #                     make uninstall-shell takes $(BINDIR)/sbxsh out of /etc/shells
-#   make clean        removes build/, build-asan/, build-fuzz/ and the programs
+#   make clean        removes build/, build-asan/, build-clang/, build-fuzz/ and the programs
 
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
@@ -153,6 +155,14 @@ check-asan:
 	    CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	    LDFLAGS="-fsanitize=address,undefined" check
 
+# clang: every program and test built by the other compiler with the same warnings and
+# -Werror, so that a construct only one of them flags (clang's -Wfor-loop-analysis,
+# -Wstring-concatenation) stops the build. gcc stays the compiler of `make check`; the C
+# unit tests also run against the clang build, as a check that its code behaves alike.
+CLANG ?= clang
+check-clang:
+	$(MAKE) CC=$(CLANG) BUILD=build-clang BIN=build-clang check-units
+
 deps:
 	./tests/deps.sh
 
@@ -190,11 +200,11 @@ uninstall:
 	$(MAKE) uninstall-completions
 
 clean:
-	rm -rf build build-asan build-fuzz $(PROGRAMS)
+	rm -rf build build-asan build-clang build-fuzz $(PROGRAMS)
 
 FORCE:
 
-.PHONY: all check check-asan fuzz bench deps install install-shell uninstall uninstall-shell \
+.PHONY: all check check-asan check-clang fuzz bench deps install install-shell uninstall uninstall-shell \
         clean FORCE
 .DELETE_ON_ERROR:
 

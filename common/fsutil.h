@@ -1,6 +1,7 @@
 /*
- * Small file-system and process helpers the host programs share (libsbx: the session
- * layer and the local backend); the agent does not link them.
+ * Small file-system and process helpers, by path, for the host's own files (a session's
+ * state and runtime directories, its logs, programs on PATH): the local backend, sbx-kube,
+ * sbx and sbx-egress use them; the agent does not link them.
  */
 #ifndef SBX_COMMON_FSUTIL_H
 #define SBX_COMMON_FSUTIL_H

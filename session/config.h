@@ -38,8 +38,9 @@ typedef enum sbx_runtime {
 const char *sbx_runtime_name(sbx_runtime rt);
 
 /* The local backend's section of the configuration (AGENT_SANDBOX_LOCAL_*). Each
- * backend's own settings live in a section of their own, so that the fields at the
- * top level are those every backend honours. */
+ * backend's own settings live in a section of their own; the fields at the top level are
+ * the session's, which every backend honours, but for the sandbox's process, memory and
+ * CPU limits, which only the local backend applies (a kube pod has its pool's). */
 typedef struct sbx_local_config {
     sbx_runtime runtime;    /* as asked; the backend resolves AUTO */
     bool network_host;      /* AGENT_SANDBOX_LOCAL_NETWORK=host */
@@ -75,7 +76,9 @@ typedef struct sbx_config {
     strvec excludes;      /* AGENT_SANDBOX_SYNC_EXCLUDE (gitignore patterns) */
     strvec forward_env;   /* AGENT_SANDBOX_FORWARD_ENV: names or patterns, comma-separated */
     unsigned idle_timeout;  /* seconds; 0 = never */
-    /* Resource limits of the sandbox (the host stays usable whatever runs inside).
+    /* Resource limits (the host stays usable whatever runs inside): pids, memory and CPUs
+     * bound the local backend's sandbox (a kube pod has its pool template's); disk and
+     * files bound what a session's pulls bring to the host, on every backend.
      * 0 means "no limit" only where the variable says so explicitly ("0"). */
     unsigned pids_max;      /* AGENT_SANDBOX_PIDS_MAX: processes + threads, default 4096 */
     unsigned long long memory_max; /* AGENT_SANDBOX_MEMORY_MAX: bytes, default half of RAM;

@@ -1,7 +1,7 @@
 /*
  * The client <-> holder protocol, on the session's Unix socket.
  *
- * Private to local/: session.c speaks it as the client, holder.c as the
+ * Private to session/: session.c speaks it as the client, holder.c as the
  * server. Both ends are the same user (the holder checks SO_PEERCRED) and
  * the same build, so there is no version negotiation beyond the hello; all
  * the same, every length is bounded and checked, and a bad frame ends the

@@ -22,7 +22,7 @@ declare -A allowed=(
     [kube]="kube session/backend.h session/config.h sync/resume.h common"
     [cli]="cli router shell session common"
 )
-skip=" tests bench build build-asan build-fuzz "
+skip=" tests bench build build-asan build-clang build-fuzz "
 
 bad=0
 cd "$top" || exit 2

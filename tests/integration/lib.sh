@@ -7,7 +7,8 @@
 #   end_session
 #
 # Each test file gets its own HOME, state and runtime directories under
-# $SBX_TEST_TMP, so tests never touch the user's sessions or home.
+# $SBX_TEST_TMP, so tests never touch the user's sessions or home (tap.sh cleared every
+# AGENT_SANDBOX_* variable the caller had).
 
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/tap.sh"
 
@@ -41,15 +42,35 @@ setup_session() {
     CODE=$(cd "$CODE" && pwd -P)
     export AGENT_SANDBOX_CODE_DIRS=$CODE
     export AGENT_SANDBOX_SESSION=$name
-    unset AGENT_SANDBOX_FORWARD_ENV AGENT_SANDBOX_SYNC_PATHS AGENT_SANDBOX_TASK_FILES
-    unset AGENT_SANDBOX_SYNC_EXCLUDE AGENT_SANDBOX_BACKEND
-    # "kube": the Kubernetes backend (the caller points it at a cluster or the fake)
+    # "kube": the Kubernetes backend (the caller points it at a cluster or the fake); else
+    # the local one (a file calls this once a runtime)
     if [ "$runtime" = kube ]; then
         export AGENT_SANDBOX_BACKEND=kube
-    elif [ -n "$runtime" ]; then
-        export AGENT_SANDBOX_LOCAL_RUNTIME=$runtime
+    else
+        unset AGENT_SANDBOX_BACKEND
+        [ -z "$runtime" ] || export AGENT_SANDBOX_LOCAL_RUNTIME=$runtime
     fi
     trap 'end_session; stop_git_daemon; tap_cleanup' EXIT
+}
+
+# setup_home_session NAME RUNTIME: setup_session, then a shell in ~ as a person's login
+# shell has it: no code directory or session named (sbxsh derives both), and HOME a
+# directory of its own for the runtime ($SBX_TEST_TMP/home-RUNTIME, by its physical path)
+# with a git identity. release_all releases every session the state directory has.
+setup_home_session() { # NAME RUNTIME
+    setup_session "$1" "$2"
+    unset AGENT_SANDBOX_CODE_DIRS AGENT_SANDBOX_SESSION
+    export HOME=$SBX_TEST_TMP/home-$2
+    mkdir -p "$HOME"
+    HOME=$(cd "$HOME" && pwd -P)
+    printf '[user]\n\tname = T\n\temail = t@example.com\n' >"$HOME/.gitconfig"
+}
+
+release_all() {
+    local s
+    for s in $("$SBX" ls 2>/dev/null | awk 'NR > 1 { print $1 }'); do
+        "$SBX" release --session "$s" >/dev/null 2>&1
+    done
 }
 
 end_session() {
