@@ -393,10 +393,7 @@ static void kube_free(sbx_backend *b)
     free(kb->tool);
     free(kb->agent_path);
     free(kb->home);
-    free(kb->kc.kubeconfig);
-    free(kb->kc.context);
-    free(kb->kc.namespace_);
-    free(kb->kc.pool);
+    kube_settings_clear(&kb->kc);
     strvec_clear(&kb->code_dirs);
     strvec_clear(&kb->agent_args);
     kube_state_free(&kb->st);
@@ -421,10 +418,11 @@ static const sbx_backend_ops kube_ops = {
 
 static sbx_backend *kube_new(const sbx_config *cfg, const sbx_sandbox_spec *spec, sbx_err *err)
 {
+    const kube_settings *k = kube_settings_of(cfg);
     kube_backend *kb;
     char *tool;
 
-    if (!cfg->kube.pool) {
+    if (!k->pool) {
         sbx_errf(err, "AGENT_SANDBOX_BACKEND=kube needs AGENT_SANDBOX_POOL: the name of the "
                  "SandboxWarmPool to claim pods from (`sbx doctor` checks it)");
         return NULL;
@@ -438,12 +436,11 @@ static sbx_backend *kube_new(const sbx_config *cfg, const sbx_sandbox_spec *spec
     kb->dir = sbx_session_state_dir(cfg);
     kb->home = xstrdup(cfg->home);
     kb->agent_path = xstrdup(spec->agent_path);
-    kb->kc.kubeconfig = cfg->kube.kubeconfig ? xstrdup(cfg->kube.kubeconfig) : NULL;
-    kb->kc.context = cfg->kube.context ? xstrdup(cfg->kube.context) : NULL;
-    kb->kc.namespace_ = cfg->kube.namespace_ ? xstrdup(cfg->kube.namespace_) : NULL;
-    kb->kc.pool = xstrdup(cfg->kube.pool);
-    kb->kc.ttl = cfg->kube.ttl;
-    kb->kc.claim_timeout = cfg->kube.claim_timeout;
+    kb->kc = *k;        /* the numbers; the strings are the backend's own copies */
+    kb->kc.kubeconfig = k->kubeconfig ? xstrdup(k->kubeconfig) : NULL;
+    kb->kc.context = k->context ? xstrdup(k->context) : NULL;
+    kb->kc.namespace_ = k->namespace_ ? xstrdup(k->namespace_) : NULL;
+    kb->kc.pool = xstrdup(k->pool);
     strvec_pushv(&kb->code_dirs, cfg->code_dirs.v);
     if (spec->agent_args)
         strvec_pushv(&kb->agent_args, spec->agent_args->v);
@@ -456,9 +453,11 @@ static sbx_backend *kube_new(const sbx_config *cfg, const sbx_sandbox_spec *spec
 const sbx_backend_class sbx_backend_class_kube = {
     .name = "kube",
     .configure = kube_configure,
+    .settings_free = kube_settings_free,
     .fingerprint = kube_fingerprint,
     .create = kube_new,
     .peek = kube_peek,
     .adopt = kube_adopt,
     .doctor = kube_doctor,
+    .describe = kube_describe,
 };

@@ -95,7 +95,7 @@ static int make_dirs(local_backend *lb, sbx_err *err)
         if (!strcmp(dirs[i], "egress") && lb->network_allowlist) {
             r = sbx_mkdir_p(p, 0700, err);
             /* mkdir's mode passes through the umask; chmod says it exactly */
-            if (r == 0 && lb->runtime == SBX_RUNTIME_RUNSC && getuid() != 0 && chmod(p, 0711) < 0)
+            if (r == 0 && lb->runtime == LOCAL_RUNTIME_RUNSC && getuid() != 0 && chmod(p, 0711) < 0)
                 r = sbx_errno(err, "cannot chmod %s", p);
         } else if (strcmp(dirs[i], "egress")) {
             r = sbx_mkdir_p(p, 0700, err);
@@ -129,7 +129,7 @@ static int local_claim(sbx_backend *b, bool *reattached, sbx_err *err)
     if (sbx_private_dir(lb->dir, err) < 0)
         return -1;
     if (local_load_state(lb->dir, &s) == 0) {
-        bool same = !strcmp(s.runtime, sbx_runtime_name(lb->runtime)) &&
+        bool same = !strcmp(s.runtime, local_runtime_name(lb->runtime)) &&
                     s.network_host == lb->network_host &&
                     s.network_allowlist == lb->network_allowlist &&
                     sbx_strvec_equal(&s.egress, &lb->egress) &&
@@ -176,7 +176,7 @@ static int local_claim(sbx_backend *b, bool *reattached, sbx_err *err)
     lb->created = (int64_t)time(NULL);
     lb->pid = 0;
     lb->starttime = 0;
-    if ((lb->runtime == SBX_RUNTIME_RUNSC ? local_start_runsc(lb, err) : local_start_bwrap(lb, err)) < 0)
+    if ((lb->runtime == LOCAL_RUNTIME_RUNSC ? local_start_runsc(lb, err) : local_start_bwrap(lb, err)) < 0)
         return -1;
     lb->claimed = true;
     if ((lb->network_allowlist && local_start_egress(lb, err) < 0) || local_save_state(lb, err) < 0) {
@@ -381,7 +381,7 @@ sbx_backend *local_new(const sbx_config *cfg, const sbx_sandbox_spec *spec, sbx_
     local_backend *lb = xcalloc(1, sizeof(*lb));
 
     lb->base.ops = &local_ops;
-    if (sbx_local_runtime_resolve(cfg->local.runtime, &lb->runtime, &lb->runtime_path, err) < 0) {
+    if (sbx_local_runtime_resolve(local_settings_of(cfg)->runtime, &lb->runtime, &lb->runtime_path, err) < 0) {
         free(lb);
         return NULL;
     }
@@ -394,10 +394,10 @@ sbx_backend *local_new(const sbx_config *cfg, const sbx_sandbox_spec *spec, sbx_
     lb->session = xstrdup(cfg->session);
     lb->dir = sbx_session_state_dir(cfg);
     lb->home = xstrdup(cfg->home);
-    lb->network_host = cfg->local.network_host;
-    lb->network_allowlist = cfg->local.network_allowlist;
-    for (size_t i = 0; i < cfg->local.egress.n; i++)
-        strvec_push(&lb->egress, cfg->local.egress.v[i]);
+    lb->network_host = local_settings_of(cfg)->network_host;
+    lb->network_allowlist = local_settings_of(cfg)->network_allowlist;
+    for (size_t i = 0; i < local_settings_of(cfg)->egress.n; i++)
+        strvec_push(&lb->egress, local_settings_of(cfg)->egress.v[i]);
     for (size_t i = 0; i < cfg->code_dirs.n; i++)
         strvec_push(&lb->code_dirs, cfg->code_dirs.v[i]);
     lb->agent_path = xstrdup(spec->agent_path);
@@ -416,7 +416,7 @@ sbx_backend *local_new(const sbx_config *cfg, const sbx_sandbox_spec *spec, sbx_
     if (spec->agent_env)
         for (size_t i = 0; i < spec->agent_env->n; i++)
             strvec_push(&lb->agent_env, spec->agent_env->v[i]);
-    if (lb->runtime == SBX_RUNTIME_RUNSC)
+    if (lb->runtime == LOCAL_RUNTIME_RUNSC)
         lb->compat_so = sbx_find_libexec(lb->agent_path, "sbx-runsc-compat.so");
     lb->lim.pids_max = cfg->pids_max;
     lb->lim.memory_max = cfg->memory_max;
@@ -429,6 +429,7 @@ sbx_backend *local_new(const sbx_config *cfg, const sbx_sandbox_spec *spec, sbx_
 const sbx_backend_class sbx_backend_class_local = {
     .name = "local",
     .configure = local_configure,
+    .settings_free = local_settings_free,
     .fingerprint = local_fingerprint,
     .fingerprint_also = local_fingerprint_also,
     .sandbox_env = local_sandbox_env,
@@ -436,4 +437,5 @@ const sbx_backend_class sbx_backend_class_local = {
     .peek = local_peek,
     .adopt = local_adopt,
     .doctor = local_doctor,
+    .describe = local_describe,
 };

@@ -5,7 +5,10 @@
  */
 #include "session/backend.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include "common/strbuf.h"
 
 const sbx_backend_class *sbx_backend_class_find(const char *name)
 {
@@ -21,12 +24,22 @@ sbx_backend *sbx_backend_new(const sbx_config *cfg, const sbx_sandbox_spec *spec
 
     if (c)
         return c->create(cfg, spec, err);
-    /* kube is the backend config.c and doctor know of before it is built */
-    if (!strcmp(cfg->backend, "kube"))
-        sbx_errf(err, "AGENT_SANDBOX_BACKEND=kube: the Kubernetes backend is not built yet; "
-                 "unset AGENT_SANDBOX_BACKEND to use the local one");
-    else
-        sbx_errf(err, "AGENT_SANDBOX_BACKEND='%s': use local (or kube)", cfg->backend);
+    /* the names this build has, from the registry */
+    strbuf names = STRBUF_INIT;
+    for (size_t i = 0; sbx_backend_classes[i]; i++)
+        strbuf_addf(&names, "%s%s", i ? (sbx_backend_classes[i + 1] ? ", " : " or ") : "",
+                    sbx_backend_classes[i]->name);
+    sbx_errf(err, "AGENT_SANDBOX_BACKEND='%s': this build has no such backend; use %s",
+             cfg->backend, names.buf);
+    strbuf_release(&names);
+    return NULL;
+}
+
+void *sbx_backend_settings(const sbx_config *cfg, const sbx_backend_class *c)
+{
+    for (size_t i = 0; cfg->backend_settings && sbx_backend_classes[i]; i++)
+        if (sbx_backend_classes[i] == c)
+            return cfg->backend_settings[i];
     return NULL;
 }
 

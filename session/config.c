@@ -42,16 +42,6 @@ bool sbx_strvec_equal(const strvec *a, const strvec *b)
     return true;
 }
 
-const char *sbx_runtime_name(sbx_runtime rt)
-{
-    switch (rt) {
-    case SBX_RUNTIME_RUNSC: return "runsc";
-    case SBX_RUNTIME_BWRAP: return "bwrap";
-    case SBX_RUNTIME_AUTO: break;
-    }
-    return "auto";
-}
-
 /* True when a is b or lies below it. */
 bool sbx_path_within(const char *a, const char *b)
 {
@@ -479,10 +469,17 @@ int sbx_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *err)
         check_abs_list(&cfg->create_paths, "AGENT_SANDBOX_CREATE_PATHS", err) < 0)
         goto fail;
 
-    /* Each backend built in reads and checks its own section (cfg->local, ...), whichever
-     * backend the session uses: a bad AGENT_SANDBOX_LOCAL_* is refused either way. */
-    for (size_t i = 0; sbx_backend_classes[i]; i++)
-        if (sbx_backend_classes[i]->configure && sbx_backend_classes[i]->configure(cfg, err) < 0)
+    /* Each backend built in reads and checks its own settings into its own section,
+     * whichever backend the session uses: a bad value of any backend's variable is refused
+     * either way. The sections are the backends' (opaque here); configure may leave one
+     * NULL. */
+    size_t nclasses = 0;
+    while (sbx_backend_classes[nclasses])
+        nclasses++;
+    cfg->backend_settings = xcalloc(nclasses + 1, sizeof(*cfg->backend_settings));
+    for (size_t i = 0; i < nclasses; i++)
+        if (sbx_backend_classes[i]->configure &&
+            sbx_backend_classes[i]->configure(cfg, &cfg->backend_settings[i], err) < 0)
             goto fail;
 
     cfg->idle_timeout = SBX_IDLE_TIMEOUT_DEFAULT;
@@ -531,8 +528,10 @@ int sbx_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *err)
         goto fail;
     }
 
+    /* The default backend is the first one built: the Makefile includes local.mk's
+     * fragment before any other backend's. */
     v = env_nonempty("AGENT_SANDBOX_BACKEND");
-    cfg->backend = xstrdup(v ? v : "local");
+    cfg->backend = xstrdup(v ? v : sbx_backend_classes[0] ? sbx_backend_classes[0]->name : "");
 
     v = env_nonempty("HOME");
     if (!v || v[0] != '/') {
@@ -584,11 +583,11 @@ fail:
 
 void sbx_config_free(sbx_config *cfg)
 {
-    strvec_clear(&cfg->local.egress);
-    free(cfg->kube.kubeconfig);
-    free(cfg->kube.context);
-    free(cfg->kube.namespace_);
-    free(cfg->kube.pool);
+    /* each section by its own backend (cfg may be half loaded: a NULL section is none) */
+    for (size_t i = 0; cfg->backend_settings && sbx_backend_classes[i]; i++)
+        if (cfg->backend_settings[i] && sbx_backend_classes[i]->settings_free)
+            sbx_backend_classes[i]->settings_free(cfg->backend_settings[i]);
+    free(cfg->backend_settings);
     free(cfg->session);
     strvec_clear(&cfg->code_dirs);
     strvec_clear(&cfg->sync_paths);

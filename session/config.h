@@ -29,38 +29,6 @@ bool sbx_strvec_equal(const strvec *a, const strvec *b);
 /* Whether path a is b or lies below it (every path lies below "/"); by name only. */
 bool sbx_path_within(const char *a, const char *b);
 
-typedef enum sbx_runtime {
-    SBX_RUNTIME_AUTO,   /* runsc when installed, else bwrap */
-    SBX_RUNTIME_RUNSC,
-    SBX_RUNTIME_BWRAP,
-} sbx_runtime;
-
-const char *sbx_runtime_name(sbx_runtime rt);
-
-/* The local backend's section of the configuration (AGENT_SANDBOX_LOCAL_*). Each
- * backend's own settings live in a section of their own, so that the fields at the
- * top level are those every backend honours. */
-typedef struct sbx_local_config {
-    sbx_runtime runtime;    /* as asked; the backend resolves AUTO */
-    bool network_host;      /* AGENT_SANDBOX_LOCAL_NETWORK=host */
-    bool network_allowlist; /* AGENT_SANDBOX_LOCAL_NETWORK=allowlist: HTTP(S) through the
-                               host's egress proxy to the hosts of egress only */
-    strvec egress;          /* AGENT_SANDBOX_EGRESS, checked (local/egress.h), lower-case */
-} sbx_local_config;
-
-/* The Kubernetes backend's section (AGENT_SANDBOX_KUBECONFIG, _KUBE_CONTEXT, _NAMESPACE,
- * _POOL, _TTL, _CLAIM_TIMEOUT), filled by its class's configure hook (kube/). NULL strings:
- * not set (kubectl's own defaults: KUBECONFIG, ~/.kube/config, in-cluster; the current
- * context; the context's namespace). */
-typedef struct sbx_kube_config {
-    char *kubeconfig;       /* AGENT_SANDBOX_KUBECONFIG */
-    char *context;          /* AGENT_SANDBOX_KUBE_CONTEXT */
-    char *namespace_;       /* AGENT_SANDBOX_NAMESPACE */
-    char *pool;             /* AGENT_SANDBOX_POOL: the SandboxWarmPool to claim from */
-    unsigned ttl;           /* AGENT_SANDBOX_TTL, seconds: the claim's shutdownTime backstop */
-    unsigned claim_timeout; /* AGENT_SANDBOX_CLAIM_TIMEOUT, seconds */
-} sbx_kube_config;
-
 #define SBX_SESSION_NAME_MAX 64
 #define SBX_IDLE_TIMEOUT_DEFAULT (30 * 60)
 
@@ -88,9 +56,14 @@ typedef struct sbx_config {
     unsigned long long files_max; /* AGENT_SANDBOX_FILES_MAX: files, directories and symlinks
                                the session's pulls may make on the host; default 1,000,000;
                                "0": no limit */
-    char *backend;          /* AGENT_SANDBOX_BACKEND: "local" (default) or "kube" */
-    sbx_local_config local; /* the local backend's settings */
-    sbx_kube_config kube;   /* the Kubernetes backend's settings */
+    char *backend;          /* AGENT_SANDBOX_BACKEND: a name in sbx_backend_classes[]
+                               (session/backend.h); default "local" */
+    /* Each backend's own settings, one section per entry of sbx_backend_classes[], in its
+     * order: made by that class's configure hook, freed by its settings_free hook, and
+     * reached by the backend through sbx_backend_settings(). Opaque here, so that the
+     * session layer names no backend's settings and a new backend adds its own without
+     * touching this file. */
+    void **backend_settings;
     char *run_dir;          /* sockets and locks: $XDG_RUNTIME_DIR/sbxsh or /tmp/sbxsh-UID */
     char *state_root;       /* AGENT_SANDBOX_STATE_DIR, else $XDG_STATE_HOME/sbxsh,
                                else ~/.local/state/sbxsh; one directory per session */
@@ -129,8 +102,8 @@ char *sbx_session_name_derive(const strvec *code_dirs, const char *state_root);
 /* 0 when name is a valid session name, else -1 with a message. */
 int sbx_session_name_check(const char *name, sbx_err *err);
 
-/* What fixes a sandbox's shape: the local runtime as asked, network, code
- * directories. A holder serves only clients whose fingerprint equals its
+/* What fixes a sandbox's shape: each backend's part of it (its fingerprint hook: locally
+ * the runtime as asked and the network), and the code directories. A holder serves only clients whose fingerprint equals its
  * own or one of sbx_config_fingerprints_also() (a session named explicitly could
  * otherwise be reused with another runtime or other directories without a word).
  * Malloc'd. */

@@ -461,90 +461,6 @@ out:
     return rc;
 }
 
-/* "limits:    100 processes, 256 MiB memory, all CPUs, 10 GiB per code copy and /tmp"
- * and how they are enforced. */
-/* "egress:" for a sandbox with AGENT_SANDBOX_LOCAL_NETWORK=allowlist. */
-static void print_egress_human(const cJSON *eg)
-{
-    const cJSON *e, *pid = cJSON_GetObjectItemCaseSensitive(eg, "proxy_pid");
-    if (!cJSON_IsObject(eg))
-        return;
-    printf("egress:    ");
-    int n = 0;
-    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(eg, "allow"))
-        printf("%s%s", n++ ? ", " : "", cJSON_IsString(e) ? e->valuestring : "?");
-    printf(" (proxy pid %d, %s)\n", cJSON_IsNumber(pid) ? (int)pid->valuedouble : 0,
-           cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(eg, "proxy_alive")) ? "running"
-                                                                            : "not running");
-}
-
-static void print_limits_human(cJSON *lim)
-{
-    cJSON *p = cJSON_GetObjectItemCaseSensitive(lim, "pids_max");
-    cJSON *m = cJSON_GetObjectItemCaseSensitive(lim, "memory_max");
-    cJSON *c = cJSON_GetObjectItemCaseSensitive(lim, "cpus_milli");
-    cJSON *d = cJSON_GetObjectItemCaseSensitive(lim, "disk_max");
-    cJSON *mech = cJSON_GetObjectItemCaseSensitive(lim, "mechanism");
-    cJSON *cgs = cJSON_GetObjectItemCaseSensitive(lim, "cgroups"), *cg;
-    char mem[32] = "no memory limit", disk[48] = "no size limit on each code copy and /tmp";
-    char pids[32] = "no process limit", cpus[32] = "all CPUs";
-
-    if (cJSON_IsNumber(p) && p->valuedouble > 0)
-        snprintf(pids, sizeof(pids), "%.0f processes", p->valuedouble);
-    if (cJSON_IsNumber(m) && m->valuedouble > 0) {
-        sbx_format_size(mem, sizeof(mem) - 7, m->valuedouble);
-        strcat(mem, " memory");
-    }
-    if (cJSON_IsNumber(c) && c->valuedouble > 0)
-        snprintf(cpus, sizeof(cpus), "%g CPUs", c->valuedouble / 1000);
-    if (cJSON_IsNumber(d) && d->valuedouble > 0) {
-        sbx_format_size(disk, 24, d->valuedouble);
-        strcat(disk, " per code copy and /tmp");
-    }
-    printf("limits:    %s, %s, %s, %s\n", pids, mem, cpus, disk);
-    const char *how = cJSON_IsString(mech) ? mech->valuestring : "";
-    if (!strncmp(how, "cgroup", 6)) {
-        printf("enforced:  by %s:", how);
-        cJSON_ArrayForEach(cg, cgs)
-            if (cJSON_IsString(cg) && (strstr(cg->valuestring, "/pids/") ||
-                                       strstr(cg->valuestring, "/memory/") ||
-                                       strstr(cg->valuestring, "/cpu/") ||
-                                       cJSON_GetArraySize(cgs) == 1))
-                printf(" %s", cg->valuestring);
-        printf("\n");
-    } else if (!strcmp(how, "rlimit")) {
-        printf("enforced:  by rlimits only (RLIMIT_NPROC; RLIMIT_DATA per process, not the "
-               "sandbox's total): no cgroup is writable here, see sbx doctor\n");
-    } else {
-        printf("enforced:  unknown (a sandbox made by an older sbxsh)\n");
-    }
-}
-
-/* sbx status without --json: the session's JSON as a few lines for people. */
-/* A sandbox that is a pod (the kube backend's facts): where it runs and until when. */
-static void print_pod_human(const cJSON *sb)
-{
-    const cJSON *pod = cJSON_GetObjectItemCaseSensitive(sb, "pod");
-    const cJSON *exp = cJSON_GetObjectItemCaseSensitive(sb, "expires");
-    const char *const keys[] = { "node", "claim", "sandbox", "pool", "namespace" };
-    const char *v[ARRAY_SIZE(keys)];
-    if (!cJSON_IsString(pod))
-        return;
-    for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
-        const cJSON *it = cJSON_GetObjectItemCaseSensitive(sb, keys[i]);
-        v[i] = cJSON_IsString(it) && it->valuestring[0] ? it->valuestring : "?";
-    }
-    printf("pod:       %s on node %s (claim %s, sandbox %s, pool %s, namespace %s)\n",
-           pod->valuestring, v[0], v[1], v[2], v[3], v[4]);
-    if (cJSON_IsNumber(exp) && exp->valuedouble > 0) {
-        char when[64];
-        time_t t = (time_t)exp->valuedouble;
-        strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&t));
-        printf("expires:   %s unless renewed (the claim's shutdownTime; moved forward while "
-               "the session lives)\n", when);
-    }
-}
-
 /* Every string of a status, sanitized in place: pod names, the backend's messages and
  * what else the sandbox or an API server chose reach the person's terminal escaped. */
 static void sanitize_json_strings(cJSON *j)
@@ -560,6 +476,7 @@ static void sanitize_json_strings(cJSON *j)
     }
 }
 
+/* sbx status without --json: the session's JSON as a few lines for people. */
 static void print_status_human(const char *json)
 {
     cJSON *o = cJSON_Parse(json), *sb, *it;
@@ -599,11 +516,16 @@ static void print_status_human(const char *json)
                cJSON_IsString(id) ? id->valuestring : "?",
                cJSON_IsTrue(alive) ? "running" : "stopped", when,
                cJSON_IsString(net) ? net->valuestring : "?");
-        print_egress_human(cJSON_GetObjectItemCaseSensitive(sb, "egress"));
-        print_pod_human(sb);
-        cJSON *lim = cJSON_GetObjectItemCaseSensitive(sb, "limits");
-        if (cJSON_IsObject(lim))
-            print_limits_human(lim);
+        /* the backend's own facts (egress, limits, a pod), in its own words */
+        const cJSON *be = cJSON_GetObjectItemCaseSensitive(sb, "backend");
+        const sbx_backend_class *c =
+            sbx_backend_class_find(cJSON_IsString(be) ? be->valuestring : "");
+        if (c && c->describe) {
+            strbuf lines = STRBUF_INIT;
+            c->describe(sb, &lines);
+            fputs(lines.buf, stdout);
+            strbuf_release(&lines);
+        }
     } else {
         printf("sandbox:   none (started by the next command)\n");
     }

@@ -184,7 +184,9 @@ int main(void)
     setenv("HOME", mk("home"), 1);
     ok(sbx_config_load(&cfg, NULL, &err) == 0, "config loads");
     is_str(cfg.session, "named", "AGENT_SANDBOX_SESSION");
-    ok(cfg.local.runtime == SBX_RUNTIME_BWRAP, "runtime");
+    char *fp = sbx_config_fingerprint(&cfg);
+    ok(strstr(fp, "runtime=bwrap ") != NULL, "the local backend's runtime, in the session's shape: %s", fp);
+    free(fp);
     is_int(cfg.idle_timeout, 300, "idle timeout");
     is_int(cfg.pids_max, SBX_PIDS_MAX_DEFAULT, "pids limit by default");
     ok(cfg.memory_max > 0, "a memory limit by default");
