@@ -449,6 +449,17 @@ static sbx_backend *kube_new(const sbx_config *cfg, const sbx_sandbox_spec *spec
     return &kb->base;
 }
 
+/* sbx's commands of the kube backend's own. */
+static const sbx_backend_command kube_commands[] = {
+    { "render-pool",
+    "  render-pool --tenant T --image IMG [...]\n"
+    "                   print a tenant's Kubernetes namespace, its agent-host\n"
+    "                   identity (ServiceAccount, Role, RoleBinding) and warm pool\n"
+    "                   (SandboxTemplate, SandboxWarmPool) with secure defaults\n",
+      kube_render_pool },
+    { NULL, NULL, NULL },
+};
+
 /* What the registry lists (BACKENDS += kube in kube/kube.mk). */
 const sbx_backend_class sbx_backend_class_kube = {
     .name = "kube",
@@ -460,4 +471,9 @@ const sbx_backend_class sbx_backend_class_kube = {
     .adopt = kube_adopt,
     .doctor = kube_doctor,
     .describe = kube_describe,
+    .help_env =
+    "  AGENT_SANDBOX_POOL, AGENT_SANDBOX_KUBECONFIG, AGENT_SANDBOX_KUBE_CONTEXT,\n"
+    "  AGENT_SANDBOX_NAMESPACE, AGENT_SANDBOX_TTL, AGENT_SANDBOX_CLAIM_TIMEOUT\n"
+    "                                 kube: the pool, cluster, claim lifetime and wait\n",
+    .commands = kube_commands,
 };

@@ -15,6 +15,7 @@
  *   backend_config.c  its settings from AGENT_SANDBOX_*, its part of the fingerprint
  *   backend_state.c   kube.json: reading it, status(), peek() and adopt()
  *   backend_doctor.c  the class's doctor hook
+ *   backend_render_pool.c  `sbx render-pool`: a tenant's namespace and pool as YAML
  *   backend.c         the class: create, claim, open_stream, alive, exists, release
  */
 #ifndef SBX_KUBE_KCLASS_H
@@ -110,6 +111,10 @@ void kube_status(sbx_backend *b, strbuf *json);
 
 /* backend_doctor.c */
 void kube_doctor(const sbx_config *cfg, sbx_doctor_finding *finding);
+/* backend_render_pool.c: `sbx render-pool` (argv[0] is "render-pool"), the class's one
+ * command. Exit status: 0 printed, 2 a usage error (nothing printed on stdout). */
+int kube_render_pool(int argc, char **argv);
+
 /* backend_state.c: the describe hook (the pod, for people) */
 void kube_describe(const cJSON *sandbox, strbuf *out);
 

@@ -438,4 +438,10 @@ const sbx_backend_class sbx_backend_class_local = {
     .adopt = local_adopt,
     .doctor = local_doctor,
     .describe = local_describe,
+    .help_env =
+    "  AGENT_SANDBOX_LOCAL_RUNTIME    runsc | bwrap (default: runsc when installed)\n"
+    "  AGENT_SANDBOX_LOCAL_NETWORK    none (default) | host | allowlist\n"
+    "  AGENT_SANDBOX_EGRESS           with allowlist: hosts the sandbox may reach over\n"
+    "                                 HTTP(S), comma-separated (host, *.domain, host:port,\n"
+    "                                 CIDR for private ranges)\n",
 };

@@ -6,7 +6,7 @@
  *   sbx status [--session S] [--json]
  *   sbx ls [--json]
  *   sbx doctor
- *   sbx render-pool --tenant T --image IMG [...]   (session/render_pool.c)
+ *   sbx NAME ...       a backend's own commands (its class's commands: render-pool)
  */
 #include <dirent.h>
 #include <errno.h>
@@ -34,10 +34,11 @@
 #include "session/backend.h"
 #include "session/config.h"
 #include "common/fsutil.h"
-#include "session/render_pool.h"
 #include "session/session.h"
 
-static const char usage_main[] =
+/* sbx --help: the head, each backend's commands, the middle, AGENT_SANDBOX_BACKEND's
+ * line with the backends built, each backend's variables, the tail. */
+static const char usage_head[] =
     "usage: sbx COMMAND [OPTIONS]\n"
     "\n"
     "Manage sbxsh sessions: each session has a sandbox (gVisor's runsc, or bubblewrap)\n"
@@ -53,11 +54,8 @@ static const char usage_main[] =
     "                   show a session: holder, sandbox, agent, sync counters\n"
     "  ls [--json]      list the sessions on this machine\n"
     "  doctor           check the runtime, user namespaces, the agent and the\n"
-    "                   directories, and say what to fix\n"
-    "  render-pool --tenant T --image IMG [...]\n"
-    "                   print a tenant's Kubernetes namespace, its agent-host\n"
-    "                   identity (ServiceAccount, Role, RoleBinding) and warm pool\n"
-    "                   (SandboxTemplate, SandboxWarmPool) with secure defaults\n"
+    "                   directories, and say what to fix\n";
+static const char usage_middle[] =
     "\n"
     "  --help, --version\n"
     "                   this text; sbx's version (sbxsh's, which it comes with)\n"
@@ -69,16 +67,8 @@ static const char usage_main[] =
     "\n"
     "environment:\n"
     "  AGENT_SANDBOX_SESSION          session name\n"
-    "  AGENT_SANDBOX_CODE_DIRS        code directories, colon-separated\n"
-    "  AGENT_SANDBOX_BACKEND          local (default) | kube\n"
-    "  AGENT_SANDBOX_POOL, AGENT_SANDBOX_KUBECONFIG, AGENT_SANDBOX_KUBE_CONTEXT,\n"
-    "  AGENT_SANDBOX_NAMESPACE, AGENT_SANDBOX_TTL, AGENT_SANDBOX_CLAIM_TIMEOUT\n"
-    "                                 kube: the pool, cluster, claim lifetime and wait\n"
-    "  AGENT_SANDBOX_LOCAL_RUNTIME    runsc | bwrap (default: runsc when installed)\n"
-    "  AGENT_SANDBOX_LOCAL_NETWORK    none (default) | host | allowlist\n"
-    "  AGENT_SANDBOX_EGRESS           with allowlist: hosts the sandbox may reach over\n"
-    "                                 HTTP(S), comma-separated (host, *.domain, host:port,\n"
-    "                                 CIDR for private ranges)\n"
+    "  AGENT_SANDBOX_CODE_DIRS        code directories, colon-separated\n";
+static const char usage_tail[] =
     "  AGENT_SANDBOX_IDLE_TIMEOUT     release after this long unused (default 30m; 0: never)\n"
     "  AGENT_SANDBOX_FORWARD_ENV      host variables the sandbox gets, comma-separated\n"
     "  AGENT_SANDBOX_SYNC_PATHS, AGENT_SANDBOX_TASK_FILES, AGENT_SANDBOX_CREATE_PATHS,\n"
@@ -89,6 +79,23 @@ static const char usage_main[] =
     "\n"
     "exit status: sbx exec gives the command's (128+n for a signal, 126/127 when it cannot\n"
     "run); 125 is sbx's own failure (no runtime, sandbox died, sync refused).\n";
+
+static void print_usage(FILE *f)
+{
+    fputs(usage_head, f);
+    for (size_t i = 0; sbx_backend_classes[i]; i++)
+        for (const sbx_backend_command *c = sbx_backend_classes[i]->commands; c && c->name; c++)
+            fputs(c->help, f);
+    fputs(usage_middle, f);
+    fprintf(f, "  %-30s ", "AGENT_SANDBOX_BACKEND");
+    for (size_t i = 0; sbx_backend_classes[i]; i++)
+        fprintf(f, "%s%s%s", i ? " | " : "", sbx_backend_classes[i]->name, i ? "" : " (default)");
+    fputc('\n', f);
+    for (size_t i = 0; sbx_backend_classes[i]; i++)
+        if (sbx_backend_classes[i]->help_env)
+            fputs(sbx_backend_classes[i]->help_env, f);
+    fputs(usage_tail, f);
+}
 
 static const char usage_exec[] =
     "usage: sbx exec [--session S] [--keep] [--tty] [--] CMD [ARG...]\n"
@@ -936,15 +943,15 @@ int main(int argc, char **argv)
         int (*fn)(int, char **);
     } cmds[] = {
         { "exec", cmd_exec }, { "release", cmd_release }, { "status", cmd_status },
-        { "ls", cmd_ls }, { "doctor", cmd_doctor }, { "render-pool", sbx_render_pool },
+        { "ls", cmd_ls }, { "doctor", cmd_doctor },
     };
 
     if (argc < 2) {
-        fputs(usage_main, stderr);
+        print_usage(stderr);
         return 2;
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-        fputs(usage_main, stdout);
+        print_usage(stdout);
         return 0;
     }
     if (!strcmp(argv[1], "--version")) {
@@ -954,6 +961,12 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < ARRAY_SIZE(cmds); i++)
         if (!strcmp(argv[1], cmds[i].name))
             return cmds[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "sbx: unknown command '%s'\n\n%s", argv[1], usage_main);
+    /* then the backends' own (sbx render-pool) */
+    for (size_t i = 0; sbx_backend_classes[i]; i++)
+        for (const sbx_backend_command *c = sbx_backend_classes[i]->commands; c && c->name; c++)
+            if (!strcmp(argv[1], c->name))
+                return c->run(argc - 1, argv + 1);
+    fprintf(stderr, "sbx: unknown command '%s'\n\n", argv[1]);
+    print_usage(stderr);
     return 2;
 }

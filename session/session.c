@@ -39,7 +39,7 @@
 typedef struct outfd {
     int child_fd;
     sbx_fd_mode mode;
-    int local_fd;
+    int client_fd;
     strbuf q;           /* relay: bytes to write locally; api: bytes not yet read */
     size_t raw_pending; /* bytes received, not yet credited */
     size_t written;     /* bytes written locally since the last credit */
@@ -54,7 +54,7 @@ typedef struct outfd {
 typedef struct infd {
     int child_fd;
     sbx_fd_mode mode;
-    int local_fd;
+    int client_fd;
     size_t inflight;    /* sent, not acknowledged by the holder */
     bool done;          /* EOF sent */
 } infd;
@@ -416,7 +416,7 @@ static void relay_input(sbx_session *s, infd *in)
 {
     char buf[SBX_PROTO_CHUNK];
     size_t room = SBX_PROTO_INPUT_WINDOW - in->inflight;
-    ssize_t n = read(in->local_fd, buf, room < sizeof(buf) ? room : sizeof(buf));
+    ssize_t n = read(in->client_fd, buf, room < sizeof(buf) ? room : sizeof(buf));
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return;
     if (n <= 0) {
@@ -446,7 +446,7 @@ static void relay_output(sbx_session *s, outfd *o)
 {
     /* Output at the terminal: the phase is over (the command runs). A line not yet due is
      * forgotten too, or it would show later over what the command drew (vi's first line). */
-    if (s->progress.len && o->q.len && isatty(o->local_fd))
+    if (s->progress.len && o->q.len && isatty(o->client_fd))
         progress_clear(s);
     while (o->q.len) {
         ssize_t n;
@@ -454,13 +454,13 @@ static void relay_output(sbx_session *s, outfd *o)
             /* A pipe or socket shared with others must not be made
              * O_NONBLOCK; RWF_NOWAIT gives one non-blocking write. */
             struct iovec iov = { o->q.buf, o->q.len };
-            n = pwritev2(o->local_fd, &iov, 1, -1, RWF_NOWAIT);
+            n = pwritev2(o->client_fd, &iov, 1, -1, RWF_NOWAIT);
             if (n < 0 && (errno == EOPNOTSUPP || errno == EINVAL)) {
                 o->nowait = false;  /* an older kernel: PIPE_BUF at a time */
                 continue;
             }
         } else {
-            n = write(o->local_fd, o->q.buf,
+            n = write(o->client_fd, o->q.buf,
                       o->capped && o->q.len > PIPE_BUF ? PIPE_BUF : o->q.len);
         }
         if (n < 0) {
@@ -577,14 +577,14 @@ static void pump(sbx_session *s, int timeout_ms)
         if (s->tty && (s->tty_paused || s->tty_held) && in->child_fd == 0)
             continue;
         if (in->mode == SBX_FD_RELAY_IN && !in->done && in->inflight < SBX_PROTO_INPUT_WINDOW) {
-            pfd[n] = (struct pollfd){ in->local_fd, POLLIN, 0 };
+            pfd[n] = (struct pollfd){ in->client_fd, POLLIN, 0 };
             who[n++] = in;
         }
     }
     for (size_t i = 0; i < s->nouts; i++) {
         outfd *o = &s->outs[i];
         if (o->mode == SBX_FD_RELAY_OUT && o->q.len && !o->closed) {
-            pfd[n] = (struct pollfd){ o->local_fd, POLLOUT, 0 };
+            pfd[n] = (struct pollfd){ o->client_fd, POLLOUT, 0 };
             who[n++] = o;
         }
     }
@@ -1079,7 +1079,7 @@ int sbx_session_start(sbx_session *s, const sbx_command *cmd, sbx_err *err)
             continue;
         shared[i] = m->mode == SBX_FD_RELAY_OUT && prev != SIZE_MAX &&
                     cmd->fds[prev].mode == SBX_FD_RELAY_OUT &&
-                    same_output(cmd->fds[prev].local_fd, m->local_fd);
+                    same_output(cmd->fds[prev].client_fd, m->client_fd);
         if (!shared[i])
             prev = i;
     }
@@ -1092,14 +1092,14 @@ int sbx_session_start(sbx_session *s, const sbx_command *cmd, sbx_err *err)
             memset(o, 0, sizeof(*o));
             o->child_fd = m->child_fd;
             o->mode = m->mode;
-            o->local_fd = m->local_fd;
+            o->client_fd = m->client_fd;
             strbuf_init(&o->q, 0);
             if (m->mode == SBX_FD_RELAY_OUT) {
-                o->capped = o->nowait = is_capped(m->local_fd);
+                o->capped = o->nowait = is_capped(m->client_fd);
                 /* A pty's output keeps what TTY programs need, but never what a hostile
                  * one could use against the person (termfilter.h, pty mode). */
                 o->filter = cmd->filter == SBX_FILTER_ON ||
-                            (cmd->filter == SBX_FILTER_AUTO && isatty(m->local_fd));
+                            (cmd->filter == SBX_FILTER_AUTO && isatty(m->client_fd));
                 if (cmd->tty)
                     sbx_termfilter_init_pty(&o->tf);
                 else
@@ -1110,7 +1110,7 @@ int sbx_session_start(sbx_session *s, const sbx_command *cmd, sbx_err *err)
             memset(in, 0, sizeof(*in));
             in->child_fd = m->child_fd;
             in->mode = m->mode;
-            in->local_fd = m->local_fd;
+            in->client_fd = m->client_fd;
         }
     }
     if (cmd->tty) {

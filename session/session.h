@@ -83,9 +83,9 @@ void sbx_session_close(sbx_session *s);
 long sbx_session_holder_pid(const sbx_session *s);
 
 typedef enum sbx_fd_mode {
-    SBX_FD_RELAY_IN,   /* the child reads it; we feed it from local_fd until EOF */
-    /* The child writes it; we write it to local_fd. When local_fd is one output
-     * with the local_fd of the RELAY_OUT entry before it (one open file, as
+    SBX_FD_RELAY_IN,   /* the child reads it; we feed it from client_fd until EOF */
+    /* The child writes it; we write it to client_fd. When client_fd is one output
+     * with the client_fd of the RELAY_OUT entry before it (one open file, as
      * `>log 2>&1` or a terminal makes 1 and 2), the two child fds share one pipe
      * in the sandbox, so their bytes keep the order they were written in, as
      * under bash. */
@@ -97,7 +97,7 @@ typedef enum sbx_fd_mode {
 typedef struct sbx_fd_map {
     int child_fd;
     sbx_fd_mode mode;
-    int local_fd;      /* RELAY modes only */
+    int client_fd;     /* RELAY modes only: the client's own fd */
 } sbx_fd_map;
 
 typedef enum sbx_filter_mode {

@@ -1,6 +1,7 @@
 #!/bin/bash
 # The layering, checked: every `#include "..."` in the program's folders points down
-# (HACKING.md, "The layers"). Exits 1 listing each include that points against it.
+# (HACKING.md, "The layers"), and the session layer names no backend (below). Exits 1
+# listing each include that points against it and each place that names a backend.
 #
 #   tests/layers.sh [TOP]      TOP: the tree to check (default: this one)
 #
@@ -57,4 +58,54 @@ for dir in */; do
         bad=1
     fi
 done
+
+# The session layer names no backend (HACKING.md, "Adding a backend"): a backend is its
+# folder, whose fragment says `BACKENDS += NAME`, plus that line; its settings are a section
+# of its own that the session layer keeps opaque. So session/'s code (comments and string
+# literals aside: help text may name them) has no identifier with a backend's name as one of
+# its words (`cfg->local`, `sbx_kube_config`, `LOCAL_RUNTIME_AUTO`), and reads none of the
+# variables a backend reads (`getenv("AGENT_SANDBOX_POOL")`).
+backends=$(sed -n 's/^[[:space:]]*BACKENDS[[:space:]]*+=[[:space:]]*\([A-Za-z0-9_]*\).*/\1/p' \
+               ./*/*.mk 2>/dev/null | sort -u)
+if [ -n "$backends" ] && [ -d session ]; then
+    # every AGENT_SANDBOX_* a backend reads by name (getenv, env_nonempty)
+    vars=$(for b in $backends; do
+               cat "$b"/*.c 2>/dev/null
+           done | grep -oE '(getenv|env_nonempty)\("AGENT_SANDBOX_[A-Z0-9_]+"' |
+           sed 's/.*("//; s/"$//' | sort -u | tr '\n' ' ')
+    for f in session/*.[ch]; do
+        [ -f "$f" ] || continue
+        # comments and literals blanked, lines kept; then each identifier and each
+        # getenv of a backend's variable, with its line
+        report=$(perl -e '
+            my ($file, $names, $vars) = @ARGV[0 .. 2];
+            my %var = map { $_ => 1 } split " ", $vars;
+            my $re = join "|", map { quotemeta } split " ", $names;
+            open my $fh, "<", $file or die "$file: $!\n";
+            local $/; my $src = <$fh>;
+            my $line = 0;
+            for my $l (split /\n/, $src, -1) {
+                $line++;
+                while ($l =~ /(?:getenv|env_nonempty)\("(AGENT_SANDBOX_[A-Z0-9_]+)"/g) {
+                    print "$file:$line: reads $1, a backend'"'"'s setting: only its backend may\n"
+                        if $var{$1};
+                }
+            }
+            $src =~ s{/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|'"'"'(?:\\.|[^'"'"'\\\n])*'"'"'}{
+                my $m = $&; $m =~ /^["'"'"']/ ? "\"\"" : ("\n" x ($m =~ tr/\n//)) . " " }gse;
+            $line = 0;
+            for my $l (split /\n/, $src, -1) {
+                $line++;
+                while ($l =~ /([A-Za-z_][A-Za-z0-9_]*)/g) {
+                    my $id = $1;
+                    print "$file:$line: names the backend \"$2\" ($id): the session layer names no backend\n"
+                        if $id =~ /(^|_)($re)(_|$)/i;
+                }
+            }' "$f" "$backends" "$vars")
+        if [ -n "$report" ]; then
+            echo "$report"
+            bad=1
+        fi
+    done
+fi
 exit $bad

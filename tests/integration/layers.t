@@ -73,4 +73,35 @@ out=$("$check" "$SBX_TEST_TMP/tree" 2>&1)
 is "$?" 1 "a new folder of C files without a layer fails"
 like "$out" '^newpart/: ' "... naming the folder"
 
+# The session layer names no backend: a backend's settings are its own section.
+# append FILE LINE: a copy whose FILE ends with LINE; prints the check's report.
+append() {
+    copy
+    printf '%s\n' "$2" >>"$SBX_TEST_TMP/tree/$1"
+    "$check" "$SBX_TEST_TMP/tree" 2>&1
+}
+
+out=$(append session/config.c 'static int f(sbx_config *cfg) { return cfg->local.network_host; }')
+is "$?" 1 "the session layer reaching into the local backend's settings fails"
+like "$out" '^session/config\.c:[0-9]+: names the backend "local" ' "... naming the file, the line and the backend"
+
+out=$(append session/holder.c 'typedef struct sbx_kube_config sbx_kube_config;')
+is "$?" 1 "the session layer declaring the kube backend's settings fails"
+like "$out" '^session/holder\.c:[0-9]+: names the backend "kube" \(sbx_kube_config\)' "... naming the identifier"
+
+out=$(append session/sbx_main.c 'static const char *pool(void) { return getenv("AGENT_SANDBOX_POOL"); }')
+is "$?" 1 "the session layer reading a backend's variable fails"
+like "$out" '^session/sbx_main\.c:[0-9]+: reads AGENT_SANDBOX_POOL, a backend' "... naming the variable"
+
+out=$(append session/sbx_main.c '/* the kube backend and cfg->local */ static const char h[] = "AGENT_SANDBOX_POOL: kube";')
+is "$?:$out" "0:" "a backend named in a comment or in help text passes"
+
+copy
+mkdir -p "$SBX_TEST_TMP/tree/third"
+printf 'BACKENDS += third\n' >"$SBX_TEST_TMP/tree/third/third.mk"
+printf 'static int third_ready;\n' >>"$SBX_TEST_TMP/tree/session/backend.c"
+out=$("$check" "$SBX_TEST_TMP/tree" 2>&1)
+is "$?" 1 "a new backend's name in the session layer fails too (found from its fragment)"
+like "$out" 'names the backend "third" \(third_ready\)' "... naming it"
+
 done_testing
