@@ -38,7 +38,7 @@
 
 char *kube_find_tool(const char *agent_path, sbx_err *err)
 {
-    char *p = sbx_find_libexec(agent_path, "sbx-kube");
+    char *p = session_find_libexec(agent_path, "sbx-kube");
     if (p && access(p, X_OK) == 0)
         return p;
     free(p);
@@ -179,7 +179,7 @@ static int kube_claim(sbx_backend *b, bool *reattached, sbx_err *err)
 
     *reattached = false;
     stop_stream(kb, 0);
-    if (sbx_private_dir(kb->dir, err) < 0)
+    if (session_private_dir(kb->dir, err) < 0)
         return -1;
     tool_argv(kb, "claim", &argv);
     for (size_t i = 0; i < kb->code_dirs.n; i++) {
@@ -433,7 +433,7 @@ static sbx_backend *kube_new(const sbx_config *cfg, const sbx_sandbox_spec *spec
     kb->base.ops = &kube_ops;
     kb->tool = tool;
     kb->session = xstrdup(cfg->session);
-    kb->dir = sbx_session_state_dir(cfg);
+    kb->dir = session_state_dir(cfg);
     kb->home = xstrdup(cfg->home);
     kb->agent_path = xstrdup(spec->agent_path);
     kb->kc = *k;        /* the numbers; the strings are the backend's own copies */
@@ -461,7 +461,7 @@ static const sbx_backend_command kube_commands[] = {
 };
 
 /* What the registry lists (BACKENDS += kube in kube/kube.mk). */
-const sbx_backend_class sbx_backend_class_kube = {
+const sbx_backend_class kube_backend_class = {
     .name = "kube",
     .configure = kube_configure,
     .settings_free = kube_settings_free,

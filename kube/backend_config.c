@@ -76,7 +76,7 @@ const kube_settings *kube_settings_of(const sbx_config *cfg)
     static const kube_settings defaults = {
         .ttl = SBX_KUBE_TTL_DEFAULT, .claim_timeout = SBX_KUBE_CLAIM_TIMEOUT_DEFAULT,
     };
-    const kube_settings *k = sbx_backend_settings(cfg, &sbx_backend_class_kube);
+    const kube_settings *k = session_backend_settings(cfg, &kube_backend_class);
     return k ? k : &defaults;
 }
 
@@ -110,14 +110,14 @@ int kube_configure(const sbx_config *cfg, void **settings, sbx_err *err)
         k->pool = xstrdup(v);
     }
     if ((v = env_nonempty("AGENT_SANDBOX_TTL"))) {
-        if (sbx_parse_duration(v, &k->ttl, err) < 0)
+        if (session_parse_duration(v, &k->ttl, err) < 0)
             return sbx_err_prefix(err, "AGENT_SANDBOX_TTL");
         if (k->ttl < 60)
             return sbx_errf(err, "AGENT_SANDBOX_TTL='%s': the claim's lifetime must be at "
                             "least 60 s (it is renewed while the session lives)", v);
     }
     if ((v = env_nonempty("AGENT_SANDBOX_CLAIM_TIMEOUT"))) {
-        if (sbx_parse_duration(v, &k->claim_timeout, err) < 0)
+        if (session_parse_duration(v, &k->claim_timeout, err) < 0)
             return sbx_err_prefix(err, "AGENT_SANDBOX_CLAIM_TIMEOUT");
         if (!k->claim_timeout)
             return sbx_errf(err, "AGENT_SANDBOX_CLAIM_TIMEOUT=0: give the longest wait for a "

@@ -140,7 +140,7 @@ int kube_peek(const char *state_dir, strbuf *json)
 int kube_adopt(const char *state_dir, sbx_config *cfg)
 {
     kube_state s;
-    kube_settings *k = sbx_backend_settings(cfg, &sbx_backend_class_kube);
+    kube_settings *k = session_backend_settings(cfg, &kube_backend_class);
     if (!k || kube_state_load(state_dir, &s) < 0)
         return -1;
     free(k->namespace_);

@@ -92,11 +92,11 @@ typedef struct kube_backend {
 } kube_backend;
 
 /* backend_config.c: the class's configure, settings_free and fingerprint hooks */
-extern const sbx_backend_class sbx_backend_class_kube;
+extern const sbx_backend_class kube_backend_class;
 int kube_configure(const sbx_config *cfg, void **settings, sbx_err *err);
 void kube_settings_free(void *settings);
 /* cfg's kube section; all unset (with the default lifetimes) when cfg has none (not loaded
- * by sbx_config_load), so a reader never gets NULL. */
+ * by session_config_load), so a reader never gets NULL. */
 const kube_settings *kube_settings_of(const sbx_config *cfg);
 /* Frees the strings of a section, not the section itself. */
 void kube_settings_clear(kube_settings *k);

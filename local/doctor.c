@@ -114,7 +114,7 @@ static void doctor_runtimes(const sbx_config *cfg, sbx_doctor_finding *finding)
         finding(local_settings_of(cfg)->runtime == LOCAL_RUNTIME_BWRAP ? 2 : 1, "bubblewrap is not installed",
                 "apt-get install bubblewrap (or make deps)");
     }
-    if (sbx_local_runtime_resolve(local_settings_of(cfg)->runtime, &rt, NULL, &err) < 0)
+    if (local_runtime_resolve(local_settings_of(cfg)->runtime, &rt, NULL, &err) < 0)
         finding(2, "no usable sandbox runtime", "%s", err.msg);
     else
         finding(0, "runtime in use:", "%s (AGENT_SANDBOX_LOCAL_RUNTIME=%s)",
@@ -127,10 +127,10 @@ static void doctor_runtimes(const sbx_config *cfg, sbx_doctor_finding *finding)
 static void doctor_shim(sbx_doctor_finding *finding)
 {
     sbx_err err;
-    char *agent = sbx_find_agent(&err);
+    char *agent = session_find_agent(&err);
     if (!agent)
         return;     /* the session layer reports the agent itself */
-    char *so = sbx_find_libexec(agent, "sbx-runsc-compat.so");
+    char *so = session_find_libexec(agent, "sbx-runsc-compat.so");
     if (so)
         finding(0, "runsc statx shim:", "%s", so);
     else
@@ -147,8 +147,8 @@ static void doctor_limits(const sbx_config *cfg, local_runtime rt, sbx_doctor_fi
     strbuf how = STRBUF_INIT;
     char mem[32] = "no";
     if (cfg->memory_max)
-        sbx_format_size(mem, sizeof(mem), (double)cfg->memory_max);
-    if (sbx_local_limits_probe(rt, &how) == 0)
+        session_format_size(mem, sizeof(mem), (double)cfg->memory_max);
+    if (local_limits_probe(rt, &how) == 0)
         finding(0, "sandbox limits enforced:", "%s (%u processes, %s memory)", how.buf,
                 cfg->pids_max, mem);
     else
@@ -175,7 +175,7 @@ static void doctor_network(const sbx_config *cfg, sbx_doctor_finding *finding)
     strbuf sb = STRBUF_INIT;
     for (size_t i = 0; i < local_settings_of(cfg)->egress.n; i++)
         strbuf_addf(&sb, "%s%s", i ? "," : "", local_settings_of(cfg)->egress.v[i]);
-    char *proxy = sbx_find_libexec(cfg->agent_path, "sbx-egress");
+    char *proxy = session_find_libexec(cfg->agent_path, "sbx-egress");
     if (proxy)
         finding(0, "network:", "allowlist, HTTP(S) through %s to %s", proxy, sb.buf);
     else
@@ -202,7 +202,7 @@ void local_doctor(const sbx_config *cfg, sbx_doctor_finding *finding)
         finding(2, "user.max_user_namespaces is 0", "sysctl -w user.max_user_namespaces=15000");
     if (f)
         fclose(f);
-    sbx_local_runtime_resolve(local_settings_of(cfg)->runtime, &rt, NULL, NULL);
+    local_runtime_resolve(local_settings_of(cfg)->runtime, &rt, NULL, NULL);
     if (rt == LOCAL_RUNTIME_RUNSC)
         doctor_shim(finding);
     doctor_limits(cfg, rt, finding);

@@ -392,7 +392,7 @@ void local_apply_rlimits(const sandbox_limits *lim)
     }
 }
 
-int sbx_local_limits_probe(local_runtime rt, strbuf *how)
+int local_limits_probe(local_runtime rt, strbuf *how)
 {
     sandbox_limits lim = { .pids_max = 0 };
     char id[64];

@@ -2,7 +2,7 @@
  * The local backend's own header: its types and the functions its files share.
  * Private to local/ (nothing outside includes it but the tests); the rest of the
  * program reaches the backend only through session/backend.h, by the class
- * sbx_backend_class_local that local_backend.c defines.
+ * local_backend_class that local_backend.c defines.
  *
  * The files, in the order a sandbox is made:
  *   settings.c       its settings (AGENT_SANDBOX_LOCAL_*), and its part of the fingerprint
@@ -57,7 +57,7 @@ typedef struct local_settings {
 } local_settings;
 
 /* cfg's local section; the defaults (auto, no network) when cfg has none (not loaded by
- * sbx_config_load), so a reader never gets NULL. */
+ * session_config_load), so a reader never gets NULL. */
 const local_settings *local_settings_of(const sbx_config *cfg);
 
 /* Where things sit inside the sandbox. */
@@ -178,7 +178,7 @@ typedef struct spawn_opts {
 } spawn_opts;
 
 /* The class (what the registry lists; local_backend.c). */
-extern const sbx_backend_class sbx_backend_class_local;
+extern const sbx_backend_class local_backend_class;
 sbx_backend *local_new(const sbx_config *cfg, const sbx_sandbox_spec *spec, sbx_err *err);
 bool local_alive(sbx_backend *b);
 
@@ -194,7 +194,7 @@ void local_describe(const cJSON *sandbox, strbuf *out);
 /* runtime.c: which runtime want (AUTO: runsc when installed, else bwrap) resolves
  * to here, and its path (malloc'd, if path); -1 with a message naming the Debian
  * packages when it is not installed. */
-int sbx_local_runtime_resolve(local_runtime want, local_runtime *out, char **path, sbx_err *err);
+int local_runtime_resolve(local_runtime want, local_runtime *out, char **path, sbx_err *err);
 
 /* The release date (YYYYMMDD) in `runsc --version`'s first line, 0 when there is none;
  * whether a runsc of that date defaults to the systrap platform (else it has only ptrace
@@ -235,7 +235,7 @@ void local_apply_rlimits(const sandbox_limits *lim);
 /* Whether a sandbox of runtime rt gets its limits from a cgroup here (0, how:
  * "cgroup v1, e.g. ...", made and removed to find out) or only from rlimits
  * (-1, how: why not). */
-int sbx_local_limits_probe(local_runtime rt, strbuf *how);
+int local_limits_probe(local_runtime rt, strbuf *how);
 
 /* spawn.c */
 int local_spawn(char *const argv[], char *const envp[], const char *log, const spawn_opts *o,

@@ -82,7 +82,7 @@ static int wipe_state(local_backend *lb, sbx_err *err)
 
 /* The state directory's parts a new sandbox binds: the agent's directory,
  * runsc's --root, the egress proxy's; private (0700), inside a state directory that
- * is 0700 and ours (sbx_private_dir), which keeps the host's other users out of all
+ * is 0700 and ours (session_private_dir), which keeps the host's other users out of all
  * of them. Except the egress proxy's under rootless runsc: 0711, since the agent there
  * runs as the caller's uid but sees the caller's host files as uid 0's (runsc.c,
  * write_bundle), and connects to the proxy's socket (mode 0777) in it. */
@@ -126,14 +126,14 @@ static int local_claim(sbx_backend *b, bool *reattached, sbx_err *err)
     unsigned char rnd[4];
 
     *reattached = false;
-    if (sbx_private_dir(lb->dir, err) < 0)
+    if (session_private_dir(lb->dir, err) < 0)
         return -1;
     if (local_load_state(lb->dir, &s) == 0) {
         bool same = !strcmp(s.runtime, local_runtime_name(lb->runtime)) &&
                     s.network_host == lb->network_host &&
                     s.network_allowlist == lb->network_allowlist &&
-                    sbx_strvec_equal(&s.egress, &lb->egress) &&
-                    sbx_strvec_equal(&s.code_dirs, &lb->code_dirs);
+                    session_strvec_equal(&s.egress, &lb->egress) &&
+                    session_strvec_equal(&s.code_dirs, &lb->code_dirs);
         if (same && local_state_alive(s.pid, s.starttime)) {
             free(lb->id);
             lb->id = xstrdup(s.id);
@@ -381,7 +381,7 @@ sbx_backend *local_new(const sbx_config *cfg, const sbx_sandbox_spec *spec, sbx_
     local_backend *lb = xcalloc(1, sizeof(*lb));
 
     lb->base.ops = &local_ops;
-    if (sbx_local_runtime_resolve(local_settings_of(cfg)->runtime, &lb->runtime, &lb->runtime_path, err) < 0) {
+    if (local_runtime_resolve(local_settings_of(cfg)->runtime, &lb->runtime, &lb->runtime_path, err) < 0) {
         free(lb);
         return NULL;
     }
@@ -392,7 +392,7 @@ sbx_backend *local_new(const sbx_config *cfg, const sbx_sandbox_spec *spec, sbx_
         return NULL;
     }
     lb->session = xstrdup(cfg->session);
-    lb->dir = sbx_session_state_dir(cfg);
+    lb->dir = session_state_dir(cfg);
     lb->home = xstrdup(cfg->home);
     lb->network_host = local_settings_of(cfg)->network_host;
     lb->network_allowlist = local_settings_of(cfg)->network_allowlist;
@@ -417,7 +417,7 @@ sbx_backend *local_new(const sbx_config *cfg, const sbx_sandbox_spec *spec, sbx_
         for (size_t i = 0; i < spec->agent_env->n; i++)
             strvec_push(&lb->agent_env, spec->agent_env->v[i]);
     if (lb->runtime == LOCAL_RUNTIME_RUNSC)
-        lb->compat_so = sbx_find_libexec(lb->agent_path, "sbx-runsc-compat.so");
+        lb->compat_so = session_find_libexec(lb->agent_path, "sbx-runsc-compat.so");
     lb->lim.pids_max = cfg->pids_max;
     lb->lim.memory_max = cfg->memory_max;
     lb->lim.cpus_milli = cfg->cpus_milli;
@@ -426,7 +426,7 @@ sbx_backend *local_new(const sbx_config *cfg, const sbx_sandbox_spec *spec, sbx_
 }
 
 /* What the registry lists (BACKENDS += local in local/local.mk). */
-const sbx_backend_class sbx_backend_class_local = {
+const sbx_backend_class local_backend_class = {
     .name = "local",
     .configure = local_configure,
     .settings_free = local_settings_free,

@@ -19,7 +19,7 @@ const char *local_runtime_name(local_runtime rt)
     return "auto";
 }
 
-int sbx_local_runtime_resolve(local_runtime want, local_runtime *out, char **path, sbx_err *err)
+int local_runtime_resolve(local_runtime want, local_runtime *out, char **path, sbx_err *err)
 {
     char *p = NULL;
     if (want == LOCAL_RUNTIME_AUTO || want == LOCAL_RUNTIME_RUNSC) {

@@ -24,7 +24,7 @@ static const char *env_nonempty(const char *name)
 static int load_egress(local_settings *ls, const char *mode, sbx_err *err)
 {
     const char *v = env_nonempty("AGENT_SANDBOX_EGRESS");
-    sbx_egress_policy pol;
+    local_egress_policy pol;
 
     if (v && !ls->network_allowlist)
         return sbx_errf(err, "AGENT_SANDBOX_EGRESS is set, but AGENT_SANDBOX_LOCAL_NETWORK is "
@@ -36,10 +36,10 @@ static int load_egress(local_settings *ls, const char *mode, sbx_err *err)
         return sbx_errf(err, "AGENT_SANDBOX_LOCAL_NETWORK=allowlist needs AGENT_SANDBOX_EGRESS: "
                         "the hosts the sandbox may reach, comma-separated (e.g. "
                         "registry.npmjs.org,pypi.org)");
-    if (sbx_egress_parse(v, &pol, err) < 0)
+    if (local_egress_parse(v, &pol, err) < 0)
         return -1;
-    sbx_egress_policy_free(&pol);
-    sbx_split_list(&ls->egress, v, ',');
+    local_egress_policy_free(&pol);
+    session_split_list(&ls->egress, v, ',');
     for (size_t i = 0; i < ls->egress.n; i++) {
         char *e = ls->egress.v[i], *a = e, *z;
         while (isspace((unsigned char)*a))
@@ -76,7 +76,7 @@ void local_settings_free(void *settings)
 const local_settings *local_settings_of(const sbx_config *cfg)
 {
     static const local_settings defaults = { .runtime = LOCAL_RUNTIME_AUTO };
-    const local_settings *ls = sbx_backend_settings(cfg, &sbx_backend_class_local);
+    const local_settings *ls = session_backend_settings(cfg, &local_backend_class);
     return ls ? ls : &defaults;
 }
 
@@ -137,7 +137,7 @@ void local_fingerprint_also(const sbx_config *cfg, strvec *also)
     if (other.runtime != LOCAL_RUNTIME_AUTO) {
         other.runtime = LOCAL_RUNTIME_AUTO;
     } else {
-        if (sbx_local_runtime_resolve(LOCAL_RUNTIME_AUTO, &chosen, NULL, NULL) < 0)
+        if (local_runtime_resolve(LOCAL_RUNTIME_AUTO, &chosen, NULL, NULL) < 0)
             return;
         other.runtime = chosen;
     }
@@ -146,7 +146,7 @@ void local_fingerprint_also(const sbx_config *cfg, strvec *also)
     strbuf_release(&sb);
 }
 
-/* What every local command gets besides sbx_sandbox_env()'s: USER and LOGNAME as the
+/* What every local command gets besides session_sandbox_env()'s: USER and LOGNAME as the
  * caller has them, and with AGENT_SANDBOX_LOCAL_NETWORK=allowlist the agent's relay to the
  * host's egress proxy (local/egress.h), in both spellings tools read; it replaces a
  * forwarded host proxy, which the sandbox could not reach anyway. */

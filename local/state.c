@@ -184,7 +184,7 @@ int local_peek(const char *state_dir, strbuf *json)
 int local_adopt(const char *state_dir, sbx_config *cfg)
 {
     saved_state s;
-    local_settings *ls = sbx_backend_settings(cfg, &sbx_backend_class_local);
+    local_settings *ls = session_backend_settings(cfg, &local_backend_class);
     /* (no code directories is a session too: a scratch one, in ~ or /tmp) */
     if (!ls)
         return -1;

@@ -92,13 +92,13 @@ static void describe_limits(const cJSON *lim, strbuf *out)
     if (cJSON_IsNumber(p) && p->valuedouble > 0)
         snprintf(pids, sizeof(pids), "%.0f processes", p->valuedouble);
     if (cJSON_IsNumber(m) && m->valuedouble > 0) {
-        sbx_format_size(mem, sizeof(mem) - 7, m->valuedouble);
+        session_format_size(mem, sizeof(mem) - 7, m->valuedouble);
         strcat(mem, " memory");
     }
     if (cJSON_IsNumber(c) && c->valuedouble > 0)
         snprintf(cpus, sizeof(cpus), "%g CPUs", c->valuedouble / 1000);
     if (cJSON_IsNumber(d) && d->valuedouble > 0) {
-        sbx_format_size(disk, 24, d->valuedouble);
+        session_format_size(disk, 24, d->valuedouble);
         strcat(disk, " per code copy and /tmp");
     }
     strbuf_addf(out, "limits:    %s, %s, %s, %s\n", pids, mem, cpus, disk);

@@ -83,17 +83,17 @@ static const char usage_tail[] =
 static void print_usage(FILE *f)
 {
     fputs(usage_head, f);
-    for (size_t i = 0; sbx_backend_classes[i]; i++)
-        for (const sbx_backend_command *c = sbx_backend_classes[i]->commands; c && c->name; c++)
+    for (size_t i = 0; session_backend_classes[i]; i++)
+        for (const sbx_backend_command *c = session_backend_classes[i]->commands; c && c->name; c++)
             fputs(c->help, f);
     fputs(usage_middle, f);
     fprintf(f, "  %-30s ", "AGENT_SANDBOX_BACKEND");
-    for (size_t i = 0; sbx_backend_classes[i]; i++)
-        fprintf(f, "%s%s%s", i ? " | " : "", sbx_backend_classes[i]->name, i ? "" : " (default)");
+    for (size_t i = 0; session_backend_classes[i]; i++)
+        fprintf(f, "%s%s%s", i ? " | " : "", session_backend_classes[i]->name, i ? "" : " (default)");
     fputc('\n', f);
-    for (size_t i = 0; sbx_backend_classes[i]; i++)
-        if (sbx_backend_classes[i]->help_env)
-            fputs(sbx_backend_classes[i]->help_env, f);
+    for (size_t i = 0; session_backend_classes[i]; i++)
+        if (session_backend_classes[i]->help_env)
+            fputs(session_backend_classes[i]->help_env, f);
     fputs(usage_tail, f);
 }
 
@@ -188,7 +188,7 @@ static void load_config(sbx_config *cfg, const char *session)
 {
     sbx_err err;
     sbx_config_opts o = { .session = session };
-    if (sbx_config_load(cfg, &o, &err) < 0)
+    if (session_config_load(cfg, &o, &err) < 0)
         die125(err.msg);
 }
 
@@ -217,13 +217,13 @@ static int fresh_session(sbx_config *cfg, bool named)
         free(cfg->session);
         cfg->session = name;
     }
-    dir = sbx_session_state_dir(cfg);
-    if (sbx_backend_peek(dir, &js) == 0 || sbx_session_open(cfg, &no, &probe, &err) == 0) {
+    dir = session_state_dir(cfg);
+    if (session_backend_peek(dir, &js) == 0 || session_open(cfg, &no, &probe, &err) == 0) {
         fprintf(stderr, "sbx: session '%s' exists already; use --keep to run in it, or "
                 "`sbx release --session %s` first\n", cfg->session, cfg->session);
         r = -1;
     }
-    sbx_session_close(probe);
+    session_close(probe);
     strbuf_release(&js);
     free(dir);
     return r;
@@ -263,19 +263,19 @@ static int cmd_exec(int argc, char **argv)
                    "cd into one, or set AGENT_SANDBOX_CODE_DIRS", cwd, cfg.code_dirs.v[0]);
         goto out;
     }
-    if (!(cfg.agent_path = sbx_find_agent(&err))) {
+    if (!(cfg.agent_path = session_find_agent(&err))) {
         fprintf(stderr, "sbx: %s\n", err.msg);
         goto out;
     }
     if (!keep && fresh_session(&cfg, session != NULL) < 0)
         goto out;
-    if (sbx_session_open(&cfg, NULL, &s, &err) < 0) {
+    if (session_open(&cfg, NULL, &s, &err) < 0) {
         fprintf(stderr, "sbx: %s\n", err.msg);
         goto out;
     }
 
     tty = tty && isatty(0) && isatty(1);
-    sbx_sandbox_env(&cfg, tty, &env);
+    session_sandbox_env(&cfg, tty, &env);
     sbx_fd_map fds[] = {
         { 0, SBX_FD_RELAY_IN, 0 },
         { 1, SBX_FD_RELAY_OUT, 1 },
@@ -292,7 +292,7 @@ static int cmd_exec(int argc, char **argv)
         .forward_signals = true,
         .filter = SBX_FILTER_AUTO,
     };
-    if (sbx_session_run(s, &cmd, &st, &err) < 0) {
+    if (session_run(s, &cmd, &st, &err) < 0) {
         fprintf(stderr, "sbx: %s\n", err.msg);
     } else if (WIFEXITED(st.wait_status)) {
         rc = WEXITSTATUS(st.wait_status);
@@ -302,15 +302,15 @@ static int cmd_exec(int argc, char **argv)
     } else if (WIFSIGNALED(st.wait_status)) {
         rc = 128 + WTERMSIG(st.wait_status);
     }
-    if (!keep && sbx_session_release(s, 0, &err) < 0) {
+    if (!keep && session_release(s, 0, &err) < 0) {
         fprintf(stderr, "sbx: cannot release the sandbox: %s\n", err.msg);
         if (rc == 0)
             rc = SBX_EXIT_INTERNAL;
     }
 out:
-    sbx_session_close(s);
+    session_close(s);
     strvec_clear(&env);
-    sbx_config_free(&cfg);
+    session_config_free(&cfg);
     return rc;
 }
 
@@ -322,8 +322,8 @@ out:
  * (sbx doctor's probe, whose own findings say it). */
 static int force_release(sbx_config *cfg, const char *dir, bool quiet)
 {
-    char *lockp = xasprintf("%s/holder.lock", dir), *sock = sbx_session_socket_path(cfg);
-    char *log = sbx_session_log_path(cfg);
+    char *lockp = xasprintf("%s/holder.lock", dir), *sock = session_socket_path(cfg);
+    char *log = session_log_path(cfg);
     int fd = open(lockp, O_RDWR | O_NOFOLLOW | O_CLOEXEC), rc = 0;
     bool found = false;
     sbx_err err;
@@ -351,11 +351,11 @@ static int force_release(sbx_config *cfg, const char *dir, bool quiet)
     }
     if (fd >= 0)
         close(fd);
-    if (!cfg->agent_path && !(cfg->agent_path = sbx_find_agent(&err)))
+    if (!cfg->agent_path && !(cfg->agent_path = session_find_agent(&err)))
         cfg->agent_path = xstrdup("/nonexistent/sbx-agent");   /* only released, never run */
-    if (sbx_backend_adopt(dir, cfg) == 0) {
+    if (session_backend_adopt(dir, cfg) == 0) {
         sbx_sandbox_spec spec = { .agent_path = cfg->agent_path };
-        sbx_backend *b = sbx_backend_new(cfg, &spec, &err);
+        sbx_backend *b = session_backend_new(cfg, &spec, &err);
         if (!b || b->ops->release(b, &err) < 0) {
             if (!quiet)
                 fprintf(stderr, "sbx: cannot stop the sandbox: %s\n", err.msg);
@@ -366,7 +366,7 @@ static int force_release(sbx_config *cfg, const char *dir, bool quiet)
                    "pulled)\n");
             found = true;
         }
-        sbx_backend_free(b);
+        session_backend_free(b);
     }
     unlink(sock);
     unlink(log);
@@ -422,7 +422,7 @@ static int cmd_release(int argc, char **argv)
         switch (c) {
         case O_SESSION: session = optarg; break;
         case O_TIMEOUT:
-            if (sbx_parse_duration(optarg, &timeout, &err) < 0) {
+            if (session_parse_duration(optarg, &timeout, &err) < 0) {
                 fprintf(stderr, "sbx: --timeout: %s\n", err.msg);
                 return SBX_EXIT_INTERNAL;
             }
@@ -437,34 +437,34 @@ static int cmd_release(int argc, char **argv)
         return 2;
     }
     load_config(&cfg, session);
-    dir = sbx_session_state_dir(&cfg);
+    dir = session_state_dir(&cfg);
     if (force) {
         rc = force_release(&cfg, dir, false);
         goto out;
     }
     no.hello_timeout_ms = adopt.hello_timeout_ms = timeout ? timeout * 1000 : 0;
-    if (sbx_session_open(&cfg, &no, &s, &err) < 0) {
-        if (sbx_backend_adopt(dir, &cfg) < 0) {
+    if (session_open(&cfg, &no, &s, &err) < 0) {
+        if (session_backend_adopt(dir, &cfg) < 0) {
             fprintf(stderr, "sbx: no session '%s' here (sbx ls lists them)\n", cfg.session);
             rc = 1;
             goto out;
         }
         /* A sandbox without a holder: a new holder, made for that sandbox's
          * shape, reattaches, pulls its last changes and releases it. */
-        if (sbx_session_open(&cfg, &adopt, &s, &err) < 0) {
+        if (session_open(&cfg, &adopt, &s, &err) < 0) {
             fprintf(stderr, "sbx: %s\n", err.msg);
             rc = SBX_EXIT_INTERNAL;
             goto out;
         }
     }
-    if (sbx_session_release(s, timeout, &err) < 0) {
+    if (session_release(s, timeout, &err) < 0) {
         fprintf(stderr, "sbx: %s\n", err.msg);
         rc = SBX_EXIT_INTERNAL;
     }
 out:
-    sbx_session_close(s);
+    session_close(s);
     free(dir);
-    sbx_config_free(&cfg);
+    session_config_free(&cfg);
     return rc;
 }
 
@@ -526,7 +526,7 @@ static void print_status_human(const char *json)
         /* the backend's own facts (egress, limits, a pod), in its own words */
         const cJSON *be = cJSON_GetObjectItemCaseSensitive(sb, "backend");
         const sbx_backend_class *c =
-            sbx_backend_class_find(cJSON_IsString(be) ? be->valuestring : "");
+            session_backend_class_find(cJSON_IsString(be) ? be->valuestring : "");
         if (c && c->describe) {
             strbuf lines = STRBUF_INIT;
             c->describe(sb, &lines);
@@ -566,16 +566,16 @@ static int cmd_status(int argc, char **argv)
         return 2;
     }
     load_config(&cfg, session);
-    if (sbx_session_open(&cfg, &no, &s, &err) == 0) {
-        if (sbx_session_status(s, &js, &err) < 0) {
+    if (session_open(&cfg, &no, &s, &err) == 0) {
+        if (session_status(s, &js, &err) < 0) {
             fprintf(stderr, "sbx: %s\n", err.msg);
             rc = SBX_EXIT_INTERNAL;
         }
-        sbx_session_close(s);
+        session_close(s);
     } else {
-        char *dir = sbx_session_state_dir(&cfg);
+        char *dir = session_state_dir(&cfg);
         strbuf sbjs = STRBUF_INIT;
-        if (sbx_backend_peek(dir, &sbjs) < 0) {
+        if (session_backend_peek(dir, &sbjs) < 0) {
             rc = 1;
         } else {
             strbuf_addstr(&js, "{\"session\":\"");
@@ -598,7 +598,7 @@ static int cmd_status(int argc, char **argv)
     else if (rc == 0)
         print_status_human(js.buf);
     strbuf_release(&js);
-    sbx_config_free(&cfg);
+    session_config_free(&cfg);
     return rc;
 }
 
@@ -636,7 +636,7 @@ static int cmd_ls(int argc, char **argv)
     }
     if ((d = opendir(cfg.state_root))) {
         while ((e = readdir(d)))
-            if (e->d_name[0] != '.' && sbx_session_name_check(e->d_name, NULL) == 0)
+            if (e->d_name[0] != '.' && session_name_check(e->d_name, NULL) == 0)
                 strvec_push(&names, e->d_name);
         closedir(d);
     }
@@ -651,15 +651,15 @@ static int cmd_ls(int argc, char **argv)
             continue;
         free(cfg.session);
         cfg.session = xstrdup(names.v[i]);
-        char *dir = sbx_session_state_dir(&cfg);
+        char *dir = session_state_dir(&cfg);
         strbuf sbjs = STRBUF_INIT;
         sbx_session *s = NULL;
         sbx_open_opts no = { .no_start = true, .any_shape = true };
-        bool has_sandbox = sbx_backend_peek(dir, &sbjs) == 0;
+        bool has_sandbox = session_backend_peek(dir, &sbjs) == 0;
         long holder = 0;
-        if (sbx_session_open(&cfg, &no, &s, &err) == 0) {
-            holder = sbx_session_holder_pid(s);
-            sbx_session_close(s);
+        if (session_open(&cfg, &no, &s, &err) == 0) {
+            holder = session_holder_pid(s);
+            session_close(s);
         }
         free(dir);
         if (!has_sandbox && !holder) {
@@ -702,7 +702,7 @@ static int cmd_ls(int argc, char **argv)
     }
     strbuf_release(&out);
     strvec_clear(&names);
-    sbx_config_free(&cfg);
+    session_config_free(&cfg);
     return 0;
 }
 
@@ -736,16 +736,16 @@ static void finding(int level, const char *what, const char *detail, ...)
 static void doctor_dirs(sbx_config *cfg)
 {
     sbx_err err;
-    char *sock = sbx_session_socket_path(cfg);
+    char *sock = session_socket_path(cfg);
 
-    if (sbx_private_dir(cfg->run_dir, &err) < 0)
+    if (session_private_dir(cfg->run_dir, &err) < 0)
         finding(2, "runtime directory unusable", "%s", err.msg);
     else
         finding(0, "runtime directory (sockets):", "%s, private", cfg->run_dir);
     if (strlen(sock) + 8 >= 108)
         finding(2, "session socket paths are too long", "%s: set XDG_RUNTIME_DIR to a "
                 "shorter directory", sock);
-    if (sbx_private_dir(cfg->state_root, &err) < 0)
+    if (session_private_dir(cfg->state_root, &err) < 0)
         finding(2, "state directory unusable", "%s", err.msg);
     else
         finding(0, "state directory (sandboxes' homes, agent sockets):", "%s, private", cfg->state_root);
@@ -756,7 +756,7 @@ static void doctor_dirs(sbx_config *cfg)
 static void doctor_agent(void)
 {
     sbx_err err;
-    char *agent = sbx_find_agent(&err);
+    char *agent = session_find_agent(&err);
     if (!agent) {
         finding(2, "sbx-agent not found", "%s", err.msg);
         return;
@@ -835,12 +835,12 @@ static void doctor_probe(void)
     char *name = xasprintf("doctor-%d", (int)getpid());
     bool ran = false;
 
-    if (sbx_config_load(&cfg, &(sbx_config_opts){ .session = name, .cwd = "/" }, &err) < 0) {
+    if (session_config_load(&cfg, &(sbx_config_opts){ .session = name, .cwd = "/" }, &err) < 0) {
         finding(2, "cannot start a sandbox", "%s", err.msg);
         goto out;
     }
     have_cfg = true;
-    if (!(cfg.agent_path = sbx_find_agent(&err))) {
+    if (!(cfg.agent_path = session_find_agent(&err))) {
         finding(2, "cannot start a sandbox", "%s", err.msg);
         goto out;
     }
@@ -848,11 +848,11 @@ static void doctor_probe(void)
     strvec_clear(&cfg.sync_paths);
     strvec_clear(&cfg.task_files);
     strvec_clear(&cfg.create_paths);
-    if (sbx_session_open(&cfg, NULL, &s, &err) < 0) {
+    if (session_open(&cfg, NULL, &s, &err) < 0) {
         finding(2, "cannot start a sandbox", "%s", err.msg);
         goto out;
     }
-    sbx_sandbox_env(&cfg, false, &env);
+    session_sandbox_env(&cfg, false, &env);
     sbx_fd_map fds[] = {
         { 0, SBX_FD_RELAY_IN, null },
         { 1, SBX_FD_RELAY_OUT, null },
@@ -867,7 +867,7 @@ static void doctor_probe(void)
         .nfds = 3,
         .filter = SBX_FILTER_AUTO,
     };
-    if (sbx_session_run(s, &cmd, &st, &err) < 0)
+    if (session_run(s, &cmd, &st, &err) < 0)
         finding(2, "a sandbox of this configuration cannot run a command", "%s (what every "
                 "sbxsh command here would fail with)", err.msg);
     else if (!WIFEXITED(st.wait_status) || WEXITSTATUS(st.wait_status) != 0)
@@ -875,13 +875,13 @@ static void doctor_probe(void)
                 st.spawn_failed ? st.message : "exit status not 0");
     else
         ran = true;
-    if (sbx_session_release(s, 0, &err) == 0) {
+    if (session_release(s, 0, &err) == 0) {
         if (ran)
             finding(0, "a sandbox starts here and runs a command", "(%s, released)", name);
     } else {
         /* a probe that failed may leave a holder or a stopped sandbox behind: gone too */
-        char *dir = sbx_session_state_dir(&cfg);
-        sbx_session_close(s);
+        char *dir = session_state_dir(&cfg);
+        session_close(s);
         s = NULL;
         if (force_release(&cfg, dir, true) != 0)
             finding(1, "the probe's sandbox could not be released", "%s (sbx release --force "
@@ -889,10 +889,10 @@ static void doctor_probe(void)
         free(dir);
     }
 out:
-    sbx_session_close(s);
+    session_close(s);
     strvec_clear(&env);
     if (have_cfg)
-        sbx_config_free(&cfg);
+        session_config_free(&cfg);
     if (null >= 0)
         close(null);
     free(name);
@@ -907,7 +907,7 @@ static int cmd_doctor(int argc, char **argv)
         fputs(usage_doctor, stderr);
         return 2;
     }
-    if (sbx_config_load(&cfg, NULL, &err) < 0) {
+    if (session_config_load(&cfg, NULL, &err) < 0) {
         finding(2, "configuration", "%s", err.msg);
         printf("\n1 problem to fix.\n");
         return 1;
@@ -917,11 +917,11 @@ static int cmd_doctor(int argc, char **argv)
                 cfg.code_dirs.v[0], cfg.code_dirs.n > 1 ? ", ..." : "");
     else
         finding(0, "session here:", "%s (no code directory: %s; nothing is synced)",
-                cfg.session, sbx_no_code_dir_reason("."));
+                cfg.session, session_no_code_dir_reason("."));
     /* what each backend built in needs here */
-    for (size_t i = 0; sbx_backend_classes[i]; i++)
-        if (sbx_backend_classes[i]->doctor)
-            sbx_backend_classes[i]->doctor(&cfg, finding);
+    for (size_t i = 0; session_backend_classes[i]; i++)
+        if (session_backend_classes[i]->doctor)
+            session_backend_classes[i]->doctor(&cfg, finding);
     doctor_agent();
     doctor_dirs(&cfg);
     doctor_git();
@@ -932,7 +932,7 @@ static int cmd_doctor(int argc, char **argv)
     printf("\n%s\n", problems ? "Fix the FAIL lines above; `sudo make deps` installs the "
                                 "packages." : warnings ? "Usable, but see the WARN lines "
                                 "above." : "All good.");
-    sbx_config_free(&cfg);
+    session_config_free(&cfg);
     return problems ? 1 : 0;
 }
 
@@ -962,8 +962,8 @@ int main(int argc, char **argv)
         if (!strcmp(argv[1], cmds[i].name))
             return cmds[i].fn(argc - 1, argv + 1);
     /* then the backends' own (sbx render-pool) */
-    for (size_t i = 0; sbx_backend_classes[i]; i++)
-        for (const sbx_backend_command *c = sbx_backend_classes[i]->commands; c && c->name; c++)
+    for (size_t i = 0; session_backend_classes[i]; i++)
+        for (const sbx_backend_command *c = session_backend_classes[i]->commands; c && c->name; c++)
             if (!strcmp(argv[1], c->name))
                 return c->run(argc - 1, argv + 1);
     fprintf(stderr, "sbx: unknown command '%s'\n\n", argv[1]);
