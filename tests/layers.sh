@@ -3,12 +3,14 @@
 # (HACKING.md, "The layers"), and the session layer names no backend (below). Exits 1
 # listing each include that points against it and each place that names a backend.
 #
-#   tests/layers.sh [TOP]      TOP: the tree to check (default: this one)
+#   tests/layers.sh [TOP [BUILD]]   TOP: the tree to check (default: this one); BUILD: its
+#                                   objects (default TOP/build; none there: names unchecked)
 #
 # Each folder may include its own headers and those of the folders (or single headers)
 # listed after it. tests/ and bench/ may include anything; a folder with C files that is
 # not listed fails, so that a new one gets a place in the picture.
 top=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+build=${2:-$top/build}
 
 declare -A allowed=(
     [common]="common"
@@ -24,6 +26,22 @@ declare -A allowed=(
     [cli]="cli router shell session common"
 )
 skip=" tests bench build build-asan build-fuzz "
+
+# The names each folder exports (its objects' global functions and variables, as nm lists
+# them) begin with one of its own prefixes, so that a name says where it is defined: sbx_
+# is common/'s alone, the parser's sh_ is shell/'s. No prefix belongs to two folders or
+# begins another folder's. (HACKING.md lists them; types and macros are not linker names.)
+declare -A prefixes=(
+    [common]="sbx_ strbuf_ strvec_ arena_ framebuf_ urlcred_ read_ write_ set_ now_ x"
+    [shell]="sh_ lx_ px_ wb_ wd_"
+    [router]="route_"
+    [sync]="sync_ agent_ apply_ conn_ delta_ dns_ dnsstub_ git_ gitconfig_ gitcred_ ign_ mf_
+            rc_ RC_ rs_ sf_ wire_ wildmatch has_glob"
+    [session]="session_ proto_"
+    [local]="local_"
+    [kube]="kube_ kt_ kwatch_ ws_"
+    [cli]="cli_ interactive_ line_ prompt_ startup_ view_"
+)
 
 bad=0
 cd "$top" || exit 2
@@ -58,6 +76,51 @@ for dir in */; do
         bad=1
     fi
 done
+
+# Prefixes: no two folders share one (nor does one begin another folder's).
+for a in "${!prefixes[@]}"; do
+    for b in "${!prefixes[@]}"; do
+        [ "$a" != "$b" ] || continue
+        for p in ${prefixes[$a]}; do
+            for q in ${prefixes[$b]}; do
+                case $q in "$p"*)
+                    echo "tests/layers.sh: prefix $q of $b/ begins with $a/'s $p: a name would not say its folder"
+                    bad=1 ;;
+                esac
+            done
+        done
+    done
+done
+# Each object of a folder's C file in BUILD (and the registry the Makefile generates):
+# every name it exports begins with one of its folder's prefixes.
+if [ -d "$build" ]; then
+    for dir in "${!prefixes[@]}"; do
+        [ -d "$dir" ] || continue
+        objs=()
+        for c in "$dir"/*.c; do
+            o=$build/${c%.c}.o
+            [ -f "$o" ] && objs+=("$o")
+        done
+        [ "$dir" = session ] && [ -f "$build/session/backends.o" ] && objs+=("$build/session/backends.o")
+        [ ${#objs[@]} -gt 0 ] || continue
+        # shellcheck disable=SC2086 # the prefixes, one word each
+        report=$(nm -A -g --defined-only "${objs[@]}" 2>/dev/null |
+                 awk -v dir="$dir" -v build="$build/" -v pre="${prefixes[$dir]}" '
+            BEGIN { n = split(pre, p, " ") }
+            NF == 3 {
+                obj = $1; sub(/:[0-9a-fA-F]*$/, "", obj)
+                if (index(obj, build) == 1) obj = substr(obj, length(build) + 1)
+                if ($3 == "main") next
+                for (i = 1; i <= n; i++)
+                    if (index($3, p[i]) == 1) next
+                printf "%s: exports %s: names of %s/ begin with %s\n", obj, $3, dir, pre
+            }')
+        if [ -n "$report" ]; then
+            echo "$report"
+            bad=1
+        fi
+    done
+fi
 
 # The session layer names no backend (HACKING.md, "Adding a backend"): a backend is its
 # folder, whose fragment says `BACKENDS += NAME`, plus that line; its settings are a section
