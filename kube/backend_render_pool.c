@@ -1,8 +1,9 @@
 /*
  * sbx render-pool, a command of the kube backend's own (the class's commands): a tenant's
  * namespace, the agent host's identity there (ServiceAccount, Role, RoleBinding) and its
- * SandboxTemplate and SandboxWarmPool (agent-sandbox v1beta1), printed as YAML with the secure defaults sbxsh expects of a pod and the trade-offs named
- * in comments, for a platform team to review and apply.
+ * SandboxTemplate and SandboxWarmPool (agent-sandbox v1beta1), printed as YAML with the
+ * secure defaults sbxsh expects of a pod and the trade-offs named in comments, for a
+ * platform team to review and apply.
  *
  * One namespace per tenant, because a namespace is what Kubernetes' RBAC scopes a Role to:
  * in one namespace shared by every tenant's pool, any agent host's identity could get,

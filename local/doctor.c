@@ -59,6 +59,7 @@ static bool userns_works(void)
 static void doctor_runtimes(const sbx_config *cfg, sbx_doctor_finding *finding)
 {
     char *runsc = sbx_which("runsc"), *bwrap = sbx_which("bwrap");
+    local_runtime want = local_settings_of(cfg)->runtime;   /* as asked */
     char line[512];
     local_runtime rt;
     sbx_err err;
@@ -86,11 +87,11 @@ static void doctor_runtimes(const sbx_config *cfg, sbx_doctor_finding *finding)
         if (r == 0)
             finding(0, "runsc starts a sandbox (runsc do /bin/true)", NULL);
         else
-            finding(local_settings_of(cfg)->runtime == LOCAL_RUNTIME_RUNSC ? 2 : 1,
+            finding(want == LOCAL_RUNTIME_RUNSC ? 2 : 1,
                     "runsc cannot start a sandbox here", "%s; run as root, or set "
                     "AGENT_SANDBOX_LOCAL_RUNTIME=bwrap", line[0] ? line : "no message");
     } else {
-        finding(local_settings_of(cfg)->runtime == LOCAL_RUNTIME_RUNSC ? 2 : 1, "runsc (gVisor) is not installed",
+        finding(want == LOCAL_RUNTIME_RUNSC ? 2 : 1, "runsc (gVisor) is not installed",
                 "apt-get install runsc (or make deps) for the stronger sandbox");
     }
     if (bwrap) {
@@ -106,19 +107,19 @@ static void doctor_runtimes(const sbx_config *cfg, sbx_doctor_finding *finding)
             finding(0, "bubblewrap starts a sandbox with user, pid and network namespaces",
                     NULL);
         else
-            finding(local_settings_of(cfg)->runtime == LOCAL_RUNTIME_BWRAP ? 2 : 1, "bubblewrap cannot start a "
-                    "sandbox here", "%s; enable unprivileged user namespaces "
+            finding(want == LOCAL_RUNTIME_BWRAP ? 2 : 1, "bubblewrap cannot start a sandbox here",
+                    "%s; enable unprivileged user namespaces "
                     "(sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces>0)",
                     line[0] ? line : "no message");
     } else {
-        finding(local_settings_of(cfg)->runtime == LOCAL_RUNTIME_BWRAP ? 2 : 1, "bubblewrap is not installed",
+        finding(want == LOCAL_RUNTIME_BWRAP ? 2 : 1, "bubblewrap is not installed",
                 "apt-get install bubblewrap (or make deps)");
     }
-    if (local_runtime_resolve(local_settings_of(cfg)->runtime, &rt, NULL, &err) < 0)
+    if (local_runtime_resolve(want, &rt, NULL, &err) < 0)
         finding(2, "no usable sandbox runtime", "%s", err.msg);
     else
         finding(0, "runtime in use:", "%s (AGENT_SANDBOX_LOCAL_RUNTIME=%s)",
-                local_runtime_name(rt), local_runtime_name(local_settings_of(cfg)->runtime));
+                local_runtime_name(rt), local_runtime_name(want));
     free(runsc);
     free(bwrap);
 }

@@ -176,7 +176,8 @@ static int local_claim(sbx_backend *b, bool *reattached, sbx_err *err)
     lb->created = (int64_t)time(NULL);
     lb->pid = 0;
     lb->starttime = 0;
-    if ((lb->runtime == LOCAL_RUNTIME_RUNSC ? local_start_runsc(lb, err) : local_start_bwrap(lb, err)) < 0)
+    if ((lb->runtime == LOCAL_RUNTIME_RUNSC ? local_start_runsc(lb, err)
+                                            : local_start_bwrap(lb, err)) < 0)
         return -1;
     lb->claimed = true;
     if ((lb->network_allowlist && local_start_egress(lb, err) < 0) || local_save_state(lb, err) < 0) {
@@ -381,7 +382,8 @@ sbx_backend *local_new(const sbx_config *cfg, const sbx_sandbox_spec *spec, sbx_
     local_backend *lb = xcalloc(1, sizeof(*lb));
 
     lb->base.ops = &local_ops;
-    if (local_runtime_resolve(local_settings_of(cfg)->runtime, &lb->runtime, &lb->runtime_path, err) < 0) {
+    if (local_runtime_resolve(local_settings_of(cfg)->runtime, &lb->runtime, &lb->runtime_path,
+                              err) < 0) {
         free(lb);
         return NULL;
     }

@@ -602,7 +602,8 @@ static route_where check_cmd(const route_ctx *ctx, const sh_cmd *cmd, rcmd *c, r
                                                  : "a printf option");
             goto out;
         }
-        st = c->kind == RC_ECHO ? route_builtin_echo(args, nargs, &env) : route_builtin_printf(args, nargs, &env);
+        st = c->kind == RC_ECHO ? route_builtin_echo(args, nargs, &env)
+                                : route_builtin_printf(args, nargs, &env);
         if (st == BI_REFUSE) {
             strbuf_addf(why, "%s: %s", name, env.why);
             goto out;

@@ -51,9 +51,11 @@ void session_backend_free(sbx_backend *b)
 
 int session_backend_peek(const char *state_dir, strbuf *json)
 {
-    for (size_t i = 0; session_backend_classes[i]; i++)
-        if (session_backend_classes[i]->peek && session_backend_classes[i]->peek(state_dir, json) == 0)
+    for (size_t i = 0; session_backend_classes[i]; i++) {
+        const sbx_backend_class *c = session_backend_classes[i];
+        if (c->peek && c->peek(state_dir, json) == 0)
             return 0;
+    }
     return -1;
 }
 

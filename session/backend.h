@@ -84,8 +84,8 @@ typedef struct sbx_backend_ops {
     bool (*exists)(sbx_backend *b);
     /* Stops the sandbox and deletes what it had (copies, home, state). */
     int (*release)(sbx_backend *b, sbx_err *err);
-    /* Appends a JSON object of facts: runtime, id, created (unix seconds),
-     * alive, and backend-specific fields; locally "limits": pids_max,
+    /* Appends a JSON object of facts: backend (its class's name), runtime, id, created
+     * (unix seconds), alive, and backend-specific fields; locally "limits": pids_max,
      * memory_max, cpus_milli, disk_max, mechanism ("cgroup v1", "cgroup v2",
      * "rlimit") and the cgroup directories. */
     void (*status)(sbx_backend *b, strbuf *json);
@@ -133,9 +133,9 @@ typedef struct sbx_backend_class {
     /* Reads this backend's settings from the environment (its own AGENT_SANDBOX_*
      * variables), checks them, and sets *settings to a section of its own making, which
      * cfg keeps opaque (sbx_config.backend_settings) and gives back through
-     * session_backend_settings(); called by session_config_load() for every backend built in, so a
-     * bad value is refused whichever backend is used. On failure, what it set is freed by
-     * settings_free. */
+     * session_backend_settings(); called by session_config_load() for every backend built
+     * in, so a bad value is refused whichever backend is used. On failure, what it set is
+     * freed by settings_free. */
     int (*configure)(const sbx_config *cfg, void **settings, sbx_err *err);
     /* Frees a section configure made (never called with NULL). */
     void (*settings_free)(void *settings);
@@ -159,16 +159,16 @@ typedef struct sbx_backend_class {
      * no sandbox recorded there. */
     int (*peek)(const char *state_dir, strbuf *json);
     /* Sets cfg's code directories and this backend's section (changed in place) to those
-     * of the sandbox recorded in state_dir, so that a holder started with cfg reattaches to it (sbx
-     * release from anywhere). Returns -1 when this backend has none recorded there. */
+     * of the sandbox recorded in state_dir, so that a holder started with cfg reattaches
+     * to it (sbx release from anywhere). Returns -1 when this backend has none recorded there. */
     int (*adopt)(const char *state_dir, sbx_config *cfg);
     /* sbx doctor: checks what this backend needs on this machine (runtimes, kernel
      * features, files beside the agent, limits), one finding() per fact. */
     void (*doctor)(const sbx_config *cfg, sbx_doctor_finding *finding);
     /* Optional, for `sbx status` without --json: appends lines for people
      * ("limits:    ...\n") of the facts of its own in a sandbox's status object (what
-     * status() or peek() made, its strings already made safe for the terminal). Called for
-     * every backend: one that finds none of its facts there appends nothing. */
+     * status() or peek() made, its strings already made safe for the terminal). Called
+     * for the class the object's "backend" member names; a fact it lacks is left out. */
     void (*describe)(const cJSON *sandbox, strbuf *out);
     /* Optional: `sbx --help`'s lines for this backend's variables ("  AGENT_SANDBOX_X   what
      * it sets\n"), listed after AGENT_SANDBOX_BACKEND's. */

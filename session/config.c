@@ -531,7 +531,9 @@ int session_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *e
     /* The default backend is the first one built: the Makefile includes local.mk's
      * fragment before any other backend's. */
     v = env_nonempty("AGENT_SANDBOX_BACKEND");
-    cfg->backend = xstrdup(v ? v : session_backend_classes[0] ? session_backend_classes[0]->name : "");
+    if (!v)
+        v = session_backend_classes[0] ? session_backend_classes[0]->name : "";
+    cfg->backend = xstrdup(v);
 
     v = env_nonempty("HOME");
     if (!v || v[0] != '/') {

@@ -103,10 +103,10 @@ char *session_name_derive(const strvec *code_dirs, const char *state_root);
 int session_name_check(const char *name, sbx_err *err);
 
 /* What fixes a sandbox's shape: each backend's part of it (its fingerprint hook: locally
- * the runtime as asked and the network), and the code directories. A holder serves only clients whose fingerprint equals its
- * own or one of session_config_fingerprints_also() (a session named explicitly could
- * otherwise be reused with another runtime or other directories without a word).
- * Malloc'd. */
+ * the runtime as asked and the network), and the code directories. A holder serves only
+ * clients whose fingerprint equals its own or one of session_config_fingerprints_also()
+ * (a session named explicitly could otherwise be reused with another runtime or other
+ * directories without a word). Malloc'd. */
 char *session_config_fingerprint(const sbx_config *cfg);
 /* The other fingerprints a holder of cfg's shape serves (the backends' fingerprint_also
  * hooks), pushed to out. */

@@ -89,7 +89,8 @@ static void print_usage(FILE *f)
     fputs(usage_middle, f);
     fprintf(f, "  %-30s ", "AGENT_SANDBOX_BACKEND");
     for (size_t i = 0; session_backend_classes[i]; i++)
-        fprintf(f, "%s%s%s", i ? " | " : "", session_backend_classes[i]->name, i ? "" : " (default)");
+        fprintf(f, "%s%s%s", i ? " | " : "", session_backend_classes[i]->name,
+                i ? "" : " (default)");
     fputc('\n', f);
     for (size_t i = 0; session_backend_classes[i]; i++)
         if (session_backend_classes[i]->help_env)

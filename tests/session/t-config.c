@@ -185,7 +185,8 @@ int main(void)
     ok(session_config_load(&cfg, NULL, &err) == 0, "config loads");
     is_str(cfg.session, "named", "AGENT_SANDBOX_SESSION");
     char *fp = session_config_fingerprint(&cfg);
-    ok(strstr(fp, "runtime=bwrap ") != NULL, "the local backend's runtime, in the session's shape: %s", fp);
+    ok(strstr(fp, "runtime=bwrap ") != NULL, "the local backend's runtime, in the session's "
+       "shape: %s", fp);
     free(fp);
     is_int(cfg.idle_timeout, 300, "idle timeout");
     is_int(cfg.pids_max, SBX_PIDS_MAX_DEFAULT, "pids limit by default");
