@@ -110,7 +110,7 @@ if [ -d "$build" ]; then
             NF == 3 {
                 obj = $1; sub(/:[0-9a-fA-F]*$/, "", obj)
                 if (index(obj, build) == 1) obj = substr(obj, length(build) + 1)
-                # main, and what the compiler adds (reserved __ names: ASan'"'"'s __odr_asan.X)
+                # main, and what the compiler adds (reserved __ names; ASan makes __odr_asan.X)
                 if ($3 == "main" || $3 ~ /^__/ || index($3, ".")) next
                 for (i = 1; i <= n; i++)
                     if (index($3, p[i]) == 1) next
