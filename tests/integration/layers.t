@@ -12,7 +12,7 @@ out=$("$check" "$top" "$build" 2>&1)
 rc=$?
 is "$rc" 0 "the tree's includes follow the layers, its names their folders' prefixes"
 is "$out" "" "... and nothing is reported"
-objs=$(ls "$build"/session/*.o "$build"/cli/*.o "$build"/common/*.o 2>/dev/null | wc -l)
+objs=$(find "$build/session" "$build/cli" "$build/common" -maxdepth 1 -name '*.o' 2>/dev/null | wc -l)
 ok "... the names of the build's objects among them ($objs objects in $build)" [ "$objs" -gt 10 ]
 
 # A copy of the program's folders (tests/ and bench/ are not checked).
