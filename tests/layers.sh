@@ -35,8 +35,8 @@ declare -A prefixes=(
     [common]="sbx_ strbuf_ strvec_ arena_ framebuf_ urlcred_ read_ write_ set_ now_ x"
     [shell]="sh_ lx_ px_ wb_ wd_"
     [router]="route_"
-    [sync]="sync_ agent_ apply_ conn_ delta_ dns_ dnsstub_ git_ gitconfig_ gitcred_ ign_ mf_
-            rc_ RC_ rs_ sf_ wire_ wildmatch has_glob"
+    [sync]="sync_ agent_ apply_ conn_ delta_ dns_ dnsstub_ gh_ git_ gitconfig_ gitcred_
+            gitindex_ ign_ mf_ rc_ RC_ rs_ sf_ wire_ wildmatch has_glob"
     [session]="session_ proto_"
     [local]="local_"
     [kube]="kube_ kt_ kwatch_ ws_"
@@ -106,7 +106,7 @@ if [ -d "$build" ]; then
         # shellcheck disable=SC2086 # the prefixes, one word each
         report=$(nm -A -g --defined-only "${objs[@]}" 2>/dev/null |
                  awk -v dir="$dir" -v build="$build/" -v pre="${prefixes[$dir]}" '
-            BEGIN { n = split(pre, p, " ") }
+            BEGIN { gsub(/[ \t\n]+/, " ", pre); n = split(pre, p, " ") }
             NF == 3 {
                 obj = $1; sub(/:[0-9a-fA-F]*$/, "", obj)
                 if (index(obj, build) == 1) obj = substr(obj, length(build) + 1)
@@ -127,7 +127,7 @@ fi
 # folder, whose fragment says `BACKENDS += NAME`, plus that line; its settings are a section
 # of its own that the session layer keeps opaque. So session/'s code (comments and string
 # literals aside: help text may name them) has no identifier with a backend's name as one of
-# its words (`cfg->local`, `sbx_kube_config`, `LOCAL_RUNTIME_AUTO`), and reads none of the
+# its words (`cfg->local`, `kube_settings`, `LOCAL_RUNTIME_AUTO`), and reads none of the
 # variables a backend reads (`getenv("AGENT_SANDBOX_POOL")`).
 backends=$(sed -n 's/^[[:space:]]*BACKENDS[[:space:]]*+=[[:space:]]*\([A-Za-z0-9_]*\).*/\1/p' \
                ./*/*.mk 2>/dev/null | sort -u)

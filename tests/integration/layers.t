@@ -88,9 +88,9 @@ out=$(append session/config.c 'static int f(sbx_config *cfg) { return cfg->local
 is "$?" 1 "the session layer reaching into the local backend's settings fails"
 like "$out" '^session/config\.c:[0-9]+: names the backend "local" ' "... naming the file, the line and the backend"
 
-out=$(append session/holder.c 'typedef struct sbx_kube_config sbx_kube_config;')
+out=$(append session/holder.c 'typedef struct kube_settings kube_settings;')
 is "$?" 1 "the session layer declaring the kube backend's settings fails"
-like "$out" '^session/holder\.c:[0-9]+: names the backend "kube" \(sbx_kube_config\)' "... naming the identifier"
+like "$out" '^session/holder\.c:[0-9]+: names the backend "kube" \(kube_settings\)' "... naming the identifier"
 
 out=$(append session/sbx_main.c 'static const char *pool(void) { return getenv("AGENT_SANDBOX_POOL"); }')
 is "$?" 1 "the session layer reading a backend's variable fails"
