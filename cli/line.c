@@ -120,7 +120,7 @@ static void add_report(strbuf *line, strbuf *defs, const char *kind, const char 
  * fd 199 once it has turned the pty's echo off, so that not even the mark is echoed,
  * whatever the scheduling. sbxsh then stops relaying the terminal
  * (what is typed from then on stays in the local terminal, for the prompt) and sends a NUL
- * after all it has relayed (sbx_session_tty_mark). The shell reads up to that NUL, so it
+ * after all it has relayed (session_tty_mark). The shell reads up to that NUL, so it
  * gets exactly the keys sent before it, none lost in flight; `read -n` turns canonical mode
  * off while it reads (a half-typed line comes too), -s keeps them from being echoed twice,
  * and the timeout only bounds a client that went away. They become the report's eighth
@@ -350,8 +350,8 @@ static void queue_view(line_exec *x, bool say)
 
     /* sbxsh's own state and sockets (AGENT_SANDBOX_STATE_DIR may be a plain directory
      * below HOME): the directory, never its files */
-    bool own = (x->cfg.state_root && sbx_path_within(x->cwd, x->cfg.state_root)) ||
-               (x->cfg.run_dir && sbx_path_within(x->cwd, x->cfg.run_dir));
+    bool own = (x->cfg.state_root && session_path_within(x->cwd, x->cfg.state_root)) ||
+               (x->cfg.run_dir && session_path_within(x->cwd, x->cfg.run_dir));
 
     if (view_build(x->cwd, !own, &v, &err) < 0) {
         view_free(&v);
@@ -435,12 +435,12 @@ int line_exec_new(const line_opts *o, line_exec **out, sbx_err *err)
     strvec_init(&x->env);
     strbuf_init(&x->typeahead, 0);
     strbuf_init(&x->notices, 0);
-    if (sbx_config_load(&x->cfg, &co, err) < 0) {
+    if (session_config_load(&x->cfg, &co, err) < 0) {
         free(x->cwd);
         free(x);
         return -1;
     }
-    sbx_sandbox_env(&x->cfg, false, &x->env);
+    session_sandbox_env(&x->cfg, false, &x->env);
     /* a person's shell started in a plain directory below HOME (a login shell in ~): its
      * sandbox gets the view a cd there would give (queue_view) */
     if (o->interactive && !x->cfg.code_dirs.n && line_may_move_to_projects(&x->cfg) &&
@@ -505,12 +505,12 @@ static int shell_query(line_exec *x, const char *q, size_t qlen, strbuf *const *
 {
     strbuf last = STRBUF_INIT;
     int rc = -1;
-    if (sbx_session_write(x->sess, x->script_fd, q, qlen, err) < 0)
+    if (session_write(x->sess, x->script_fd, q, qlen, err) < 0)
         goto out;
     for (size_t i = 0; i < nrec; i++)
-        if (sbx_session_read_record(x->sess, 199, '\0', rec[i], err) < 0)
+        if (session_read_record(x->sess, 199, '\0', rec[i], err) < 0)
             goto out;
-    if (sbx_session_read_record(x->sess, 199, '\0', &last, err) < 0)
+    if (session_read_record(x->sess, 199, '\0', &last, err) < 0)
         goto out;
     x->shell_line++;
     x->sandbox_stale = true;
@@ -693,8 +693,8 @@ void line_exec_free(line_exec *x)
     if (!x)
         return;
     if (x->sess)
-        sbx_session_close(x->sess);
-    sbx_config_free(&x->cfg);
+        session_close(x->sess);
+    session_config_free(&x->cfg);
     strvec_clear(&x->env);
     strbuf_release(&x->typeahead);
     strbuf_release(&x->notices);
@@ -773,10 +773,10 @@ static int open_session(line_exec *x, sbx_err *err)
 {
     if (x->sess)
         return 0;
-    if (!sbx_backend_class_find(x->cfg.backend))
+    if (!session_backend_class_find(x->cfg.backend))
         return sbx_errf(err, "AGENT_SANDBOX_BACKEND=%s: no such backend is built (local, kube)",
                         x->cfg.backend);
-    return sbx_session_open(&x->cfg, NULL, &x->sess, err);
+    return session_open(&x->cfg, NULL, &x->sess, err);
 }
 
 /*
@@ -888,7 +888,7 @@ static int start_bash(line_exec *x, const strvec *argv, const char *extra, bool 
         strvec_pushv(&wrapped, argv->v);
         cmd.argv = (const char *const *)wrapped.v;
     }
-    rc = sbx_session_start(x->sess, &cmd, err);
+    rc = session_start(x->sess, &cmd, err);
     strvec_clear(&wrapped);
     return rc;
 }
@@ -958,7 +958,7 @@ static int run_oneshot(line_exec *x, const char *text, const char *script, const
 start:
     rc = start_bash(x, &argv, NULL, false, fds, ARRAY_SIZE(fds), err);
     strvec_clear(&argv);
-    if (rc < 0 || sbx_session_wait(x->sess, &st, err) < 0)
+    if (rc < 0 || session_wait(x->sess, &st, err) < 0)
         return -1;
     *wait_status = st.wait_status;
     if (st.spawn_failed)
@@ -1086,7 +1086,7 @@ static int shell_start(line_exec *x, sbx_err *err)
      * (and the chunk this shell starts for may have set it already) */
     if (x->o.sandbox_bashrc || login_shell_args(x->o.bash_args))
         x->names_dirty = true;
-    rc = sbx_session_write(x->sess, x->script_fd, w.buf, w.len, err);
+    rc = session_write(x->sess, x->script_fd, w.buf, w.len, err);
     strbuf_release(&w);
     return rc;
 }
@@ -1094,14 +1094,14 @@ static int shell_start(line_exec *x, sbx_err *err)
 /* Between chunks the terminal is the caller's (the prompt, host parts, messages). */
 static int shell_tty_pause(line_exec *x, sbx_err *err)
 {
-    return x->o.tty && x->shell_running ? sbx_session_tty_pause(x->sess, err) : 0;
+    return x->o.tty && x->shell_running ? session_tty_pause(x->sess, err) : 0;
 }
 
 /* The persistent shell has exited: collect its status. */
 static int shell_reap(line_exec *x, sbx_err *err)
 {
     sbx_exit st;
-    if (sbx_session_wait(x->sess, &st, err) < 0)
+    if (session_wait(x->sess, &st, err) < 0)
         return -1;
     x->shell_running = false;
     x->shell_ended = true;
@@ -1247,15 +1247,15 @@ static int shell_read_one_report(line_exec *x, strbuf *rec,
         /* on a pty, a "next" report first asks for the keys typed ahead (TYPEAHEAD):
          * "typeahead" without a NUL, told from "done" and "next" by its first 4 bytes */
         if (i == 0 && x->o.tty && x->o.interactive) {
-            r = sbx_session_read_bytes(x->sess, 199, 4, rec, err);
+            r = session_read_bytes(x->sess, 199, 4, rec, err);
             if (r > 0 && !strcmp(rec->buf, "type")) {
                 strbuf_reset(rec);
-                r = sbx_session_read_bytes(x->sess, 199, 5, rec, err);
+                r = session_read_bytes(x->sess, 199, 5, rec, err);
                 if (r <= 0)
                     return r;
                 if (strcmp(rec->buf, "ahead"))
                     return sbx_errf(err, "the sandbox's shell sent a malformed status report");
-                if (sbx_session_tty_mark(x->sess, err) < 0)
+                if (session_tty_mark(x->sess, err) < 0)
                     return -1;
                 strbuf_reset(rec);
                 i--;
@@ -1264,7 +1264,7 @@ static int shell_read_one_report(line_exec *x, strbuf *rec,
             if (r <= 0)
                 return r;
         }
-        r = sbx_session_read_record(x->sess, 199, '\0', rec, err);
+        r = session_read_record(x->sess, 199, '\0', rec, err);
         if (r <= 0)
             return r;
         /* interactive mode: the prompt's fields follow a "next" report (PROMPT_PRE) */
@@ -1319,7 +1319,7 @@ static void take_typeahead(line_exec *x, const char *t)
 
     if (!tl || !x->o.tty || !x->sess)
         return;
-    sent = sbx_session_tty_typed(x->sess, &sl);
+    sent = session_tty_typed(x->sess, &sl);
     if (tl > sl)
         return;
     for (size_t i = 0; i < tl; i++) {
@@ -1403,8 +1403,8 @@ static void print_job_notices(line_exec *x)
     strbuf out = STRBUF_INIT;
     if (!x->notices.len)
         return;
-    sbx_termfilter_init(&tf);
-    sbx_termfilter_feed(&tf, x->notices.buf, x->notices.len, &out);
+    session_termfilter_init(&tf);
+    session_termfilter_feed(&tf, x->notices.buf, x->notices.len, &out);
     fflush(stdout);
     if (out.len && write_full(2, out.buf, out.len) < 0) {
         /* stderr went away: nothing to tell it */
@@ -1497,7 +1497,7 @@ static int shell_read_report(line_exec *x, sbx_err *err)
         return -1;
     print_job_notices(x);
     /* The sandbox's changes come back before anything else runs here. */
-    if (sbx_session_sync(x->sess, err) < 0)
+    if (session_sync(x->sess, err) < 0)
         return -1;
     return result;
 }
@@ -1555,7 +1555,7 @@ static int shell_run_chunk(line_exec *x, const char *chunk, unsigned first, unsi
             shell_tty_pause(x, &perr);
             return -1;
         }
-    } else if (sbx_session_sync(x->sess, err) < 0) {
+    } else if (session_sync(x->sess, err) < 0) {
         /* The shell has run since the last round: what changed on the host since then (a
          * file saved in an editor while sbxsh waited at its prompt, an agent's own write
          * between two commands) goes in before the chunk, as before a one-shot command. */
@@ -1594,9 +1594,9 @@ static int shell_run_chunk(line_exec *x, const char *chunk, unsigned first, unsi
     strbuf_add(&w, defs.buf, defs.len);
     strbuf_release(&defs);
     /* the terminal is the chunk's while it runs (raw, its size followed) */
-    rc = x->o.tty ? sbx_session_tty_resume(x->sess, err) : 0;
+    rc = x->o.tty ? session_tty_resume(x->sess, err) : 0;
     if (rc == 0)
-        rc = sbx_session_write(x->sess, x->script_fd, w.buf, w.len, err);
+        rc = session_write(x->sess, x->script_fd, w.buf, w.len, err);
     strbuf_release(&w);
     if (rc == 0)
         rc = shell_read_report(x, err);
@@ -1621,16 +1621,16 @@ static int shell_end(line_exec *x, bool exit_now, sbx_err *err)
     add_state_prefix(x, ROUTE_JOIN_SEMI, true, x->shell_line, &w);
     if (exit_now)
         strbuf_addf(&w, "exit %d\n", x->last_status);
-    if (w.len && sbx_session_write(x->sess, x->script_fd, w.buf, w.len, err) < 0) {
+    if (w.len && session_write(x->sess, x->script_fd, w.buf, w.len, err) < 0) {
         strbuf_release(&w);
         return -1;
     }
     strbuf_release(&w);
     /* what runs at the end (an EXIT trap, bash ending its jobs) has the terminal as a
      * chunk has it; paused, the command's end would never be seen */
-    if (x->o.tty && sbx_session_tty_resume(x->sess, err) < 0)
+    if (x->o.tty && session_tty_resume(x->sess, err) < 0)
         return -1;
-    if (sbx_session_close_fd(x->sess, x->script_fd, err) < 0)
+    if (session_close_fd(x->sess, x->script_fd, err) < 0)
         return -1;
     return shell_reap(x, err);
 }
@@ -1680,7 +1680,7 @@ SBX_NORETURN static void relay_main(int in, int out)
         dup2(in, 0) < 0 || dup2(out, 1) < 0)
         _exit(1);
     close_range(2, ~0U, 0);
-    sbx_termfilter_init(&tf);
+    session_termfilter_init(&tf);
     for (;;) {
         ssize_t n = read(0, buf, sizeof(buf));
         if (n < 0 && errno == EINTR)
@@ -1688,7 +1688,7 @@ SBX_NORETURN static void relay_main(int in, int out)
         if (n <= 0)     /* EOF of a pipe, EIO of a pty whose last writer is gone */
             break;
         strbuf_reset(&q);
-        sbx_termfilter_feed(&tf, buf, (size_t)n, &q);
+        session_termfilter_feed(&tf, buf, (size_t)n, &q);
         /* a terminal that went away: keep reading, so that the writers never block */
         if (!dead && q.len && write_full(1, q.buf, q.len) < 0)
             dead = true;
@@ -1869,7 +1869,7 @@ static int confirmed_oldpwd(line_exec *x, const char **out, sbx_err *err)
 }
 
 /* The HOME a bare `cd`, `cd ~` or `cd ~/DIR` typed now would use, when it is the host's
- * (*out NULL otherwise): a shell not yet started gets the host's HOME (sbx_sandbox_env);
+ * (*out NULL otherwise): a shell not yet started gets the host's HOME (session_sandbox_env);
  * a running one is asked, since a command there may have assigned HOME. */
 static int confirmed_home(line_exec *x, const char **out, sbx_err *err)
 {
@@ -1953,7 +1953,7 @@ static bool part_needs_host(const route_part *part)
 static void drop_session(line_exec *x)
 {
     if (x->sess) {
-        sbx_session_close(x->sess);
+        session_close(x->sess);
         x->sess = NULL;
     }
     x->shell_running = false;
@@ -2029,10 +2029,10 @@ static void switch_session(line_exec *x, sbx_config *next, const char *oldpwd)
     drop_session(x);
     free(x->start_oldpwd);
     x->start_oldpwd = xstrdup(oldpwd);
-    sbx_config_free(&x->cfg);
+    session_config_free(&x->cfg);
     x->cfg = *next;
     strvec_clear(&x->env);
-    sbx_sandbox_env(&x->cfg, false, &x->env);
+    session_sandbox_env(&x->cfg, false, &x->env);
 }
 
 static void move_to_project(line_exec *x, const char *oldpwd)
@@ -2053,7 +2053,7 @@ static void move_to_project(line_exec *x, const char *oldpwd)
      * its commands run in the scratch session, the one HOME has */
     if (!project)
         co.cwd = x->cfg.home;
-    if (sbx_config_load(&next, &co, &err) < 0) {
+    if (session_config_load(&next, &co, &err) < 0) {
         sbx_error("cd: %s: staying in session '%s': %s", x->cwd, x->cfg.session, err.msg);
         return;
     }
@@ -2061,7 +2061,7 @@ static void move_to_project(line_exec *x, const char *oldpwd)
         /* outside every project (a dotfiles repository at ~ is none either): the scratch
          * session, with a view of the directory for its sandbox */
         if (!view) {
-            sbx_config_free(&next);
+            session_config_free(&next);
             return;
         }
         if (strcmp(next.session, x->cfg.session)) {
@@ -2071,13 +2071,13 @@ static void move_to_project(line_exec *x, const char *oldpwd)
                           "nothing comes back)", x->cwd, next.session);
             switch_session(x, &next, oldpwd);
         } else {
-            sbx_config_free(&next);
+            session_config_free(&next);
         }
         queue_view(x, x->o.interactive);
         return;
     }
     if (!strcmp(next.session, x->cfg.session)) {
-        sbx_config_free(&next);
+        session_config_free(&next);
         return;
     }
     /* said at a prompt; a script or -c line, like bash, says nothing of where it runs */
@@ -2595,7 +2595,7 @@ int line_exec_raw_rest(line_exec *x, const char *text, size_t len, unsigned firs
     for (; first_line && x->shell_line + 1 < first_line; x->shell_line++)
         strbuf_addch(&w, '\n');
     strbuf_add(&w, text, len);
-    if (sbx_session_write(x->sess, x->script_fd, w.buf, w.len, err) < 0) {
+    if (session_write(x->sess, x->script_fd, w.buf, w.len, err) < 0) {
         strbuf_release(&w);
         return -1;
     }
@@ -2606,10 +2606,10 @@ int line_exec_raw_rest(line_exec *x, const char *text, size_t len, unsigned firs
             continue;
         if (r <= 0)
             break;
-        if (sbx_session_write(x->sess, x->script_fd, buf, (size_t)r, err) < 0)
+        if (session_write(x->sess, x->script_fd, buf, (size_t)r, err) < 0)
             return -1;
     }
-    if (sbx_session_close_fd(x->sess, x->script_fd, err) < 0 || shell_reap(x, err) < 0)
+    if (session_close_fd(x->sess, x->script_fd, err) < 0 || shell_reap(x, err) < 0)
         return -1;
     *wait_status = x->final_status;
     return 0;

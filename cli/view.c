@@ -249,11 +249,11 @@ int view_push(sbx_config *cfg, const strvec *env, const sbx_view *v, sbx_err *er
     sbx_exit st;
     int rc = -1;
 
-    if (sbx_session_open(cfg, NULL, &s, err) < 0)
+    if (session_open(cfg, NULL, &s, err) < 0)
         return -1;
-    if (sbx_session_start(s, &cmd, err) == 0 &&
-        sbx_session_write(s, 0, v->script.buf, v->script.len, err) == 0 &&
-        sbx_session_close_fd(s, 0, err) == 0 && sbx_session_wait(s, &st, err) == 0) {
+    if (session_start(s, &cmd, err) == 0 &&
+        session_write(s, 0, v->script.buf, v->script.len, err) == 0 &&
+        session_close_fd(s, 0, err) == 0 && session_wait(s, &st, err) == 0) {
         if (st.spawn_failed)
             sbx_errf(err, "cannot start bash in the sandbox: %s", st.message);
         else if (st.wait_status != 0)
@@ -261,6 +261,6 @@ int view_push(sbx_config *cfg, const strvec *env, const sbx_view *v, sbx_err *er
         else
             rc = 0;
     }
-    sbx_session_close(s);
+    session_close(s);
     return rc;
 }

@@ -39,7 +39,7 @@
 
 char *kube_find_tool(const char *agent_path, sbx_err *err)
 {
-    char *p = sbx_find_libexec(agent_path, "sbx-kube");
+    char *p = session_find_libexec(agent_path, "sbx-kube");
     if (p && access(p, X_OK) == 0)
         return p;
     free(p);
@@ -182,7 +182,7 @@ static int kube_claim(sbx_backend *b, bool *reattached, sbx_err *err)
 
     *reattached = false;
     stop_stream(kb, 0);
-    if (sbx_private_dir(kb->dir, err) < 0)
+    if (session_private_dir(kb->dir, err) < 0)
         return -1;
     tool_argv(kb, "claim", &argv);
     for (size_t i = 0; i < kb->code_dirs.n; i++) {
@@ -421,10 +421,7 @@ static void kube_free(sbx_backend *b)
     free(kb->tool);
     free(kb->agent_path);
     free(kb->home);
-    free(kb->kc.kubeconfig);
-    free(kb->kc.context);
-    free(kb->kc.namespace_);
-    free(kb->kc.pool);
+    kube_settings_clear(&kb->kc);
     strvec_clear(&kb->code_dirs);
     strvec_clear(&kb->agent_args);
     kube_state_free(&kb->st);
@@ -449,10 +446,11 @@ static const sbx_backend_ops kube_ops = {
 
 static sbx_backend *kube_new(const sbx_config *cfg, const sbx_sandbox_spec *spec, sbx_err *err)
 {
+    const kube_settings *k = kube_settings_of(cfg);
     kube_backend *kb;
     char *tool;
 
-    if (!cfg->kube.pool) {
+    if (!k->pool) {
         sbx_errf(err, "AGENT_SANDBOX_BACKEND=kube needs AGENT_SANDBOX_POOL: the name of the "
                  "SandboxWarmPool to claim pods from (`sbx doctor` checks it)");
         return NULL;
@@ -463,15 +461,14 @@ static sbx_backend *kube_new(const sbx_config *cfg, const sbx_sandbox_spec *spec
     kb->base.ops = &kube_ops;
     kb->tool = tool;
     kb->session = xstrdup(cfg->session);
-    kb->dir = sbx_session_state_dir(cfg);
+    kb->dir = session_state_dir(cfg);
     kb->home = xstrdup(cfg->home);
     kb->agent_path = xstrdup(spec->agent_path);
-    kb->kc.kubeconfig = cfg->kube.kubeconfig ? xstrdup(cfg->kube.kubeconfig) : NULL;
-    kb->kc.context = cfg->kube.context ? xstrdup(cfg->kube.context) : NULL;
-    kb->kc.namespace_ = cfg->kube.namespace_ ? xstrdup(cfg->kube.namespace_) : NULL;
-    kb->kc.pool = xstrdup(cfg->kube.pool);
-    kb->kc.ttl = cfg->kube.ttl;
-    kb->kc.claim_timeout = cfg->kube.claim_timeout;
+    kb->kc = *k;        /* the numbers; the strings are the backend's own copies */
+    kb->kc.kubeconfig = k->kubeconfig ? xstrdup(k->kubeconfig) : NULL;
+    kb->kc.context = k->context ? xstrdup(k->context) : NULL;
+    kb->kc.namespace_ = k->namespace_ ? xstrdup(k->namespace_) : NULL;
+    kb->kc.pool = xstrdup(k->pool);
     strvec_pushv(&kb->code_dirs, cfg->code_dirs.v);
     if (spec->agent_args)
         strvec_pushv(&kb->agent_args, spec->agent_args->v);
@@ -480,13 +477,31 @@ static sbx_backend *kube_new(const sbx_config *cfg, const sbx_sandbox_spec *spec
     return &kb->base;
 }
 
+/* sbx's commands of the kube backend's own. */
+static const sbx_backend_command kube_commands[] = {
+    { "render-pool",
+    "  render-pool --tenant T --image IMG [...]\n"
+    "                   print a tenant's Kubernetes namespace, its agent-host\n"
+    "                   identity (ServiceAccount, Role, RoleBinding) and warm pool\n"
+    "                   (SandboxTemplate, SandboxWarmPool) with secure defaults\n",
+      kube_render_pool },
+    { NULL, NULL, NULL },
+};
+
 /* What the registry lists (BACKENDS += kube in kube/kube.mk). */
-const sbx_backend_class sbx_backend_class_kube = {
+const sbx_backend_class kube_backend_class = {
     .name = "kube",
     .configure = kube_configure,
+    .settings_free = kube_settings_free,
     .fingerprint = kube_fingerprint,
     .create = kube_new,
     .peek = kube_peek,
     .adopt = kube_adopt,
     .doctor = kube_doctor,
+    .describe = kube_describe,
+    .help_env =
+    "  AGENT_SANDBOX_POOL, AGENT_SANDBOX_KUBECONFIG, AGENT_SANDBOX_KUBE_CONTEXT,\n"
+    "  AGENT_SANDBOX_NAMESPACE, AGENT_SANDBOX_TTL, AGENT_SANDBOX_CLAIM_TIMEOUT\n"
+    "                                 kube: the pool, cluster, claim lifetime and wait\n",
+    .commands = kube_commands,
 };

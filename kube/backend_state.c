@@ -135,9 +135,9 @@ int kube_peek(const char *state_dir, strbuf *json)
 int kube_adopt(const char *state_dir, sbx_config *cfg)
 {
     kube_state s;
-    if (kube_state_load(state_dir, &s) < 0)
+    kube_settings *k = session_backend_settings(cfg, &kube_backend_class);
+    if (!k || kube_state_load(state_dir, &s) < 0)
         return -1;
-    sbx_kube_config *k = &cfg->kube;
     free(k->namespace_);
     k->namespace_ = xstrdup(s.namespace_);
     if (s.pool) {
@@ -158,3 +158,29 @@ int kube_adopt(const char *state_dir, sbx_config *cfg)
     kube_state_free(&s);
     return 0;
 }
+
+/* The describe hook (`sbx status` for people): a sandbox that is a pod, where it runs and
+ * until when. */
+void kube_describe(const cJSON *sb, strbuf *out)
+{
+    const cJSON *pod = cJSON_GetObjectItemCaseSensitive(sb, "pod");
+    const cJSON *exp = cJSON_GetObjectItemCaseSensitive(sb, "expires");
+    const char *const keys[] = { "node", "claim", "sandbox", "pool", "namespace" };
+    const char *v[ARRAY_SIZE(keys)];
+    if (!cJSON_IsString(pod))
+        return;
+    for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+        const cJSON *it = cJSON_GetObjectItemCaseSensitive(sb, keys[i]);
+        v[i] = cJSON_IsString(it) && it->valuestring[0] ? it->valuestring : "?";
+    }
+    strbuf_addf(out, "pod:       %s on node %s (claim %s, sandbox %s, pool %s, namespace %s)\n",
+                pod->valuestring, v[0], v[1], v[2], v[3], v[4]);
+    if (cJSON_IsNumber(exp) && exp->valuedouble > 0) {
+        char when[64];
+        time_t t = (time_t)exp->valuedouble;
+        strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&t));
+        strbuf_addf(out, "expires:   %s unless renewed (the claim's shutdownTime; moved "
+                    "forward while the session lives)\n", when);
+    }
+}
+

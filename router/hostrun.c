@@ -214,7 +214,7 @@ static bool sandbox_writable(const route_ctx *ctx, const char *path, const char 
     char real[PATH_MAX];
     if (!realpath(path, real))
         return false;
-    return route_in_synced(ctx, real) && !path_within(real, common);
+    return route_in_synced(ctx, real) && !route_path_within(real, common);
 }
 
 /* Hooks are programs: a hooks directory (core.hooksPath, e.g. husky's
@@ -273,7 +273,7 @@ static int check_remotes(const route_ctx *ctx, const rcmd *c, char *const *envp,
     if (git_query(c, envp, args, &out, 1 << 20) != 0) {
         if (c->git_nicks.n) {
             strbuf_addf(why, "git %s: the repository's remotes cannot be listed",
-                        git_sub_names[c->git_sub]);
+                        route_git_sub_names[c->git_sub]);
             ret = -1;
         }
         goto out;
@@ -295,8 +295,8 @@ static int check_remotes(const route_ctx *ctx, const rcmd *c, char *const *envp,
         if (!used)
             continue;
         if (route_check_configured_url(ctx, c, tab + 1, &w) < 0) {
-            strbuf_addf(why, "git %s: remote ", git_sub_names[c->git_sub]);
-            reason_add(why, line, strlen(line));
+            strbuf_addf(why, "git %s: remote ", route_git_sub_names[c->git_sub]);
+            route_reason_add(why, line, strlen(line));
             strbuf_addf(why, ": %s", w.buf);
             ret = -1;
             goto out;
@@ -304,8 +304,8 @@ static int check_remotes(const route_ctx *ctx, const rcmd *c, char *const *envp,
     }
     for (size_t k = 0; k < c->git_nicks.n && k < ROUTE_MAX_WORDS; k++)
         if (!found[k]) {
-            strbuf_addf(why, "git %s: ", git_sub_names[c->git_sub]);
-            reason_add(why, c->git_nicks.v[k], strlen(c->git_nicks.v[k]));
+            strbuf_addf(why, "git %s: ", route_git_sub_names[c->git_sub]);
+            route_reason_add(why, c->git_nicks.v[k], strlen(c->git_nicks.v[k]));
             strbuf_addstr(why, " is not a configured remote (git would take it for a path, "
                                "which the sandbox can create)");
             ret = -1;
@@ -374,8 +374,8 @@ static int run_builtin(const rcmd *c, const route_run_opts *o, int out_fd, int e
 {
     bi_env env = { .out_fd = out_fd, .err_fd = err_fd, .errname = o->errname,
                    .line = o->line };
-    int st = c->kind == RC_ECHO ? bi_echo(c->argv.v + 1, c->argv.n - 1, &env)
-                                : bi_printf(c->argv.v + 1, c->argv.n - 1, &env);
+    int st = c->kind == RC_ECHO ? route_builtin_echo(c->argv.v + 1, c->argv.n - 1, &env)
+                                : route_builtin_printf(c->argv.v + 1, c->argv.n - 1, &env);
 
     /* route_check made the same call with BI_CHECK: a refusal cannot happen */
     return st == BI_REFUSE ? 1 : st;
@@ -689,7 +689,7 @@ out:
         if (pr[i].cwd_fd >= 0)
             close(pr[i].cwd_fd);
     }
-    rpipe_release(&rp);
+    route_rpipe_release(&rp);
     strbuf_release(&why);
     strbuf_release(&hooks);
     return ret;

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-bool path_within(const char *path, const char *dir)
+bool route_path_within(const char *path, const char *dir)
 {
     size_t n = strlen(dir);
 
@@ -70,7 +70,7 @@ bool route_in_git_work_tree(const char *abs)
 bool route_in_code_dirs(const route_ctx *ctx, const char *abs)
 {
     for (size_t i = 0; i < ctx->n_code_dirs; i++)
-        if (path_within(abs, ctx->code_dirs[i]))
+        if (route_path_within(abs, ctx->code_dirs[i]))
             return true;
     return false;
 }
@@ -102,7 +102,7 @@ bool route_in_synced(const route_ctx *ctx, const char *abs)
         return true;
     for (size_t i = 0; i < ctx->n_sync_paths; i++) {
         const char *e = ctx->sync_paths[i];
-        if (strpbrk(e, "*?[") ? under_pattern(abs, e) : path_within(abs, e))
+        if (strpbrk(e, "*?[") ? under_pattern(abs, e) : route_path_within(abs, e))
             return true;
     }
     return false;
@@ -181,7 +181,7 @@ int route_code_dir_of(const route_ctx *ctx, const char *abs)
 
     for (size_t i = 0; i < ctx->n_code_dirs; i++) {
         size_t n = strlen(ctx->code_dirs[i]);
-        if (path_within(abs, ctx->code_dirs[i]) && (best < 0 || n > best_len)) {
+        if (route_path_within(abs, ctx->code_dirs[i]) && (best < 0 || n > best_len)) {
             best = (int)i;
             best_len = n;
         }

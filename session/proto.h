@@ -44,7 +44,7 @@ enum { SBX_PROTO_FD_IN = 0, SBX_PROTO_FD_OUT = 1, SBX_PROTO_FD_SHARED = 2 };
 enum sbx_proto_type {
     /* client -> holder */
     P_HELLO = 1,      /* u32 version, u32 flags (P_HELLO_PROGRESS), str fingerprint
-                         (sbx_config_fingerprint; empty: any), list sync paths, list
+                         (session_config_fingerprint; empty: any), list sync paths, list
                          task files, list excludes */
     P_RUN,            /* str exe, list argv, list env, str cwd, u32 nfds, nfds * (u32 fd,
                          u32 dir: SBX_PROTO_FD_*), u32 tty, u32 rows, u32 cols */

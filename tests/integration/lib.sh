@@ -12,7 +12,7 @@
 
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/tap.sh"
 
-# The sandbox's default environment (session/session.c: sbx_sandbox_env).
+# The sandbox's default environment (session/session.c: session_sandbox_env).
 SANDBOX_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 # runtime_usable RUNTIME: can a sandbox of this kind start here? Prints why not.
@@ -80,7 +80,7 @@ end_session() {
 # ref_bash SCRIPT: what `sbxsh -c SCRIPT` must reproduce, run by the host's
 # bash with the sandbox's environment and sbxsh's name as $0.
 # carried_env: sets CARRIED to the terminal and locale variables sbxsh carries into the
-# sandbox (session/session.c: sbx_sandbox_env), as NAME=VALUE words.
+# sandbox (session/session.c: session_sandbox_env), as NAME=VALUE words.
 carried_env() {
     local v
     CARRIED=()

@@ -13,7 +13,7 @@
  *
  * Isolation, as tests/lib/tap.sh's: before main, every AGENT_SANDBOX_* variable and
  * XDG_STATE_HOME are taken out of the environment (a developer's shell or a CI job may set
- * any, and sbx_config_load reads them all), unless SBX_TEST_ISOLATED says a test that
+ * any, and session_config_load reads them all), unless SBX_TEST_ISOLATED says a test that
  * runs this one made the environment on purpose.
  */
 #ifndef SBX_TESTS_TAP_H
