@@ -10,6 +10,18 @@ fuzz:
 include bench/sync.mk
 include bench/local.mk
 
+# A command typed at the interactive prompt through tmux (issue 27): bash and sbxsh on each
+# local runtime, this tree beside PROMPT_BENCH_BASE (another built tree, e.g. main's, when
+# set), each beside a one-shot `sbxsh -c true` (bench/prompt.py).
+PROMPT_BENCH_RUNS ?= 100
+PROMPT_BENCH_RUNTIMES ?= bwrap,runsc
+PROMPT_BENCH_BASE ?=
+PROMPT_BENCH_ARGS ?=
+bench-prompt: all
+	bench/prompt.py --runs $(PROMPT_BENCH_RUNS) --runtimes $(PROMPT_BENCH_RUNTIMES) \
+	    $(PROMPT_BENCH_ARGS) $(PROMPT_BENCH_BASE) .
+.PHONY: bench-prompt
+
 # The kube backend against the fake API server: claim latency over the fake's own, and
 # `sbxsh -c true` against `kubectl exec` (bench/kube.sh).
 KUBE_BENCH_RUNS ?= 10

@@ -24,7 +24,7 @@
 #define SBXSH_PROMPT_RELEASE "0.1.0"
 
 struct interactive {
-    const sh_options *o;
+    const cli_options *o;
     line_exec *x;
     char *histfile;           /* NULL: no history file (no HOME, no state directory) */
     int added;                /* entries this session added: what is appended at exit */
@@ -1419,7 +1419,7 @@ files:
 
 /* ---- the session ---------------------------------------------------------------------- */
 
-interactive *interactive_new(const sh_options *o, line_exec *x)
+interactive *interactive_new(const cli_options *o, line_exec *x)
 {
     interactive *ia = xcalloc(1, sizeof(*ia));
     struct passwd *pw = getpwuid(geteuid());

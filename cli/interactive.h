@@ -16,7 +16,7 @@
 
 typedef struct interactive interactive;
 
-interactive *interactive_new(const sh_options *o, line_exec *x);
+interactive *interactive_new(const cli_options *o, line_exec *x);
 /* Ends the session: appends this session's history to the file (then cut to
  * HISTFILESIZE lines). */
 void interactive_free(interactive *ia);

@@ -40,34 +40,77 @@
  * pwd builtin says (bash's own record of it, not $PWD, which the user may
  * unset or assign), followed by its newline; empty when it cannot say (a
  * deleted directory). Both are called as
- * `{ DEF; f ... && { DEF; f 0 "$_"; }; } 2>/dev/null`: set -x does not
- * trace them, $? and $_ come out as they went in, and a non-zero status
+ * `{ DEF; f ... && f 0 "$_"; } 2>/dev/null` (DEF read, not parsed: REPORT_CALL_FMT):
+ * set -x does not trace them, $? and $_ come out as they went in, and a non-zero status
  * does not trip set -e (a failure before && never does).
  */
 #define SETRC_DEF "__sbx_setrc() { builtin unset -f __sbx_setrc; return \"$1\"; }; "
 /* ... which also turns set -v back on (verbose: the reports turn it off) */
 #define VSETRC_DEF                                                                              \
     "__sbx_setrc() { builtin unset -f __sbx_setrc; builtin set -v; return \"$1\"; }; "
-/* ... `post` writes more fields after those (interactive mode: JOBS_POST, PROMPT_POST) */
-#define REPORT_DEF_T(post)                                                                      \
-    "__sbx_report() { builtin unset -f __sbx_report; "                                          \
-    "builtin printf '%s\\0' \"$1\" \"$2\" \"$-\" \"$SHELLOPTS\" >&199; builtin pwd >&199; "         \
+/* ... `post` writes more fields after those (interactive mode: JOBS_POST, PROMPT_POST). The
+ * body's output is fd 199, redirected once for all (not each builtin's: bash saves and
+ * restores fd 1 for every redirected command, four system calls each), and the fields after
+ * the cwd go in one printf (one write). */
+#define REPORT_DEF_FT(first, post)                                                              \
+    "__sbx_report() { builtin unset -f __sbx_report; " first                                    \
+    "builtin printf '%s\\0' \"$1\" \"$2\" \"$-\" \"$SHELLOPTS\"; builtin pwd; "                     \
     "case $- in *v*) builtin set +v;; esac; "                                                   \
-    "builtin printf '\\0%s\\0' \"$PS4\" >&199; builtin printf '%s ' \"$__sbx_p\" >&199; "           \
-    "builtin printf '\\0' >&199; builtin printf '%s\\0' \"${__sbx_t-}\" >&199; "                    \
-    post "builtin unset -v __sbx_s __sbx_p __sbx_a __sbx_t; return \"$2\"; }; "
-/* A report of KIND. $?, PIPESTATUS and $_ are saved first, by one
- * assignment (a definition sets $? to 0, an assignment sets $_ to ""), and
- * come back through the call's arguments. PIPESTATUS is kept as one string (its statuses
- * joined by spaces, whatever IFS is), not as an array: a compound assignment makes bash
- * read a "line" of input, and a non-interactive bash tells, as it reads one, of the jobs a
- * signal ended, on its stderr, which here is /dev/null (JOBS_POST). */
-#define REPORT_TP(kind, pre, post)                                                              \
-    "{ __sbx_s=$? __sbx_p=\"${PIPESTATUS[@]}\" __sbx_a=$_; " pre REPORT_DEF_T(post)               \
-    "__sbx_report " kind " \"$__sbx_s\" \"$__sbx_a\" && { " SETRC_DEF "__sbx_setrc 0 \"$_\"; }; "    \
-    "} 2>/dev/null"
-#define REPORT_T(kind, pre) REPORT_TP(kind, pre, "")
-#define REPORT(kind) REPORT_T(kind, "")
+    "builtin printf '\\0%s\\0%s \\0%s\\0' \"$PS4\" \"$__sbx_p\" \"${__sbx_t-}\"; "                 \
+    post "case $2 in 0) " SETRC_DEF ";; esac; "                                              \
+    "builtin unset -v __sbx_s __sbx_p __sbx_a __sbx_t __sbx_d; return \"$2\"; } >&199; "
+#define REPORT_DEF_T(post) REPORT_DEF_FT("", post)
+
+/*
+ * A report of KIND, read rather than parsed. $?, PIPESTATUS and $_ are saved first, by one
+ * assignment (a definition sets $? to 0, an assignment sets $_ to ""), and come back
+ * through the call's arguments: `__sbx_report KIND "$?" "$_" && __sbx_setrc 0 "$_"`, where
+ * __sbx_setrc is defined (by the report's function) only when the status is 0, the one case
+ * in which the report's `return "$2"` lets the && run it. PIPESTATUS is kept as one string
+ * (its statuses joined by spaces, whatever IFS is), not as an array: a compound assignment
+ * makes bash read a "line" of input, and a non-interactive bash tells, as it reads one, of
+ * the jobs a signal ended, on its stderr, which here is /dev/null (JOBS_POST).
+ *
+ * Why read: bash reads a script from a pipe one byte per read(2) (it must leave the rest
+ * for the commands it runs), and the definitions are a kilobyte or two per chunk. Under
+ * gVisor each system call is a trip to its kernel, and parsing them cost more than most
+ * commands (1,900 bytes: 20 ms at load 18, against 1.5 ms for `read -N` and eval of the
+ * same). So the line holds only what must run in the shell itself (saving $?, PIPESTATUS
+ * and $_, the call, setting $? and $_ back), and the definitions follow as a line of their
+ * own, which `read -N` takes whole (bash reads -N's count at once from a pipe) and eval
+ * defines: when the line runs, bash has parsed it and its here-documents and read nothing
+ * beyond, so the stream is exactly at that line. It starts with `#`: when an error abandons
+ * the rest of the reporting line (the "done" report is skipped, see build_chunk), bash
+ * parses it next, as a comment, which changes nothing ($?, $_ and PIPESTATUS stay the
+ * user's for "next"). The read and eval run in the report's 2>/dev/null (set -x and set -v
+ * show nothing), before an && (a failure trips neither set -e nor an ERR trap), except the
+ * eval's own messages: eval, like every parse of a new line, is where a non-interactive
+ * bash tells of the jobs a signal ended (`kill %1`: "[1]+ Terminated"), and marks them
+ * told, so that JOBS_POST's `jobs -n` no longer lists them. Parsed at the top level, as
+ * the definitions were, that notice reached the shell's stderr; so the eval's stderr is
+ * the shell's (fd 195 for the report's span), unless set -v is on, which would echo the
+ * definitions there. What it runs is one definition, no command set -x would trace there
+ * (a `case` is traced); TYPEAHEAD runs inside the report's function for that reason. The
+ * definitions are ASCII, so -N's count of characters is their count of bytes in any
+ * locale. REPORT_FORK's subshell (a DEBUG trap may be set) keeps its text inline: read and
+ * eval would be simple commands the trap sees.
+ */
+#define REPORT_CALL_FMT                                                                         \
+    "{ __sbx_s=$? __sbx_p=\"${PIPESTATUS[@]}\" __sbx_a=$_; "                                      \
+    "IFS= builtin read -r -N %zu __sbx_d && case $- in *v*) builtin eval \"${__sbx_d#?}\";; "      \
+    "*) builtin eval \"${__sbx_d#?}\" 2>&195;; esac; "                                            \
+    "__sbx_report %s \"$__sbx_s\" \"$__sbx_a\" && __sbx_setrc 0 \"$_\"; } 195>&2 2>/dev/null"
+
+/* Appends a report of kind to line (REPORT_CALL_FMT), and its definitions (REPORT_DEF_FT) to
+ * defs, for the caller to write right after the line ends (after its here-document bodies). */
+static void add_report(strbuf *line, strbuf *defs, const char *kind, const char *def)
+{
+    size_t len = strlen(def) + 2;   /* the '#' and the newline */
+    strbuf_addf(line, REPORT_CALL_FMT, len, kind);
+    strbuf_addch(defs, '#');
+    strbuf_addstr(defs, def);
+    strbuf_addch(defs, '\n');
+}
 
 /*
  * Keys typed on a pty while a chunk ran that no program read (the next command typed
@@ -77,7 +120,7 @@
  * fd 199 once it has turned the pty's echo off, so that not even the mark is echoed,
  * whatever the scheduling. sbxsh then stops relaying the terminal
  * (what is typed from then on stays in the local terminal, for the prompt) and sends a NUL
- * after all it has relayed (sbx_session_tty_mark). The shell reads up to that NUL, so it
+ * after all it has relayed (session_tty_mark). The shell reads up to that NUL, so it
  * gets exactly the keys sent before it, none lost in flight; `read -n` turns canonical mode
  * off while it reads (a half-typed line comes too), -s keeps them from being echoed twice,
  * and the timeout only bounds a client that went away. They become the report's eighth
@@ -101,14 +144,15 @@
  * set -m (set +m) nothing is told, as in bash. Then the running and the stopped jobs'
  * pids, one a line: \j is their number, and a lone `exit` checks the stopped ones
  * (line_exec_exit_refused). Builtins only: no fork. This comes before PROMPT_POST, whose
- * command substitution makes bash wait for a child, after which a non-interactive bash
- * tells (to the report's /dev/null) of the jobs a signal ended.
+ * command substitution (a PS1's own, or under set -e) makes bash wait for a child, after
+ * which a non-interactive bash tells (to the report's /dev/null) of the jobs a signal ended.
+ * Written to the report's function's fd 1, which is fd 199 (REPORT_DEF_FT).
  */
 #define JOBS_POST                                                                               \
-    "case $- in *m*) builtin jobs -n -r >/dev/null; builtin jobs -n -s >&199; "                 \
-    "builtin printf '\\0' >&199; builtin jobs -n >&199;; *) builtin printf '\\0' >&199;; esac; "   \
-    "builtin printf '\\0' >&199; builtin jobs -p -r >&199; builtin printf '\\0' >&199; "          \
-    "builtin jobs -p -s >&199; builtin printf '\\0' >&199; "
+    "case $- in *m*) builtin jobs -n -r >/dev/null; builtin jobs -n -s; "                       \
+    "builtin printf '\\0'; builtin jobs -n;; *) builtin printf '\\0';; esac; "                    \
+    "builtin printf '\\0'; builtin jobs -p -r; builtin printf '\\0'; "                            \
+    "builtin jobs -p -s; builtin printf '\\0'; "
 #define JOB_FIELDS 4
 /* A subshell (REPORT_FORK) sees no jobs of the shell: the same fields, empty. */
 #define JOBS_POST_EMPTY "builtin printf '\\0\\0\\0\\0' >&199; "
@@ -118,10 +162,10 @@
  * and JOBS_POST's fields (PROMPT_VAR_FIELDS more): PS1 and PS2 (each with an "s" before it
  * when set), and PS1 expanded as bash
  * would, only when it needs the shell (prompt_needs_shell: a $ or `), with $? as the
- * command left it. That expansion runs in a command substitution: an error in it (`set
- * -u`, a bad substitution) must not abandon the report. The `x` keeps the prompt's
- * trailing newlines. (After PROMPT_COMMAND, $? is as the command before it left it:
- * prompt_status.) Then PROMPT_COMMAND, each element (bash 5.1's array) followed by a \001
+ * command left it (PROMPT_EXPAND_HERE below; in REPORT_FORK's subshell, PROMPT_EXPAND runs
+ * it in a command substitution, where an error in it (`set -u`, a bad substitution) cannot
+ * abandon the report, and the `x` keeps the prompt's trailing newlines). (After
+ * PROMPT_COMMAND, $? is as the command before it left it: prompt_status.) Then PROMPT_COMMAND, each element (bash 5.1's array) followed by a \001
  * (which no command line that reaches the host has: control bytes send a line to the
  * sandbox). PROMPT_POST writes them from inside the report's function; PROMPT_PRE keeps
  * them in an array for REPORT_FORK's subshell.
@@ -131,10 +175,35 @@
     "__sbx_e=; case ${PS1-} in *[\\$\\`]*) __sbx_e=$(builtin set +u; "                             \
     "__sbx_r() { return \"$1\"; }; __sbx_r \"$__sbx_s\"; builtin printf '%sx' \"${PS1@P}\"); "        \
     "__sbx_e=${__sbx_e%x};; esac; "
+/*
+ * PROMPT_POST's expansion, in the report's function itself: no subshell, so no process per
+ * prompt in the sandbox (one costs 8-19 ms under gVisor; a PS1 of its own `$(...)` still
+ * runs its command, as bash's would). An error in bash's ${PS1@P} does not abandon the
+ * report: `${x:?}`, a bad substitution or 1/0 leave the prompt as it was written (its
+ * message goes to the report's /dev/null), as interactive bash shows such a prompt; set -u
+ * is off meanwhile (as the subshell had it) and back on after. Except under set -e, where
+ * such an error ends a non-interactive bash (5.2, even inside an && list): then the
+ * expansion runs in a command substitution, as before, a process per prompt. The function
+ * runs before an &&, so the helper that gives the expansion the command's $? trips neither
+ * set -e nor an ERR trap; it unsets itself, as the others do. An
+ * expansion such as ${n:=1} or $((n++)) now stays in the shell, as at bash's prompt. Only a
+ * PS1 with a `$` or a backquote that no backslash escapes needs it, as prompt_needs_shell
+ * says on the host (${PS1//\\?/} drops each backslash and what it escapes): `\$` alone,
+ * the end of most prompts, does not.
+ */
+#define PROMPT_EXPAND_HERE                                                                      \
+    "__sbx_c=; builtin printf -v __sbx_c '%s\\001' ${PROMPT_COMMAND[@]+\"${PROMPT_COMMAND[@]}\"}; " \
+    "__sbx_e=; __sbx_u=; case $- in *u*) __sbx_u=u; builtin set +u;; esac; "                    \
+    "case ${PS1//\\\\?/} in *[\\$\\`]*) case $- in "                                              \
+    "*e*) __sbx_e=$(__sbx_r() { return \"$1\"; }; __sbx_r \"$__sbx_s\"; "                          \
+    "builtin printf '%sx' \"${PS1@P}\"); __sbx_e=${__sbx_e%x};; "                                  \
+    "*) __sbx_r() { builtin unset -f __sbx_r; return \"$1\"; }; __sbx_r \"$__sbx_s\"; "            \
+    "__sbx_e=${PS1@P};; esac;; esac; case $__sbx_u in u) builtin set -u;; esac; "
 #define PROMPT_VARS                                                                             \
     "\"${PS1+s}${PS1-}\" \"${PS2+s}${PS2-}\" \"$__sbx_e\" \"$__sbx_c\""
 #define PROMPT_POST                                                                             \
-    PROMPT_EXPAND "builtin printf '%s\\0' " PROMPT_VARS " >&199; builtin unset -v __sbx_e __sbx_c; "
+    PROMPT_EXPAND_HERE "builtin printf '%s\\0' " PROMPT_VARS "; "                                \
+    "builtin unset -v __sbx_e __sbx_c __sbx_u; "
 #define PROMPT_PRE                                                                              \
     PROMPT_EXPAND "__sbx_v=(" PROMPT_VARS "); builtin unset -v __sbx_e __sbx_c; "
 #define PROMPT_VAR_FIELDS 4
@@ -281,8 +350,8 @@ static void queue_view(line_exec *x, bool say)
 
     /* sbxsh's own state and sockets (AGENT_SANDBOX_STATE_DIR may be a plain directory
      * below HOME): the directory, never its files */
-    bool own = (x->cfg.state_root && sbx_path_within(x->cwd, x->cfg.state_root)) ||
-               (x->cfg.run_dir && sbx_path_within(x->cwd, x->cfg.run_dir));
+    bool own = (x->cfg.state_root && session_path_within(x->cwd, x->cfg.state_root)) ||
+               (x->cfg.run_dir && session_path_within(x->cwd, x->cfg.run_dir));
 
     if (view_build(x->cwd, !own, &v, &err) < 0) {
         view_free(&v);
@@ -366,12 +435,12 @@ int line_exec_new(const line_opts *o, line_exec **out, sbx_err *err)
     strvec_init(&x->env);
     strbuf_init(&x->typeahead, 0);
     strbuf_init(&x->notices, 0);
-    if (sbx_config_load(&x->cfg, &co, err) < 0) {
+    if (session_config_load(&x->cfg, &co, err) < 0) {
         free(x->cwd);
         free(x);
         return -1;
     }
-    sbx_sandbox_env(&x->cfg, false, &x->env);
+    session_sandbox_env(&x->cfg, false, &x->env);
     /* a person's shell started in a plain directory below HOME (a login shell in ~): its
      * sandbox gets the view a cd there would give (queue_view) */
     if (o->interactive && !x->cfg.code_dirs.n && line_may_move_to_projects(&x->cfg) &&
@@ -436,12 +505,12 @@ static int shell_query(line_exec *x, const char *q, size_t qlen, strbuf *const *
 {
     strbuf last = STRBUF_INIT;
     int rc = -1;
-    if (sbx_session_write(x->sess, x->script_fd, q, qlen, err) < 0)
+    if (session_write(x->sess, x->script_fd, q, qlen, err) < 0)
         goto out;
     for (size_t i = 0; i < nrec; i++)
-        if (sbx_session_read_record(x->sess, 199, '\0', rec[i], err) < 0)
+        if (session_read_record(x->sess, 199, '\0', rec[i], err) < 0)
             goto out;
-    if (sbx_session_read_record(x->sess, 199, '\0', &last, err) < 0)
+    if (session_read_record(x->sess, 199, '\0', &last, err) < 0)
         goto out;
     x->shell_line++;
     x->sandbox_stale = true;
@@ -624,8 +693,8 @@ void line_exec_free(line_exec *x)
     if (!x)
         return;
     if (x->sess)
-        sbx_session_close(x->sess);
-    sbx_config_free(&x->cfg);
+        session_close(x->sess);
+    session_config_free(&x->cfg);
     strvec_clear(&x->env);
     strbuf_release(&x->typeahead);
     strbuf_release(&x->notices);
@@ -704,10 +773,10 @@ static int open_session(line_exec *x, sbx_err *err)
 {
     if (x->sess)
         return 0;
-    if (!sbx_backend_class_find(x->cfg.backend))
+    if (!session_backend_class_find(x->cfg.backend))
         return sbx_errf(err, "AGENT_SANDBOX_BACKEND=%s: no such backend is built (local, kube)",
                         x->cfg.backend);
-    return sbx_session_open(&x->cfg, NULL, &x->sess, err);
+    return session_open(&x->cfg, NULL, &x->sess, err);
 }
 
 /*
@@ -819,7 +888,7 @@ static int start_bash(line_exec *x, const strvec *argv, const char *extra, bool 
         strvec_pushv(&wrapped, argv->v);
         cmd.argv = (const char *const *)wrapped.v;
     }
-    rc = sbx_session_start(x->sess, &cmd, err);
+    rc = session_start(x->sess, &cmd, err);
     strvec_clear(&wrapped);
     return rc;
 }
@@ -889,7 +958,7 @@ static int run_oneshot(line_exec *x, const char *text, const char *script, const
 start:
     rc = start_bash(x, &argv, NULL, false, fds, ARRAY_SIZE(fds), err);
     strvec_clear(&argv);
-    if (rc < 0 || sbx_session_wait(x->sess, &st, err) < 0)
+    if (rc < 0 || session_wait(x->sess, &st, err) < 0)
         return -1;
     *wait_status = st.wait_status;
     if (st.spawn_failed)
@@ -1017,7 +1086,7 @@ static int shell_start(line_exec *x, sbx_err *err)
      * (and the chunk this shell starts for may have set it already) */
     if (x->o.sandbox_bashrc || login_shell_args(x->o.bash_args))
         x->names_dirty = true;
-    rc = sbx_session_write(x->sess, x->script_fd, w.buf, w.len, err);
+    rc = session_write(x->sess, x->script_fd, w.buf, w.len, err);
     strbuf_release(&w);
     return rc;
 }
@@ -1025,14 +1094,14 @@ static int shell_start(line_exec *x, sbx_err *err)
 /* Between chunks the terminal is the caller's (the prompt, host parts, messages). */
 static int shell_tty_pause(line_exec *x, sbx_err *err)
 {
-    return x->o.tty && x->shell_running ? sbx_session_tty_pause(x->sess, err) : 0;
+    return x->o.tty && x->shell_running ? session_tty_pause(x->sess, err) : 0;
 }
 
 /* The persistent shell has exited: collect its status. */
 static int shell_reap(line_exec *x, sbx_err *err)
 {
     sbx_exit st;
-    if (sbx_session_wait(x->sess, &st, err) < 0)
+    if (session_wait(x->sess, &st, err) < 0)
         return -1;
     x->shell_running = false;
     x->shell_ended = true;
@@ -1178,15 +1247,15 @@ static int shell_read_one_report(line_exec *x, strbuf *rec,
         /* on a pty, a "next" report first asks for the keys typed ahead (TYPEAHEAD):
          * "typeahead" without a NUL, told from "done" and "next" by its first 4 bytes */
         if (i == 0 && x->o.tty && x->o.interactive) {
-            r = sbx_session_read_bytes(x->sess, 199, 4, rec, err);
+            r = session_read_bytes(x->sess, 199, 4, rec, err);
             if (r > 0 && !strcmp(rec->buf, "type")) {
                 strbuf_reset(rec);
-                r = sbx_session_read_bytes(x->sess, 199, 5, rec, err);
+                r = session_read_bytes(x->sess, 199, 5, rec, err);
                 if (r <= 0)
                     return r;
                 if (strcmp(rec->buf, "ahead"))
                     return sbx_errf(err, "the sandbox's shell sent a malformed status report");
-                if (sbx_session_tty_mark(x->sess, err) < 0)
+                if (session_tty_mark(x->sess, err) < 0)
                     return -1;
                 strbuf_reset(rec);
                 i--;
@@ -1195,7 +1264,7 @@ static int shell_read_one_report(line_exec *x, strbuf *rec,
             if (r <= 0)
                 return r;
         }
-        r = sbx_session_read_record(x->sess, 199, '\0', rec, err);
+        r = session_read_record(x->sess, 199, '\0', rec, err);
         if (r <= 0)
             return r;
         /* interactive mode: the prompt's fields follow a "next" report (PROMPT_PRE) */
@@ -1250,7 +1319,7 @@ static void take_typeahead(line_exec *x, const char *t)
 
     if (!tl || !x->o.tty || !x->sess)
         return;
-    sent = sbx_session_tty_typed(x->sess, &sl);
+    sent = session_tty_typed(x->sess, &sl);
     if (tl > sl)
         return;
     for (size_t i = 0; i < tl; i++) {
@@ -1334,8 +1403,8 @@ static void print_job_notices(line_exec *x)
     strbuf out = STRBUF_INIT;
     if (!x->notices.len)
         return;
-    sbx_termfilter_init(&tf);
-    sbx_termfilter_feed(&tf, x->notices.buf, x->notices.len, &out);
+    session_termfilter_init(&tf);
+    session_termfilter_feed(&tf, x->notices.buf, x->notices.len, &out);
     fflush(stdout);
     if (out.len && write_full(2, out.buf, out.len) < 0) {
         /* stderr went away: nothing to tell it */
@@ -1428,7 +1497,7 @@ static int shell_read_report(line_exec *x, sbx_err *err)
         return -1;
     print_job_notices(x);
     /* The sandbox's changes come back before anything else runs here. */
-    if (sbx_session_sync(x->sess, err) < 0)
+    if (session_sync(x->sess, err) < 0)
         return -1;
     return result;
 }
@@ -1475,7 +1544,7 @@ static bool needs_fork_reports(const char *text, size_t len)
 static int shell_run_chunk(line_exec *x, const char *chunk, unsigned first, unsigned last,
                            sbx_err *err)
 {
-    strbuf w = STRBUF_INIT;
+    strbuf w = STRBUF_INIT, defs = STRBUF_INIT;
     int rc;
 
     push_view(x);
@@ -1486,7 +1555,7 @@ static int shell_run_chunk(line_exec *x, const char *chunk, unsigned first, unsi
             shell_tty_pause(x, &perr);
             return -1;
         }
-    } else if (sbx_session_sync(x->sess, err) < 0) {
+    } else if (session_sync(x->sess, err) < 0) {
         /* The shell has run since the last round: what changed on the host since then (a
          * file saved in an editor while sbxsh waited at its prompt, an agent's own write
          * between two commands) goes in before the chunk, as before a one-shot command. */
@@ -1504,15 +1573,16 @@ static int shell_run_chunk(line_exec *x, const char *chunk, unsigned first, unsi
                     x->prompt_status);
     /* "next", on a line of its own, sets the line counter back: the next
      * text would otherwise find this line counted. */
-    if (x->o.tty && x->o.interactive)
-        strbuf_addstr(&w, x->fork_reports
+    if (x->fork_reports)
+        strbuf_addstr(&w, x->o.interactive
                               ? REPORT_FORK_TP("next", "", PROMPT_PRE, JOBS_POST_EMPTY)
-                              : REPORT_TP("next", TYPEAHEAD, JOBS_POST PROMPT_POST));
+                              : REPORT_FORK("next"));
+    else if (x->o.tty && x->o.interactive)
+        add_report(&w, &defs, "next", REPORT_DEF_FT(TYPEAHEAD, JOBS_POST PROMPT_POST));
     else if (x->o.interactive)
-        strbuf_addstr(&w, x->fork_reports ? REPORT_FORK_TP("next", "", PROMPT_PRE, JOBS_POST_EMPTY)
-                                          : REPORT_TP("next", "", JOBS_POST PROMPT_POST));
+        add_report(&w, &defs, "next", REPORT_DEF_T(JOBS_POST PROMPT_POST));
     else
-        strbuf_addstr(&w, x->fork_reports ? REPORT_FORK("next") : REPORT("next"));
+        add_report(&w, &defs, "next", REPORT_DEF_T(""));
     if (x->o.interactive)
         strbuf_addstr(&w, MARK_OFF);
     if (first && last) {
@@ -1520,10 +1590,13 @@ static int shell_run_chunk(line_exec *x, const char *chunk, unsigned first, unsi
         x->shell_line = last - 1;
     }
     strbuf_addch(&w, '\n');
+    /* its definitions, read (not parsed) by the line before */
+    strbuf_add(&w, defs.buf, defs.len);
+    strbuf_release(&defs);
     /* the terminal is the chunk's while it runs (raw, its size followed) */
-    rc = x->o.tty ? sbx_session_tty_resume(x->sess, err) : 0;
+    rc = x->o.tty ? session_tty_resume(x->sess, err) : 0;
     if (rc == 0)
-        rc = sbx_session_write(x->sess, x->script_fd, w.buf, w.len, err);
+        rc = session_write(x->sess, x->script_fd, w.buf, w.len, err);
     strbuf_release(&w);
     if (rc == 0)
         rc = shell_read_report(x, err);
@@ -1548,16 +1621,16 @@ static int shell_end(line_exec *x, bool exit_now, sbx_err *err)
     add_state_prefix(x, ROUTE_JOIN_SEMI, true, x->shell_line, &w);
     if (exit_now)
         strbuf_addf(&w, "exit %d\n", x->last_status);
-    if (w.len && sbx_session_write(x->sess, x->script_fd, w.buf, w.len, err) < 0) {
+    if (w.len && session_write(x->sess, x->script_fd, w.buf, w.len, err) < 0) {
         strbuf_release(&w);
         return -1;
     }
     strbuf_release(&w);
     /* what runs at the end (an EXIT trap, bash ending its jobs) has the terminal as a
      * chunk has it; paused, the command's end would never be seen */
-    if (x->o.tty && sbx_session_tty_resume(x->sess, err) < 0)
+    if (x->o.tty && session_tty_resume(x->sess, err) < 0)
         return -1;
-    if (sbx_session_close_fd(x->sess, x->script_fd, err) < 0)
+    if (session_close_fd(x->sess, x->script_fd, err) < 0)
         return -1;
     return shell_reap(x, err);
 }
@@ -1607,7 +1680,7 @@ SBX_NORETURN static void relay_main(int in, int out)
         dup2(in, 0) < 0 || dup2(out, 1) < 0)
         _exit(1);
     close_range(2, ~0U, 0);
-    sbx_termfilter_init(&tf);
+    session_termfilter_init(&tf);
     for (;;) {
         ssize_t n = read(0, buf, sizeof(buf));
         if (n < 0 && errno == EINTR)
@@ -1615,7 +1688,7 @@ SBX_NORETURN static void relay_main(int in, int out)
         if (n <= 0)     /* EOF of a pipe, EIO of a pty whose last writer is gone */
             break;
         strbuf_reset(&q);
-        sbx_termfilter_feed(&tf, buf, (size_t)n, &q);
+        session_termfilter_feed(&tf, buf, (size_t)n, &q);
         /* a terminal that went away: keep reading, so that the writers never block */
         if (!dead && q.len && write_full(1, q.buf, q.len) < 0)
             dead = true;
@@ -1796,7 +1869,7 @@ static int confirmed_oldpwd(line_exec *x, const char **out, sbx_err *err)
 }
 
 /* The HOME a bare `cd`, `cd ~` or `cd ~/DIR` typed now would use, when it is the host's
- * (*out NULL otherwise): a shell not yet started gets the host's HOME (sbx_sandbox_env);
+ * (*out NULL otherwise): a shell not yet started gets the host's HOME (session_sandbox_env);
  * a running one is asked, since a command there may have assigned HOME. */
 static int confirmed_home(line_exec *x, const char **out, sbx_err *err)
 {
@@ -1880,7 +1953,7 @@ static bool part_needs_host(const route_part *part)
 static void drop_session(line_exec *x)
 {
     if (x->sess) {
-        sbx_session_close(x->sess);
+        session_close(x->sess);
         x->sess = NULL;
     }
     x->shell_running = false;
@@ -1956,10 +2029,10 @@ static void switch_session(line_exec *x, sbx_config *next, const char *oldpwd)
     drop_session(x);
     free(x->start_oldpwd);
     x->start_oldpwd = xstrdup(oldpwd);
-    sbx_config_free(&x->cfg);
+    session_config_free(&x->cfg);
     x->cfg = *next;
     strvec_clear(&x->env);
-    sbx_sandbox_env(&x->cfg, false, &x->env);
+    session_sandbox_env(&x->cfg, false, &x->env);
 }
 
 static void move_to_project(line_exec *x, const char *oldpwd)
@@ -1980,7 +2053,7 @@ static void move_to_project(line_exec *x, const char *oldpwd)
      * its commands run in the scratch session, the one HOME has */
     if (!project)
         co.cwd = x->cfg.home;
-    if (sbx_config_load(&next, &co, &err) < 0) {
+    if (session_config_load(&next, &co, &err) < 0) {
         sbx_error("cd: %s: staying in session '%s': %s", x->cwd, x->cfg.session, err.msg);
         return;
     }
@@ -1988,7 +2061,7 @@ static void move_to_project(line_exec *x, const char *oldpwd)
         /* outside every project (a dotfiles repository at ~ is none either): the scratch
          * session, with a view of the directory for its sandbox */
         if (!view) {
-            sbx_config_free(&next);
+            session_config_free(&next);
             return;
         }
         if (strcmp(next.session, x->cfg.session)) {
@@ -1998,13 +2071,13 @@ static void move_to_project(line_exec *x, const char *oldpwd)
                           "nothing comes back)", x->cwd, next.session);
             switch_session(x, &next, oldpwd);
         } else {
-            sbx_config_free(&next);
+            session_config_free(&next);
         }
         queue_view(x, x->o.interactive);
         return;
     }
     if (!strcmp(next.session, x->cfg.session)) {
-        sbx_config_free(&next);
+        session_config_free(&next);
         return;
     }
     /* said at a prompt; a script or -c line, like bash, says nothing of where it runs */
@@ -2053,7 +2126,7 @@ static void build_chunk(line_exec *x, const sh_parse *p, const route_part *parts
                         size_t i, size_t j, strbuf *out)
 {
     sh_span span = { parts[i].span.start, parts[j - 1].span.end };
-    strbuf text = STRBUF_INIT;
+    strbuf text = STRBUF_INIT, defs = STRBUF_INIT;
     size_t span_len = sh_span_len(span);
 
     if (!x->fork_reports && needs_fork_reports(p->src + span.start, span_len))
@@ -2075,13 +2148,19 @@ static void build_chunk(line_exec *x, const sh_parse *p, const route_part *parts
     strbuf_addstr(out, x->stdin_null ? " 0</dev/null"
                        : x->o.stdin_is_script && !x->o.tty ? " 0<&197" : " 0<&198");
     strbuf_addstr(out, x->o.interactive ? MARK_ON "; " : "; ");
-    strbuf_addstr(out, x->fork_reports ? REPORT_FORK("done") : REPORT("done"));
+    if (x->fork_reports)
+        strbuf_addstr(out, REPORT_FORK("done"));
+    else
+        add_report(out, &defs, "done", REPORT_DEF_T(""));
     if (x->o.interactive)
         strbuf_addstr(out, MARK_OFF);
     if (text.len > span_len)
         strbuf_add(out, text.buf + span_len, text.len - span_len);
     else
         strbuf_addch(out, '\n');
+    /* the report's definitions, after the here-document bodies bash reads with the line */
+    strbuf_add(out, defs.buf, defs.len);
+    strbuf_release(&defs);
     strbuf_release(&text);
 }
 
@@ -2516,7 +2595,7 @@ int line_exec_raw_rest(line_exec *x, const char *text, size_t len, unsigned firs
     for (; first_line && x->shell_line + 1 < first_line; x->shell_line++)
         strbuf_addch(&w, '\n');
     strbuf_add(&w, text, len);
-    if (sbx_session_write(x->sess, x->script_fd, w.buf, w.len, err) < 0) {
+    if (session_write(x->sess, x->script_fd, w.buf, w.len, err) < 0) {
         strbuf_release(&w);
         return -1;
     }
@@ -2527,10 +2606,10 @@ int line_exec_raw_rest(line_exec *x, const char *text, size_t len, unsigned firs
             continue;
         if (r <= 0)
             break;
-        if (sbx_session_write(x->sess, x->script_fd, buf, (size_t)r, err) < 0)
+        if (session_write(x->sess, x->script_fd, buf, (size_t)r, err) < 0)
             return -1;
     }
-    if (sbx_session_close_fd(x->sess, x->script_fd, err) < 0 || shell_reap(x, err) < 0)
+    if (session_close_fd(x->sess, x->script_fd, err) < 0 || shell_reap(x, err) < 0)
         return -1;
     *wait_status = x->final_status;
     return 0;

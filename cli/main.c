@@ -23,7 +23,7 @@
 
 /* The text -n, --ast and --route work on: the -c string, the script file, or
  * all of stdin. *owned is set when buf must be freed. */
-static int load_input(const sh_options *o, char **buf, size_t *len, bool *owned, sbx_err *err)
+static int load_input(const cli_options *o, char **buf, size_t *len, bool *owned, sbx_err *err)
 {
     *owned = false;
     switch (o->mode) {
@@ -50,7 +50,7 @@ static int load_input(const sh_options *o, char **buf, size_t *len, bool *owned,
 }
 
 /* The prefix bash puts before a syntax error in each input mode. */
-static void error_prefix(const sh_options *o, strbuf *out)
+static void error_prefix(const cli_options *o, strbuf *out)
 {
     switch (o->mode) {
     case SH_INPUT_COMMAND:
@@ -65,7 +65,7 @@ static void error_prefix(const sh_options *o, strbuf *out)
     }
 }
 
-static void parse_opts_from(const sh_options *o, sh_parse_opts *po)
+static void parse_opts_from(const cli_options *o, sh_parse_opts *po)
 {
     memset(po, 0, sizeof(*po));
     po->extglob = o->extglob;
@@ -74,9 +74,9 @@ static void parse_opts_from(const sh_options *o, sh_parse_opts *po)
 /* -n, --ast and --route: load the input, refuse a binary script, parse it as
  * bash -n does (its warnings and errors in bash's words), then hand a good
  * parse to then() (none for -n). Returns the exit status. */
-typedef int parsed_fn(const sh_options *o, const sh_parse *p, sbx_err *err);
+typedef int parsed_fn(const cli_options *o, const sh_parse *p, sbx_err *err);
 
-static int with_parsed_input(const sh_options *o, parsed_fn *then)
+static int with_parsed_input(const cli_options *o, parsed_fn *then)
 {
     char *buf;
     size_t len;
@@ -90,7 +90,7 @@ static int with_parsed_input(const sh_options *o, parsed_fn *then)
         fprintf(stderr, "%s: %s\n", o->progname, err.msg);
         return o->mode == SH_INPUT_SCRIPT ? 127 : 2;
     }
-    if (o->mode == SH_INPUT_SCRIPT && sh_script_is_binary(buf, len)) {
+    if (o->mode == SH_INPUT_SCRIPT && cli_script_is_binary(buf, len)) {
         fprintf(stderr, "%s: %s: cannot execute binary file\n", o->script, o->script);
         free(buf);
         return 126;
@@ -125,35 +125,35 @@ static int with_parsed_input(const sh_options *o, parsed_fn *then)
 }
 
 /* --ast: the syntax tree as JSON on stdout. */
-static int print_ast(const sh_options *o, const sh_parse *p, sbx_err *err)
+static int print_ast(const cli_options *o, const sh_parse *p, sbx_err *err)
 {
     return sh_ast_json_print(p, stdout, err);
 }
 
 /* --route: where each part would run (router/route.h); executes nothing. The
  * context is execution's (cli/line.h), so what execution refuses, this refuses. */
-static int print_route(const sh_options *o, const sh_parse *p, sbx_err *err)
+static int print_route(const cli_options *o, const sh_parse *p, sbx_err *err)
 {
     return line_print_route(p, o->json, o->session, err);
 }
 
 int main(int argc, char **argv)
 {
-    sh_options o;
+    cli_options o;
     sbx_err err;
     int status;
 
-    sh_options_init(&o);
-    if (sh_options_parse(&o, argc, argv, isatty(0) && isatty(2), &err) < 0) {
+    cli_options_init(&o);
+    if (cli_options_parse(&o, argc, argv, isatty(0) && isatty(2), &err) < 0) {
         fprintf(stderr, "%s: %s\n", o.progname, err.msg);
         if (!o.error_without_usage)
-            sh_options_print_usage(o.progname);
-        sh_options_release(&o);
+            cli_options_print_usage(o.progname);
+        cli_options_release(&o);
         return 2;
     }
     switch (o.action) {
     case SH_ACT_HELP:
-        sh_options_print_help(o.progname);
+        cli_options_print_help(o.progname);
         status = 0;
         break;
     case SH_ACT_VERSION:
@@ -171,9 +171,9 @@ int main(int argc, char **argv)
         break;
     case SH_ACT_RUN:
     default:
-        status = shell_run(&o);
+        status = cli_shell_run(&o);
         break;
     }
-    sh_options_release(&o);
+    cli_options_release(&o);
     return status;
 }

@@ -37,7 +37,7 @@ static bool in_list(const char *name, const char *const *list, size_t n)
     return false;
 }
 
-void sh_options_init(sh_options *o)
+void cli_options_init(cli_options *o)
 {
     memset(o, 0, sizeof(*o));
     strvec_init(&o->positional);
@@ -46,7 +46,7 @@ void sh_options_init(sh_options *o)
     o->progname = "sbxsh";
 }
 
-void sh_options_release(sh_options *o)
+void cli_options_release(cli_options *o)
 {
     strvec_clear(&o->positional);
     strvec_clear(&o->bash_args);
@@ -54,7 +54,7 @@ void sh_options_release(sh_options *o)
 
 /* A long option; returns 1 if it consumed the next argument too, 0 if not,
  * -1 on error. */
-static int parse_long(sh_options *o, const char *arg, const char *next, sbx_err *err)
+static int parse_long(cli_options *o, const char *arg, const char *next, sbx_err *err)
 {
     const char *val = NULL;
     size_t namelen = strcspn(arg, "=");
@@ -126,7 +126,7 @@ static int parse_long(sh_options *o, const char *arg, const char *next, sbx_err 
     return sbx_errf(err, "%s: invalid option", arg);
 }
 
-int sh_options_parse(sh_options *o, int argc, char **argv, bool stdin_is_tty, sbx_err *err)
+int cli_options_parse(cli_options *o, int argc, char **argv, bool stdin_is_tty, sbx_err *err)
 {
     int i = 1;
     bool want_command = false;
@@ -261,7 +261,7 @@ int sh_options_parse(sh_options *o, int argc, char **argv, bool stdin_is_tty, sb
     return 0;
 }
 
-void sh_options_print_usage(const char *progname)
+void cli_options_print_usage(const char *progname)
 {
     fprintf(stderr,
             "Usage:\t%s [long option] [option] ...\n"
@@ -276,7 +276,7 @@ void sh_options_print_usage(const char *progname)
             progname, progname, progname);
 }
 
-void sh_options_print_help(const char *progname)
+void cli_options_print_help(const char *progname)
 {
     printf(
         "Usage: %s [option] ... [-c command [name [arg ...]] | script-file [arg ...]]\n"

@@ -36,7 +36,7 @@ typedef enum sh_action {
     SH_ACT_VERSION,
 } sh_action;
 
-typedef struct sh_options {
+typedef struct cli_options {
     const char *argv0;        /* as sbxsh was invoked */
     const char *progname;     /* basename of argv0, without a leading '-' */
     sh_input_mode mode;
@@ -56,19 +56,19 @@ typedef struct sh_options {
     bool norc, noprofile;     /* --norc, --noprofile */
     const char *rcfile;       /* --rcfile FILE (--init-file FILE) */
     bool error_without_usage; /* after a parse error: bash prints no usage for this one */
-} sh_options;
+} cli_options;
 
-void sh_options_init(sh_options *o);
-void sh_options_release(sh_options *o);
+void cli_options_init(cli_options *o);
+void cli_options_release(cli_options *o);
 
 /* Parses argv. On a usage error returns -1 with err->msg in bash's words
  * (e.g. "-Z: invalid option"); the caller prints "sbxsh: <msg>" and the usage
  * and exits 2, as bash does. */
-int sh_options_parse(sh_options *o, int argc, char **argv, bool stdin_is_tty, sbx_err *err);
+int cli_options_parse(cli_options *o, int argc, char **argv, bool stdin_is_tty, sbx_err *err);
 /* stdin_is_tty: stdin and stderr are both terminals (bash's test for interactive). */
 
 /* The usage text (--help), and the short usage printed after an error. */
-void sh_options_print_help(const char *progname);
-void sh_options_print_usage(const char *progname);
+void cli_options_print_help(const char *progname);
+void cli_options_print_usage(const char *progname);
 
 #endif

@@ -192,8 +192,8 @@ void prompt_filter(const char *ps, size_t len, strbuf *out)
             j++;
         if (j > i) {
             /* a sequence cut by a marker is left half in the filter: dropped */
-            sbx_termfilter_init(&tf);
-            sbx_termfilter_feed(&tf, ps + i, j - i, out);
+            session_termfilter_init(&tf);
+            session_termfilter_feed(&tf, ps + i, j - i, out);
             i = j;
             continue;
         }
@@ -207,8 +207,8 @@ void prompt_filter(const char *ps, size_t len, strbuf *out)
         j = j >= len ? len : j + (ps[j] == '\007' ? 1 : 2);
         if ((ps[i + 2] == '0' || ps[i + 2] == '1' || ps[i + 2] == '2') && i + 3 < len &&
             ps[i + 3] == ';') {
-            sbx_termfilter_init_pty(&tf);
-            sbx_termfilter_feed(&tf, ps + i, j - i, out);
+            session_termfilter_init_pty(&tf);
+            session_termfilter_feed(&tf, ps + i, j - i, out);
         }
         i = j;
     }

@@ -20,7 +20,7 @@ int line_print_route(const sh_parse *p, bool json, const char *session, sbx_err 
     char *cwd;
     int ret = -1;
 
-    if (sbx_config_load(&cfg, &co, err) < 0)
+    if (session_config_load(&cfg, &co, err) < 0)
         return -1;
     /* as the line executor starts: getcwd, else "/" */
     cwd = getcwd(NULL, 0);
@@ -38,7 +38,7 @@ int line_print_route(const sh_parse *p, bool json, const char *session, sbx_err 
     ret = 0;
 out:
     free(cwd);
-    sbx_config_free(&cfg);
+    session_config_free(&cfg);
     strbuf_release(&out);
     return ret;
 }

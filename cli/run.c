@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-bool sh_script_is_binary(const char *text, size_t len)
+bool cli_script_is_binary(const char *text, size_t len)
 {
     for (size_t i = 0; i < len && i < 80; i++) {
         if (text[i] == '\n')
@@ -33,7 +33,7 @@ bool sh_script_is_binary(const char *text, size_t len)
 /* The loops below return a wait status: what sbxsh ends with (line_exit()). */
 #define EXIT_WITH(code) W_EXITCODE((code), 0)
 
-static int fail(const sh_options *o, const sbx_err *err)
+static int fail(const cli_options *o, const sbx_err *err)
 {
     fflush(stdout);
     fprintf(stderr, "%s: %s\n", o->progname, err->msg);
@@ -52,7 +52,7 @@ static bool stdio_is_one_terminal(void)
     return st[0].st_rdev == st[1].st_rdev && st[1].st_rdev == st[2].st_rdev;
 }
 
-static void line_opts_from(const sh_options *o, line_opts *lo)
+static void line_opts_from(const cli_options *o, line_opts *lo)
 {
     memset(lo, 0, sizeof(*lo));
     lo->argv0 = o->argv0;
@@ -75,7 +75,7 @@ static void line_opts_from(const sh_options *o, line_opts *lo)
 }
 
 /* -c STRING and SCRIPT: the whole text at once. */
-static int run_program(const sh_options *o, line_exec *x)
+static int run_program(const cli_options *o, line_exec *x)
 {
     sbx_err err;
     int ws;
@@ -89,7 +89,7 @@ static int run_program(const sh_options *o, line_exec *x)
                     errno == ENOENT ? "No such file or directory" : err.msg);
             return EXIT_WITH(errno == ENOENT ? 127 : 126);
         }
-        if (sh_script_is_binary(text, len)) {
+        if (cli_script_is_binary(text, len)) {
             fprintf(stderr, "%s: %s: cannot execute binary file\n", o->script, o->script);
             free(text);
             return EXIT_WITH(126);
@@ -107,7 +107,7 @@ static int run_program(const sh_options *o, line_exec *x)
 
 /* Reads more input into buf: from readline at a terminal (prompt decides
  * PS1 or PS2), else from fd 0. Returns 0 at end of input. */
-static int read_more(const sh_options *o, interactive *ia, strbuf *buf, bool continuation)
+static int read_more(const cli_options *o, interactive *ia, strbuf *buf, bool continuation)
 {
     if (o->mode == SH_INPUT_INTERACTIVE)
         return interactive_read(ia, continuation, buf);
@@ -131,7 +131,7 @@ static int read_more(const sh_options *o, interactive *ia, strbuf *buf, bool con
  * of a script and without the offending line that a script's error is followed by
  * (parse.y: report_syntax_error prints it only when not interactive).
  */
-static void print_syntax_error(const sh_options *o, const sh_parse *p)
+static void print_syntax_error(const cli_options *o, const sh_parse *p)
 {
     strbuf msg = STRBUF_INIT, offending = STRBUF_INIT;
     const char *s = p->errors.buf, *end = s + p->errors.len;
@@ -246,7 +246,7 @@ static bool needs_bash_to_read_on(const char *text, size_t len)
  * typed (or sbxsh's startup file: interactive_note_typed) runs as any typed line does,
  * sbxsh's `history -a` and host git included (trusted true).
  */
-static bool run_prompt_element(const sh_options *o, line_exec *x, interactive *ia,
+static bool run_prompt_element(const cli_options *o, line_exec *x, interactive *ia,
                                const char *pc, size_t len, bool trusted, int *ws)
 {
     sh_parse_opts po = { .extglob = o->extglob, .track_shopt = true };
@@ -277,7 +277,7 @@ static bool run_prompt_element(const sh_options *o, line_exec *x, interactive *i
     return exited;
 }
 
-static bool run_prompt_command(const sh_options *o, line_exec *x, interactive *ia, int *ws)
+static bool run_prompt_command(const cli_options *o, line_exec *x, interactive *ia, int *ws)
 {
     const char *pc = line_exec_vars(x)->prompt_command;
     const char *typed = interactive_typed_prompt_command(ia);
@@ -296,7 +296,7 @@ static bool run_prompt_command(const sh_options *o, line_exec *x, interactive *i
 
 /* stdin and interactive modes: one complete command at a time, each run as
  * soon as it is read, state carried in the sandbox's persistent bash. */
-static int run_stream(const sh_options *o, line_exec *x, interactive *ia)
+static int run_stream(const cli_options *o, line_exec *x, interactive *ia)
 {
     strbuf buf = STRBUF_INIT;
     size_t start = 0;
@@ -426,7 +426,7 @@ static int run_stream(const sh_options *o, line_exec *x, interactive *ia)
 /* The rc text (cli/startup.h) as commands typed before the first prompt: a syntax error
  * in it is reported with its name and skips it, as bash does. Returns true when it ended
  * the shell (an exit in it), with *ws set. */
-static bool run_rc(const sh_options *o, line_exec *x, interactive *ia, const char *text,
+static bool run_rc(const cli_options *o, line_exec *x, interactive *ia, const char *text,
                    const char *name, int *ws)
 {
     sh_parse p;
@@ -452,7 +452,7 @@ static bool run_rc(const sh_options *o, line_exec *x, interactive *ia, const cha
     return exited;
 }
 
-int shell_run(const sh_options *o)
+int cli_shell_run(const cli_options *o)
 {
     line_opts lo;
     line_exec *x;

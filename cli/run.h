@@ -8,11 +8,11 @@
 
 #include "cli/options.h"
 
-int shell_run(const sh_options *o);
+int cli_shell_run(const cli_options *o);
 
 /* bash's check before it runs (or -n checks) a script: a NUL byte in the
  * first 80 bytes before the first newline makes it "cannot execute binary
  * file", status 126. */
-bool sh_script_is_binary(const char *text, size_t len);
+bool cli_script_is_binary(const char *text, size_t len);
 
 #endif

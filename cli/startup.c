@@ -23,7 +23,7 @@ static bool not_imported(const char *name, size_t len)
     return false;
 }
 
-void startup_login_env(const sh_options *o)
+void startup_login_env(const cli_options *o)
 {
     int pfd[2];
     pid_t pid;
@@ -71,7 +71,7 @@ void startup_login_env(const sh_options *o)
     strbuf_release(&env);
 }
 
-char *startup_rc_text(const sh_options *o, const char **name, bool *sandbox_bashrc)
+char *startup_rc_text(const cli_options *o, const char **name, bool *sandbox_bashrc)
 {
     const char *home = getenv("HOME");
     char *path = NULL, *text = NULL;

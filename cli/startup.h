@@ -13,7 +13,7 @@
  *     ~/.bash_login, ~/.profile), run by the host's bash, and the environment they export
  *     becomes sbxsh's own. They set up the person's environment on the host (PATH, the
  *     locale, SSH_AUTH_SOCK for host git) and often hold secrets, so they never run in the
- *     sandbox, which sees of that environment only what sbx_sandbox_env lets through.
+ *     sandbox, which sees of that environment only what session_sandbox_env lets through.
  *     --noprofile skips them. (The sandbox's bash is a login bash too, and reads the
  *     filtered copies of the same files there, for the shell's functions and aliases: a
  *     profile's output shows twice.) A non-interactive `sbxsh -l -c` runs no host profile:
@@ -35,11 +35,11 @@
 
 /* Before the session is set up: the host's profile files' environment, for an interactive
  * login shell. */
-void startup_login_env(const sh_options *o);
+void startup_login_env(const cli_options *o);
 
 /* The text to run before the first prompt (rc file and the sandbox's ~/.bashrc), or NULL;
  * *name is what messages call it. Sets *sandbox_bashrc when the sandbox's ~/.bashrc is to
  * be sourced lazily, when its shell starts (no rc text to run it after). */
-char *startup_rc_text(const sh_options *o, const char **name, bool *sandbox_bashrc);
+char *startup_rc_text(const cli_options *o, const char **name, bool *sandbox_bashrc);
 
 #endif

@@ -1,35 +1,29 @@
 #include "cli/view.h"
+#include "common/fsat.h"
 #include "common/report.h"
 #include "session/session.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 /* dir, opened with no symlink anywhere on the way (the router walked it so, but the name
  * may have changed since): a directory the person reached by a cd, never one a symlink put
- * there. openat2 where the kernel has it; else component by component with O_NOFOLLOW. */
+ * there. The walk beneath "/" is common/fsat.h's. */
 static int open_dir_nofollow(const char *dir)
 {
-    struct open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
-                            .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
-    long r = syscall(SYS_openat2, AT_FDCWD, dir, &how, sizeof(how));
-    if (r >= 0 || errno != ENOSYS)
-        return (int)r;
-    int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    char *copy = xstrdup(dir), *save = NULL;
-    for (char *c = strtok_r(copy, "/", &save); c && fd >= 0; c = strtok_r(NULL, "/", &save)) {
-        int next = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        close(fd);
-        fd = next;
-    }
-    free(copy);
+    int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC), fd;
+
+    if (root < 0)
+        return -1;
+    fd = sbx_open_beneath(root, dir, strlen(dir), O_RDONLY);
+    int e = errno;
+    close(root);
+    errno = e;
     return fd;
 }
 
@@ -255,11 +249,11 @@ int view_push(sbx_config *cfg, const strvec *env, const sbx_view *v, sbx_err *er
     sbx_exit st;
     int rc = -1;
 
-    if (sbx_session_open(cfg, NULL, &s, err) < 0)
+    if (session_open(cfg, NULL, &s, err) < 0)
         return -1;
-    if (sbx_session_start(s, &cmd, err) == 0 &&
-        sbx_session_write(s, 0, v->script.buf, v->script.len, err) == 0 &&
-        sbx_session_close_fd(s, 0, err) == 0 && sbx_session_wait(s, &st, err) == 0) {
+    if (session_start(s, &cmd, err) == 0 &&
+        session_write(s, 0, v->script.buf, v->script.len, err) == 0 &&
+        session_close_fd(s, 0, err) == 0 && session_wait(s, &st, err) == 0) {
         if (st.spawn_failed)
             sbx_errf(err, "cannot start bash in the sandbox: %s", st.message);
         else if (st.wait_status != 0)
@@ -267,6 +261,6 @@ int view_push(sbx_config *cfg, const strvec *env, const sbx_view *v, sbx_err *er
         else
             rc = 0;
     }
-    sbx_session_close(s);
+    session_close(s);
     return rc;
 }

@@ -1,9 +1,8 @@
-#define _XOPEN_SOURCE 700
 #include "common/fsutil.h"
+#include "common/fsat.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,54 +11,31 @@
 
 #include "common/strbuf.h"
 
-int sbx_mkdir_p(const char *path, mode_t mode, sbx_err *err)
-{
-    char *p = xstrdup(path);
-    for (char *s = p + 1;; s++) {
-        if (*s == '/' || *s == '\0') {
-            char c = *s;
-            *s = '\0';
-            if (mkdir(p, mode) < 0 && errno != EEXIST) {
-                sbx_errno(err, "cannot create directory %s", p);
-                free(p);
-                return -1;
-            }
-            if (!c)
-                break;
-            *s = c;
-        }
-    }
-    free(p);
-    return 0;
-}
-
-static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)st;
-    (void)ftw;
-    if (type == FTW_DNR) {
-        /* A directory the sandbox made unreadable (chmod 000): we own
-         * everything under a session's state directory, so open it up and
-         * walk it again. */
-        if (chmod(path, 0700) < 0 || nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0)
-            return -1;
-        return 0;
-    }
-    if (type == FTW_DP || type == FTW_D)
-        return rmdir(path) < 0 && errno != ENOENT ? -1 : 0;
-    return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
 int sbx_rm_rf(const char *path, sbx_err *err)
 {
-    struct stat st;
-    if (lstat(path, &st) < 0)
-        return errno == ENOENT ? 0 : sbx_errno(err, "cannot remove %s", path);
-    if (!S_ISDIR(st.st_mode))
-        return unlink(path) < 0 ? sbx_errno(err, "cannot remove %s", path) : 0;
-    if (nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0)
-        return sbx_errno(err, "cannot remove %s", path);
-    return 0;
+    char *copy = xstrdup(path), *slash, *name;
+    size_t n = strlen(copy);
+    int dfd, r;
+
+    while (n > 1 && copy[n - 1] == '/')
+        copy[--n] = '\0';      /* "dir/" is dir */
+    slash = strrchr(copy, '/');
+    name = slash ? slash + 1 : copy;
+    if (slash == copy)
+        dfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    else if (slash) {
+        *slash = '\0';
+        dfd = open(copy, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    } else
+        dfd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    /* the parent by its path (sbxsh's own state directory), the tree beneath it by fd */
+    r = dfd < 0 ? (errno == ENOENT ? 0 : -1) : sbx_rm_beneath(dfd, name);
+    if (r < 0)
+        sbx_errno(err, "cannot remove %s", path);
+    if (dfd >= 0)
+        close(dfd);
+    free(copy);
+    return r;
 }
 
 int sbx_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode,

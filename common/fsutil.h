@@ -1,6 +1,7 @@
 /*
- * Small file-system and process helpers the local backend and the holder
- * share (kept in local/ rather than common/ since only local/ needs them).
+ * Small file-system and process helpers, by path, for the host's own files (a session's
+ * state and runtime directories, its logs, programs on PATH): the local backend, sbx-kube,
+ * sbx and sbx-egress use them; the agent does not link them.
  */
 #ifndef SBX_COMMON_FSUTIL_H
 #define SBX_COMMON_FSUTIL_H
@@ -9,12 +10,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/fsat.h"
 #include "common/util.h"
 
-/* mkdir -p with the given mode for what it creates. */
-int sbx_mkdir_p(const char *path, mode_t mode, sbx_err *err);
-/* rm -rf that never follows a symlink nor crosses into another file system.
- * A missing path is success. */
+/* rm -rf of a path whose parent is sbxsh's own (a session's state): the parent opened by
+ * its path, the tree beneath it by common/fsat.h's sbx_rm_beneath (no symlink followed, no
+ * other file system crossed, unreadable directories opened up). A missing path is
+ * success. (mkdir -p is common/fsat.h's sbx_mkdir_p.) */
 int sbx_rm_rf(const char *path, sbx_err *err);
 /* Writes data to path by write-to-temp + rename (mode for the new file). */
 int sbx_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode,

@@ -25,6 +25,7 @@
  * and the pod gets only sbx-agent's command line (kube/README.md).
  */
 #include "kube/kclass.h"
+#include "common/run.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -38,7 +39,7 @@
 
 char *kube_find_tool(const char *agent_path, sbx_err *err)
 {
-    char *p = sbx_find_libexec(agent_path, "sbx-kube");
+    char *p = session_find_libexec(agent_path, "sbx-kube");
     if (p && access(p, X_OK) == 0)
         return p;
     free(p);
@@ -54,11 +55,6 @@ static void close_from(int first)
         close(fd);
 }
 
-static void close_from3(void)
-{
-    close_from(3);
-}
-
 static void forget_credential(kube_backend *kb)
 {
     if (kb->credential)
@@ -67,61 +63,50 @@ static void forget_credential(kube_backend *kb)
     kb->credential = NULL;
 }
 
+/* The tool's output, cut into lines as it comes (a claim's progress is shown live). */
+typedef struct tool_lines {
+    strbuf buf;
+    void (*on_line)(void *ctx, const char *line);
+    void *ctx;
+} tool_lines;
+
+static void tool_output(void *ctx, const char *chunk, size_t n)
+{
+    tool_lines *tl = ctx;
+    char *nl;
+
+    if (tl->buf.len < (1 << 20))        /* a line longer than 1 MiB is cut */
+        strbuf_add(&tl->buf, chunk, n);
+    while ((nl = memchr(tl->buf.buf, '\n', tl->buf.len))) {
+        *nl = '\0';
+        if (tl->on_line)
+            tl->on_line(tl->ctx, tl->buf.buf);
+        strbuf_remove(&tl->buf, 0, (size_t)(nl - tl->buf.buf) + 1);
+    }
+}
+
 int kube_run_tool(char *const argv[], void (*on_line)(void *ctx, const char *line), void *ctx,
                   sbx_err *err)
 {
-    int p[2], st;
-    pid_t pid;
-    strbuf buf = STRBUF_INIT;
+    tool_lines tl = { STRBUF_INIT, on_line, ctx };
+    struct sigaction hup;
+    sigset_t keep;
+    /* common/run.h: stdin /dev/null, stderr ours (the session's log), no fd of ours;
+     * SIGHUP stays ignored where we ignore it (the holder), as it always did */
+    sigemptyset(&keep);
+    if (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler == SIG_IGN)
+        sigaddset(&keep, SIGHUP);
+    sbx_run run = { .argv = argv, .cwd_fd = -1, .stderr_to = SBX_RUN_ERR_INHERIT,
+                    .keep_ignored = &keep, .max = SIZE_MAX, .secret = true,
+                    .on_output = tool_output, .ctx = &tl };
+    int st, r = sbx_run_capture(&run, NULL, &st, err);
 
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return sbx_errno(err, "pipe");
-    pid = fork();
-    if (pid < 0) {
-        close(p[0]);
-        close(p[1]);
-        return sbx_errno(err, "fork");
-    }
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDONLY);
-        if (null < 0 || dup2(null, 0) < 0 || dup2(p[1], 1) < 0)
-            _exit(127);
-        close_from3();
-        signal(SIGPIPE, SIG_DFL);
-        signal(SIGINT, SIG_DFL);
-        execv(argv[0], argv);
-        dprintf(2, "sbxsh: cannot run %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    close(p[1]);
-    for (;;) {
-        char chunk[4096];
-        ssize_t n = read(p[0], chunk, sizeof(chunk));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        if (buf.len < (1 << 20))
-            strbuf_add(&buf, chunk, (size_t)n);
-        char *nl;
-        while ((nl = memchr(buf.buf, '\n', buf.len))) {
-            *nl = '\0';
-            if (on_line)
-                on_line(ctx, buf.buf);
-            strbuf_remove(&buf, 0, (size_t)(nl - buf.buf) + 1);
-        }
-    }
-    close(p[0]);
-    if (buf.len && on_line)
-        on_line(ctx, buf.buf);
-    if (buf.alloc)   /* a claim's lines may hold the plugin's credential */
-        explicit_bzero(buf.buf, buf.alloc);
-    strbuf_release(&buf);
-    while (waitpid(pid, &st, 0) < 0) {
-        if (errno != EINTR)
-            return sbx_errno(err, "waitpid");
-    }
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    if (r == 0 && tl.buf.len && on_line)
+        on_line(ctx, tl.buf.buf);
+    if (tl.buf.alloc)   /* a claim's lines may hold the plugin's credential */
+        explicit_bzero(tl.buf.buf, tl.buf.alloc);
+    strbuf_release(&tl.buf);
+    return r < 0 ? -1 : sbx_run_exit_code(st);
 }
 
 /* sbx-kube SUBCOMMAND --state DIR --session S and the settings. */
@@ -197,7 +182,7 @@ static int kube_claim(sbx_backend *b, bool *reattached, sbx_err *err)
 
     *reattached = false;
     stop_stream(kb, 0);
-    if (sbx_private_dir(kb->dir, err) < 0)
+    if (session_private_dir(kb->dir, err) < 0)
         return -1;
     tool_argv(kb, "claim", &argv);
     for (size_t i = 0; i < kb->code_dirs.n; i++) {
@@ -436,10 +421,7 @@ static void kube_free(sbx_backend *b)
     free(kb->tool);
     free(kb->agent_path);
     free(kb->home);
-    free(kb->kc.kubeconfig);
-    free(kb->kc.context);
-    free(kb->kc.namespace_);
-    free(kb->kc.pool);
+    kube_settings_clear(&kb->kc);
     strvec_clear(&kb->code_dirs);
     strvec_clear(&kb->agent_args);
     kube_state_free(&kb->st);
@@ -464,10 +446,11 @@ static const sbx_backend_ops kube_ops = {
 
 static sbx_backend *kube_new(const sbx_config *cfg, const sbx_sandbox_spec *spec, sbx_err *err)
 {
+    const kube_settings *k = kube_settings_of(cfg);
     kube_backend *kb;
     char *tool;
 
-    if (!cfg->kube.pool) {
+    if (!k->pool) {
         sbx_errf(err, "AGENT_SANDBOX_BACKEND=kube needs AGENT_SANDBOX_POOL: the name of the "
                  "SandboxWarmPool to claim pods from (`sbx doctor` checks it)");
         return NULL;
@@ -478,15 +461,14 @@ static sbx_backend *kube_new(const sbx_config *cfg, const sbx_sandbox_spec *spec
     kb->base.ops = &kube_ops;
     kb->tool = tool;
     kb->session = xstrdup(cfg->session);
-    kb->dir = sbx_session_state_dir(cfg);
+    kb->dir = session_state_dir(cfg);
     kb->home = xstrdup(cfg->home);
     kb->agent_path = xstrdup(spec->agent_path);
-    kb->kc.kubeconfig = cfg->kube.kubeconfig ? xstrdup(cfg->kube.kubeconfig) : NULL;
-    kb->kc.context = cfg->kube.context ? xstrdup(cfg->kube.context) : NULL;
-    kb->kc.namespace_ = cfg->kube.namespace_ ? xstrdup(cfg->kube.namespace_) : NULL;
-    kb->kc.pool = xstrdup(cfg->kube.pool);
-    kb->kc.ttl = cfg->kube.ttl;
-    kb->kc.claim_timeout = cfg->kube.claim_timeout;
+    kb->kc = *k;        /* the numbers; the strings are the backend's own copies */
+    kb->kc.kubeconfig = k->kubeconfig ? xstrdup(k->kubeconfig) : NULL;
+    kb->kc.context = k->context ? xstrdup(k->context) : NULL;
+    kb->kc.namespace_ = k->namespace_ ? xstrdup(k->namespace_) : NULL;
+    kb->kc.pool = xstrdup(k->pool);
     strvec_pushv(&kb->code_dirs, cfg->code_dirs.v);
     if (spec->agent_args)
         strvec_pushv(&kb->agent_args, spec->agent_args->v);
@@ -495,13 +477,31 @@ static sbx_backend *kube_new(const sbx_config *cfg, const sbx_sandbox_spec *spec
     return &kb->base;
 }
 
+/* sbx's commands of the kube backend's own. */
+static const sbx_backend_command kube_commands[] = {
+    { "render-pool",
+    "  render-pool --tenant T --image IMG [...]\n"
+    "                   print a tenant's Kubernetes namespace, its agent-host\n"
+    "                   identity (ServiceAccount, Role, RoleBinding) and warm pool\n"
+    "                   (SandboxTemplate, SandboxWarmPool) with secure defaults\n",
+      kube_render_pool },
+    { NULL, NULL, NULL },
+};
+
 /* What the registry lists (BACKENDS += kube in kube/kube.mk). */
-const sbx_backend_class sbx_backend_class_kube = {
+const sbx_backend_class kube_backend_class = {
     .name = "kube",
     .configure = kube_configure,
+    .settings_free = kube_settings_free,
     .fingerprint = kube_fingerprint,
     .create = kube_new,
     .peek = kube_peek,
     .adopt = kube_adopt,
     .doctor = kube_doctor,
+    .describe = kube_describe,
+    .help_env =
+    "  AGENT_SANDBOX_POOL, AGENT_SANDBOX_KUBECONFIG, AGENT_SANDBOX_KUBE_CONTEXT,\n"
+    "  AGENT_SANDBOX_NAMESPACE, AGENT_SANDBOX_TTL, AGENT_SANDBOX_CLAIM_TIMEOUT\n"
+    "                                 kube: the pool, cluster, claim lifetime and wait\n",
+    .commands = kube_commands,
 };

@@ -1,10 +1,12 @@
 /*
- * The Kubernetes backend's section of the session configuration (cfg->kube), read from
+ * The Kubernetes backend's section of the session configuration (kube_settings), read from
  * AGENT_SANDBOX_KUBECONFIG, _KUBE_CONTEXT, _NAMESPACE, _POOL, _TTL and _CLAIM_TIMEOUT by the
  * class's configure hook (for every session, so that a bad value is refused whichever
  * backend runs), and what of it fixes a sandbox's shape (the fingerprint hook).
  *
  * AGENT_SANDBOX_POOL is required only when the kube backend is used: create() says so.
+ * The session layer keeps the section without knowing what it holds, and frees it through
+ * the settings_free hook.
  */
 #include "kube/kclass.h"
 
@@ -52,10 +54,39 @@ static bool dns_subdomain(const char *s)
     return true;
 }
 
-int kube_configure(sbx_config *cfg, sbx_err *err)
+void kube_settings_clear(kube_settings *k)
 {
-    sbx_kube_config *k = &cfg->kube;
+    free(k->kubeconfig);
+    free(k->context);
+    free(k->namespace_);
+    free(k->pool);
+    k->kubeconfig = k->context = k->namespace_ = k->pool = NULL;
+}
+
+/* The section a configure left: settings_free is called on it whether configure
+ * succeeded or not. */
+void kube_settings_free(void *settings)
+{
+    kube_settings_clear(settings);
+    free(settings);
+}
+
+const kube_settings *kube_settings_of(const sbx_config *cfg)
+{
+    static const kube_settings defaults = {
+        .ttl = SBX_KUBE_TTL_DEFAULT, .claim_timeout = SBX_KUBE_CLAIM_TIMEOUT_DEFAULT,
+    };
+    const kube_settings *k = session_backend_settings(cfg, &kube_backend_class);
+    return k ? k : &defaults;
+}
+
+int kube_configure(const sbx_config *cfg, void **settings, sbx_err *err)
+{
+    kube_settings *k = xcalloc(1, sizeof(*k));
     const char *v;
+
+    (void)cfg;      /* nothing of the rest of the configuration decides these */
+    *settings = k;
 
     k->ttl = SBX_KUBE_TTL_DEFAULT;
     k->claim_timeout = SBX_KUBE_CLAIM_TIMEOUT_DEFAULT;
@@ -79,14 +110,14 @@ int kube_configure(sbx_config *cfg, sbx_err *err)
         k->pool = xstrdup(v);
     }
     if ((v = env_nonempty("AGENT_SANDBOX_TTL"))) {
-        if (sbx_parse_duration(v, &k->ttl, err) < 0)
+        if (session_parse_duration(v, &k->ttl, err) < 0)
             return sbx_err_prefix(err, "AGENT_SANDBOX_TTL");
         if (k->ttl < 60)
             return sbx_errf(err, "AGENT_SANDBOX_TTL='%s': the claim's lifetime must be at "
                             "least 60 s (it is renewed while the session lives)", v);
     }
     if ((v = env_nonempty("AGENT_SANDBOX_CLAIM_TIMEOUT"))) {
-        if (sbx_parse_duration(v, &k->claim_timeout, err) < 0)
+        if (session_parse_duration(v, &k->claim_timeout, err) < 0)
             return sbx_err_prefix(err, "AGENT_SANDBOX_CLAIM_TIMEOUT");
         if (!k->claim_timeout)
             return sbx_errf(err, "AGENT_SANDBOX_CLAIM_TIMEOUT=0: give the longest wait for a "
@@ -100,7 +131,7 @@ int kube_configure(sbx_config *cfg, sbx_err *err)
  * another file.) */
 void kube_fingerprint(const sbx_config *cfg, strbuf *out)
 {
-    const sbx_kube_config *k = &cfg->kube;
+    const kube_settings *k = kube_settings_of(cfg);
     if (!cfg->backend || strcmp(cfg->backend, "kube"))
         return;
     strbuf_addf(out, "backend=kube context=%s namespace=%s pool=%s ",
@@ -108,7 +139,7 @@ void kube_fingerprint(const sbx_config *cfg, strbuf *out)
                 k->pool ? k->pool : "-");
 }
 
-void kube_tool_opts(const sbx_kube_config *k, strvec *argv)
+void kube_tool_opts(const kube_settings *k, strvec *argv)
 {
     if (k->kubeconfig) {
         strvec_push(argv, "--kubeconfig");

@@ -25,7 +25,7 @@ static void on_doctor_line(void *ctx, const char *line)
 
 void kube_doctor(const sbx_config *cfg, sbx_doctor_finding *finding)
 {
-    const sbx_kube_config *k = &cfg->kube;
+    const kube_settings *k = kube_settings_of(cfg);
     bool used = cfg->backend && !strcmp(cfg->backend, "kube");
     strvec argv = { 0 };
     sbx_err err;

@@ -4,6 +4,7 @@
  * and the class's status, peek and adopt hooks, which read it without the network.
  */
 #include "kube/kclass.h"
+#include "common/json.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -79,37 +80,31 @@ void kube_state_free(kube_state *s)
     memset(s, 0, sizeof(*s));
 }
 
-static void add_field(strbuf *json, const char *name, const char *v)
-{
-    strbuf_addf(json, ",\"%s\":", name);
-    if (!v) {
-        strbuf_addstr(json, "null");
-        return;
-    }
-    strbuf_addch(json, '"');
-    strbuf_add_json_escaped(json, v, strlen(v));
-    strbuf_addch(json, '"');
-}
-
 /* runtime and id are what `sbx ls` and `sbx status` print for every backend: "kube" and
  * the claim; the rest is this backend's own. */
 void kube_state_json(const kube_state *s, bool alive, const char *dir, strbuf *json)
 {
-    strbuf_addstr(json, "{\"backend\":\"kube\",\"runtime\":\"kube\"");
-    add_field(json, "id", s->claim);
-    strbuf_addf(json, ",\"created\":%lld,\"alive\":%s,\"network\":\"pod\"",
-                (long long)s->created, alive ? "true" : "false");
-    add_field(json, "claim", s->claim);
-    add_field(json, "sandbox", s->sandbox);
-    add_field(json, "pod", s->pod);
-    add_field(json, "node", s->node);
-    add_field(json, "pool", s->pool);
-    add_field(json, "namespace", s->namespace_);
-    add_field(json, "server", s->server);
-    add_field(json, "context", s->context);
-    strbuf_addf(json, ",\"expires\":%lld", (long long)s->expires);
-    add_field(json, "state_dir", dir);
-    strbuf_addch(json, '}');
+    sbx_json j;
+
+    sbx_json_init(&j, json);
+    sbx_json_begin_obj(&j, NULL);
+    sbx_json_str(&j, "backend", "kube");
+    sbx_json_str(&j, "runtime", "kube");
+    sbx_json_str(&j, "id", s->claim);
+    sbx_json_int(&j, "created", (long long)s->created);
+    sbx_json_bool(&j, "alive", alive);
+    sbx_json_str(&j, "network", "pod");
+    sbx_json_str(&j, "claim", s->claim);
+    sbx_json_str(&j, "sandbox", s->sandbox);
+    sbx_json_str(&j, "pod", s->pod);
+    sbx_json_str(&j, "node", s->node);
+    sbx_json_str(&j, "pool", s->pool);
+    sbx_json_str(&j, "namespace", s->namespace_);
+    sbx_json_str(&j, "server", s->server);
+    sbx_json_str(&j, "context", s->context);
+    sbx_json_int(&j, "expires", (long long)s->expires);
+    sbx_json_str(&j, "state_dir", dir);
+    sbx_json_end(&j);
 }
 
 void kube_status(sbx_backend *b, strbuf *json)
@@ -140,9 +135,9 @@ int kube_peek(const char *state_dir, strbuf *json)
 int kube_adopt(const char *state_dir, sbx_config *cfg)
 {
     kube_state s;
-    if (kube_state_load(state_dir, &s) < 0)
+    kube_settings *k = session_backend_settings(cfg, &kube_backend_class);
+    if (!k || kube_state_load(state_dir, &s) < 0)
         return -1;
-    sbx_kube_config *k = &cfg->kube;
     free(k->namespace_);
     k->namespace_ = xstrdup(s.namespace_);
     if (s.pool) {
@@ -163,3 +158,29 @@ int kube_adopt(const char *state_dir, sbx_config *cfg)
     kube_state_free(&s);
     return 0;
 }
+
+/* The describe hook (`sbx status` for people): a sandbox that is a pod, where it runs and
+ * until when. */
+void kube_describe(const cJSON *sb, strbuf *out)
+{
+    const cJSON *pod = cJSON_GetObjectItemCaseSensitive(sb, "pod");
+    const cJSON *exp = cJSON_GetObjectItemCaseSensitive(sb, "expires");
+    const char *const keys[] = { "node", "claim", "sandbox", "pool", "namespace" };
+    const char *v[ARRAY_SIZE(keys)];
+    if (!cJSON_IsString(pod))
+        return;
+    for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+        const cJSON *it = cJSON_GetObjectItemCaseSensitive(sb, keys[i]);
+        v[i] = cJSON_IsString(it) && it->valuestring[0] ? it->valuestring : "?";
+    }
+    strbuf_addf(out, "pod:       %s on node %s (claim %s, sandbox %s, pool %s, namespace %s)\n",
+                pod->valuestring, v[0], v[1], v[2], v[3], v[4]);
+    if (cJSON_IsNumber(exp) && exp->valuedouble > 0) {
+        char when[64];
+        time_t t = (time_t)exp->valuedouble;
+        strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&t));
+        strbuf_addf(out, "expires:   %s unless renewed (the claim's shutdownTime; moved "
+                    "forward while the session lives)\n", when);
+    }
+}
+

@@ -657,7 +657,7 @@ static int auth_header(kube_client *c, char **out, sbx_err *err)
         strbuf up = STRBUF_INIT, b = STRBUF_INIT;
         strbuf_addf(&up, "%s:%s", c->t.username ? c->t.username : "",
                     c->t.password ? c->t.password : "");
-        kube_base64_encode(up.buf, up.len, &b);
+        sbx_base64_encode(up.buf, up.len, &b);
         explicit_bzero(up.buf, up.len);
         strbuf_release(&up);
         *out = xasprintf("Authorization: Basic %s", b.buf);
@@ -1271,7 +1271,7 @@ static void add_b64_field(strbuf *out, const char *s)
         strbuf_addch(out, '-');
         return;
     }
-    kube_base64_encode(s, strlen(s), out);
+    sbx_base64_encode(s, strlen(s), out);
 }
 
 int kube_client_export_credential(kube_client *c, strbuf *out)
@@ -1299,7 +1299,7 @@ static int take_b64_field(char **p, char **out)
     if (end - s == 1 && *s == '-')
         return 0;
     strbuf b = STRBUF_INIT;
-    if (kube_base64_decode(s, (size_t)(end - s), &b) < 0 || memchr(b.buf, '\0', b.len)) {
+    if (sbx_base64_decode(s, (size_t)(end - s), &b) < 0 || memchr(b.buf, '\0', b.len)) {
         explicit_bzero(b.buf, b.alloc);
         strbuf_release(&b);
         return -1;

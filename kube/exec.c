@@ -598,9 +598,19 @@ int kube_exec_resize(kube_exec *x, unsigned cols, unsigned rows, sbx_err *err)
 {
     if (can_send(x, "a terminal resize", err) < 0)
         return -1;
-    char js[64];
-    int n = snprintf(js, sizeof(js), "{\"Width\":%u,\"Height\":%u}\n", cols, rows);
-    queue_message(x, 4, js, (size_t)n);
+    /* the resize channel's message: {"Width":C,"Height":R} and a newline, as kubectl's */
+    cJSON *size = cJSON_CreateObject();
+    cJSON_AddNumberToObject(size, "Width", cols);
+    cJSON_AddNumberToObject(size, "Height", rows);
+    char *js = cJSON_PrintUnformatted(size);
+    cJSON_Delete(size);
+    if (!js)
+        xdie_oom();
+    strbuf msg = STRBUF_INIT;
+    strbuf_addf(&msg, "%s\n", js);
+    cJSON_free(js);
+    queue_message(x, 4, msg.buf, msg.len);
+    strbuf_release(&msg);
     return flush_all(x, "a terminal resize", err);
 }
 

@@ -12,9 +12,10 @@
  *   doctor   sbx-kube doctor ...  the cluster's side of sbx doctor
  *
  * The files:
- *   backend_config.c  cfg->kube from AGENT_SANDBOX_*, its part of the fingerprint
+ *   backend_config.c  its settings from AGENT_SANDBOX_*, its part of the fingerprint
  *   backend_state.c   kube.json: reading it, status(), peek() and adopt()
  *   backend_doctor.c  the class's doctor hook
+ *   backend_render_pool.c  `sbx render-pool`: a tenant's namespace and pool as YAML
  *   backend.c         the class: create, claim, open_stream, alive, exists, release
  */
 #ifndef SBX_KUBE_KCLASS_H
@@ -45,6 +46,20 @@
  * starts (one line: a renewal refused), taken (removed) by the holder (kube_take_notice). */
 #define SBX_KUBE_STREAM_NOTICE "stream.notice"
 
+/* The Kubernetes backend's section of the session configuration (AGENT_SANDBOX_KUBECONFIG,
+ * _KUBE_CONTEXT, _NAMESPACE, _POOL, _TTL, _CLAIM_TIMEOUT), made by kube_configure
+ * (backend_config.c), kept opaque by the session layer (sbx_config.backend_settings),
+ * freed by kube_settings_free. NULL strings: not set (kubectl's own defaults: KUBECONFIG,
+ * ~/.kube/config, in-cluster; the current context; the context's namespace). */
+typedef struct kube_settings {
+    char *kubeconfig;       /* AGENT_SANDBOX_KUBECONFIG */
+    char *context;          /* AGENT_SANDBOX_KUBE_CONTEXT */
+    char *namespace_;       /* AGENT_SANDBOX_NAMESPACE */
+    char *pool;             /* AGENT_SANDBOX_POOL: the SandboxWarmPool to claim from */
+    unsigned ttl;           /* AGENT_SANDBOX_TTL, seconds: the claim's shutdownTime backstop */
+    unsigned claim_timeout; /* AGENT_SANDBOX_CLAIM_TIMEOUT, seconds */
+} kube_settings;
+
 /* What kube.json records (sbx-kube writes it; the class only reads). */
 typedef struct kube_state {
     char *claim, *claim_uid, *namespace_, *pool, *sandbox, *pod, *pod_uid, *node;
@@ -65,7 +80,7 @@ typedef struct kube_backend {
     char *tool;             /* sbx-kube */
     char *agent_path;       /* sbx-agent(-static) on the host, uploaded when the pod has none */
     char *home;
-    sbx_kube_config kc;     /* copied from cfg->kube */
+    kube_settings kc;       /* copied from the session's section */
     strvec code_dirs;
     strvec agent_args;
     void (*progress)(void *ctx, const char *msg);
@@ -78,11 +93,18 @@ typedef struct kube_backend {
     kube_state st;          /* valid while claimed */
 } kube_backend;
 
-/* backend_config.c */
-int kube_configure(sbx_config *cfg, sbx_err *err);
+/* backend_config.c: the class's configure, settings_free and fingerprint hooks */
+extern const sbx_backend_class kube_backend_class;
+int kube_configure(const sbx_config *cfg, void **settings, sbx_err *err);
+void kube_settings_free(void *settings);
+/* cfg's kube section; all unset (with the default lifetimes) when cfg has none (not loaded
+ * by session_config_load), so a reader never gets NULL. */
+const kube_settings *kube_settings_of(const sbx_config *cfg);
+/* Frees the strings of a section, not the section itself. */
+void kube_settings_clear(kube_settings *k);
 void kube_fingerprint(const sbx_config *cfg, strbuf *out);
 /* The common options of every sbx-kube call for these settings. */
-void kube_tool_opts(const sbx_kube_config *kc, strvec *argv);
+void kube_tool_opts(const kube_settings *kc, strvec *argv);
 
 /* backend_state.c */
 int kube_peek(const char *state_dir, strbuf *json);
@@ -91,6 +113,12 @@ void kube_status(sbx_backend *b, strbuf *json);
 
 /* backend_doctor.c */
 void kube_doctor(const sbx_config *cfg, sbx_doctor_finding *finding);
+/* backend_render_pool.c: `sbx render-pool` (argv[0] is "render-pool"), the class's one
+ * command. Exit status: 0 printed, 2 a usage error (nothing printed on stdout). */
+int kube_render_pool(int argc, char **argv);
+
+/* backend_state.c: the describe hook (the pod, for people) */
+void kube_describe(const cJSON *sandbox, strbuf *out);
 
 /* backend.c: runs sbx-kube with argv (argv[0] the tool), stdout read line by line into
  * on_line (may be NULL), stderr to ours (the holder's log); returns its exit status or -1. */

@@ -7,14 +7,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/base64.h"
 #include "common/strbuf.h"
 #include "common/util.h"
 #include "kube/kubeconfig.h"
 
-/* Standard base64 (RFC 4648 with padding), as Go's base64.StdEncoding: '\r' and '\n' are
- * skipped, anything else outside the alphabet is an error. Returns 0 or -1. */
-int kube_base64_decode(const char *s, size_t n, strbuf *out);
-void kube_base64_encode(const void *data, size_t n, strbuf *out);
 
 /* kube_exec_credential with a hook polled while the plugin runs (Ctrl-C) and a bound on
  * its run time (0: the default, KUBE_EXEC_TIMEOUT_MS). */

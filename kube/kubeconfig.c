@@ -5,11 +5,11 @@
  */
 #include "kube/kubeconfig.h"
 #include "kube/kpriv.h"
+#include "common/run.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,65 +24,6 @@ extern char **environ;
 #define KC_MAX_FILE (16u << 20)  /* a kubeconfig larger than this is refused */
 #define KC_MAX_PEM (4u << 20)    /* a CA bundle, certificate or key file */
 #define KC_MAX_TOKEN (1u << 20)
-
-/* ---- base64 ---------------------------------------------------------------------------- */
-
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-int kube_base64_decode(const char *s, size_t n, strbuf *out)
-{
-    unsigned acc = 0;
-    int bits = 0, quad = 0, pad = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        const char *p;
-        if (c == '\r' || c == '\n')
-            continue;
-        if (c == '=') {
-            /* Padding only at the end of a quad's third or fourth place. */
-            if (quad < 2)
-                return -1;
-            pad++;
-            quad++;
-            if (quad == 4)
-                quad = 0;
-            continue;
-        }
-        if (pad || !c || !(p = strchr(b64, c)))
-            return -1;
-        acc = (acc << 6) | (unsigned)(p - b64);
-        bits += 6;
-        quad = (quad + 1) & 3;
-        if (bits >= 8) {
-            bits -= 8;
-            strbuf_addch(out, (int)((acc >> bits) & 0xff));
-        }
-    }
-    /* Go's StdEncoding wants whole quads (padded). */
-    if (quad != 0 || pad > 2)
-        return -1;
-    return 0;
-}
-
-void kube_base64_encode(const void *data, size_t n, strbuf *out)
-{
-    const unsigned char *d = data;
-    size_t i;
-    for (i = 0; i + 2 < n; i += 3) {
-        unsigned v = (unsigned)d[i] << 16 | (unsigned)d[i + 1] << 8 | d[i + 2];
-        strbuf_addch(out, b64[v >> 18]);
-        strbuf_addch(out, b64[(v >> 12) & 63]);
-        strbuf_addch(out, b64[(v >> 6) & 63]);
-        strbuf_addch(out, b64[v & 63]);
-    }
-    if (i < n) {
-        unsigned v = (unsigned)d[i] << 16 | (i + 1 < n ? (unsigned)d[i + 1] << 8 : 0);
-        strbuf_addch(out, b64[v >> 18]);
-        strbuf_addch(out, b64[(v >> 12) & 63]);
-        strbuf_addch(out, i + 1 < n ? b64[(v >> 6) & 63] : '=');
-        strbuf_addch(out, '=');
-    }
-}
 
 /* ---- YAML files ------------------------------------------------------------------------ */
 
@@ -410,7 +351,7 @@ static int kc_pem(kc_file *f, yaml_node_t *map, const char *mpath, const char *k
         return kc_errf(err, f, NULL, "%s: both %s and %s are set: keep one", mpath, key, dkey);
     if (data) {
         strbuf sb = STRBUF_INIT;
-        if (kube_base64_decode(data, strlen(data), &sb) < 0) {
+        if (sbx_base64_decode(data, strlen(data), &sb) < 0) {
             strbuf_release(&sb);
             return kc_errf(err, f, NULL, "%s.%s: not valid base64", mpath, dkey);
         }
@@ -572,7 +513,7 @@ static int jwt_expiry(const char *jwt, int64_t *exp)
     while (std.len % 4)
         strbuf_addch(&std, '=');
     int r = -1;
-    if (kube_base64_decode(std.buf, std.len, &dec) == 0) {
+    if (sbx_base64_decode(std.buf, std.len, &dec) == 0) {
         cJSON *j = cJSON_ParseWithLength(dec.buf, dec.len);
         const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, "exp");
         if (cJSON_IsNumber(e)) {
@@ -1030,7 +971,7 @@ static char *exec_info(const kube_target *t, bool interactive)
             cJSON_AddBoolToObject(cl, "insecure-skip-tls-verify", true);
         if (t->ca_pem) {
             strbuf sb = STRBUF_INIT;
-            kube_base64_encode(t->ca_pem, t->ca_len, &sb);
+            sbx_base64_encode(t->ca_pem, t->ca_len, &sb);
             cJSON_AddStringToObject(cl, "certificate-authority-data", sb.buf);
             strbuf_release(&sb);
         }
@@ -1139,13 +1080,11 @@ int kube_exec_credential_poll(const kube_target *t, bool (*interrupted)(void *ct
 {
     const kube_exec_plugin *p = t->exec;
     bool interactive = false;
-    int outp[2] = { -1, -1 }, errp[2] = { -1, -1 }, ep[2] = { -1, -1 };
     strvec argv = STRVEC_INIT, envv = STRVEC_INIT;
     strbuf out = STRBUF_INIT, errs = STRBUF_INIT;
     char *info;
-    pid_t pid;
-    int r = -1, status = 0, child_errno = 0;
-    uint64_t deadline;
+    int r = -1, status = 0;
+    sbx_err rerr;
 
     memset(cred, 0, sizeof(*cred));
     if (!p)
@@ -1169,124 +1108,41 @@ int kube_exec_credential_poll(const kube_target *t, bool (*interrupted)(void *ct
     strvec_pushf(&envv, "KUBERNETES_EXEC_INFO=%s", info);
     free(info);
 
-    if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0 ||
-        (!interactive && pipe2(errp, O_CLOEXEC) < 0)) {
-        sbx_errno(err, "exec plugin %s: pipe", p->command);
-        goto out;
-    }
-    pid = fork();
-    if (pid < 0) {
-        sbx_errno(err, "exec plugin %s: fork", p->command);
-        goto out;
-    }
-    if (pid == 0) {
-        /* Only async-signal-safe calls from here: everything was built before fork. */
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        signal(SIGPIPE, SIG_DFL);
-        if (!interactive) {
-            int nul = open("/dev/null", O_RDONLY);
-            setpgid(0, 0);  /* killed as a group when it overruns */
-            if (nul < 0 || dup2(nul, 0) < 0 || dup2(errp[1], 2) < 0)
-                _exit(127);
-        }
-        if (dup2(outp[1], 1) < 0)
-            _exit(127);
-        execvpe(argv.v[0], argv.v, envv.v);
-        int e = errno;
-        if (write(ep[1], &e, sizeof(e)) < 0)
-            _exit(127);
-        _exit(127);
-    }
-    close(outp[1]);
-    outp[1] = -1;
-    close(ep[1]);
-    ep[1] = -1;
-    if (errp[1] >= 0) {
-        close(errp[1]);
-        errp[1] = -1;
-    }
-    /* The exec-error pipe closes at a successful exec (CLOEXEC) or carries errno. */
-    if (read_full(ep[0], &child_errno, sizeof(child_errno)) == sizeof(child_errno)) {
-        waitpid(pid, NULL, 0);
-        errno = child_errno;
-        if (child_errno == ENOENT)
+    /* common/run.h: an interactive plugin has our terminal (stdin, stderr); any other runs
+     * in its own process group, killed as a group when it overruns, its stderr's tail kept
+     * for the message */
+    sbx_run run = {
+        .argv = argv.v,
+        .env = envv.v,
+        .path_search = true,
+        .cwd_fd = -1,
+        .stdin_inherit = interactive,
+        .stderr_to = interactive ? SBX_RUN_ERR_INHERIT : SBX_RUN_ERR_CAPTURE,
+        .err_out = &errs,
+        .err_tail = EXEC_STDERR_TAIL,
+        .new_pgrp = !interactive,
+        .max = EXEC_MAX_STDOUT,
+        .over_max_fails = true,
+        .secret = true,         /* a token, a client key */
+        .timeout_ms = timeout_ms ? timeout_ms : KUBE_EXEC_TIMEOUT_MS,
+        .interrupted = interrupted,
+        .ctx = ctx,
+    };
+    if (sbx_run_capture(&run, &out, &status, &rerr) < 0) {
+        if (errno == ENOENT)
             sbx_errf(err, "exec plugin %s (from %s): not found%s%s", p->command, t->source,
                      p->install_hint ? ": " : "", p->install_hint ? p->install_hint : "");
+        else if (errno == EINTR)
+            sbx_errf(err, "exec plugin %s (from %s): interrupted", p->command, t->source);
+        else if (errno == ETIMEDOUT)
+            sbx_errf(err, "exec plugin %s (from %s): no answer within %u ms", p->command,
+                     t->source, run.timeout_ms);
+        else if (errno == EFBIG)
+            sbx_errf(err, "exec plugin %s (from %s): wrote more than %u bytes", p->command,
+                     t->source, EXEC_MAX_STDOUT);
         else
             sbx_errno(err, "exec plugin %s (from %s)", p->command, t->source);
         goto out;
-    }
-    deadline = now_ns() + (uint64_t)(timeout_ms ? timeout_ms : KUBE_EXEC_TIMEOUT_MS) * 1000000u;
-    bool reaped = false;
-    for (;;) {
-        struct pollfd pf[2] = { { outp[0], POLLIN, 0 }, { errp[0], POLLIN, 0 } };
-        int nf = errp[0] >= 0 ? 2 : 1;
-        if (outp[0] < 0) {
-            pf[0] = pf[1];
-            nf = errp[0] >= 0 ? 1 : 0;
-        }
-        const char *why = NULL;
-        if (interrupted && interrupted(ctx))
-            why = "interrupted";
-        else if (now_ns() >= deadline)
-            why = "timed out";
-        if (why) {
-            kill(interactive ? pid : -pid, SIGKILL);
-            waitpid(pid, NULL, 0);
-            reaped = true;
-            if (!strcmp(why, "interrupted"))
-                sbx_errf(err, "exec plugin %s (from %s): interrupted", p->command, t->source);
-            else
-                sbx_errf(err, "exec plugin %s (from %s): no answer within %u ms", p->command,
-                         t->source, timeout_ms ? timeout_ms : KUBE_EXEC_TIMEOUT_MS);
-            goto out;
-        }
-        if (!nf) {
-            /* Both pipes closed: wait (bounded, interruptible) for the exit. */
-            pid_t w = waitpid(pid, &status, WNOHANG);
-            if (w == pid) {
-                reaped = true;
-                break;
-            }
-            struct timespec ts = { 0, 20 * 1000000 };
-            nanosleep(&ts, NULL);
-            continue;
-        }
-        int pr = poll(pf, (nfds_t)nf, 100);
-        if (pr < 0 && errno != EINTR) {
-            sbx_errno(err, "exec plugin %s: poll", p->command);
-            goto kill_out;
-        }
-        for (int i = 0; i < nf && pr > 0; i++) {
-            if (!(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
-                continue;
-            char buf[8192];
-            ssize_t n = read(pf[i].fd, buf, sizeof(buf));
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n <= 0) {
-                close(pf[i].fd);
-                if (pf[i].fd == outp[0])
-                    outp[0] = -1;
-                else
-                    errp[0] = -1;
-                continue;
-            }
-            if (pf[i].fd == outp[0]) {
-                if (out.len + (size_t)n > EXEC_MAX_STDOUT) {
-                    sbx_errf(err, "exec plugin %s (from %s): wrote more than %u bytes",
-                             p->command, t->source, EXEC_MAX_STDOUT);
-                    goto kill_out;
-                }
-                strbuf_add(&out, buf, (size_t)n);
-            } else {
-                strbuf_add(&errs, buf, (size_t)n);
-                if (errs.len > 2 * EXEC_STDERR_TAIL)
-                    strbuf_remove(&errs, 0, errs.len - EXEC_STDERR_TAIL);
-            }
-        }
     }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         char pre[600];
@@ -1300,21 +1156,7 @@ int kube_exec_credential_poll(const kube_target *t, bool (*interrupted)(void *ct
         goto out;
     }
     r = parse_credential(t, out.buf, out.len, cred, err);
-    goto out;
-kill_out:
-    if (!reaped) {
-        kill(interactive ? pid : -pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-    }
 out:
-    for (int i = 0; i < 2; i++) {
-        if (outp[i] >= 0)
-            close(outp[i]);
-        if (errp[i] >= 0)
-            close(errp[i]);
-        if (ep[i] >= 0)
-            close(ep[i]);
-    }
     strvec_clear(&argv);
     strvec_clear(&envv);
     if (out.len)

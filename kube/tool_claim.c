@@ -382,12 +382,19 @@ static int resolve_pod(kt *k, const char *sandbox, cJSON *st, sbx_err *err)
 static int renew(kt *k, const char *name, cJSON *st, sbx_err *err)
 {
     int64_t until = (int64_t)time(NULL) + k->o->ttl;
-    char when[40], body[160];
+    char when[40];
     kube_response r = { 0 };
     char *path = kt_claim_path(k, name);
     kt_rfc3339(until, when, sizeof(when));
-    snprintf(body, sizeof(body), "{\"spec\":{\"lifecycle\":{\"shutdownTime\":\"%s\"}}}", when);
+    cJSON *patch = cJSON_CreateObject();
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(cJSON_AddObjectToObject(patch, "spec"),
+                                                    "lifecycle"), "shutdownTime", when);
+    char *body = cJSON_PrintUnformatted(patch);
+    cJSON_Delete(patch);
+    if (!body)
+        xdie_oom();
     int rc = kube_request(k->c, "PATCH", path, "application/merge-patch+json", body, &r, err);
+    cJSON_free(body);
     kube_response_free(&r);
     free(path);
     if (rc == 0 && st) {

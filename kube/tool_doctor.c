@@ -55,18 +55,28 @@ static void check_access(kt *k)
             p += n + (e ? 1 : 0);
         }
         for (size_t j = 0; j < vs.n; j++) {
-            char body[600];
             kube_response r = { 0 };
             sbx_err err;
-            snprintf(body, sizeof(body),
-                     "{\"apiVersion\":\"authorization.k8s.io/v1\",\"kind\":"
-                     "\"SelfSubjectAccessReview\",\"spec\":{\"resourceAttributes\":{"
-                     "\"namespace\":\"%s\",\"verb\":\"%s\",\"group\":\"%s\",\"resource\":\"%s\","
-                     "\"subresource\":\"%s\"}}}", k->ns, vs.v[j], verbs[i].group,
-                     verbs[i].resource, verbs[i].subresource);
+            /* cJSON: the namespace is the kubeconfig's or the environment's, escaped */
+            cJSON *rev = cJSON_CreateObject(), *attrs;
+            cJSON_AddStringToObject(rev, "apiVersion", "authorization.k8s.io/v1");
+            cJSON_AddStringToObject(rev, "kind", "SelfSubjectAccessReview");
+            attrs = cJSON_AddObjectToObject(cJSON_AddObjectToObject(rev, "spec"),
+                                            "resourceAttributes");
+            cJSON_AddStringToObject(attrs, "namespace", k->ns);
+            cJSON_AddStringToObject(attrs, "verb", vs.v[j]);
+            cJSON_AddStringToObject(attrs, "group", verbs[i].group);
+            cJSON_AddStringToObject(attrs, "resource", verbs[i].resource);
+            cJSON_AddStringToObject(attrs, "subresource", verbs[i].subresource);
+            char *body = cJSON_PrintUnformatted(rev);
+            cJSON_Delete(rev);
+            if (!body)
+                xdie_oom();
             asked++;
-            if (kube_request(k->c, "POST", "/apis/authorization.k8s.io/v1/"
-                             "selfsubjectaccessreviews", "application/json", body, &r, &err) < 0) {
+            int rc = kube_request(k->c, "POST", "/apis/authorization.k8s.io/v1/"
+                                  "selfsubjectaccessreviews", "application/json", body, &r, &err);
+            cJSON_free(body);
+            if (rc < 0) {
                 find(2, "cannot ask the API server what sbxsh may do", "%s", err.msg);
                 kube_response_free(&r);
                 strvec_clear(&vs);

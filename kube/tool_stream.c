@@ -26,6 +26,7 @@
 #include "kube/exec.h"
 #include "sync/resume.h"
 #include "common/fsutil.h"
+#include "common/run.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -183,24 +184,19 @@ static int exec_collect(streamer *s, const char *const *argv, const void *data, 
 /* `PROGRAM --version`'s first line, run here. */
 static char *host_version(const char *prog)
 {
-    int p[2];
-    char buf[256] = "";
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return NULL;
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(p[1], 1);
-        execl(prog, prog, "--version", (char *)NULL);
-        _exit(127);
+    char *argv[] = { (char *)prog, "--version", NULL };
+    strbuf out = STRBUF_INIT;
+    sbx_run r = { .argv = argv, .cwd_fd = -1, .stderr_to = SBX_RUN_ERR_INHERIT, .max = 255 };
+    sbx_err err;
+    char *v = NULL;
+
+    /* its first line, whatever its status (common/run.h) */
+    if (sbx_run_capture(&r, &out, NULL, &err) == 0) {
+        strbuf_setlen(&out, strcspn(out.buf, "\n"));
+        v = out.len ? xstrdup(out.buf) : NULL;
     }
-    close(p[1]);
-    ssize_t n = read_full(p[0], buf, sizeof(buf) - 1);
-    close(p[0]);
-    if (pid > 0)
-        waitpid(pid, NULL, 0);
-    buf[n > 0 ? n : 0] = '\0';
-    buf[strcspn(buf, "\n")] = '\0';
-    return buf[0] ? xstrdup(buf) : NULL;
+    strbuf_release(&out);
+    return v;
 }
 
 /* The static agent to upload: the host's agent when it is the static build, else the static

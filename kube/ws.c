@@ -3,6 +3,7 @@
  * checked before it is used, nothing is allocated on a length the peer merely declared.
  */
 #include "kube/ws.h"
+#include "common/base64.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -439,9 +440,13 @@ int ws_decode(ws_decoder *d, const void *buf, size_t len, size_t *used, ws_event
 
 /* ---- the upgrade -------------------------------------------------------------------------- */
 
+/* base64 into a fixed buffer of at least 4 * ceil(n / 3) + 1 bytes (common/base64.h) */
 static void base64(const uint8_t *in, size_t n, char *out)
 {
-    EVP_EncodeBlock((unsigned char *)out, in, (int)n);
+    strbuf sb = STRBUF_INIT;
+    sbx_base64_encode(in, n, &sb);
+    memcpy(out, sb.buf, sb.len + 1);
+    strbuf_release(&sb);
 }
 
 void ws_make_key(const ws_encoder *e, char key[WS_KEY_LEN + 1])

@@ -14,34 +14,20 @@
 #include <unistd.h>
 
 #include "common/fsutil.h"
+#include "common/run.h"
 
-/* Runs argv quietly; returns its exit status (or -1) and its first output
- * line in line. */
+/* Runs argv quietly (common/run.h); returns its exit status (or -1) and its first output
+ * line (stdout and stderr) in line. */
 static int run_quiet(char *const argv[], char *line, size_t linesz)
 {
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) < 0)
-        return -1;
-    pid_t pid = fork();
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDWR);
-        dup2(null, 0);
-        dup2(p[1], 1);
-        dup2(p[1], 2);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    close(p[1]);
-    ssize_t n = read_full(p[0], line, linesz - 1);
-    close(p[0]);
-    line[n > 0 ? n : 0] = '\0';
-    char *nl = strchr(line, '\n');
-    if (nl)
-        *nl = '\0';
-    int st;
-    if (pid < 0 || waitpid(pid, &st, 0) < 0)
-        return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    strbuf out = STRBUF_INIT;
+    sbx_run r = { .argv = argv, .cwd_fd = -1, .stderr_to = SBX_RUN_ERR_OUT, .max = linesz - 1 };
+    sbx_err err;
+    int st, rc = sbx_run_capture(&r, &out, &st, &err);
+
+    snprintf(line, linesz, "%.*s", (int)strcspn(out.buf, "\n"), out.buf);
+    strbuf_release(&out);
+    return rc < 0 ? -1 : sbx_run_exit_code(st);
 }
 
 /* Whether this process may make a user namespace (bubblewrap needs one). */
@@ -59,8 +45,9 @@ static bool userns_works(void)
 static void doctor_runtimes(const sbx_config *cfg, sbx_doctor_finding *finding)
 {
     char *runsc = sbx_which("runsc"), *bwrap = sbx_which("bwrap");
+    local_runtime want = local_settings_of(cfg)->runtime;   /* as asked */
     char line[512];
-    sbx_runtime rt;
+    local_runtime rt;
     sbx_err err;
 
     if (runsc) {
@@ -86,11 +73,11 @@ static void doctor_runtimes(const sbx_config *cfg, sbx_doctor_finding *finding)
         if (r == 0)
             finding(0, "runsc starts a sandbox (runsc do /bin/true)", NULL);
         else
-            finding(cfg->local.runtime == SBX_RUNTIME_RUNSC ? 2 : 1,
+            finding(want == LOCAL_RUNTIME_RUNSC ? 2 : 1,
                     "runsc cannot start a sandbox here", "%s; run as root, or set "
                     "AGENT_SANDBOX_LOCAL_RUNTIME=bwrap", line[0] ? line : "no message");
     } else {
-        finding(cfg->local.runtime == SBX_RUNTIME_RUNSC ? 2 : 1, "runsc (gVisor) is not installed",
+        finding(want == LOCAL_RUNTIME_RUNSC ? 2 : 1, "runsc (gVisor) is not installed",
                 "apt-get install runsc (or make deps) for the stronger sandbox");
     }
     if (bwrap) {
@@ -106,19 +93,19 @@ static void doctor_runtimes(const sbx_config *cfg, sbx_doctor_finding *finding)
             finding(0, "bubblewrap starts a sandbox with user, pid and network namespaces",
                     NULL);
         else
-            finding(cfg->local.runtime == SBX_RUNTIME_BWRAP ? 2 : 1, "bubblewrap cannot start a "
-                    "sandbox here", "%s; enable unprivileged user namespaces "
+            finding(want == LOCAL_RUNTIME_BWRAP ? 2 : 1, "bubblewrap cannot start a sandbox here",
+                    "%s; enable unprivileged user namespaces "
                     "(sysctl kernel.unprivileged_userns_clone=1, user.max_user_namespaces>0)",
                     line[0] ? line : "no message");
     } else {
-        finding(cfg->local.runtime == SBX_RUNTIME_BWRAP ? 2 : 1, "bubblewrap is not installed",
+        finding(want == LOCAL_RUNTIME_BWRAP ? 2 : 1, "bubblewrap is not installed",
                 "apt-get install bubblewrap (or make deps)");
     }
-    if (sbx_local_runtime_resolve(cfg->local.runtime, &rt, NULL, &err) < 0)
+    if (local_runtime_resolve(want, &rt, NULL, &err) < 0)
         finding(2, "no usable sandbox runtime", "%s", err.msg);
     else
         finding(0, "runtime in use:", "%s (AGENT_SANDBOX_LOCAL_RUNTIME=%s)",
-                sbx_runtime_name(rt), sbx_runtime_name(cfg->local.runtime));
+                local_runtime_name(rt), local_runtime_name(want));
     free(runsc);
     free(bwrap);
 }
@@ -127,10 +114,10 @@ static void doctor_runtimes(const sbx_config *cfg, sbx_doctor_finding *finding)
 static void doctor_shim(sbx_doctor_finding *finding)
 {
     sbx_err err;
-    char *agent = sbx_find_agent(&err);
+    char *agent = session_find_agent(&err);
     if (!agent)
         return;     /* the session layer reports the agent itself */
-    char *so = sbx_find_libexec(agent, "sbx-runsc-compat.so");
+    char *so = session_find_libexec(agent, "sbx-runsc-compat.so");
     if (so)
         finding(0, "runsc statx shim:", "%s", so);
     else
@@ -142,13 +129,13 @@ static void doctor_shim(sbx_doctor_finding *finding)
 
 /* Whether the sandbox's limits (which keep the host usable whatever runs inside) can be
  * enforced here, and by what. */
-static void doctor_limits(const sbx_config *cfg, sbx_runtime rt, sbx_doctor_finding *finding)
+static void doctor_limits(const sbx_config *cfg, local_runtime rt, sbx_doctor_finding *finding)
 {
     strbuf how = STRBUF_INIT;
     char mem[32] = "no";
     if (cfg->memory_max)
-        sbx_format_size(mem, sizeof(mem), (double)cfg->memory_max);
-    if (sbx_local_limits_probe(rt, &how) == 0)
+        session_format_size(mem, sizeof(mem), (double)cfg->memory_max);
+    if (local_limits_probe(rt, &how) == 0)
         finding(0, "sandbox limits enforced:", "%s (%u processes, %s memory)", how.buf,
                 cfg->pids_max, mem);
     else
@@ -164,18 +151,18 @@ static void doctor_limits(const sbx_config *cfg, sbx_runtime rt, sbx_doctor_find
 /* The network mode, and for the allowlist its list and whether its proxy is here. */
 static void doctor_network(const sbx_config *cfg, sbx_doctor_finding *finding)
 {
-    if (cfg->local.network_host) {
+    if (local_settings_of(cfg)->network_host) {
         finding(0, "network:", "host (AGENT_SANDBOX_LOCAL_NETWORK=host: the host's network)");
         return;
     }
-    if (!cfg->local.network_allowlist) {
+    if (!local_settings_of(cfg)->network_allowlist) {
         finding(0, "network:", "none (lookups get a notice on the first command that tries)");
         return;
     }
     strbuf sb = STRBUF_INIT;
-    for (size_t i = 0; i < cfg->local.egress.n; i++)
-        strbuf_addf(&sb, "%s%s", i ? "," : "", cfg->local.egress.v[i]);
-    char *proxy = sbx_find_libexec(cfg->agent_path, "sbx-egress");
+    for (size_t i = 0; i < local_settings_of(cfg)->egress.n; i++)
+        strbuf_addf(&sb, "%s%s", i ? "," : "", local_settings_of(cfg)->egress.v[i]);
+    char *proxy = session_find_libexec(cfg->agent_path, "sbx-egress");
     if (proxy)
         finding(0, "network:", "allowlist, HTTP(S) through %s to %s", proxy, sb.buf);
     else
@@ -187,7 +174,7 @@ static void doctor_network(const sbx_config *cfg, sbx_doctor_finding *finding)
 
 void local_doctor(const sbx_config *cfg, sbx_doctor_finding *finding)
 {
-    sbx_runtime rt = SBX_RUNTIME_AUTO;
+    local_runtime rt = LOCAL_RUNTIME_AUTO;
     char line[64];
 
     doctor_runtimes(cfg, finding);
@@ -202,8 +189,8 @@ void local_doctor(const sbx_config *cfg, sbx_doctor_finding *finding)
         finding(2, "user.max_user_namespaces is 0", "sysctl -w user.max_user_namespaces=15000");
     if (f)
         fclose(f);
-    sbx_local_runtime_resolve(cfg->local.runtime, &rt, NULL, NULL);
-    if (rt == SBX_RUNTIME_RUNSC)
+    local_runtime_resolve(local_settings_of(cfg)->runtime, &rt, NULL, NULL);
+    if (rt == LOCAL_RUNTIME_RUNSC)
         doctor_shim(finding);
     doctor_limits(cfg, rt, finding);
     doctor_network(cfg, finding);

@@ -35,7 +35,7 @@ static bool host_name_ok(char *s)
     return *last >= 'a' && *last <= 'z';
 }
 
-bool sbx_egress_is_ip_literal(const char *s)
+bool local_egress_is_ip_literal(const char *s)
 {
     unsigned char buf[16];
     char tmp[64];
@@ -65,7 +65,7 @@ static int parse_port(const char *s, unsigned *out)
     return 0;
 }
 
-static int parse_entry(sbx_egress_policy *p, const char *entry, sbx_err *err)
+static int parse_entry(local_egress_policy *p, const char *entry, sbx_err *err)
 {
     char buf[300];
     char *slash, *colon;
@@ -74,7 +74,7 @@ static int parse_entry(sbx_egress_policy *p, const char *entry, sbx_err *err)
         return sbx_errf(err, "AGENT_SANDBOX_EGRESS: '%.40s...' is too long for a host name", entry);
     snprintf(buf, sizeof(buf), "%s", entry);
     if ((slash = strchr(buf, '/'))) {
-        sbx_egress_net net = { 0 };
+        local_egress_net net = { 0 };
         unsigned prefix;
         *slash = '\0';
         if (inet_pton(AF_INET, buf, net.addr) == 1)
@@ -90,7 +90,7 @@ static int parse_entry(sbx_egress_policy *p, const char *entry, sbx_err *err)
         p->nets[p->nnets++] = net;
         return 0;
     }
-    sbx_egress_host h = { 0 };
+    local_egress_host h = { 0 };
     /* name:port (an IPv6 literal has colons too, and is refused below) */
     if ((colon = strchr(buf, ':')) && !strchr(colon + 1, ':')) {
         if (parse_port(colon + 1, &h.port) < 0)
@@ -98,7 +98,7 @@ static int parse_entry(sbx_egress_policy *p, const char *entry, sbx_err *err)
                             "1 to 65535", entry);
         *colon = '\0';
     }
-    if (sbx_egress_is_ip_literal(buf) || strchr(buf, ':'))
+    if (local_egress_is_ip_literal(buf) || strchr(buf, ':'))
         return sbx_errf(err, "AGENT_SANDBOX_EGRESS: '%s' is an IP address: list host names "
                         "(requests must name the host), and an address range as CIDR "
                         "(e.g. %s/32) to let names resolve there", entry, buf);
@@ -117,7 +117,7 @@ static int parse_entry(sbx_egress_policy *p, const char *entry, sbx_err *err)
     return 0;
 }
 
-int sbx_egress_parse(const char *list, sbx_egress_policy *p, sbx_err *err)
+int local_egress_parse(const char *list, local_egress_policy *p, sbx_err *err)
 {
     size_t count = 0;
     memset(p, 0, sizeof(*p));
@@ -138,21 +138,21 @@ int sbx_egress_parse(const char *list, sbx_egress_policy *p, sbx_err *err)
                     : parse_entry(p, entry, err);
             free(entry);
             if (r < 0) {
-                sbx_egress_policy_free(p);
+                local_egress_policy_free(p);
                 return -1;
             }
         }
         s = *e ? e + 1 : e;
     }
     if (!p->nhosts) {
-        sbx_egress_policy_free(p);
+        local_egress_policy_free(p);
         return sbx_errf(err, "AGENT_SANDBOX_EGRESS names no host: list the hosts the sandbox "
                         "may reach, comma-separated (e.g. registry.npmjs.org,pypi.org)");
     }
     return 0;
 }
 
-void sbx_egress_policy_free(sbx_egress_policy *p)
+void local_egress_policy_free(local_egress_policy *p)
 {
     for (size_t i = 0; i < p->nhosts; i++)
         free(p->hosts[i].name);
@@ -161,16 +161,16 @@ void sbx_egress_policy_free(sbx_egress_policy *p)
     memset(p, 0, sizeof(*p));
 }
 
-bool sbx_egress_host_allowed(const sbx_egress_policy *p, const char *host, unsigned port)
+bool local_egress_host_allowed(const local_egress_policy *p, const char *host, unsigned port)
 {
     char name[256];
     if (strlen(host) >= sizeof(name))
         return false;
     snprintf(name, sizeof(name), "%s", host);
-    if (sbx_egress_is_ip_literal(name) || !host_name_ok(name))
+    if (local_egress_is_ip_literal(name) || !host_name_ok(name))
         return false;
     for (size_t i = 0; i < p->nhosts; i++) {
-        const sbx_egress_host *h = &p->hosts[i];
+        const local_egress_host *h = &p->hosts[i];
         size_t hn = strlen(h->name), n = strlen(name);
         bool match = h->wildcard ? n > hn + 1 && name[n - hn - 1] == '.' &&
                                    !strcmp(name + n - hn, h->name)
@@ -237,7 +237,7 @@ static const char *special_v6(const uint8_t *a)
     return NULL;
 }
 
-bool sbx_egress_addr_allowed(const sbx_egress_policy *p, const struct sockaddr *sa,
+bool local_egress_addr_allowed(const local_egress_policy *p, const struct sockaddr *sa,
                              const char **why)
 {
     static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
@@ -281,7 +281,7 @@ static bool is_tchar(char c)
 }
 
 /* host[:port] from an authority of n bytes; default_port when none. */
-static int split_authority(const char *s, size_t n, sbx_egress_req *r, unsigned default_port,
+static int split_authority(const char *s, size_t n, local_egress_req *r, unsigned default_port,
                            bool port_required, const char **why)
 {
     char buf[300];
@@ -312,7 +312,7 @@ static int split_authority(const char *s, size_t n, sbx_egress_req *r, unsigned 
         *why = "CONNECT needs host:port";
         return -1;
     }
-    if (sbx_egress_is_ip_literal(buf)) {
+    if (local_egress_is_ip_literal(buf)) {
         *why = "an IP address: the proxy admits host names only";
         return -1;
     }
@@ -324,7 +324,7 @@ static int split_authority(const char *s, size_t n, sbx_egress_req *r, unsigned 
     return 0;
 }
 
-int sbx_egress_parse_request(const char *buf, size_t len, sbx_egress_req *r, const char **why)
+int local_egress_parse_request(const char *buf, size_t len, local_egress_req *r, const char **why)
 {
     const char *end, *sp1, *sp2, *eol;
     size_t n;

@@ -29,39 +29,39 @@
 #define SBX_EGRESS_HEAD_MAX 8192    /* a request's line and headers */
 #define SBX_EGRESS_PORT 3128        /* the relay's port inside the sandbox */
 
-typedef struct sbx_egress_host {
+typedef struct local_egress_host {
     char *name;         /* lower-case; for a wildcard, the suffix after "*." */
     bool wildcard;
     unsigned port;      /* 0: 443 and 80 only */
-} sbx_egress_host;
+} local_egress_host;
 
-typedef struct sbx_egress_net {
+typedef struct local_egress_net {
     int family;         /* AF_INET or AF_INET6 */
     uint8_t addr[16];
     unsigned prefix;
-} sbx_egress_net;
+} local_egress_net;
 
-typedef struct sbx_egress_policy {
-    sbx_egress_host *hosts;
+typedef struct local_egress_policy {
+    local_egress_host *hosts;
     size_t nhosts, ahosts;
-    sbx_egress_net *nets;
+    local_egress_net *nets;
     size_t nnets, anets;
-} sbx_egress_policy;
+} local_egress_policy;
 
 /* Parses a comma-separated list; 0, or -1 with a message naming the entry. */
-int sbx_egress_parse(const char *list, sbx_egress_policy *p, sbx_err *err);
-void sbx_egress_policy_free(sbx_egress_policy *p);
+int local_egress_parse(const char *list, local_egress_policy *p, sbx_err *err);
+void local_egress_policy_free(local_egress_policy *p);
 
 /* Whether host (a name, lower-case) may be reached on port. An IP literal never may. */
-bool sbx_egress_host_allowed(const sbx_egress_policy *p, const char *host, unsigned port);
+bool local_egress_host_allowed(const local_egress_policy *p, const char *host, unsigned port);
 /* Whether the address may be connected to: a public unicast one, or one inside a listed
  * range. why (when refused) says what kind of address it is. */
-bool sbx_egress_addr_allowed(const sbx_egress_policy *p, const struct sockaddr *sa,
+bool local_egress_addr_allowed(const local_egress_policy *p, const struct sockaddr *sa,
                              const char **why);
 /* Whether s is an IPv4 or IPv6 literal (with or without brackets). */
-bool sbx_egress_is_ip_literal(const char *s);
+bool local_egress_is_ip_literal(const char *s);
 
-typedef struct sbx_egress_req {
+typedef struct local_egress_req {
     bool connect;       /* CONNECT host:port, else an absolute-URI request */
     char method[16];
     char host[256];     /* lower-case */
@@ -70,11 +70,11 @@ typedef struct sbx_egress_req {
     size_t version_off;             /* "HTTP/1.x" in the request line */
     size_t line_end;                /* offset past the request line's CRLF */
     size_t head_len;                /* offset past the blank line ending the headers */
-} sbx_egress_req;
+} local_egress_req;
 
 /* Parses a request head from buf[0..len): 1 when more bytes are needed (and len is below
  * SBX_EGRESS_HEAD_MAX), 0 when r is filled, -1 when the request cannot be served, with a
  * reason in *why. */
-int sbx_egress_parse_request(const char *buf, size_t len, sbx_egress_req *r, const char **why);
+int local_egress_parse_request(const char *buf, size_t len, local_egress_req *r, const char **why);
 
 #endif

@@ -55,7 +55,7 @@ static const char usage[] =
     "syntax), on a Unix socket. Started by the local backend; exits when the process\n"
     "--watch names ends. With --ready-fd, writes its pid to FD once it listens.\n";
 
-static sbx_egress_policy policy;
+static local_egress_policy policy;
 
 static int64_t now_ms(void)
 {
@@ -170,7 +170,7 @@ static void serve_one(int c)
 {
     char head[SBX_EGRESS_HEAD_MAX];
     size_t len = 0;
-    sbx_egress_req r;
+    local_egress_req r;
     const char *why = NULL;
     int64_t deadline = now_ms() + HEAD_TIMEOUT_MS;
     int pr;
@@ -184,7 +184,7 @@ static void serve_one(int c)
         if (n <= 0)
             return;
         len += (size_t)n;
-        pr = sbx_egress_parse_request(head, len, &r, &why);
+        pr = local_egress_parse_request(head, len, &r, &why);
         if (pr <= 0)
             break;
     }
@@ -194,8 +194,8 @@ static void serve_one(int c)
     if (pr < 0)
         return refuse(c, 400, "sbxsh: the sandbox's egress proxy cannot serve this request: %s",
                       why);
-    if (!sbx_egress_host_allowed(&policy, r.host, r.port)) {
-        bool listed = sbx_egress_host_allowed(&policy, r.host, 443);
+    if (!local_egress_host_allowed(&policy, r.host, r.port)) {
+        bool listed = local_egress_host_allowed(&policy, r.host, 443);
         if (listed)
             return refuse(c, 403, "sbxsh: the sandbox may reach %s on ports 443 and 80 only; "
                           "add %s:%u to AGENT_SANDBOX_EGRESS (then sbx release, for a new "
@@ -220,7 +220,7 @@ static void serve_one(int c)
                          ? (const void *)&((struct sockaddr_in *)ai->ai_addr)->sin_addr
                          : (const void *)&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr;
         inet_ntop(ai->ai_family, in, addr, sizeof(addr));
-        if (!sbx_egress_addr_allowed(&policy, ai->ai_addr, &why)) {
+        if (!local_egress_addr_allowed(&policy, ai->ai_addr, &why)) {
             if (!refused) {
                 refused = why;
                 snprintf(raddr, sizeof(raddr), "%s", addr);
@@ -327,7 +327,7 @@ int main(int argc, char **argv)
         fputs(usage, stderr);
         return 2;
     }
-    if (sbx_egress_parse(allow, &policy, &err) < 0) {
+    if (local_egress_parse(allow, &policy, &err) < 0) {
         fprintf(stderr, "sbx-egress: %s\n", err.msg);
         return 2;
     }

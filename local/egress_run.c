@@ -115,7 +115,7 @@ void local_stop_egress(pid_t pid, uint64_t start)
 
 int local_start_egress(local_backend *lb, sbx_err *err)
 {
-    char *bin = sbx_find_libexec(lb->agent_path, "sbx-egress");
+    char *bin = session_find_libexec(lb->agent_path, "sbx-egress");
     char *dir = local_state_path(lb, "egress"), *log = local_state_path(lb, "sandbox.log");
     strbuf allow = STRBUF_INIT;
     strvec argv = {0};

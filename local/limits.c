@@ -392,7 +392,7 @@ void local_apply_rlimits(const sandbox_limits *lim)
     }
 }
 
-int sbx_local_limits_probe(sbx_runtime rt, strbuf *how)
+int local_limits_probe(local_runtime rt, strbuf *how)
 {
     sandbox_limits lim = { .pids_max = 0 };
     char id[64];
@@ -400,7 +400,7 @@ int sbx_local_limits_probe(sbx_runtime rt, strbuf *how)
     int r = -1;
 
     snprintf(id, sizeof(id), "doctor-%d", (int)getpid());
-    if (rt == SBX_RUNTIME_RUNSC && !local_runsc_cgroups_usable()) {
+    if (rt == LOCAL_RUNTIME_RUNSC && !local_runsc_cgroups_usable()) {
         strbuf_addstr(how, getuid() ? "runsc makes cgroups only as root"
                                     : "no pids and memory cgroup hierarchy is mounted");
         return -1;

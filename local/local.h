@@ -2,10 +2,10 @@
  * The local backend's own header: its types and the functions its files share.
  * Private to local/ (nothing outside includes it but the tests); the rest of the
  * program reaches the backend only through session/backend.h, by the class
- * sbx_backend_class_local that local_backend.c defines.
+ * local_backend_class that local_backend.c defines.
  *
  * The files, in the order a sandbox is made:
- *   settings.c       cfg->local from AGENT_SANDBOX_LOCAL_*, and its part of the fingerprint
+ *   settings.c       its settings (AGENT_SANDBOX_LOCAL_*), and its part of the fingerprint
  *   runtime.c        which runtime (runsc or bwrap) AUTO resolves to
  *   mounts.c         the tree the sandbox sees: system dirs, the /etc allowlist, tmpfs copies
  *   limits.c         cgroups (v1, v2) or rlimits; the doctor's probe
@@ -33,6 +33,32 @@
 #include "local/egress.h"
 
 #include <cjson/cJSON.h>
+
+/* Which runtime runs the sandbox: AGENT_SANDBOX_LOCAL_RUNTIME as asked (AUTO: runsc when
+ * installed, else bwrap), and what a backend resolved it to. */
+typedef enum local_runtime {
+    LOCAL_RUNTIME_AUTO,
+    LOCAL_RUNTIME_RUNSC,
+    LOCAL_RUNTIME_BWRAP,
+} local_runtime;
+
+/* "runsc", "bwrap", "auto". */
+const char *local_runtime_name(local_runtime rt);
+
+/* The local backend's section of the session configuration (AGENT_SANDBOX_LOCAL_* and
+ * AGENT_SANDBOX_EGRESS): made by local_configure (settings.c), kept opaque by the session
+ * layer (sbx_config.backend_settings), freed by local_settings_free. */
+typedef struct local_settings {
+    local_runtime runtime;  /* as asked; the backend resolves AUTO */
+    bool network_host;      /* AGENT_SANDBOX_LOCAL_NETWORK=host */
+    bool network_allowlist; /* AGENT_SANDBOX_LOCAL_NETWORK=allowlist: HTTP(S) through the
+                               host's egress proxy to the hosts of egress only */
+    strvec egress;          /* AGENT_SANDBOX_EGRESS, checked (local/egress.h), lower-case */
+} local_settings;
+
+/* cfg's local section; the defaults (auto, no network) when cfg has none (not loaded by
+ * session_config_load), so a reader never gets NULL. */
+const local_settings *local_settings_of(const sbx_config *cfg);
 
 /* Where things sit inside the sandbox. */
 #define SBX_IN_AGENT_BIN "/.sbxsh/sbx-agent"
@@ -93,7 +119,7 @@ typedef struct sandbox_limits {
 
 typedef struct local_backend {
     sbx_backend base;
-    sbx_runtime runtime;
+    local_runtime runtime;
     char *runtime_path;     /* runsc or bwrap */
     char *session;
     char *dir;              /* the session's state directory */
@@ -155,20 +181,23 @@ typedef struct spawn_opts {
 } spawn_opts;
 
 /* The class (what the registry lists; local_backend.c). */
-extern const sbx_backend_class sbx_backend_class_local;
+extern const sbx_backend_class local_backend_class;
 sbx_backend *local_new(const sbx_config *cfg, const sbx_sandbox_spec *spec, sbx_err *err);
 bool local_alive(sbx_backend *b);
 
-/* settings.c: the class's configure and fingerprint hooks (cfg->local). */
-int local_configure(sbx_config *cfg, sbx_err *err);
+/* settings.c: the class's configure, settings_free and fingerprint hooks. */
+int local_configure(const sbx_config *cfg, void **settings, sbx_err *err);
+void local_settings_free(void *settings);
 void local_fingerprint(const sbx_config *cfg, strbuf *out);
 void local_fingerprint_also(const sbx_config *cfg, strvec *also);
 void local_sandbox_env(const sbx_config *cfg, strvec *vars);
+/* status.c: the class's describe hook (egress and limits for people). */
+void local_describe(const cJSON *sandbox, strbuf *out);
 
 /* runtime.c: which runtime want (AUTO: runsc when installed, else bwrap) resolves
  * to here, and its path (malloc'd, if path); -1 with a message naming the Debian
  * packages when it is not installed. */
-int sbx_local_runtime_resolve(sbx_runtime want, sbx_runtime *out, char **path, sbx_err *err);
+int local_runtime_resolve(local_runtime want, local_runtime *out, char **path, sbx_err *err);
 
 /* The release date (YYYYMMDD) in `runsc --version`'s first line, 0 when there is none;
  * whether a runsc of that date defaults to the systrap platform (else it has only ptrace
@@ -209,7 +238,7 @@ void local_apply_rlimits(const sandbox_limits *lim);
 /* Whether a sandbox of runtime rt gets its limits from a cgroup here (0, how:
  * "cgroup v1, e.g. ...", made and removed to find out) or only from rlimits
  * (-1, how: why not). */
-int sbx_local_limits_probe(sbx_runtime rt, strbuf *how);
+int local_limits_probe(local_runtime rt, strbuf *how);
 
 /* spawn.c */
 int local_spawn(char *const argv[], char *const envp[], const char *log, const spawn_opts *o,

@@ -82,7 +82,7 @@ static int wipe_state(local_backend *lb, sbx_err *err)
 
 /* The state directory's parts a new sandbox binds: the agent's directory,
  * runsc's --root, the egress proxy's; private (0700), inside a state directory that
- * is 0700 and ours (sbx_private_dir), which keeps the host's other users out of all
+ * is 0700 and ours (session_private_dir), which keeps the host's other users out of all
  * of them. Except the egress proxy's under rootless runsc: 0711, since the agent there
  * runs as the caller's uid but sees the caller's host files as uid 0's (runsc.c,
  * write_bundle), and connects to the proxy's socket (mode 0777) in it. */
@@ -95,7 +95,7 @@ static int make_dirs(local_backend *lb, sbx_err *err)
         if (!strcmp(dirs[i], "egress") && lb->network_allowlist) {
             r = sbx_mkdir_p(p, 0700, err);
             /* mkdir's mode passes through the umask; chmod says it exactly */
-            if (r == 0 && lb->runtime == SBX_RUNTIME_RUNSC && getuid() != 0 && chmod(p, 0711) < 0)
+            if (r == 0 && lb->runtime == LOCAL_RUNTIME_RUNSC && getuid() != 0 && chmod(p, 0711) < 0)
                 r = sbx_errno(err, "cannot chmod %s", p);
         } else if (strcmp(dirs[i], "egress")) {
             r = sbx_mkdir_p(p, 0700, err);
@@ -126,14 +126,14 @@ static int local_claim(sbx_backend *b, bool *reattached, sbx_err *err)
     unsigned char rnd[4];
 
     *reattached = false;
-    if (sbx_private_dir(lb->dir, err) < 0)
+    if (session_private_dir(lb->dir, err) < 0)
         return -1;
     if (local_load_state(lb->dir, &s) == 0) {
-        bool same = !strcmp(s.runtime, sbx_runtime_name(lb->runtime)) &&
+        bool same = !strcmp(s.runtime, local_runtime_name(lb->runtime)) &&
                     s.network_host == lb->network_host &&
                     s.network_allowlist == lb->network_allowlist &&
-                    sbx_strvec_equal(&s.egress, &lb->egress) &&
-                    sbx_strvec_equal(&s.code_dirs, &lb->code_dirs);
+                    session_strvec_equal(&s.egress, &lb->egress) &&
+                    session_strvec_equal(&s.code_dirs, &lb->code_dirs);
         if (same && local_state_alive(s.pid, s.starttime)) {
             free(lb->id);
             lb->id = xstrdup(s.id);
@@ -176,7 +176,8 @@ static int local_claim(sbx_backend *b, bool *reattached, sbx_err *err)
     lb->created = (int64_t)time(NULL);
     lb->pid = 0;
     lb->starttime = 0;
-    if ((lb->runtime == SBX_RUNTIME_RUNSC ? local_start_runsc(lb, err) : local_start_bwrap(lb, err)) < 0)
+    if ((lb->runtime == LOCAL_RUNTIME_RUNSC ? local_start_runsc(lb, err)
+                                            : local_start_bwrap(lb, err)) < 0)
         return -1;
     lb->claimed = true;
     if ((lb->network_allowlist && local_start_egress(lb, err) < 0) || local_save_state(lb, err) < 0) {
@@ -382,7 +383,8 @@ sbx_backend *local_new(const sbx_config *cfg, const sbx_sandbox_spec *spec, sbx_
     local_backend *lb = xcalloc(1, sizeof(*lb));
 
     lb->base.ops = &local_ops;
-    if (sbx_local_runtime_resolve(cfg->local.runtime, &lb->runtime, &lb->runtime_path, err) < 0) {
+    if (local_runtime_resolve(local_settings_of(cfg)->runtime, &lb->runtime, &lb->runtime_path,
+                              err) < 0) {
         free(lb);
         return NULL;
     }
@@ -393,12 +395,12 @@ sbx_backend *local_new(const sbx_config *cfg, const sbx_sandbox_spec *spec, sbx_
         return NULL;
     }
     lb->session = xstrdup(cfg->session);
-    lb->dir = sbx_session_state_dir(cfg);
+    lb->dir = session_state_dir(cfg);
     lb->home = xstrdup(cfg->home);
-    lb->network_host = cfg->local.network_host;
-    lb->network_allowlist = cfg->local.network_allowlist;
-    for (size_t i = 0; i < cfg->local.egress.n; i++)
-        strvec_push(&lb->egress, cfg->local.egress.v[i]);
+    lb->network_host = local_settings_of(cfg)->network_host;
+    lb->network_allowlist = local_settings_of(cfg)->network_allowlist;
+    for (size_t i = 0; i < local_settings_of(cfg)->egress.n; i++)
+        strvec_push(&lb->egress, local_settings_of(cfg)->egress.v[i]);
     for (size_t i = 0; i < cfg->code_dirs.n; i++)
         strvec_push(&lb->code_dirs, cfg->code_dirs.v[i]);
     lb->agent_path = xstrdup(spec->agent_path);
@@ -417,9 +419,9 @@ sbx_backend *local_new(const sbx_config *cfg, const sbx_sandbox_spec *spec, sbx_
     if (spec->agent_env)
         for (size_t i = 0; i < spec->agent_env->n; i++)
             strvec_push(&lb->agent_env, spec->agent_env->v[i]);
-    if (lb->runtime == SBX_RUNTIME_RUNSC)
-        lb->compat_so = sbx_find_libexec(lb->agent_path, "sbx-runsc-compat.so");
-    lb->bash_so = sbx_find_libexec(lb->agent_path, "sbx-bash-interactive.so");
+    if (lb->runtime == LOCAL_RUNTIME_RUNSC)
+        lb->compat_so = session_find_libexec(lb->agent_path, "sbx-runsc-compat.so");
+    lb->bash_so = session_find_libexec(lb->agent_path, "sbx-bash-interactive.so");
     lb->lim.pids_max = cfg->pids_max;
     lb->lim.memory_max = cfg->memory_max;
     lb->lim.cpus_milli = cfg->cpus_milli;
@@ -428,9 +430,10 @@ sbx_backend *local_new(const sbx_config *cfg, const sbx_sandbox_spec *spec, sbx_
 }
 
 /* What the registry lists (BACKENDS += local in local/local.mk). */
-const sbx_backend_class sbx_backend_class_local = {
+const sbx_backend_class local_backend_class = {
     .name = "local",
     .configure = local_configure,
+    .settings_free = local_settings_free,
     .fingerprint = local_fingerprint,
     .fingerprint_also = local_fingerprint_also,
     .sandbox_env = local_sandbox_env,
@@ -438,4 +441,11 @@ const sbx_backend_class sbx_backend_class_local = {
     .peek = local_peek,
     .adopt = local_adopt,
     .doctor = local_doctor,
+    .describe = local_describe,
+    .help_env =
+    "  AGENT_SANDBOX_LOCAL_RUNTIME    runsc | bwrap (default: runsc when installed)\n"
+    "  AGENT_SANDBOX_LOCAL_NETWORK    none (default) | host | allowlist\n"
+    "  AGENT_SANDBOX_EGRESS           with allowlist: hosts the sandbox may reach over\n"
+    "                                 HTTP(S), comma-separated (host, *.domain, host:port,\n"
+    "                                 CIDR for private ranges)\n",
 };

@@ -132,7 +132,7 @@ void local_plan_mounts(local_backend *lb, mount_list *ml)
         local_ml_add(ml, M_RO, p, SBX_IN_EGRESS_DIR);
         free(p);
     }
-    if (lb->runtime == SBX_RUNTIME_RUNSC && lb->compat_so)
+    if (lb->runtime == LOCAL_RUNTIME_RUNSC && lb->compat_so)
         local_ml_add(ml, M_RO, lb->compat_so, SBX_IN_COMPAT_SO);
     if (lb->bash_so)
         local_ml_add(ml, M_RO, lb->bash_so, SBX_IN_BASH_SO);

@@ -25,41 +25,51 @@
 static int mkpath_beneath(const char *base, const char *rel, mount_kind kind, bool is_file,
                           const char *target, sbx_err *err)
 {
-    int dfd = open(base, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    char *copy = xstrdup(rel), *save = NULL, *c, *next;
-    int r = 0;
+    int bfd = open(base, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), dfd = -1, r = 0;
+    const char *last;
+    size_t dlen;
 
-    if (dfd < 0) {
-        free(copy);
+    if (bfd < 0)
         return sbx_errno(err, "cannot open %s", base);
+    /* the parents with common/fsat.h's walk (no symlink followed, nothing outside base);
+     * the last component here, with *at() calls that do not follow it either */
+    dlen = strlen(rel);
+    while (dlen && rel[dlen - 1] == '/')
+        dlen--;
+    last = rel + dlen;
+    while (last > rel && last[-1] != '/')
+        last--;
+    char *name = xstrndup(last, (size_t)(rel + dlen - last));
+    if (!*name) {
+        close(bfd);
+        free(name);
+        return 0;
     }
-    for (c = strtok_r(copy, "/", &save); c && r == 0; c = next) {
-        next = strtok_r(NULL, "/", &save);
-        if (!next && kind == M_SYMLINK) {
-            if (symlinkat(target, dfd, c) < 0 && errno != EEXIST)
-                r = sbx_errno(err, "cannot create %s/%s", base, rel);
-        } else if (!next && is_file) {
-            int fd = openat(dfd, c, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-            if (fd < 0)
-                r = sbx_errno(err, "cannot create %s/%s", base, rel);
-            else
-                close(fd);
-        } else {
-            if (mkdirat(dfd, c, 0755) < 0 && errno != EEXIST) {
-                r = sbx_errno(err, "cannot create %s/%s", base, rel);
-                break;
-            }
-            int nfd = openat(dfd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (nfd < 0) {
-                r = sbx_errno(err, "cannot create %s/%s (not a directory)", base, rel);
-                break;
-            }
-            close(dfd);
-            dfd = nfd;
-        }
+    dfd = sbx_mkdir_beneath(bfd, rel, (size_t)(last - rel), O_PATH, 0755);
+    close(bfd);
+    if (dfd < 0) {
+        r = sbx_errno(err, "cannot create %s/%s", base, rel);
+    } else if (kind == M_SYMLINK) {
+        if (symlinkat(target, dfd, name) < 0 && errno != EEXIST)
+            r = sbx_errno(err, "cannot create %s/%s", base, rel);
+    } else if (is_file) {
+        int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0)
+            r = sbx_errno(err, "cannot create %s/%s", base, rel);
+        else
+            close(fd);
+    } else if (mkdirat(dfd, name, 0755) < 0 && errno != EEXIST) {
+        r = sbx_errno(err, "cannot create %s/%s", base, rel);
+    } else {
+        int nfd = openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (nfd < 0)
+            r = sbx_errno(err, "cannot create %s/%s (not a directory)", base, rel);
+        else
+            close(nfd);
     }
-    close(dfd);
-    free(copy);
+    if (dfd >= 0)
+        close(dfd);
+    free(name);
     return r;
 }
 

@@ -9,14 +9,24 @@
 
 #include "common/fsutil.h"
 
-int sbx_local_runtime_resolve(sbx_runtime want, sbx_runtime *out, char **path, sbx_err *err)
+const char *local_runtime_name(local_runtime rt)
+{
+    switch (rt) {
+    case LOCAL_RUNTIME_RUNSC: return "runsc";
+    case LOCAL_RUNTIME_BWRAP: return "bwrap";
+    case LOCAL_RUNTIME_AUTO: break;
+    }
+    return "auto";
+}
+
+int local_runtime_resolve(local_runtime want, local_runtime *out, char **path, sbx_err *err)
 {
     char *p = NULL;
-    if (want == SBX_RUNTIME_AUTO || want == SBX_RUNTIME_RUNSC) {
+    if (want == LOCAL_RUNTIME_AUTO || want == LOCAL_RUNTIME_RUNSC) {
         p = sbx_which("runsc");
         if (p) {
-            *out = SBX_RUNTIME_RUNSC;
-        } else if (want == SBX_RUNTIME_RUNSC) {
+            *out = LOCAL_RUNTIME_RUNSC;
+        } else if (want == LOCAL_RUNTIME_RUNSC) {
             return sbx_errf(err, "runsc (gVisor) is not installed: apt-get install runsc "
                             "(or make deps), or set AGENT_SANDBOX_LOCAL_RUNTIME=bwrap");
         }
@@ -24,12 +34,12 @@ int sbx_local_runtime_resolve(sbx_runtime want, sbx_runtime *out, char **path, s
     if (!p) {
         p = sbx_which("bwrap");
         if (!p)
-            return sbx_errf(err, want == SBX_RUNTIME_BWRAP
+            return sbx_errf(err, want == LOCAL_RUNTIME_BWRAP
                             ? "bubblewrap is not installed: apt-get install bubblewrap "
                               "(or make deps), or set AGENT_SANDBOX_LOCAL_RUNTIME=runsc"
                             : "no sandbox runtime: install gVisor or bubblewrap with "
                               "apt-get install runsc bubblewrap (or make deps)");
-        *out = SBX_RUNTIME_BWRAP;
+        *out = LOCAL_RUNTIME_BWRAP;
     }
     if (path)
         *path = p;

@@ -196,7 +196,7 @@ void local_agent_argv(local_backend *lb, strvec *argv)
     strvec_push(argv, SBX_SANDBOX_AGENT_DIR "/" SBX_AGENT_SOCKET);
     /* Rootless runsc starts the agent as uid 0 (runsc.c, write_bundle says why): it
      * becomes the caller once its socket is bound. */
-    if (lb->runtime == SBX_RUNTIME_RUNSC && getuid() != 0) {
+    if (lb->runtime == LOCAL_RUNTIME_RUNSC && getuid() != 0) {
         strvec_push(argv, "--user");
         strvec_pushf(argv, "%u:%u", (unsigned)getuid(), (unsigned)getgid());
     }
@@ -205,7 +205,7 @@ void local_agent_argv(local_backend *lb, strvec *argv)
         strvec_push(argv, lb->network_allowlist ? "allowlist" : "none");
         /* bwrap: bound before it ran (local_dns_netns); runsc's netstack lets the agent bind
          * port 53 itself */
-        if (lb->runtime == SBX_RUNTIME_BWRAP) {
+        if (lb->runtime == LOCAL_RUNTIME_BWRAP) {
             strvec_push(argv, "--dns-fds");
             strvec_push(argv, SBX_DNS_FDS);
         }

@@ -25,7 +25,7 @@ int local_save_state(local_backend *lb, sbx_err *err)
     char *text, *path;
     int r;
 
-    cJSON_AddStringToObject(o, "runtime", sbx_runtime_name(lb->runtime));
+    cJSON_AddStringToObject(o, "runtime", local_runtime_name(lb->runtime));
     cJSON_AddStringToObject(o, "id", lb->id);
     cJSON_AddNumberToObject(o, "pid", lb->pid);
     cJSON_AddNumberToObject(o, "starttime", (double)lb->starttime);
@@ -184,17 +184,20 @@ int local_peek(const char *state_dir, strbuf *json)
 int local_adopt(const char *state_dir, sbx_config *cfg)
 {
     saved_state s;
+    local_settings *ls = session_backend_settings(cfg, &local_backend_class);
     /* (no code directories is a session too: a scratch one, in ~ or /tmp) */
+    if (!ls)
+        return -1;
     if (local_load_state(state_dir, &s) < 0) {
         local_saved_state_free(&s);
         return -1;
     }
     strvec_clear(&s.lim.cgroups);
-    cfg->local.runtime = !strcmp(s.runtime, "runsc") ? SBX_RUNTIME_RUNSC : SBX_RUNTIME_BWRAP;
-    cfg->local.network_host = s.network_host;
-    cfg->local.network_allowlist = s.network_allowlist;
-    strvec_clear(&cfg->local.egress);
-    cfg->local.egress = s.egress;
+    ls->runtime = !strcmp(s.runtime, "runsc") ? LOCAL_RUNTIME_RUNSC : LOCAL_RUNTIME_BWRAP;
+    ls->network_host = s.network_host;
+    ls->network_allowlist = s.network_allowlist;
+    strvec_clear(&ls->egress);
+    ls->egress = s.egress;
     strvec_clear(&cfg->code_dirs);
     cfg->code_dirs = s.code_dirs;
     return 0;

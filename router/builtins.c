@@ -247,7 +247,7 @@ static int echo_escapes(const char *s, bi_env *env, bool utf8)
     return 0;
 }
 
-int bi_echo(char *const *args, size_t nargs, bi_env *env)
+int route_builtin_echo(char *const *args, size_t nargs, bi_env *env)
 {
     bool newline = true, escapes = false;
     bi_locale loc;
@@ -950,7 +950,7 @@ static int printf_pass(pf *s, const char *format, strbuf *f)
     return -1;
 }
 
-int bi_printf(char *const *args, size_t nargs, bi_env *env)
+int route_builtin_printf(char *const *args, size_t nargs, bi_env *env)
 {
     pf s = { .env = env, .out = &env->out };
     strbuf f = STRBUF_INIT;

@@ -43,7 +43,7 @@ typedef struct bi_env {
 } bi_env;
 
 /* args excludes the command name. Returns the exit status (or BI_REFUSE). */
-int bi_echo(char *const *args, size_t nargs, bi_env *env);
-int bi_printf(char *const *args, size_t nargs, bi_env *env);
+int route_builtin_echo(char *const *args, size_t nargs, bi_env *env);
+int route_builtin_printf(char *const *args, size_t nargs, bi_env *env);
 
 #endif

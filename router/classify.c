@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-void reason_add(strbuf *sb, const char *s, size_t len)
+void route_reason_add(strbuf *sb, const char *s, size_t len)
 {
     const size_t max = 48;
 
@@ -87,7 +87,7 @@ static bool add_parts(const sh_wpart *wp, bool quoted, strbuf *out, strbuf *why)
         case WP_PARAM:
             strbuf_addstr(why, "uses $");
             if (wp->param && wp->param->name)
-                reason_add(why, wp->param->name, wp->param->name_len);
+                route_reason_add(why, wp->param->name, wp->param->name_len);
             return false;
         default:
             strbuf_addstr(why, part_reason(wp));
@@ -236,7 +236,7 @@ static int check_assign(const sh_assign *a, rcmd *c, strbuf *val, strbuf *why)
     bool is_locale = in_list(locale_vars, ARRAY_SIZE(locale_vars), a->name, a->name_len);
 
     if (!is_switch && !is_locale) {
-        reason_add(why, a->name, a->name_len);
+        route_reason_add(why, a->name, a->name_len);
         strbuf_addstr(why, "= before the command: ");
         for (size_t i = 0; i < ARRAY_SIZE(bad_vars); i++) {
             size_t bl = strlen(bad_vars[i].name);
@@ -262,7 +262,7 @@ static int check_assign(const sh_assign *a, rcmd *c, strbuf *val, strbuf *why)
         return -1;
     if (is_switch ? !in_list(onoff, ARRAY_SIZE(onoff), val->buf, val->len)
                   : !in_list(locales, ARRAY_SIZE(locales), val->buf, val->len)) {
-        reason_add(why, a->name, a->name_len);
+        route_reason_add(why, a->name, a->name_len);
         strbuf_addstr(why, is_switch ? "= takes only 0, 1, true or false on the host"
                                      : "= takes only C, POSIX or C.UTF-8 on the host");
         return -1;
@@ -576,7 +576,7 @@ static route_where check_cmd(const route_ctx *ctx, const sh_cmd *cmd, rcmd *c, r
         if (strchr(name, '/'))
             strbuf_addstr(why, "a program given by path");
         else {
-            reason_add(why, name, strlen(name));
+            route_reason_add(why, name, strlen(name));
             strbuf_addstr(why, " is not a host command");
         }
         goto out;
@@ -602,7 +602,8 @@ static route_where check_cmd(const route_ctx *ctx, const sh_cmd *cmd, rcmd *c, r
                                                  : "a printf option");
             goto out;
         }
-        st = c->kind == RC_ECHO ? bi_echo(args, nargs, &env) : bi_printf(args, nargs, &env);
+        st = c->kind == RC_ECHO ? route_builtin_echo(args, nargs, &env)
+                                : route_builtin_printf(args, nargs, &env);
         if (st == BI_REFUSE) {
             strbuf_addf(why, "%s: %s", name, env.why);
             goto out;
@@ -647,7 +648,7 @@ out:
     return ret;
 }
 
-void rpipe_release(rpipe *rp)
+void route_rpipe_release(rpipe *rp)
 {
     for (size_t i = 0; i < rp->n; i++) {
         strvec_clear(&rp->cmds[i].argv);
@@ -739,9 +740,9 @@ route_where route_check(const sh_parse *p, const sh_pipeline *pl, const route_ct
             strbuf_addstr(reason, " | ");
         strbuf_addstr(reason, c->argv.v[0]);
         if (c->kind == RC_GIT)
-            strbuf_addf(reason, " %s", git_sub_names[c->git_sub]);
+            strbuf_addf(reason, " %s", route_git_sub_names[c->git_sub]);
         if (c->kind == RC_SBX)
-            strbuf_addf(reason, " %s", sbx_sub_names[c->sbx_sub]);
+            strbuf_addf(reason, " %s", route_sbx_sub_names[c->sbx_sub]);
     }
     if (rp->n == 1) {
         switch (rp->cmds[0].kind) {
@@ -767,7 +768,7 @@ route_where route_check(const sh_parse *p, const sh_pipeline *pl, const route_ct
     return ROUTE_HOST;
 
 sandbox:
-    rpipe_release(rp);
+    route_rpipe_release(rp);
     return ROUTE_SANDBOX;
 }
 
@@ -783,7 +784,7 @@ static route_where classify(const sh_parse *p, const sh_pipeline *pl, const rout
         if (new_cwd && rp.new_cwd)
             strbuf_addstr(new_cwd, rp.new_cwd);
         *cd_project = rp.cd_project;
-        rpipe_release(&rp);
+        route_rpipe_release(&rp);
     }
     return w;
 }

@@ -190,7 +190,7 @@ static int check_jq_program(const char *prog, strbuf *why)
         }
         if ((n >= 2 && s[0] == '_' && s[1] == '_') || (n > 4 && !strncmp(s, "get_", 4))) {
             strbuf_addstr(why, "jq: ");
-            reason_add(why, s, n);
+            route_reason_add(why, s, n);
             strbuf_addstr(why, " reveals host paths");
             return -1;
         }
@@ -231,7 +231,7 @@ int route_check_filter(const route_ctx *ctx, const rcmd *c, strbuf *why)
         }
         if (a[1] == '-') {
             strbuf_addf(why, "%s: long option ", name);
-            reason_add(why, a, strlen(a));
+            route_reason_add(why, a, strlen(a));
             strbuf_addstr(why, " (only short options from a fixed list)");
             return -1;
         }
@@ -244,7 +244,7 @@ int route_check_filter(const route_ctx *ctx, const rcmd *c, strbuf *why)
                     o = q;
             if (!o) {
                 strbuf_addf(why, "%s: option -", name);
-                reason_add(why, p, 1);
+                route_reason_add(why, p, 1);
                 strbuf_addstr(why, " is not allowed on the host");
                 return -1;
             }
@@ -274,7 +274,7 @@ int route_check_filter(const route_ctx *ctx, const rcmd *c, strbuf *why)
 operand:
         if (++nops > max_ops) {
             strbuf_addf(why, "%s: file operand ", name);
-            reason_add(why, a, strlen(a));
+            route_reason_add(why, a, strlen(a));
             strbuf_addstr(why, " (filters read only their pipe)");
             return -1;
         }

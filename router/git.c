@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-const char *const git_sub_names[] = { "clone", "fetch", "pull", "push", "ls-remote" };
+const char *const route_git_sub_names[] = { "clone", "fetch", "pull", "push", "ls-remote" };
 
 typedef enum argkind { A_NONE, A_REQ, A_OPT } argkind;
 
@@ -634,9 +634,9 @@ static int check_repo(const route_ctx *ctx, const rcmd *c, const char *base, con
                 goto out;
         } else {
             strbuf_addstr(why, "unknown URL scheme ");
-            reason_add(why, scheme.buf, scheme.len);
+            route_reason_add(why, scheme.buf, scheme.len);
             strbuf_addstr(why, ": git would run git-remote-");
-            reason_add(why, scheme.buf, scheme.len);
+            route_reason_add(why, scheme.buf, scheme.len);
             goto out;
         }
     } else {
@@ -711,7 +711,7 @@ static const gopt *find_long(const gopt *opts, const char *sub, const char *name
         if (o->lng && strlen(o->lng) == n && !strncmp(o->lng, name, n))
             return o;
     strbuf_addf(why, "git %s: --", sub);
-    reason_add(why, name, n);
+    route_reason_add(why, name, n);
     if ((danger = danger_of(name, n, &abbrev)))
         strbuf_addf(why, "%s %s", abbrev ? " abbreviates an option that" : "", danger);
     else if (is_abbrev_of_allowed(opts, name, n))
@@ -738,7 +738,7 @@ static const gopt *find_short(const gopt *opts, const char *sub, char c, strbuf 
         if (o->sh == c)
             return o;
     strbuf_addf(why, "git %s: -", sub);
-    reason_add(why, &c, 1);
+    route_reason_add(why, &c, 1);
     for (size_t i = 0; i < ARRAY_SIZE(short_dangers); i++)
         if (short_dangers[i].c == c) {
             strbuf_addf(why, " %s", short_dangers[i].why);
@@ -820,7 +820,7 @@ static int git_global_options(const route_ctx *ctx, git_words *g, strbuf *cwd, s
             continue;
         }
         strbuf_addstr(why, "git ");
-        reason_add(why, a, strlen(a));
+        route_reason_add(why, a, strlen(a));
         if (!strcmp(a, "-c") || !strncmp(a, "--config-env", 12))
             strbuf_addstr(why, ": sets configuration (core.sshCommand, aliases, ...)");
         else if (!strncmp(a, "--exec-path", 11))
@@ -1005,12 +1005,12 @@ int route_check_git(const route_ctx *ctx, rcmd *c, strbuf *why)
         goto out;
     }
     sub = g->argv[g->i++];
-    for (s = 0; s < (int)ARRAY_SIZE(git_sub_names); s++)
-        if (!strcmp(sub, git_sub_names[s]))
+    for (s = 0; s < (int)ARRAY_SIZE(route_git_sub_names); s++)
+        if (!strcmp(sub, route_git_sub_names[s]))
             break;
-    if (s == (int)ARRAY_SIZE(git_sub_names)) {
+    if (s == (int)ARRAY_SIZE(route_git_sub_names)) {
         strbuf_addstr(why, "git ");
-        reason_add(why, sub, strlen(sub));
+        route_reason_add(why, sub, strlen(sub));
         strbuf_addstr(why, ": only clone, fetch, pull, push and ls-remote run on the host");
         goto out;
     }

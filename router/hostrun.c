@@ -5,6 +5,8 @@
  */
 #include "router/builtins.h"
 #include "router/rules.h"
+#include "common/fsat.h"
+#include "common/run.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -185,38 +187,22 @@ static int git_query(const rcmd *c, char *const *envp, char *const *args, strbuf
                      size_t max)
 {
     strvec argv = STRVEC_INIT;
-    int pfd[2], st = -1;
-    pid_t pid;
+    int st = -1;
 
     strvec_push(&argv, "git");
     strvec_pushv(&argv, git_safety);
     strvec_pushv(&argv, args);
-    if (pipe2(pfd, O_CLOEXEC) < 0)
-        goto out;
-    pid = fork();
-    if (pid == 0) {
-        int nul = open("/dev/null", O_RDWR);
-        child_signals();
-        if (nul < 0 || dup2(nul, 0) < 0 || dup2(pfd[1], 1) < 0 || dup2(nul, 2) < 0 ||
-            fchdir(c->git_cwd_fd) < 0)
-            _exit(127);
-        close_range(3, ~0U, 0);
-        execve(c->prog, argv.v, envp);
-        _exit(127);
-    }
-    close(pfd[1]);
-    if (pid > 0) {
-        char buf[4096];
-        ssize_t n;
-        while ((n = read(pfd[0], buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
-            if (n > 0 && out->len < max)
-                strbuf_add(out, buf, (size_t)n);
-        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-            ;
+    /* common/run.h: stdin and stderr /dev/null, in the held directory, no fd of ours, the
+     * signals bash would give it */
+    sbx_run r = { .argv = argv.v, .file = c->prog, .env = envp, .cwd_fd = c->git_cwd_fd,
+                  .keep_ignored = &ignored_at_start, .max = max };
+    sbx_err err;
+
+    /* the program pinned at the check, named "git" */
+    if (sbx_run_capture(&r, out, &st, &err) == 0)
         st = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    }
-    close(pfd[0]);
-out:
+    else
+        st = -1;
     strvec_clear(&argv);
     return st;
 }
@@ -228,7 +214,7 @@ static bool sandbox_writable(const route_ctx *ctx, const char *path, const char 
     char real[PATH_MAX];
     if (!realpath(path, real))
         return false;
-    return route_in_synced(ctx, real) && !path_within(real, common);
+    return route_in_synced(ctx, real) && !route_path_within(real, common);
 }
 
 /* Hooks are programs: a hooks directory (core.hooksPath, e.g. husky's
@@ -287,7 +273,7 @@ static int check_remotes(const route_ctx *ctx, const rcmd *c, char *const *envp,
     if (git_query(c, envp, args, &out, 1 << 20) != 0) {
         if (c->git_nicks.n) {
             strbuf_addf(why, "git %s: the repository's remotes cannot be listed",
-                        git_sub_names[c->git_sub]);
+                        route_git_sub_names[c->git_sub]);
             ret = -1;
         }
         goto out;
@@ -309,8 +295,8 @@ static int check_remotes(const route_ctx *ctx, const rcmd *c, char *const *envp,
         if (!used)
             continue;
         if (route_check_configured_url(ctx, c, tab + 1, &w) < 0) {
-            strbuf_addf(why, "git %s: remote ", git_sub_names[c->git_sub]);
-            reason_add(why, line, strlen(line));
+            strbuf_addf(why, "git %s: remote ", route_git_sub_names[c->git_sub]);
+            route_reason_add(why, line, strlen(line));
             strbuf_addf(why, ": %s", w.buf);
             ret = -1;
             goto out;
@@ -318,8 +304,8 @@ static int check_remotes(const route_ctx *ctx, const rcmd *c, char *const *envp,
     }
     for (size_t k = 0; k < c->git_nicks.n && k < ROUTE_MAX_WORDS; k++)
         if (!found[k]) {
-            strbuf_addf(why, "git %s: ", git_sub_names[c->git_sub]);
-            reason_add(why, c->git_nicks.v[k], strlen(c->git_nicks.v[k]));
+            strbuf_addf(why, "git %s: ", route_git_sub_names[c->git_sub]);
+            route_reason_add(why, c->git_nicks.v[k], strlen(c->git_nicks.v[k]));
             strbuf_addstr(why, " is not a configured remote (git would take it for a path, "
                                "which the sandbox can create)");
             ret = -1;
@@ -339,37 +325,25 @@ out:
 static int prepare_clone(const route_ctx *ctx, const rcmd *c, const char **name)
 {
     const char *abs = c->clone_target, *rel, *last = strrchr(abs, '/') + 1;
-    int which = route_code_dir_of(ctx, abs), cur;
-    char comp[NAME_MAX + 1];
+    int which = route_code_dir_of(ctx, abs), root, cur;
     struct stat st;
 
-    if (which < 0 || (cur = route_open_code_dir(ctx, which)) < 0)
+    if (which < 0 || (root = route_open_code_dir(ctx, which)) < 0)
         return -1;
     rel = abs + strlen(ctx->code_dirs[which]);
     while (*rel == '/')
         rel++;
-    while (rel < last) {
-        size_t n = strcspn(rel, "/");
-        int next;
-        if (n > NAME_MAX)
-            goto fail;
-        memcpy(comp, rel, n);
-        comp[n] = '\0';
-        rel += n + 1;
-        next = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (next < 0 && errno == ENOENT && mkdirat(cur, comp, 0777) == 0)
-            next = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    /* mkdir -p beneath the code directory (common/fsat.h): no symlink followed */
+    cur = sbx_mkdir_beneath(root, rel, rel < last ? (size_t)(last - rel) : 0, O_PATH, 0777);
+    close(root);
+    if (cur < 0)
+        return -1;
+    if (fstatat(cur, last, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT) {
         close(cur);
-        if ((cur = next) < 0)
-            return -1;
+        return -1;
     }
-    if (fstatat(cur, last, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
-        goto fail;
     *name = last;
     return cur;
-fail:
-    close(cur);
-    return -1;
 }
 
 /* ---- running ----------------------------------------------------------------------- */
@@ -400,8 +374,8 @@ static int run_builtin(const rcmd *c, const route_run_opts *o, int out_fd, int e
 {
     bi_env env = { .out_fd = out_fd, .err_fd = err_fd, .errname = o->errname,
                    .line = o->line };
-    int st = c->kind == RC_ECHO ? bi_echo(c->argv.v + 1, c->argv.n - 1, &env)
-                                : bi_printf(c->argv.v + 1, c->argv.n - 1, &env);
+    int st = c->kind == RC_ECHO ? route_builtin_echo(c->argv.v + 1, c->argv.n - 1, &env)
+                                : route_builtin_printf(c->argv.v + 1, c->argv.n - 1, &env);
 
     /* route_check made the same call with BI_CHECK: a refusal cannot happen */
     return st == BI_REFUSE ? 1 : st;
@@ -715,7 +689,7 @@ out:
         if (pr[i].cwd_fd >= 0)
             close(pr[i].cwd_fd);
     }
-    rpipe_release(&rp);
+    route_rpipe_release(&rp);
     strbuf_release(&why);
     strbuf_release(&hooks);
     return ret;

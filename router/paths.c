@@ -4,6 +4,7 @@
  * that never picks a program the sandbox could have written.
  */
 #include "router/rules.h"
+#include "common/fsat.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,11 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
-#include <linux/openat2.h>
 
-bool path_within(const char *path, const char *dir)
+bool route_path_within(const char *path, const char *dir)
 {
     size_t n = strlen(dir);
 
@@ -71,7 +70,7 @@ bool route_in_git_work_tree(const char *abs)
 bool route_in_code_dirs(const route_ctx *ctx, const char *abs)
 {
     for (size_t i = 0; i < ctx->n_code_dirs; i++)
-        if (path_within(abs, ctx->code_dirs[i]))
+        if (route_path_within(abs, ctx->code_dirs[i]))
             return true;
     return false;
 }
@@ -103,7 +102,7 @@ bool route_in_synced(const route_ctx *ctx, const char *abs)
         return true;
     for (size_t i = 0; i < ctx->n_sync_paths; i++) {
         const char *e = ctx->sync_paths[i];
-        if (strpbrk(e, "*?[") ? under_pattern(abs, e) : path_within(abs, e))
+        if (strpbrk(e, "*?[") ? under_pattern(abs, e) : route_path_within(abs, e))
             return true;
     }
     return false;
@@ -182,7 +181,7 @@ int route_code_dir_of(const route_ctx *ctx, const char *abs)
 
     for (size_t i = 0; i < ctx->n_code_dirs; i++) {
         size_t n = strlen(ctx->code_dirs[i]);
-        if (path_within(abs, ctx->code_dirs[i]) && (best < 0 || n > best_len)) {
+        if (route_path_within(abs, ctx->code_dirs[i]) && (best < 0 || n > best_len)) {
             best = (int)i;
             best_len = n;
         }
@@ -195,45 +194,6 @@ int route_open_code_dir(const route_ctx *ctx, int which)
     /* The code directory itself and the directories above it are the host's:
      * the pull only ever writes beneath it. */
     return open(ctx->code_dirs[which], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-}
-
-/* Opens rel (components separated by '/', none of them "." or "..") beneath
- * dfd, refusing symlinks: openat2 where the kernel has it, else one
- * component at a time with O_NOFOLLOW. */
-static int open_beneath(int dfd, const char *rel)
-{
-    struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-                            .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-                                       RESOLVE_NO_MAGICLINKS };
-    char comp[NAME_MAX + 1];
-    int fd, cur;
-    long r;
-
-    if (!*rel)
-        return fcntl(dfd, F_DUPFD_CLOEXEC, 3);
-    r = syscall(SYS_openat2, dfd, rel, &how, sizeof(how));
-    if (r >= 0 || (errno != ENOSYS && errno != EPERM))
-        return (int)r;
-    cur = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
-    while (cur >= 0 && *rel) {
-        size_t n = strcspn(rel, "/");
-        if (n == 0 || n > NAME_MAX) {
-            rel += n ? n : 1;
-            if (n > NAME_MAX) {
-                close(cur);
-                errno = ENAMETOOLONG;
-                return -1;
-            }
-            continue;
-        }
-        memcpy(comp, rel, n);
-        comp[n] = '\0';
-        rel += n;
-        fd = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        close(cur);
-        cur = fd;
-    }
-    return cur;
 }
 
 int route_open_dir(const route_ctx *ctx, const char *abs, int *which, const char **why)
@@ -252,7 +212,7 @@ int route_open_dir(const route_ctx *ctx, const char *abs, int *which, const char
         *why = "the code directory cannot be opened";
         return -1;
     }
-    fd = open_beneath(root, rel);
+    fd = sbx_open_beneath(root, rel, strlen(rel), O_PATH);     /* common/fsat.h */
     close(root);
     if (fd < 0) {
         *why = errno == ELOOP || errno == EXDEV ? "goes through a symbolic link (it changed)"

@@ -3,6 +3,7 @@
  * part, tab-separated) and for tools (JSON). Executes nothing.
  */
 #include "router/rules.h"
+#include "common/json.h"
 
 #include <string.h>
 
@@ -26,20 +27,45 @@ static void add_escaped(strbuf *out, const char *s, size_t n)
     }
 }
 
-/* A JSON string (strbuf_add_json_escaped keeps it valid for any bytes; tools
- * needing the exact bytes have the part's offsets). */
-static void add_json_string(strbuf *out, const char *s, size_t n)
+/* The parts of plan as JSON (common/json.h: strings escaped so that the JSON stays valid
+ * for any bytes; tools needing the exact bytes have the part's offsets); an eval's text's
+ * parts are the part's "eval" object, their offsets into the eval's text. */
+static void parts_json(const route_plan *plan, const sh_parse *p, sbx_json *j)
 {
-    strbuf_addch(out, '"');
-    strbuf_add_json_escaped(out, s, n);
-    strbuf_addch(out, '"');
+    strbuf text = STRBUF_INIT;
+
+    for (size_t i = 0; i < plan->n; i++) {
+        const route_part *part = &plan->parts[i];
+
+        strbuf_reset(&text);
+        sh_span_text_with_heredocs(p, part->span, &text);
+        sbx_json_begin_obj(j, NULL);
+        sbx_json_str(j, "route", part->where == ROUTE_HOST ? "host" : "sandbox");
+        sbx_json_str(j, "reason", part->reason);
+        sbx_json_str(j, "join", route_join_text(part->join));
+        sbx_json_bool(j, "background", part->background);
+        sbx_json_bool(j, "cwd_known", !part->cwd_unknown);
+        sbx_json_bool(j, "names_known", !part->names_unknown);
+        sbx_json_uint(j, "start", part->span.start);
+        sbx_json_uint(j, "end", part->span.end);
+        sbx_json_strn(j, "text", text.buf, text.len);
+        if (part->eval) {
+            sbx_json_begin_obj(j, "eval");
+            sbx_json_strn(j, "text", part->eval->text.buf, part->eval->text.len);
+            sbx_json_bool(j, "stdin_null", part->eval->stdin_null);
+            sbx_json_begin_arr(j, "parts");
+            parts_json(&part->eval->plan, &part->eval->parse, j);
+            sbx_json_end(j);
+            sbx_json_end(j);
+        }
+        sbx_json_end(j);
+    }
+    strbuf_release(&text);
 }
 
-/* The parts of plan, for route_print; an eval's text's parts follow its own, their text
- * indented two spaces a level (text), or as the part's "eval" object (JSON, offsets into
- * the eval's text). */
-static void print_parts(const route_plan *plan, const sh_parse *p, bool json, unsigned level,
-                        strbuf *out)
+/* The parts of plan for people, for route_print; an eval's text's parts follow its own,
+ * their text indented two spaces a level. */
+static void parts_text(const route_plan *plan, const sh_parse *p, unsigned level, strbuf *out)
 {
     strbuf text = STRBUF_INIT;
 
@@ -49,37 +75,13 @@ static void print_parts(const route_plan *plan, const sh_parse *p, bool json, un
 
         strbuf_reset(&text);
         sh_span_text_with_heredocs(p, part->span, &text);
-        if (json) {
-            const char *j = route_join_text(part->join);
-            if (i)
-                strbuf_addch(out, ',');
-            strbuf_addf(out, "{\"route\":\"%s\",\"reason\":", where);
-            add_json_string(out, part->reason, strlen(part->reason));
-            strbuf_addstr(out, ",\"join\":");
-            add_json_string(out, j, strlen(j));
-            strbuf_addf(out, ",\"background\":%s,\"cwd_known\":%s,\"names_known\":%s,"
-                        "\"start\":%u,\"end\":%u,\"text\":", part->background ? "true" : "false",
-                        part->cwd_unknown ? "false" : "true",
-                        part->names_unknown ? "false" : "true", part->span.start, part->span.end);
-            add_json_string(out, text.buf, text.len);
-            if (part->eval) {
-                strbuf_addstr(out, ",\"eval\":{\"text\":");
-                add_json_string(out, part->eval->text.buf, part->eval->text.len);
-                strbuf_addf(out, ",\"stdin_null\":%s,\"parts\":[",
-                            part->eval->stdin_null ? "true" : "false");
-                print_parts(&part->eval->plan, &part->eval->parse, json, level + 1, out);
-                strbuf_addstr(out, "]}");
-            }
-            strbuf_addch(out, '}');
-        } else {
-            strbuf_addf(out, "%s\t%s\t", where, part->reason);
-            for (unsigned k = 0; k < level; k++)
-                strbuf_addstr(out, "  ");
-            add_escaped(out, text.buf, text.len);
-            strbuf_addch(out, '\n');
-            if (part->eval)
-                print_parts(&part->eval->plan, &part->eval->parse, json, level + 1, out);
-        }
+        strbuf_addf(out, "%s\t%s\t", where, part->reason);
+        for (unsigned k = 0; k < level; k++)
+            strbuf_addstr(out, "  ");
+        add_escaped(out, text.buf, text.len);
+        strbuf_addch(out, '\n');
+        if (part->eval)
+            parts_text(&part->eval->plan, &part->eval->parse, level + 1, out);
     }
     strbuf_release(&text);
 }
@@ -87,18 +89,22 @@ static void print_parts(const route_plan *plan, const sh_parse *p, bool json, un
 void route_print(const route_plan *plan, const sh_parse *p, const route_ctx *ctx, bool json,
                  strbuf *out)
 {
-    if (json) {
-        strbuf_addstr(out, "{\"cwd\":");
-        add_json_string(out, ctx->cwd ? ctx->cwd : "", ctx->cwd ? strlen(ctx->cwd) : 0);
-        strbuf_addstr(out, ",\"code_dirs\":[");
-        for (size_t i = 0; i < ctx->n_code_dirs; i++) {
-            if (i)
-                strbuf_addch(out, ',');
-            add_json_string(out, ctx->code_dirs[i], strlen(ctx->code_dirs[i]));
-        }
-        strbuf_addstr(out, "],\"parts\":[");
+    sbx_json j;
+
+    if (!json) {
+        parts_text(plan, p, 0, out);
+        return;
     }
-    print_parts(plan, p, json, 0, out);
-    if (json)
-        strbuf_addstr(out, "]}\n");
+    sbx_json_init(&j, out);
+    sbx_json_begin_obj(&j, NULL);
+    sbx_json_str(&j, "cwd", ctx->cwd ? ctx->cwd : "");
+    sbx_json_begin_arr(&j, "code_dirs");
+    for (size_t i = 0; i < ctx->n_code_dirs; i++)
+        sbx_json_str(&j, NULL, ctx->code_dirs[i]);
+    sbx_json_end(&j);
+    sbx_json_begin_arr(&j, "parts");
+    parts_json(plan, p, &j);
+    sbx_json_end(&j);
+    sbx_json_end(&j);
+    strbuf_addch(out, '\n');
 }

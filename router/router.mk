@@ -11,7 +11,7 @@ TEST_HELPERS += tests/router/route-run.c tests/router/route-fuzz.c
 # The route fuzzer in full under `make fuzz`: a fresh seed (SBX_FUZZ_SEED to
 # choose one) and SBX_FUZZ_COUNT lines; and the router's libFuzzer driver,
 # built with clang like the parser's (FUZZ_CC, FUZZ_SECONDS, fuzz_link: Makefile).
-ROUTE_FUZZ_SRCS = $(ROUTER_SRCS) $(PARSER_SRCS) $(COMMON_SRCS)
+ROUTE_FUZZ_SRCS = $(ROUTER_SRCS) $(PARSER_SRCS) $(COMMON_SRCS) common/run.c
 FUZZ_C += tests/fuzz/fuzz-route.c
 build-fuzz/fuzz-route: tests/fuzz/fuzz-route.c $(ROUTE_FUZZ_SRCS) $(wildcard router/*.h shell/*.h common/*.h)
 	$(call fuzz_link,-lcjson)

@@ -73,17 +73,17 @@ typedef struct rpipe {
     bool git_secret;
 } rpipe;
 
-/* Checks one pipeline; on HOST fills rp (release it with rpipe_release),
+/* Checks one pipeline; on HOST fills rp (release it with route_rpipe_release),
  * else appends the reason why not. On HOST, a short description of what
  * runs is appended to reason as well. */
 route_where route_check(const sh_parse *p, const sh_pipeline *pl, const route_ctx *ctx,
                         rpipe *rp, strbuf *reason);
-void rpipe_release(rpipe *rp);
+void route_rpipe_release(rpipe *rp);
 
 /* ---- paths (paths.c) ------------------------------------------------------ */
 
 /* path equals dir or lies below it; both absolute and normalized. */
-bool path_within(const char *path, const char *dir);
+bool route_path_within(const char *path, const char *dir);
 bool route_in_code_dirs(const route_ctx *ctx, const char *abs);
 /* Inside a code directory or matching (or below) a sync path entry. */
 bool route_in_synced(const route_ctx *ctx, const char *abs);
@@ -123,7 +123,7 @@ void route_safe_path(const route_ctx *ctx, strbuf *out);
 /* ---- git (git.c) ---------------------------------------------------------- */
 
 enum { GIT_CLONE, GIT_FETCH, GIT_PULL, GIT_PUSH, GIT_LS_REMOTE };
-extern const char *const git_sub_names[];
+extern const char *const route_git_sub_names[];
 
 /* Checks a git command's words (argv[0] == "git") for the host. Fills
  * c->git_cwd, git_sub and git_remote. Returns 0, or -1 with why. */
@@ -150,7 +150,7 @@ int route_check_configured_url(const route_ctx *ctx, const rcmd *c, const char *
 /* ---- sbx (sbx.c) ---------------------------------------------------------- */
 
 enum { SBX_STATUS, SBX_LS, SBX_RELEASE, SBX_DOCTOR, SBX_EXEC, SBX_HELP };
-extern const char *const sbx_sub_names[];
+extern const char *const route_sbx_sub_names[];
 
 /* Checks `sbx SUB ...` (argv[0] == "sbx") for the host: a subcommand of
  * sbxsh's own, its options exactly as sbx spells them, this session only,
@@ -168,6 +168,6 @@ int route_check_filter(const route_ctx *ctx, const rcmd *c, strbuf *why);
 
 /* Appends s[0..len) to sb as part of a one-line reason: control bytes and
  * non-ASCII become '?', and more than 48 bytes are cut with "...". */
-void reason_add(strbuf *sb, const char *s, size_t len);
+void route_reason_add(strbuf *sb, const char *s, size_t len);
 
 #endif

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-const char *const sbx_sub_names[] = { "status", "ls", "release", "doctor", "exec", "--help" };
+const char *const route_sbx_sub_names[] = { "status", "ls", "release", "doctor", "exec", "--help" };
 
 /* The options of each subcommand (session/sbx_main.c): the flags, and those
  * that take a value (as the next word or after `=`). */
@@ -38,7 +38,7 @@ static bool in_nulled(const char *const *list, size_t n, const char *s, size_t l
     return false;
 }
 
-/* A --timeout value as sbx_parse_duration reads it: digits, then a unit. */
+/* A --timeout value as session_parse_duration reads it: digits, then a unit. */
 static bool duration_word(const char *v)
 {
     size_t d = strspn(v, "0123456789");
@@ -60,7 +60,7 @@ static int check_prog(const route_ctx *ctx, rcmd *c, strbuf *why)
     }
     if (stat(ctx->sbx, &st) < 0 || !S_ISREG(st.st_mode) || access(ctx->sbx, X_OK) < 0) {
         strbuf_addstr(why, "sbx: no sbx is installed beside sbxsh (");
-        reason_add(why, ctx->sbx, strlen(ctx->sbx));
+        route_reason_add(why, ctx->sbx, strlen(ctx->sbx));
         strbuf_addch(why, ')');
         return -1;
     }
@@ -83,10 +83,10 @@ int route_check_sbx(const route_ctx *ctx, rcmd *c, strbuf *why)
         strbuf_addstr(why, "sbx: an assignment before sbx");
         return -1;
     }
-    for (k = 0; k < (int)ARRAY_SIZE(sbx_sub_names); k++)
-        if (!strcmp(sub, sbx_sub_names[k]))
+    for (k = 0; k < (int)ARRAY_SIZE(route_sbx_sub_names); k++)
+        if (!strcmp(sub, route_sbx_sub_names[k]))
             break;
-    if (c->argv.n < 2 || k == (int)ARRAY_SIZE(sbx_sub_names)) {
+    if (c->argv.n < 2 || k == (int)ARRAY_SIZE(route_sbx_sub_names)) {
         strbuf_addstr(why, "sbx: only sbx status, ls, release, doctor and exec are sbxsh's "
                            "own commands");
         return -1;
@@ -110,7 +110,7 @@ int route_check_sbx(const route_ctx *ctx, rcmd *c, strbuf *why)
             continue;
         if (!in_nulled(sbx_opts[k].valued, ARRAY_SIZE(sbx_opts[k].valued), a, nl)) {
             strbuf_addf(why, "sbx %s: ", sub);
-            reason_add(why, a, strlen(a));
+            route_reason_add(why, a, strlen(a));
             strbuf_addstr(why, a[0] == '-' ? " is not one of its options (spelled out)"
                                            : ": it takes no operands");
             return -1;

@@ -12,12 +12,12 @@
  *
  * Lifecycle, as the holder drives it:
  *
- *   sbx_backend *b = sbx_backend_new(cfg, &spec, &err);
+ *   sbx_backend *b = session_backend_new(cfg, &spec, &err);
  *   b->ops->claim(b, &reattached, &err);      // create, or find the running one
  *   b->ops->open_stream(b, &rfd, &wfd, &err); // talk to sbx-agent
  *   ... the stream breaks: b->ops->alive(b)? reopen : claim again ...
  *   b->ops->release(b, &err);                 // sbx release, idle timeout
- *   sbx_backend_free(b);
+ *   session_backend_free(b);
  *
  * A claim outlives the process that made it: a new holder (after the old one
  * died) calls claim() again and gets reattached = true with the same
@@ -28,6 +28,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include <cjson/cJSON.h>
 
 #include "common/strbuf.h"
 #include "common/util.h"
@@ -90,8 +92,8 @@ typedef struct sbx_backend_ops {
     bool (*exists)(sbx_backend *b);
     /* Stops the sandbox and deletes what it had (copies, home, state). */
     int (*release)(sbx_backend *b, sbx_err *err);
-    /* Appends a JSON object of facts: runtime, id, created (unix seconds),
-     * alive, and backend-specific fields; locally "limits": pids_max,
+    /* Appends a JSON object of facts: backend (its class's name), runtime, id, created
+     * (unix seconds), alive, and backend-specific fields; locally "limits": pids_max,
      * memory_max, cpus_milli, disk_max, mechanism ("cgroup v1", "cgroup v2",
      * "rlimit") and the cgroup directories. */
     void (*status)(sbx_backend *b, strbuf *json);
@@ -116,8 +118,8 @@ struct sbx_backend {
  *
  * The list of classes is made by the build: each backend's Makefile fragment adds its
  * name to BACKENDS (`BACKENDS += local`), and the Makefile generates
- * sbx_backend_classes[] from it, each entry being the backend's
- * `const sbx_backend_class sbx_backend_class_NAME`. So a new backend is a new folder and
+ * session_backend_classes[] from it, each entry being the backend's
+ * `const sbx_backend_class NAME_backend_class`. So a new backend is a new folder and
  * a line in its own fragment: no edit of another backend nor of session/. */
 
 /* sbx doctor's report line: level 0 ok (detail on the same line), 1 note, 2 problem,
@@ -125,24 +127,38 @@ struct sbx_backend {
 typedef void sbx_doctor_finding(int level, const char *what, const char *detail, ...)
     SBX_PRINTF(3, 4);
 
+/* An `sbx` command of a backend's own (`sbx NAME ...`): help is its lines in `sbx --help`'s
+ * command list ("  NAME ARGS\n                   what it does\n"); run gets argv[0] = NAME
+ * and returns the exit status. */
+typedef struct sbx_backend_command {
+    const char *name;
+    const char *help;
+    int (*run)(int argc, char **argv);
+} sbx_backend_command;
+
 typedef struct sbx_backend_class {
-    const char *name;           /* AGENT_SANDBOX_BACKEND's value: "local", "kube" */
-    /* Reads this backend's settings from the environment into its own section of cfg
-     * (cfg->local for "local") and checks them; called by sbx_config_load() for every
-     * backend built in, so a bad value is refused whichever backend is used. */
-    int (*configure)(sbx_config *cfg, sbx_err *err);
+    const char *name;           /* AGENT_SANDBOX_BACKEND's value: its folder's name */
+    /* Reads this backend's settings from the environment (its own AGENT_SANDBOX_*
+     * variables), checks them, and sets *settings to a section of its own making, which
+     * cfg keeps opaque (sbx_config.backend_settings) and gives back through
+     * session_backend_settings(); called by session_config_load() for every backend built
+     * in, so a bad value is refused whichever backend is used. On failure, what it set is
+     * freed by settings_free. */
+    int (*configure)(const sbx_config *cfg, void **settings, sbx_err *err);
+    /* Frees a section configure made (never called with NULL). */
+    void (*settings_free)(void *settings);
     /* Appends NAME=VALUE variables every command in this backend's sandboxes gets (they
      * replace forwarded ones of the same name), or nothing. */
     void (*sandbox_env)(const sbx_config *cfg, strvec *vars);
     /* Appends what of its section fixes a sandbox's shape ("runtime=runsc network=none ")
-     * to the session's fingerprint (sbx_config_fingerprint). */
+     * to the session's fingerprint (session_config_fingerprint). */
     void (*fingerprint)(const sbx_config *cfg, strbuf *out);
     /* Optional: the other forms of that section which a holder of cfg's shape also serves,
      * one string each pushed to also. A call that leaves a choice to its default asks for
      * the default ("runtime=auto"), which a session's explicit choice satisfies; a session
      * that took the default serves a call that names what the default chose. */
     void (*fingerprint_also)(const sbx_config *cfg, strvec *also);
-    /* Configured for cfg's session (its own section of cfg: cfg->local for "local").
+    /* Configured for cfg's session (its own section: session_backend_settings()).
      * Fails with a message saying what to install when what it needs is missing. */
     sbx_backend *(*create)(const sbx_config *cfg, const sbx_sandbox_spec *spec,
                            sbx_err *err);
@@ -150,29 +166,43 @@ typedef struct sbx_backend_class {
      * anything), as the JSON object status() gives. Returns -1 when this backend has
      * no sandbox recorded there. */
     int (*peek)(const char *state_dir, strbuf *json);
-    /* Sets cfg's code directories and this backend's section to those of the sandbox
-     * recorded in state_dir, so that a holder started with cfg reattaches to it (sbx
-     * release from anywhere). Returns -1 when this backend has none recorded there. */
+    /* Sets cfg's code directories and this backend's section (changed in place) to those
+     * of the sandbox recorded in state_dir, so that a holder started with cfg reattaches
+     * to it (sbx release from anywhere). Returns -1 when this backend has none recorded there. */
     int (*adopt)(const char *state_dir, sbx_config *cfg);
     /* sbx doctor: checks what this backend needs on this machine (runtimes, kernel
      * features, files beside the agent, limits), one finding() per fact. */
     void (*doctor)(const sbx_config *cfg, sbx_doctor_finding *finding);
+    /* Optional, for `sbx status` without --json: appends lines for people
+     * ("limits:    ...\n") of the facts of its own in a sandbox's status object (what
+     * status() or peek() made, its strings already made safe for the terminal). Called
+     * for the class the object's "backend" member names; a fact it lacks is left out. */
+    void (*describe)(const cJSON *sandbox, strbuf *out);
+    /* Optional: `sbx --help`'s lines for this backend's variables ("  AGENT_SANDBOX_X   what
+     * it sets\n"), listed after AGENT_SANDBOX_BACKEND's. */
+    const char *help_env;
+    /* Optional: `sbx` commands of its own, ended by one with a NULL name. */
+    const sbx_backend_command *commands;
 } sbx_backend_class;
 
 /* Every backend built in, NULL-terminated (generated by the Makefile from BACKENDS). */
-extern const sbx_backend_class *const sbx_backend_classes[];
+extern const sbx_backend_class *const session_backend_classes[];
+
+/* The section of cfg's settings that class c's configure hook made (NULL: none, or cfg
+ * was not loaded by session_config_load()). A backend reaches its own settings only so. */
+void *session_backend_settings(const sbx_config *cfg, const sbx_backend_class *c);
 
 /* The class named name, or NULL when none of that name is built. */
-const sbx_backend_class *sbx_backend_class_find(const char *name);
+const sbx_backend_class *session_backend_class_find(const char *name);
 
 /* The backend cfg->backend names, configured for cfg's session. Fails with a
  * message when no such backend is built, or when its runtime is missing. */
-sbx_backend *sbx_backend_new(const sbx_config *cfg, const sbx_sandbox_spec *spec, sbx_err *err);
-void sbx_backend_free(sbx_backend *b);
+sbx_backend *session_backend_new(const sbx_config *cfg, const sbx_sandbox_spec *spec, sbx_err *err);
+void session_backend_free(sbx_backend *b);
 
 /* peek() and adopt() of whichever built backend has a sandbox recorded in
  * state_dir (adopt also sets cfg->backend to it). -1 when none has. */
-int sbx_backend_peek(const char *state_dir, strbuf *json);
-int sbx_backend_adopt(const char *state_dir, sbx_config *cfg);
+int session_backend_peek(const char *state_dir, strbuf *json);
+int session_backend_adopt(const char *state_dir, sbx_config *cfg);
 
 #endif

@@ -10,13 +10,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fsat.h"
 #include "common/strbuf.h"
 
 #ifndef SBX_LIBEXECDIR
 #define SBX_LIBEXECDIR "/usr/local/lib/sbxsh"
 #endif
 
-void sbx_split_list(strvec *sv, const char *list, char sep)
+void session_split_list(strvec *sv, const char *list, char sep)
 {
     if (!list)
         return;
@@ -32,7 +33,7 @@ void sbx_split_list(strvec *sv, const char *list, char sep)
     }
 }
 
-bool sbx_strvec_equal(const strvec *a, const strvec *b)
+bool session_strvec_equal(const strvec *a, const strvec *b)
 {
     if (a->n != b->n)
         return false;
@@ -42,18 +43,8 @@ bool sbx_strvec_equal(const strvec *a, const strvec *b)
     return true;
 }
 
-const char *sbx_runtime_name(sbx_runtime rt)
-{
-    switch (rt) {
-    case SBX_RUNTIME_RUNSC: return "runsc";
-    case SBX_RUNTIME_BWRAP: return "bwrap";
-    case SBX_RUNTIME_AUTO: break;
-    }
-    return "auto";
-}
-
 /* True when a is b or lies below it. */
-bool sbx_path_within(const char *a, const char *b)
+bool session_path_within(const char *a, const char *b)
 {
     size_t n = strlen(b);
     if (n == 1 && b[0] == '/')
@@ -80,7 +71,7 @@ static int add_code_dir(strvec *out, const char *path, sbx_err *err)
         return sbx_errf(err, "the root directory cannot be a code directory; "
                         "set AGENT_SANDBOX_CODE_DIRS to your project's directory");
     for (size_t i = 0; i < out->n; i++) {
-        if (sbx_path_within(real, out->v[i]) || sbx_path_within(out->v[i], real))
+        if (session_path_within(real, out->v[i]) || session_path_within(out->v[i], real))
             return sbx_errf(err, "code directories '%s' and '%s' overlap; list each tree once",
                             out->v[i], real);
     }
@@ -88,7 +79,7 @@ static int add_code_dir(strvec *out, const char *path, sbx_err *err)
     return 0;
 }
 
-/* The state directory as sbx_config_load() resolves it, without checks (NULL when HOME is
+/* The state directory as session_config_load() resolves it, without checks (NULL when HOME is
  * unset too): a directory holding it is never a project. Malloc'd. */
 static char *state_root_default(void)
 {
@@ -128,14 +119,14 @@ static bool not_a_project(const char *real, const char **why)
             return true;
         }
     }
-    if (home && home[0] == '/' && realpath(home, homereal) && sbx_path_within(homereal, real)) {
+    if (home && home[0] == '/' && realpath(home, homereal) && session_path_within(homereal, real)) {
         *why = strcmp(homereal, real) ? "a directory above the home directory"
                                        : "the home directory";
         return true;
     }
     if ((state = state_root_default())) {
         char sreal[PATH_MAX];
-        holds_state = sbx_path_within(realpath(state, sreal) ? sreal : state, real);
+        holds_state = session_path_within(realpath(state, sreal) ? sreal : state, real);
         free(state);
         if (holds_state) {
             *why = "the directory holding sbxsh's state";
@@ -145,14 +136,14 @@ static bool not_a_project(const char *real, const char **why)
     return false;
 }
 
-int sbx_resolve_code_dirs(const char *env_value, const char *cwd, strvec *out, sbx_err *err)
+int session_resolve_code_dirs(const char *env_value, const char *cwd, strvec *out, sbx_err *err)
 {
     char real[PATH_MAX];
     const char *why;
 
     if (env_value && *env_value) {
         strvec list = {0};
-        sbx_split_list(&list, env_value, ':');
+        session_split_list(&list, env_value, ':');
         for (size_t i = 0; i < list.n; i++) {
             if (add_code_dir(out, list.v[i], err) < 0) {
                 strvec_clear(&list);
@@ -195,7 +186,7 @@ int sbx_resolve_code_dirs(const char *env_value, const char *cwd, strvec *out, s
     return add_code_dir(out, real, err);
 }
 
-const char *sbx_no_code_dir_reason(const char *cwd)
+const char *session_no_code_dir_reason(const char *cwd)
 {
     char real[PATH_MAX];
     const char *why = NULL;
@@ -214,7 +205,7 @@ static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
     return h;
 }
 
-char *sbx_session_name_derive(const strvec *code_dirs, const char *state_root)
+char *session_name_derive(const strvec *code_dirs, const char *state_root)
 {
     uint64_t h = 0xcbf29ce484222325ULL;
     strbuf sb = STRBUF_INIT;
@@ -252,7 +243,7 @@ char *sbx_session_name_derive(const strvec *code_dirs, const char *state_root)
     return strbuf_detach(&sb, NULL);
 }
 
-int sbx_session_name_check(const char *name, sbx_err *err)
+int session_name_check(const char *name, sbx_err *err)
 {
     size_t n = strlen(name);
     if (n == 0 || n > SBX_SESSION_NAME_MAX)
@@ -267,7 +258,7 @@ int sbx_session_name_check(const char *name, sbx_err *err)
     return 0;
 }
 
-int sbx_parse_duration(const char *s, unsigned *out, sbx_err *err)
+int session_parse_duration(const char *s, unsigned *out, sbx_err *err)
 {
     char *end;
     unsigned long long v;
@@ -294,7 +285,7 @@ bad:
                     "s, m or h (e.g. 30m); 0 means never", s ? s : "");
 }
 
-int sbx_parse_size(const char *s, unsigned long long pct_of, unsigned long long *out,
+int session_parse_size(const char *s, unsigned long long pct_of, unsigned long long *out,
                    sbx_err *err)
 {
     char *end;
@@ -332,7 +323,7 @@ bad:
                     "(e.g. 512M)%s", s ? s : "", pct_of ? ", or a percentage of memory (50%)" : "");
 }
 
-void sbx_format_size(char *buf, size_t n, double v)
+void session_format_size(char *buf, size_t n, double v)
 {
     static const char *const units[] = { "bytes", "KiB", "MiB", "GiB", "TiB" };
     size_t u = 0;
@@ -346,7 +337,7 @@ void sbx_format_size(char *buf, size_t n, double v)
         snprintf(buf, n, "%.1f %s", v, units[u]);
 }
 
-int sbx_parse_cpus(const char *s, unsigned *out, sbx_err *err)
+int session_parse_cpus(const char *s, unsigned *out, sbx_err *err)
 {
     unsigned long long whole = 0, frac = 0, scale = 1000;
     const char *p = s;
@@ -423,7 +414,7 @@ static void add_secret_excludes(sbx_config *cfg)
     for (size_t i = 0; i < cfg->code_dirs.n; i++) {
         const char *d = cfg->code_dirs.v[i];
         size_t n = strlen(d);
-        if (!sbx_path_within(home, d))
+        if (!session_path_within(home, d))
             continue;
         /* the home directory relative to the code directory: "" or "x/y/" */
         const char *rel = home[n] == '/' ? home + n + 1 : "";
@@ -432,7 +423,7 @@ static void add_secret_excludes(sbx_config *cfg)
     }
 }
 
-int sbx_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *err)
+int session_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *err)
 {
     static const sbx_config_opts none;
     char cwdbuf[PATH_MAX];
@@ -448,20 +439,20 @@ int sbx_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *err)
         cwd = cwdbuf;
     }
 
-    if (sbx_resolve_code_dirs(getenv("AGENT_SANDBOX_CODE_DIRS"), cwd, &cfg->code_dirs, err) < 0)
+    if (session_resolve_code_dirs(getenv("AGENT_SANDBOX_CODE_DIRS"), cwd, &cfg->code_dirs, err) < 0)
         goto fail;
 
     if ((v = opts->session) || (v = env_nonempty("AGENT_SANDBOX_SESSION"))) {
-        if (sbx_session_name_check(v, err) < 0)
+        if (session_name_check(v, err) < 0)
             goto fail;
         cfg->session = xstrdup(v);
     }
 
-    sbx_split_list(&cfg->sync_paths, getenv("AGENT_SANDBOX_SYNC_PATHS"), ':');
-    sbx_split_list(&cfg->task_files, getenv("AGENT_SANDBOX_TASK_FILES"), ':');
-    sbx_split_list(&cfg->create_paths, getenv("AGENT_SANDBOX_CREATE_PATHS"), ':');
-    sbx_split_list(&cfg->excludes, getenv("AGENT_SANDBOX_SYNC_EXCLUDE"), ':');
-    sbx_split_list(&cfg->forward_env, getenv("AGENT_SANDBOX_FORWARD_ENV"), ',');
+    session_split_list(&cfg->sync_paths, getenv("AGENT_SANDBOX_SYNC_PATHS"), ':');
+    session_split_list(&cfg->task_files, getenv("AGENT_SANDBOX_TASK_FILES"), ':');
+    session_split_list(&cfg->create_paths, getenv("AGENT_SANDBOX_CREATE_PATHS"), ':');
+    session_split_list(&cfg->excludes, getenv("AGENT_SANDBOX_SYNC_EXCLUDE"), ':');
+    session_split_list(&cfg->forward_env, getenv("AGENT_SANDBOX_FORWARD_ENV"), ',');
     /* Names or shell patterns (npm_*), one separator: a colon or a space here is a list
      * written for another separator, which would silently forward nothing. */
     for (size_t i = 0; i < cfg->forward_env.n; i++) {
@@ -479,15 +470,22 @@ int sbx_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *err)
         check_abs_list(&cfg->create_paths, "AGENT_SANDBOX_CREATE_PATHS", err) < 0)
         goto fail;
 
-    /* Each backend built in reads and checks its own section (cfg->local, ...), whichever
-     * backend the session uses: a bad AGENT_SANDBOX_LOCAL_* is refused either way. */
-    for (size_t i = 0; sbx_backend_classes[i]; i++)
-        if (sbx_backend_classes[i]->configure && sbx_backend_classes[i]->configure(cfg, err) < 0)
+    /* Each backend built in reads and checks its own settings into its own section,
+     * whichever backend the session uses: a bad value of any backend's variable is refused
+     * either way. The sections are the backends' (opaque here); configure may leave one
+     * NULL. */
+    size_t nclasses = 0;
+    while (session_backend_classes[nclasses])
+        nclasses++;
+    cfg->backend_settings = xcalloc(nclasses + 1, sizeof(*cfg->backend_settings));
+    for (size_t i = 0; i < nclasses; i++)
+        if (session_backend_classes[i]->configure &&
+            session_backend_classes[i]->configure(cfg, &cfg->backend_settings[i], err) < 0)
             goto fail;
 
     cfg->idle_timeout = SBX_IDLE_TIMEOUT_DEFAULT;
     if ((v = env_nonempty("AGENT_SANDBOX_IDLE_TIMEOUT")) &&
-        sbx_parse_duration(v, &cfg->idle_timeout, err) < 0) {
+        session_parse_duration(v, &cfg->idle_timeout, err) < 0) {
         sbx_err_prefix(err, "AGENT_SANDBOX_IDLE_TIMEOUT");
         goto fail;
     }
@@ -497,7 +495,7 @@ int sbx_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *err)
     cfg->pids_max = SBX_PIDS_MAX_DEFAULT;
     if ((v = env_nonempty("AGENT_SANDBOX_PIDS_MAX"))) {
         unsigned long long n;
-        if (sbx_parse_size(v, 0, &n, err) < 0 || n > 4194304 || strpbrk(v, "kKmMgGtTbB")) {
+        if (session_parse_size(v, 0, &n, err) < 0 || n > 4194304 || strpbrk(v, "kKmMgGtTbB")) {
             sbx_errf(err, "AGENT_SANDBOX_PIDS_MAX='%s': give a number of processes "
                      "(e.g. 4096), or 0 for no limit", v);
             goto fail;
@@ -506,18 +504,18 @@ int sbx_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *err)
     }
     cfg->memory_max = host_ram() / 2;
     if ((v = env_nonempty("AGENT_SANDBOX_MEMORY_MAX")) &&
-        sbx_parse_size(v, host_ram(), &cfg->memory_max, err) < 0) {
+        session_parse_size(v, host_ram(), &cfg->memory_max, err) < 0) {
         sbx_err_prefix(err, "AGENT_SANDBOX_MEMORY_MAX");
         goto fail;
     }
     if ((v = env_nonempty("AGENT_SANDBOX_CPUS")) && strcmp(v, "0") &&
-        sbx_parse_cpus(v, &cfg->cpus_milli, err) < 0) {
+        session_parse_cpus(v, &cfg->cpus_milli, err) < 0) {
         sbx_err_prefix(err, "AGENT_SANDBOX_CPUS");
         goto fail;
     }
     cfg->disk_max = SBX_DISK_MAX_DEFAULT;
     if ((v = env_nonempty("AGENT_SANDBOX_DISK_MAX")) &&
-        sbx_parse_size(v, 0, &cfg->disk_max, err) < 0) {
+        session_parse_size(v, 0, &cfg->disk_max, err) < 0) {
         sbx_err_prefix(err, "AGENT_SANDBOX_DISK_MAX");
         goto fail;
     }
@@ -525,14 +523,18 @@ int sbx_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *err)
      * empty file costs an inode whatever the disk quota says. */
     cfg->files_max = SBX_FILES_MAX_DEFAULT;
     if ((v = env_nonempty("AGENT_SANDBOX_FILES_MAX")) &&
-        (sbx_parse_size(v, 0, &cfg->files_max, err) < 0 || strpbrk(v, "kKmMgGtTbB"))) {
+        (session_parse_size(v, 0, &cfg->files_max, err) < 0 || strpbrk(v, "kKmMgGtTbB"))) {
         sbx_errf(err, "AGENT_SANDBOX_FILES_MAX='%s': give a number of files (e.g. 1000000), "
                  "or 0 for no limit", v);
         goto fail;
     }
 
+    /* The default backend is the first one built: the Makefile includes local.mk's
+     * fragment before any other backend's. */
     v = env_nonempty("AGENT_SANDBOX_BACKEND");
-    cfg->backend = xstrdup(v ? v : "local");
+    if (!v)
+        v = session_backend_classes[0] ? session_backend_classes[0]->name : "";
+    cfg->backend = xstrdup(v);
 
     v = env_nonempty("HOME");
     if (!v || v[0] != '/') {
@@ -559,16 +561,16 @@ int sbx_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *err)
         sbx_errf(err, "AGENT_SANDBOX_STATE_DIR='%s' is not an absolute path", cfg->state_root);
         goto fail;
     }
-    /* A derived name needs the state directory (sbx_session_name_derive says why). */
+    /* A derived name needs the state directory (session_name_derive says why). */
     if (!cfg->session) {
-        cfg->session = sbx_session_name_derive(&cfg->code_dirs, cfg->state_root);
+        cfg->session = session_name_derive(&cfg->code_dirs, cfg->state_root);
         cfg->session_derived = true;
     }
     add_secret_excludes(cfg);
     /* The sandbox's copies live in the state directory; a code directory
      * holding it would sync the copies into themselves. */
     for (size_t i = 0; i < cfg->code_dirs.n; i++) {
-        if (sbx_path_within(cfg->state_root, cfg->code_dirs.v[i])) {
+        if (session_path_within(cfg->state_root, cfg->code_dirs.v[i])) {
             sbx_errf(err, "the state directory %s lies inside the code directory %s; "
                      "set AGENT_SANDBOX_STATE_DIR (or XDG_STATE_HOME) elsewhere, or "
                      "AGENT_SANDBOX_CODE_DIRS to the project only",
@@ -578,17 +580,17 @@ int sbx_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *err)
     }
     return 0;
 fail:
-    sbx_config_free(cfg);
+    session_config_free(cfg);
     return -1;
 }
 
-void sbx_config_free(sbx_config *cfg)
+void session_config_free(sbx_config *cfg)
 {
-    strvec_clear(&cfg->local.egress);
-    free(cfg->kube.kubeconfig);
-    free(cfg->kube.context);
-    free(cfg->kube.namespace_);
-    free(cfg->kube.pool);
+    /* each section by its own backend (cfg may be half loaded: a NULL section is none) */
+    for (size_t i = 0; cfg->backend_settings && session_backend_classes[i]; i++)
+        if (cfg->backend_settings[i] && session_backend_classes[i]->settings_free)
+            session_backend_classes[i]->settings_free(cfg->backend_settings[i]);
+    free(cfg->backend_settings);
     free(cfg->session);
     strvec_clear(&cfg->code_dirs);
     strvec_clear(&cfg->sync_paths);
@@ -610,7 +612,7 @@ static bool is_exec_file(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
 }
 
-char *sbx_find_agent(sbx_err *err)
+char *session_find_agent(sbx_err *err)
 {
     static const char *const names[] = { "sbx-agent-static", "sbx-agent" };
     const char *v = env_nonempty("AGENT_SANDBOX_AGENT");
@@ -648,23 +650,6 @@ char *sbx_find_agent(sbx_err *err)
     return NULL;
 }
 
-/* mkdir -p for the parents of path (mode 0700 for those it creates). */
-static int mkdir_parents(const char *path, sbx_err *err)
-{
-    char *p = xstrdup(path);
-    for (char *s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
-        *s = '\0';
-        if (mkdir(p, 0700) < 0 && errno != EEXIST) {
-            sbx_errno(err, "cannot create %s", p);
-            free(p);
-            return -1;
-        }
-        *s = '/';
-    }
-    free(p);
-    return 0;
-}
-
 /* name in the directory of path, when it is readable there; malloc'd or NULL. */
 static char *beside(const char *path, const char *name)
 {
@@ -678,7 +663,7 @@ static char *beside(const char *path, const char *name)
     return NULL;
 }
 
-char *sbx_find_libexec(const char *agent_path, const char *name)
+char *session_find_libexec(const char *agent_path, const char *name)
 {
     char self[PATH_MAX], *p;
     ssize_t n;
@@ -698,17 +683,15 @@ char *sbx_find_libexec(const char *agent_path, const char *name)
     return NULL;
 }
 
-int sbx_private_dir(const char *path, sbx_err *err)
+int session_private_dir(const char *path, sbx_err *err)
 {
     struct stat st;
 
     if (mkdir(path, 0700) < 0 && errno != EEXIST) {
         if (errno != ENOENT)
             return sbx_errno(err, "cannot create %s", path);
-        if (mkdir_parents(path, err) < 0)
+        if (sbx_mkdir_p(path, 0700, err) < 0)       /* the parents too */
             return -1;
-        if (mkdir(path, 0700) < 0 && errno != EEXIST)
-            return sbx_errno(err, "cannot create %s", path);
     }
     if (lstat(path, &st) < 0)
         return sbx_errno(err, "%s", path);
@@ -723,22 +706,22 @@ int sbx_private_dir(const char *path, sbx_err *err)
     return 0;
 }
 
-char *sbx_session_state_dir(const sbx_config *cfg)
+char *session_state_dir(const sbx_config *cfg)
 {
     return xasprintf("%s/%s", cfg->state_root, cfg->session);
 }
 
-char *sbx_session_socket_path(const sbx_config *cfg)
+char *session_socket_path(const sbx_config *cfg)
 {
     return xasprintf("%s/%s.sock", cfg->run_dir, cfg->session);
 }
 
-char *sbx_session_lock_path(const sbx_config *cfg)
+char *session_lock_path(const sbx_config *cfg)
 {
     return xasprintf("%s/%s.lock", cfg->run_dir, cfg->session);
 }
 
-char *sbx_session_log_path(const sbx_config *cfg)
+char *session_log_path(const sbx_config *cfg)
 {
     return xasprintf("%s/%s.log", cfg->run_dir, cfg->session);
 }
@@ -748,11 +731,11 @@ char *sbx_session_log_path(const sbx_config *cfg)
 static char *fingerprint_with(const sbx_config *cfg, long swap, const char *section)
 {
     strbuf sb = STRBUF_INIT;
-    for (size_t i = 0; sbx_backend_classes[i]; i++) {
+    for (size_t i = 0; session_backend_classes[i]; i++) {
         if ((long)i == swap)
             strbuf_addstr(&sb, section);
-        else if (sbx_backend_classes[i]->fingerprint)
-            sbx_backend_classes[i]->fingerprint(cfg, &sb);
+        else if (session_backend_classes[i]->fingerprint)
+            session_backend_classes[i]->fingerprint(cfg, &sb);
     }
     strbuf_addstr(&sb, "code_dirs=");
     for (size_t i = 0; i < cfg->code_dirs.n; i++)
@@ -760,18 +743,18 @@ static char *fingerprint_with(const sbx_config *cfg, long swap, const char *sect
     return strbuf_detach(&sb, NULL);
 }
 
-char *sbx_config_fingerprint(const sbx_config *cfg)
+char *session_config_fingerprint(const sbx_config *cfg)
 {
     return fingerprint_with(cfg, -1, NULL);
 }
 
-void sbx_config_fingerprints_also(const sbx_config *cfg, strvec *out)
+void session_config_fingerprints_also(const sbx_config *cfg, strvec *out)
 {
-    for (size_t i = 0; sbx_backend_classes[i]; i++) {
+    for (size_t i = 0; session_backend_classes[i]; i++) {
         strvec sections = STRVEC_INIT;
-        if (!sbx_backend_classes[i]->fingerprint_also)
+        if (!session_backend_classes[i]->fingerprint_also)
             continue;
-        sbx_backend_classes[i]->fingerprint_also(cfg, &sections);
+        session_backend_classes[i]->fingerprint_also(cfg, &sections);
         for (size_t k = 0; k < sections.n; k++) {
             char *fp = fingerprint_with(cfg, (long)i, sections.v[k]);
             strvec_push(out, fp);

@@ -4,15 +4,15 @@
  *
  * Both the router (which needs the code directories to decide what may run
  * on the host) and the session client (which needs all of it) call
- * sbx_config_load(), so the two can never disagree about the code
+ * session_config_load(), so the two can never disagree about the code
  * directories or the session name.
  *
  *   sbx_config cfg;
  *   sbx_err err;
- *   if (sbx_config_load(&cfg, &(sbx_config_opts){ .session = opt_session }, &err) < 0)
+ *   if (session_config_load(&cfg, &(sbx_config_opts){ .session = opt_session }, &err) < 0)
  *       die(err.msg);          // exit 125
  *   ... cfg.code_dirs.v[i] are real, absolute paths ...
- *   sbx_config_free(&cfg);
+ *   session_config_free(&cfg);
  */
 #ifndef SBX_SESSION_CONFIG_H
 #define SBX_SESSION_CONFIG_H
@@ -24,42 +24,10 @@
 #include "common/util.h"
 
 /* Appends the non-empty elements of a sep-separated list. */
-void sbx_split_list(strvec *sv, const char *list, char sep);
-bool sbx_strvec_equal(const strvec *a, const strvec *b);
+void session_split_list(strvec *sv, const char *list, char sep);
+bool session_strvec_equal(const strvec *a, const strvec *b);
 /* Whether path a is b or lies below it (every path lies below "/"); by name only. */
-bool sbx_path_within(const char *a, const char *b);
-
-typedef enum sbx_runtime {
-    SBX_RUNTIME_AUTO,   /* runsc when installed, else bwrap */
-    SBX_RUNTIME_RUNSC,
-    SBX_RUNTIME_BWRAP,
-} sbx_runtime;
-
-const char *sbx_runtime_name(sbx_runtime rt);
-
-/* The local backend's section of the configuration (AGENT_SANDBOX_LOCAL_*). Each
- * backend's own settings live in a section of their own, so that the fields at the
- * top level are those every backend honours. */
-typedef struct sbx_local_config {
-    sbx_runtime runtime;    /* as asked; the backend resolves AUTO */
-    bool network_host;      /* AGENT_SANDBOX_LOCAL_NETWORK=host */
-    bool network_allowlist; /* AGENT_SANDBOX_LOCAL_NETWORK=allowlist: HTTP(S) through the
-                               host's egress proxy to the hosts of egress only */
-    strvec egress;          /* AGENT_SANDBOX_EGRESS, checked (local/egress.h), lower-case */
-} sbx_local_config;
-
-/* The Kubernetes backend's section (AGENT_SANDBOX_KUBECONFIG, _KUBE_CONTEXT, _NAMESPACE,
- * _POOL, _TTL, _CLAIM_TIMEOUT), filled by its class's configure hook (kube/). NULL strings:
- * not set (kubectl's own defaults: KUBECONFIG, ~/.kube/config, in-cluster; the current
- * context; the context's namespace). */
-typedef struct sbx_kube_config {
-    char *kubeconfig;       /* AGENT_SANDBOX_KUBECONFIG */
-    char *context;          /* AGENT_SANDBOX_KUBE_CONTEXT */
-    char *namespace_;       /* AGENT_SANDBOX_NAMESPACE */
-    char *pool;             /* AGENT_SANDBOX_POOL: the SandboxWarmPool to claim from */
-    unsigned ttl;           /* AGENT_SANDBOX_TTL, seconds: the claim's shutdownTime backstop */
-    unsigned claim_timeout; /* AGENT_SANDBOX_CLAIM_TIMEOUT, seconds */
-} sbx_kube_config;
+bool session_path_within(const char *a, const char *b);
 
 #define SBX_SESSION_NAME_MAX 64
 #define SBX_IDLE_TIMEOUT_DEFAULT (30 * 60)
@@ -75,7 +43,9 @@ typedef struct sbx_config {
     strvec excludes;      /* AGENT_SANDBOX_SYNC_EXCLUDE (gitignore patterns) */
     strvec forward_env;   /* AGENT_SANDBOX_FORWARD_ENV: names or patterns, comma-separated */
     unsigned idle_timeout;  /* seconds; 0 = never */
-    /* Resource limits of the sandbox (the host stays usable whatever runs inside).
+    /* Resource limits (the host stays usable whatever runs inside): pids, memory and CPUs
+     * bound the local backend's sandbox (a kube pod has its pool template's); disk and
+     * files bound what a session's pulls bring to the host, on every backend.
      * 0 means "no limit" only where the variable says so explicitly ("0"). */
     unsigned pids_max;      /* AGENT_SANDBOX_PIDS_MAX: processes + threads, default 4096 */
     unsigned long long memory_max; /* AGENT_SANDBOX_MEMORY_MAX: bytes, default half of RAM;
@@ -88,14 +58,19 @@ typedef struct sbx_config {
     unsigned long long files_max; /* AGENT_SANDBOX_FILES_MAX: files, directories and symlinks
                                the session's pulls may make on the host; default 1,000,000;
                                "0": no limit */
-    char *backend;          /* AGENT_SANDBOX_BACKEND: "local" (default) or "kube" */
-    sbx_local_config local; /* the local backend's settings */
-    sbx_kube_config kube;   /* the Kubernetes backend's settings */
+    char *backend;          /* AGENT_SANDBOX_BACKEND: a name in session_backend_classes[]
+                               (session/backend.h); default "local" */
+    /* Each backend's own settings, one section per entry of session_backend_classes[], in its
+     * order: made by that class's configure hook, freed by its settings_free hook, and
+     * reached by the backend through session_backend_settings(). Opaque here, so that the
+     * session layer names no backend's settings and a new backend adds its own without
+     * touching this file. */
+    void **backend_settings;
     char *run_dir;          /* sockets and locks: $XDG_RUNTIME_DIR/sbxsh or /tmp/sbxsh-UID */
     char *state_root;       /* AGENT_SANDBOX_STATE_DIR, else $XDG_STATE_HOME/sbxsh,
                                else ~/.local/state/sbxsh; one directory per session */
     char *home;             /* the host's $HOME: the sandbox's private HOME sits there */
-    char *agent_path;       /* sbx-agent to mount in the sandbox (see sbx_find_agent) */
+    char *agent_path;       /* sbx-agent to mount in the sandbox (see session_find_agent) */
 } sbx_config;
 
 typedef struct sbx_config_opts {
@@ -105,8 +80,8 @@ typedef struct sbx_config_opts {
 
 /* Fills cfg from opts and the environment. Checks values (names, paths,
  * numbers) but creates nothing on disk. */
-int sbx_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *err);
-void sbx_config_free(sbx_config *cfg);
+int session_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *err);
+void session_config_free(sbx_config *cfg);
 
 /* The code directories: AGENT_SANDBOX_CODE_DIRS (colon-separated) if set
  * (env_value), else the git top level above cwd (a directory holding a
@@ -118,61 +93,61 @@ void sbx_config_free(sbx_config *cfg);
  * the state directory) is never synced whole: out stays empty, and the
  * session runs without code directories (commands run in the sandbox's own
  * directories: its private HOME at ~, its private /tmp). */
-int sbx_resolve_code_dirs(const char *env_value, const char *cwd, strvec *out, sbx_err *err);
+int session_resolve_code_dirs(const char *env_value, const char *cwd, strvec *out, sbx_err *err);
 /* Why cwd has no code directory, in a few words ("the home directory"). */
-const char *sbx_no_code_dir_reason(const char *cwd);
+const char *session_no_code_dir_reason(const char *cwd);
 
 /* The name derived from code directories: basename of the first (or "scratch" without
  * one), '-', and 8 hex digits of a hash over all of them and the state directory
  * (state_root, NULL for none), e.g. "myproj-3fa9c2d1". */
-char *sbx_session_name_derive(const strvec *code_dirs, const char *state_root);
+char *session_name_derive(const strvec *code_dirs, const char *state_root);
 /* 0 when name is a valid session name, else -1 with a message. */
-int sbx_session_name_check(const char *name, sbx_err *err);
+int session_name_check(const char *name, sbx_err *err);
 
-/* What fixes a sandbox's shape: the local runtime as asked, network, code
- * directories. A holder serves only clients whose fingerprint equals its
- * own or one of sbx_config_fingerprints_also() (a session named explicitly could
- * otherwise be reused with another runtime or other directories without a word).
- * Malloc'd. */
-char *sbx_config_fingerprint(const sbx_config *cfg);
+/* What fixes a sandbox's shape: each backend's part of it (its fingerprint hook: locally
+ * the runtime as asked and the network), and the code directories. A holder serves only
+ * clients whose fingerprint equals its own or one of session_config_fingerprints_also()
+ * (a session named explicitly could otherwise be reused with another runtime or other
+ * directories without a word). Malloc'd. */
+char *session_config_fingerprint(const sbx_config *cfg);
 /* The other fingerprints a holder of cfg's shape serves (the backends' fingerprint_also
  * hooks), pushed to out. */
-void sbx_config_fingerprints_also(const sbx_config *cfg, strvec *out);
+void session_config_fingerprints_also(const sbx_config *cfg, strvec *out);
 
 /* Parses a size: "1048576", "512K", "256M", "10G", "1T" (powers of 1024; an optional
  * trailing "B" or "iB"), or "N%" of total RAM when pct_of is non-zero. */
-int sbx_parse_size(const char *s, unsigned long long pct_of, unsigned long long *out,
+int session_parse_size(const char *s, unsigned long long pct_of, unsigned long long *out,
                    sbx_err *err);
 /* Formats a byte count for people: "512 MiB", "1.5 GiB", "10 bytes". */
-void sbx_format_size(char *buf, size_t n, double bytes);
+void session_format_size(char *buf, size_t n, double bytes);
 /* Parses a CPU count: "2", "0.5", "1.25" into thousandths. */
-int sbx_parse_cpus(const char *s, unsigned *out, sbx_err *err);
+int session_parse_cpus(const char *s, unsigned *out, sbx_err *err);
 
 #define SBX_PIDS_MAX_DEFAULT 4096
 #define SBX_DISK_MAX_DEFAULT (10ULL << 30)
 #define SBX_FILES_MAX_DEFAULT 1000000ULL
 
 /* Parses an idle timeout: "1800", "90s", "30m", "2h", "0" (never). */
-int sbx_parse_duration(const char *s, unsigned *out, sbx_err *err);
+int session_parse_duration(const char *s, unsigned *out, sbx_err *err);
 
 /* Finds the sbx-agent binary: $AGENT_SANDBOX_AGENT, else sbx-agent-static
  * or sbx-agent beside the running program, else in LIBEXECDIR. */
-char *sbx_find_agent(sbx_err *err);
+char *session_find_agent(sbx_err *err);
 /* Finds a file that installs beside sbx-agent (e.g. sbx-runsc-compat.so):
  * beside agent_path, beside the running program, or in LIBEXECDIR; NULL
  * when none has it. */
-char *sbx_find_libexec(const char *agent_path, const char *name);
+char *session_find_libexec(const char *agent_path, const char *name);
 
 /* Creates (if needed) and checks a private directory: owned by us, mode
  * 0700, not a symlink. Parents are created with mode 0700 too. */
-int sbx_private_dir(const char *path, sbx_err *err);
+int session_private_dir(const char *path, sbx_err *err);
 
 /* The path of the session's directory under cfg->state_root, its socket,
  * lock and log under cfg->run_dir. Malloc'd. */
-char *sbx_session_state_dir(const sbx_config *cfg);
-char *sbx_session_socket_path(const sbx_config *cfg);
-char *sbx_session_lock_path(const sbx_config *cfg);
+char *session_state_dir(const sbx_config *cfg);
+char *session_socket_path(const sbx_config *cfg);
+char *session_lock_path(const sbx_config *cfg);
 /* The holder's log, beside its socket; removed by a release. */
-char *sbx_session_log_path(const sbx_config *cfg);
+char *session_log_path(const sbx_config *cfg);
 
 #endif

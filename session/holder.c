@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/framebuf.h"
+#include "common/json.h"
 #include "common/strbuf.h"
 #include "session/backend.h"
 #include "session/proto.h"
@@ -52,8 +53,8 @@ typedef struct holder {
     char *sock_path;
     char *state_file;   /* the host manifest (sync_host_save) */
     char *user_gitconfig, *sandbox_gitconfig;
-    char *fingerprint;  /* sbx_config_fingerprint(): clients must match it */
-    strvec fingerprint_also;    /* ...or one of these (sbx_config_fingerprints_also) */
+    char *fingerprint;  /* session_config_fingerprint(): clients must match it */
+    strvec fingerprint_also;    /* ...or one of these (session_config_fingerprints_also) */
     /* What the sync covers besides the code directories: the union of what
      * the clients asked for (AGENT_SANDBOX_SYNC_PATHS, _TASK_FILES,
      * _CREATE_PATHS, _SYNC_EXCLUDE). A client adding to it makes the host state stale:
@@ -309,7 +310,7 @@ static void tell_full(holder *h, hclient *c, unsigned full)
         strbuf_addf(&where, "%s/tmp", where.len ? (full & SYNC_FULL_HOME ? ", " : " and ") : "");
     if (full & SYNC_FULL_HOME)
         strbuf_addf(&where, "%sHOME (%s)", where.len ? " and " : "", cfg->home);
-    sbx_format_size(size, sizeof(size), (double)cfg->disk_max);
+    session_format_size(size, sizeof(size), (double)cfg->disk_max);
     strbuf_addf(&msg, "the sandbox has no space left in %s: AGENT_SANDBOX_DISK_MAX=%llu (%s) "
                 "bounds each code directory's copy, /tmp and HOME there; remove files in the "
                 "sandbox, or start a session with a larger AGENT_SANDBOX_DISK_MAX",
@@ -525,7 +526,7 @@ static int make_backend(holder *h, sbx_err *err)
         .progress = on_claim_progress,
         .progress_ctx = h,
     };
-    h->backend = sbx_backend_new(h->cfg, &spec, err);
+    h->backend = session_backend_new(h->cfg, &spec, err);
     return h->backend ? 0 : -1;
 }
 
@@ -698,7 +699,7 @@ static void release_now(holder *h)
     }
     /* No new client may reach a holder that is going away. */
     unlink(h->sock_path);
-    char *log = sbx_session_log_path(h->cfg);
+    char *log = session_log_path(h->cfg);
     unlink(log);
     free(log);
     h->quit = true;
@@ -854,34 +855,41 @@ static void handle_status(holder *h, hclient *c)
     size_t running = 0;
     for (size_t i = 0; i < h->nclients; i++)
         running += h->clients[i]->chan != 0;
-    strbuf_addstr(&js, "{\"session\":\"");
-    strbuf_add_json_escaped(&js, h->cfg->session, strlen(h->cfg->session));
-    strbuf_addf(&js, "\",\"holder_pid\":%d,\"clients\":%zu,\"running\":%zu,"
-                "\"idle_timeout\":%u,\"code_dirs\":[",
-                (int)getpid(), h->nclients, running, h->cfg->idle_timeout);
-    for (size_t i = 0; i < h->cfg->code_dirs.n; i++) {
-        strbuf_addstr(&js, i ? ",\"" : "\"");
-        strbuf_add_json_escaped(&js, h->cfg->code_dirs.v[i], strlen(h->cfg->code_dirs.v[i]));
-        strbuf_addch(&js, '"');
-    }
-    strbuf_addstr(&js, "],\"sandbox\":");
+    sbx_json j;
+    sbx_json_init(&j, &js);
+    sbx_json_begin_obj(&j, NULL);
+    sbx_json_str(&j, "session", h->cfg->session);
+    sbx_json_int(&j, "holder_pid", (int)getpid());
+    sbx_json_uint(&j, "clients", h->nclients);
+    sbx_json_uint(&j, "running", running);
+    sbx_json_uint(&j, "idle_timeout", h->cfg->idle_timeout);
+    sbx_json_begin_arr(&j, "code_dirs");
+    for (size_t i = 0; i < h->cfg->code_dirs.n; i++)
+        sbx_json_str(&j, NULL, h->cfg->code_dirs.v[i]);
+    sbx_json_end(&j);
+    /* the backend's own object (or the one peeked from its state) */
+    sbx_json_value(&j, "sandbox");
     if (h->backend && h->backend->ops->alive(h->backend))
         h->backend->ops->status(h->backend, &js);
-    else if (sbx_backend_peek(h->dir, &js) < 0)
+    else if (session_backend_peek(h->dir, &js) < 0)
         strbuf_addstr(&js, "null");
     if (h->conn && !h->conn_dead) {
         sync_conn_stats st;
         const sync_agent_info *ai = sync_conn_agent(h->conn);
         sync_conn_stats_get(h->conn, &st);
-        strbuf_addstr(&js, ",\"agent\":{\"about\":\"");
-        strbuf_add_json_escaped(&js, ai->about, strlen(ai->about));
-        strbuf_addf(&js, "\",\"pid\":%ld},\"sync\":{\"pushes\":%llu,\"pulls\":%llu,"
-                    "\"push_bytes\":%llu,\"pull_bytes\":%llu,\"full_scans\":%llu}",
-                    ai->pid, (unsigned long long)st.pushes, (unsigned long long)st.pulls,
-                    (unsigned long long)st.push_bytes, (unsigned long long)st.pull_bytes,
-                    (unsigned long long)st.full_scans);
+        sbx_json_begin_obj(&j, "agent");
+        sbx_json_str(&j, "about", ai->about);
+        sbx_json_int(&j, "pid", ai->pid);
+        sbx_json_end(&j);
+        sbx_json_begin_obj(&j, "sync");
+        sbx_json_uint(&j, "pushes", st.pushes);
+        sbx_json_uint(&j, "pulls", st.pulls);
+        sbx_json_uint(&j, "push_bytes", st.push_bytes);
+        sbx_json_uint(&j, "pull_bytes", st.pull_bytes);
+        sbx_json_uint(&j, "full_scans", st.full_scans);
+        sbx_json_end(&j);
     }
-    strbuf_addch(&js, '}');
+    sbx_json_end(&j);
     send_str(c, P_STATUS_REPLY, js.buf);
     strbuf_release(&js);
 }
@@ -1262,14 +1270,14 @@ static void holder_init(holder *h, const sbx_config *cfg, int listen_fd)
     h->cfg = cfg;
     h->lfd = listen_fd;
     h->rfd = h->wfd = h->lock_fd = -1;
-    h->dir = sbx_session_state_dir(cfg);
-    h->sock_path = sbx_session_socket_path(cfg);
+    h->dir = session_state_dir(cfg);
+    h->sock_path = session_socket_path(cfg);
     h->state_file = xasprintf("%s/host.manifest", h->dir);
     h->user_gitconfig = xasprintf("%s/.gitconfig", cfg->home);
     h->sandbox_gitconfig = xasprintf("%s/.gitconfig", cfg->home);
-    h->fingerprint = sbx_config_fingerprint(cfg);
+    h->fingerprint = session_config_fingerprint(cfg);
     strvec_init(&h->fingerprint_also);
-    sbx_config_fingerprints_also(cfg, &h->fingerprint_also);
+    session_config_fingerprints_also(cfg, &h->fingerprint_also);
     strvec_pushv(&h->sync_paths, cfg->sync_paths.v);
     strvec_pushv(&h->task_files, cfg->task_files.v);
     strvec_pushv(&h->excludes, cfg->excludes.v);
@@ -1413,7 +1421,7 @@ static void holder_finish(holder *h)
     drop_conn(h);
     if (h->host)
         sync_host_free(h->host);
-    sbx_backend_free(h->backend);
+    session_backend_free(h->backend);
     strvec_clear(&h->agent_args);
     strvec_clear(&h->agent_env);
     free(h->dir);
@@ -1429,7 +1437,7 @@ static void holder_finish(holder *h)
     strvec_clear(&h->excludes);
 }
 
-int sbx_holder_main(const sbx_config *cfg, int listen_fd)
+int session_holder_main(const sbx_config *cfg, int listen_fd)
 {
     holder hs, *h = &hs;
 

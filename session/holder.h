@@ -19,6 +19,6 @@
 /* Serves the session on listen_fd until it ends; returns the process's exit
  * status. Runs in the forked holder process (it owns the process: signal
  * dispositions, stdio). */
-int sbx_holder_main(const sbx_config *cfg, int listen_fd);
+int session_holder_main(const sbx_config *cfg, int listen_fd);
 
 #endif

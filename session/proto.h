@@ -1,7 +1,7 @@
 /*
  * The client <-> holder protocol, on the session's Unix socket.
  *
- * Private to local/: session.c speaks it as the client, holder.c as the
+ * Private to session/: session.c speaks it as the client, holder.c as the
  * server. Both ends are the same user (the holder checks SO_PEERCRED) and
  * the same build, so there is no version negotiation beyond the hello; all
  * the same, every length is bounded and checked, and a bad frame ends the
@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/bytes.h"
 #include "common/strbuf.h"
 
 #define SBX_PROTO_VERSION 4
@@ -43,7 +44,7 @@ enum { SBX_PROTO_FD_IN = 0, SBX_PROTO_FD_OUT = 1, SBX_PROTO_FD_SHARED = 2 };
 enum sbx_proto_type {
     /* client -> holder */
     P_HELLO = 1,      /* u32 version, u32 flags (P_HELLO_PROGRESS), str fingerprint
-                         (sbx_config_fingerprint; empty: any), list sync paths, list
+                         (session_config_fingerprint; empty: any), list sync paths, list
                          task files, list excludes */
     P_RUN,            /* str exe, list argv, list env, str cwd, u32 nfds, nfds * (u32 fd,
                          u32 dir: SBX_PROTO_FD_*), u32 tty, u32 rows, u32 cols */
@@ -81,19 +82,15 @@ enum sbx_proto_type {
 
 /* Building a frame: start, add fields, finish (fills in the length). */
 void proto_begin(strbuf *sb, int type);
-void proto_u32(strbuf *sb, uint32_t v);
-void proto_str(strbuf *sb, const char *s, size_t len);
+static inline void proto_u32(strbuf *sb, uint32_t v) { sbx_add_le32(sb, v); }
+static inline void proto_str(strbuf *sb, const char *s, size_t len) { sbx_add_lestr(sb, s, len); }
 void proto_strz(strbuf *sb, const char *s);
 void proto_list(strbuf *sb, const char *const *v);
 void proto_end(strbuf *sb, size_t start);
 
 /* Reading a frame's payload. Getters fail (return -1) past the end or for
  * over-long fields, and the reader stays failed. */
-typedef struct proto_reader {
-    const unsigned char *p;
-    size_t left;
-    int failed;
-} proto_reader;
+typedef sbx_rd proto_reader;    /* common/bytes.h */
 
 int proto_get_u32(proto_reader *r, uint32_t *v);
 /* A string (not NUL-terminated in the buffer): points into the frame. */

@@ -6,7 +6,7 @@
  *   sbx status [--session S] [--json]
  *   sbx ls [--json]
  *   sbx doctor
- *   sbx render-pool --tenant T --image IMG [...]   (session/render_pool.c)
+ *   sbx NAME ...       a backend's own commands (its class's commands: render-pool)
  */
 #include <dirent.h>
 #include <errno.h>
@@ -29,15 +29,18 @@
 #include <stdarg.h>
 
 #include "common/version.h"
+#include "common/json.h"
+#include "common/run.h"
 #include "common/strbuf.h"
 #include "common/strvec.h"
 #include "session/backend.h"
 #include "session/config.h"
 #include "common/fsutil.h"
-#include "session/render_pool.h"
 #include "session/session.h"
 
-static const char usage_main[] =
+/* sbx --help: the head, each backend's commands, the middle, AGENT_SANDBOX_BACKEND's
+ * line with the backends built, each backend's variables, the tail. */
+static const char usage_head[] =
     "usage: sbx COMMAND [OPTIONS]\n"
     "\n"
     "Manage sbxsh sessions: each session has a sandbox (gVisor's runsc, or bubblewrap)\n"
@@ -53,11 +56,8 @@ static const char usage_main[] =
     "                   show a session: holder, sandbox, agent, sync counters\n"
     "  ls [--json]      list the sessions on this machine\n"
     "  doctor           check the runtime, user namespaces, the agent and the\n"
-    "                   directories, and say what to fix\n"
-    "  render-pool --tenant T --image IMG [...]\n"
-    "                   print a tenant's Kubernetes namespace, its agent-host\n"
-    "                   identity (ServiceAccount, Role, RoleBinding) and warm pool\n"
-    "                   (SandboxTemplate, SandboxWarmPool) with secure defaults\n"
+    "                   directories, and say what to fix\n";
+static const char usage_middle[] =
     "\n"
     "  --help, --version\n"
     "                   this text; sbx's version (sbxsh's, which it comes with)\n"
@@ -69,16 +69,8 @@ static const char usage_main[] =
     "\n"
     "environment:\n"
     "  AGENT_SANDBOX_SESSION          session name\n"
-    "  AGENT_SANDBOX_CODE_DIRS        code directories, colon-separated\n"
-    "  AGENT_SANDBOX_BACKEND          local (default) | kube\n"
-    "  AGENT_SANDBOX_POOL, AGENT_SANDBOX_KUBECONFIG, AGENT_SANDBOX_KUBE_CONTEXT,\n"
-    "  AGENT_SANDBOX_NAMESPACE, AGENT_SANDBOX_TTL, AGENT_SANDBOX_CLAIM_TIMEOUT\n"
-    "                                 kube: the pool, cluster, claim lifetime and wait\n"
-    "  AGENT_SANDBOX_LOCAL_RUNTIME    runsc | bwrap (default: runsc when installed)\n"
-    "  AGENT_SANDBOX_LOCAL_NETWORK    none (default) | host | allowlist\n"
-    "  AGENT_SANDBOX_EGRESS           with allowlist: hosts the sandbox may reach over\n"
-    "                                 HTTP(S), comma-separated (host, *.domain, host:port,\n"
-    "                                 CIDR for private ranges)\n"
+    "  AGENT_SANDBOX_CODE_DIRS        code directories, colon-separated\n";
+static const char usage_tail[] =
     "  AGENT_SANDBOX_IDLE_TIMEOUT     release after this long unused (default 30m; 0: never)\n"
     "  AGENT_SANDBOX_FORWARD_ENV      host variables the sandbox gets, comma-separated\n"
     "  AGENT_SANDBOX_SYNC_PATHS, AGENT_SANDBOX_TASK_FILES, AGENT_SANDBOX_CREATE_PATHS,\n"
@@ -89,6 +81,24 @@ static const char usage_main[] =
     "\n"
     "exit status: sbx exec gives the command's (128+n for a signal, 126/127 when it cannot\n"
     "run); 125 is sbx's own failure (no runtime, sandbox died, sync refused).\n";
+
+static void print_usage(FILE *f)
+{
+    fputs(usage_head, f);
+    for (size_t i = 0; session_backend_classes[i]; i++)
+        for (const sbx_backend_command *c = session_backend_classes[i]->commands; c && c->name; c++)
+            fputs(c->help, f);
+    fputs(usage_middle, f);
+    fprintf(f, "  %-30s ", "AGENT_SANDBOX_BACKEND");
+    for (size_t i = 0; session_backend_classes[i]; i++)
+        fprintf(f, "%s%s%s", i ? " | " : "", session_backend_classes[i]->name,
+                i ? "" : " (default)");
+    fputc('\n', f);
+    for (size_t i = 0; session_backend_classes[i]; i++)
+        if (session_backend_classes[i]->help_env)
+            fputs(session_backend_classes[i]->help_env, f);
+    fputs(usage_tail, f);
+}
 
 static const char usage_exec[] =
     "usage: sbx exec [--session S] [--keep] [--tty] [--] CMD [ARG...]\n"
@@ -181,7 +191,7 @@ static void load_config(sbx_config *cfg, const char *session)
 {
     sbx_err err;
     sbx_config_opts o = { .session = session };
-    if (sbx_config_load(cfg, &o, &err) < 0)
+    if (session_config_load(cfg, &o, &err) < 0)
         die125(err.msg);
 }
 
@@ -210,13 +220,13 @@ static int fresh_session(sbx_config *cfg, bool named)
         free(cfg->session);
         cfg->session = name;
     }
-    dir = sbx_session_state_dir(cfg);
-    if (sbx_backend_peek(dir, &js) == 0 || sbx_session_open(cfg, &no, &probe, &err) == 0) {
+    dir = session_state_dir(cfg);
+    if (session_backend_peek(dir, &js) == 0 || session_open(cfg, &no, &probe, &err) == 0) {
         fprintf(stderr, "sbx: session '%s' exists already; use --keep to run in it, or "
                 "`sbx release --session %s` first\n", cfg->session, cfg->session);
         r = -1;
     }
-    sbx_session_close(probe);
+    session_close(probe);
     strbuf_release(&js);
     free(dir);
     return r;
@@ -256,19 +266,19 @@ static int cmd_exec(int argc, char **argv)
                    "cd into one, or set AGENT_SANDBOX_CODE_DIRS", cwd, cfg.code_dirs.v[0]);
         goto out;
     }
-    if (!(cfg.agent_path = sbx_find_agent(&err))) {
+    if (!(cfg.agent_path = session_find_agent(&err))) {
         fprintf(stderr, "sbx: %s\n", err.msg);
         goto out;
     }
     if (!keep && fresh_session(&cfg, session != NULL) < 0)
         goto out;
-    if (sbx_session_open(&cfg, NULL, &s, &err) < 0) {
+    if (session_open(&cfg, NULL, &s, &err) < 0) {
         fprintf(stderr, "sbx: %s\n", err.msg);
         goto out;
     }
 
     tty = tty && isatty(0) && isatty(1);
-    sbx_sandbox_env(&cfg, tty, &env);
+    session_sandbox_env(&cfg, tty, &env);
     sbx_fd_map fds[] = {
         { 0, SBX_FD_RELAY_IN, 0 },
         { 1, SBX_FD_RELAY_OUT, 1 },
@@ -285,7 +295,7 @@ static int cmd_exec(int argc, char **argv)
         .forward_signals = true,
         .filter = SBX_FILTER_AUTO,
     };
-    if (sbx_session_run(s, &cmd, &st, &err) < 0) {
+    if (session_run(s, &cmd, &st, &err) < 0) {
         fprintf(stderr, "sbx: %s\n", err.msg);
     } else if (WIFEXITED(st.wait_status)) {
         rc = WEXITSTATUS(st.wait_status);
@@ -295,15 +305,15 @@ static int cmd_exec(int argc, char **argv)
     } else if (WIFSIGNALED(st.wait_status)) {
         rc = 128 + WTERMSIG(st.wait_status);
     }
-    if (!keep && sbx_session_release(s, 0, &err) < 0) {
+    if (!keep && session_release(s, 0, &err) < 0) {
         fprintf(stderr, "sbx: cannot release the sandbox: %s\n", err.msg);
         if (rc == 0)
             rc = SBX_EXIT_INTERNAL;
     }
 out:
-    sbx_session_close(s);
+    session_close(s);
     strvec_clear(&env);
-    sbx_config_free(&cfg);
+    session_config_free(&cfg);
     return rc;
 }
 
@@ -315,8 +325,8 @@ out:
  * (sbx doctor's probe, whose own findings say it). */
 static int force_release(sbx_config *cfg, const char *dir, bool quiet)
 {
-    char *lockp = xasprintf("%s/holder.lock", dir), *sock = sbx_session_socket_path(cfg);
-    char *log = sbx_session_log_path(cfg);
+    char *lockp = xasprintf("%s/holder.lock", dir), *sock = session_socket_path(cfg);
+    char *log = session_log_path(cfg);
     int fd = open(lockp, O_RDWR | O_NOFOLLOW | O_CLOEXEC), rc = 0;
     bool found = false;
     sbx_err err;
@@ -344,11 +354,11 @@ static int force_release(sbx_config *cfg, const char *dir, bool quiet)
     }
     if (fd >= 0)
         close(fd);
-    if (!cfg->agent_path && !(cfg->agent_path = sbx_find_agent(&err)))
+    if (!cfg->agent_path && !(cfg->agent_path = session_find_agent(&err)))
         cfg->agent_path = xstrdup("/nonexistent/sbx-agent");   /* only released, never run */
-    if (sbx_backend_adopt(dir, cfg) == 0) {
+    if (session_backend_adopt(dir, cfg) == 0) {
         sbx_sandbox_spec spec = { .agent_path = cfg->agent_path };
-        sbx_backend *b = sbx_backend_new(cfg, &spec, &err);
+        sbx_backend *b = session_backend_new(cfg, &spec, &err);
         if (!b || b->ops->release(b, &err) < 0) {
             if (!quiet)
                 fprintf(stderr, "sbx: cannot stop the sandbox: %s\n", err.msg);
@@ -359,7 +369,7 @@ static int force_release(sbx_config *cfg, const char *dir, bool quiet)
                    "pulled)\n");
             found = true;
         }
-        sbx_backend_free(b);
+        session_backend_free(b);
     }
     unlink(sock);
     unlink(log);
@@ -415,7 +425,7 @@ static int cmd_release(int argc, char **argv)
         switch (c) {
         case O_SESSION: session = optarg; break;
         case O_TIMEOUT:
-            if (sbx_parse_duration(optarg, &timeout, &err) < 0) {
+            if (session_parse_duration(optarg, &timeout, &err) < 0) {
                 fprintf(stderr, "sbx: --timeout: %s\n", err.msg);
                 return SBX_EXIT_INTERNAL;
             }
@@ -430,119 +440,35 @@ static int cmd_release(int argc, char **argv)
         return 2;
     }
     load_config(&cfg, session);
-    dir = sbx_session_state_dir(&cfg);
+    dir = session_state_dir(&cfg);
     if (force) {
         rc = force_release(&cfg, dir, false);
         goto out;
     }
     no.hello_timeout_ms = adopt.hello_timeout_ms = timeout ? timeout * 1000 : 0;
-    if (sbx_session_open(&cfg, &no, &s, &err) < 0) {
-        if (sbx_backend_adopt(dir, &cfg) < 0) {
+    if (session_open(&cfg, &no, &s, &err) < 0) {
+        if (session_backend_adopt(dir, &cfg) < 0) {
             fprintf(stderr, "sbx: no session '%s' here (sbx ls lists them)\n", cfg.session);
             rc = 1;
             goto out;
         }
         /* A sandbox without a holder: a new holder, made for that sandbox's
          * shape, reattaches, pulls its last changes and releases it. */
-        if (sbx_session_open(&cfg, &adopt, &s, &err) < 0) {
+        if (session_open(&cfg, &adopt, &s, &err) < 0) {
             fprintf(stderr, "sbx: %s\n", err.msg);
             rc = SBX_EXIT_INTERNAL;
             goto out;
         }
     }
-    if (sbx_session_release(s, timeout, &err) < 0) {
+    if (session_release(s, timeout, &err) < 0) {
         fprintf(stderr, "sbx: %s\n", err.msg);
         rc = SBX_EXIT_INTERNAL;
     }
 out:
-    sbx_session_close(s);
+    session_close(s);
     free(dir);
-    sbx_config_free(&cfg);
+    session_config_free(&cfg);
     return rc;
-}
-
-/* "limits:    100 processes, 256 MiB memory, all CPUs, 10 GiB per code copy and /tmp"
- * and how they are enforced. */
-/* "egress:" for a sandbox with AGENT_SANDBOX_LOCAL_NETWORK=allowlist. */
-static void print_egress_human(const cJSON *eg)
-{
-    const cJSON *e, *pid = cJSON_GetObjectItemCaseSensitive(eg, "proxy_pid");
-    if (!cJSON_IsObject(eg))
-        return;
-    printf("egress:    ");
-    int n = 0;
-    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(eg, "allow"))
-        printf("%s%s", n++ ? ", " : "", cJSON_IsString(e) ? e->valuestring : "?");
-    printf(" (proxy pid %d, %s)\n", cJSON_IsNumber(pid) ? (int)pid->valuedouble : 0,
-           cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(eg, "proxy_alive")) ? "running"
-                                                                            : "not running");
-}
-
-static void print_limits_human(cJSON *lim)
-{
-    cJSON *p = cJSON_GetObjectItemCaseSensitive(lim, "pids_max");
-    cJSON *m = cJSON_GetObjectItemCaseSensitive(lim, "memory_max");
-    cJSON *c = cJSON_GetObjectItemCaseSensitive(lim, "cpus_milli");
-    cJSON *d = cJSON_GetObjectItemCaseSensitive(lim, "disk_max");
-    cJSON *mech = cJSON_GetObjectItemCaseSensitive(lim, "mechanism");
-    cJSON *cgs = cJSON_GetObjectItemCaseSensitive(lim, "cgroups"), *cg;
-    char mem[32] = "no memory limit", disk[48] = "no size limit on each code copy and /tmp";
-    char pids[32] = "no process limit", cpus[32] = "all CPUs";
-
-    if (cJSON_IsNumber(p) && p->valuedouble > 0)
-        snprintf(pids, sizeof(pids), "%.0f processes", p->valuedouble);
-    if (cJSON_IsNumber(m) && m->valuedouble > 0) {
-        sbx_format_size(mem, sizeof(mem) - 7, m->valuedouble);
-        strcat(mem, " memory");
-    }
-    if (cJSON_IsNumber(c) && c->valuedouble > 0)
-        snprintf(cpus, sizeof(cpus), "%g CPUs", c->valuedouble / 1000);
-    if (cJSON_IsNumber(d) && d->valuedouble > 0) {
-        sbx_format_size(disk, 24, d->valuedouble);
-        strcat(disk, " per code copy and /tmp");
-    }
-    printf("limits:    %s, %s, %s, %s\n", pids, mem, cpus, disk);
-    const char *how = cJSON_IsString(mech) ? mech->valuestring : "";
-    if (!strncmp(how, "cgroup", 6)) {
-        printf("enforced:  by %s:", how);
-        cJSON_ArrayForEach(cg, cgs)
-            if (cJSON_IsString(cg) && (strstr(cg->valuestring, "/pids/") ||
-                                       strstr(cg->valuestring, "/memory/") ||
-                                       strstr(cg->valuestring, "/cpu/") ||
-                                       cJSON_GetArraySize(cgs) == 1))
-                printf(" %s", cg->valuestring);
-        printf("\n");
-    } else if (!strcmp(how, "rlimit")) {
-        printf("enforced:  by rlimits only (RLIMIT_NPROC; RLIMIT_DATA per process, not the "
-               "sandbox's total): no cgroup is writable here, see sbx doctor\n");
-    } else {
-        printf("enforced:  unknown (a sandbox made by an older sbxsh)\n");
-    }
-}
-
-/* sbx status without --json: the session's JSON as a few lines for people. */
-/* A sandbox that is a pod (the kube backend's facts): where it runs and until when. */
-static void print_pod_human(const cJSON *sb)
-{
-    const cJSON *pod = cJSON_GetObjectItemCaseSensitive(sb, "pod");
-    const cJSON *exp = cJSON_GetObjectItemCaseSensitive(sb, "expires");
-    const char *const keys[] = { "node", "claim", "sandbox", "pool", "namespace" };
-    const char *v[ARRAY_SIZE(keys)];
-    if (!cJSON_IsString(pod))
-        return;
-    for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
-        const cJSON *it = cJSON_GetObjectItemCaseSensitive(sb, keys[i]);
-        v[i] = cJSON_IsString(it) && it->valuestring[0] ? it->valuestring : "?";
-    }
-    printf("pod:       %s on node %s (claim %s, sandbox %s, pool %s, namespace %s)\n",
-           pod->valuestring, v[0], v[1], v[2], v[3], v[4]);
-    if (cJSON_IsNumber(exp) && exp->valuedouble > 0) {
-        char when[64];
-        time_t t = (time_t)exp->valuedouble;
-        strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime(&t));
-        printf("expires:   %s unless renewed (the claim's shutdownTime; moved forward while "
-               "the session lives)\n", when);
-    }
 }
 
 /* Every string of a status, sanitized in place: pod names, the backend's messages and
@@ -560,6 +486,7 @@ static void sanitize_json_strings(cJSON *j)
     }
 }
 
+/* sbx status without --json: the session's JSON as a few lines for people. */
 static void print_status_human(const char *json)
 {
     cJSON *o = cJSON_Parse(json), *sb, *it;
@@ -599,11 +526,16 @@ static void print_status_human(const char *json)
                cJSON_IsString(id) ? id->valuestring : "?",
                cJSON_IsTrue(alive) ? "running" : "stopped", when,
                cJSON_IsString(net) ? net->valuestring : "?");
-        print_egress_human(cJSON_GetObjectItemCaseSensitive(sb, "egress"));
-        print_pod_human(sb);
-        cJSON *lim = cJSON_GetObjectItemCaseSensitive(sb, "limits");
-        if (cJSON_IsObject(lim))
-            print_limits_human(lim);
+        /* the backend's own facts (egress, limits, a pod), in its own words */
+        const cJSON *be = cJSON_GetObjectItemCaseSensitive(sb, "backend");
+        const sbx_backend_class *c =
+            session_backend_class_find(cJSON_IsString(be) ? be->valuestring : "");
+        if (c && c->describe) {
+            strbuf lines = STRBUF_INIT;
+            c->describe(sb, &lines);
+            fputs(lines.buf, stdout);
+            strbuf_release(&lines);
+        }
     } else {
         printf("sandbox:   none (started by the next command)\n");
     }
@@ -637,21 +569,25 @@ static int cmd_status(int argc, char **argv)
         return 2;
     }
     load_config(&cfg, session);
-    if (sbx_session_open(&cfg, &no, &s, &err) == 0) {
-        if (sbx_session_status(s, &js, &err) < 0) {
+    if (session_open(&cfg, &no, &s, &err) == 0) {
+        if (session_status(s, &js, &err) < 0) {
             fprintf(stderr, "sbx: %s\n", err.msg);
             rc = SBX_EXIT_INTERNAL;
         }
-        sbx_session_close(s);
+        session_close(s);
     } else {
-        char *dir = sbx_session_state_dir(&cfg);
+        char *dir = session_state_dir(&cfg);
         strbuf sbjs = STRBUF_INIT;
-        if (sbx_backend_peek(dir, &sbjs) < 0) {
+        if (session_backend_peek(dir, &sbjs) < 0) {
             rc = 1;
         } else {
-            strbuf_addstr(&js, "{\"session\":\"");
-            strbuf_add_json_escaped(&js, cfg.session, strlen(cfg.session));
-            strbuf_addf(&js, "\",\"holder_pid\":null,\"sandbox\":%s}", sbjs.buf);
+            sbx_json j;
+            sbx_json_init(&j, &js);
+            sbx_json_begin_obj(&j, NULL);
+            sbx_json_str(&j, "session", cfg.session);
+            sbx_json_null(&j, "holder_pid");
+            strbuf_add(sbx_json_value(&j, "sandbox"), sbjs.buf, sbjs.len);
+            sbx_json_end(&j);
         }
         strbuf_release(&sbjs);
         free(dir);
@@ -669,7 +605,7 @@ static int cmd_status(int argc, char **argv)
     else if (rc == 0)
         print_status_human(js.buf);
     strbuf_release(&js);
-    sbx_config_free(&cfg);
+    session_config_free(&cfg);
     return rc;
 }
 
@@ -707,13 +643,15 @@ static int cmd_ls(int argc, char **argv)
     }
     if ((d = opendir(cfg.state_root))) {
         while ((e = readdir(d)))
-            if (e->d_name[0] != '.' && sbx_session_name_check(e->d_name, NULL) == 0)
+            if (e->d_name[0] != '.' && session_name_check(e->d_name, NULL) == 0)
                 strvec_push(&names, e->d_name);
         closedir(d);
     }
     qsort(names.v, names.n, sizeof(*names.v), name_cmp);
+    sbx_json j;
+    sbx_json_init(&j, &out);
     if (json)
-        strbuf_addch(&out, '[');
+        sbx_json_begin_arr(&j, NULL);
     else
         strbuf_addf(&out, "%-40s %-7s %-8s %s\n", "SESSION", "RUNTIME", "SANDBOX", "HOLDER");
     size_t shown = 0;
@@ -722,15 +660,15 @@ static int cmd_ls(int argc, char **argv)
             continue;
         free(cfg.session);
         cfg.session = xstrdup(names.v[i]);
-        char *dir = sbx_session_state_dir(&cfg);
+        char *dir = session_state_dir(&cfg);
         strbuf sbjs = STRBUF_INIT;
         sbx_session *s = NULL;
         sbx_open_opts no = { .no_start = true, .any_shape = true };
-        bool has_sandbox = sbx_backend_peek(dir, &sbjs) == 0;
+        bool has_sandbox = session_backend_peek(dir, &sbjs) == 0;
         long holder = 0;
-        if (sbx_session_open(&cfg, &no, &s, &err) == 0) {
-            holder = sbx_session_holder_pid(s);
-            sbx_session_close(s);
+        if (session_open(&cfg, &no, &s, &err) == 0) {
+            holder = session_holder_pid(s);
+            session_close(s);
         }
         free(dir);
         if (!has_sandbox && !holder) {
@@ -741,10 +679,11 @@ static int cmd_ls(int argc, char **argv)
         cJSON *rt = cJSON_GetObjectItemCaseSensitive(o, "runtime");
         cJSON *alive = cJSON_GetObjectItemCaseSensitive(o, "alive");
         if (json) {
-            strbuf_addstr(&out, shown ? ",{\"session\":\"" : "{\"session\":\"");
-            strbuf_add_json_escaped(&out, names.v[i], strlen(names.v[i]));
-            strbuf_addf(&out, "\",\"holder_pid\":%ld,\"sandbox\":%s}", holder,
-                        has_sandbox ? sbjs.buf : "null");
+            sbx_json_begin_obj(&j, NULL);
+            sbx_json_str(&j, "session", names.v[i]);
+            sbx_json_int(&j, "holder_pid", holder);
+            strbuf_addstr(sbx_json_value(&j, "sandbox"), has_sandbox ? sbjs.buf : "null");
+            sbx_json_end(&j);
         } else {
             char hbuf[32] = "-";
             if (holder)
@@ -763,7 +702,8 @@ static int cmd_ls(int argc, char **argv)
         strbuf_release(&sbjs);
     }
     if (json) {
-        strbuf_addstr(&out, "]\n");
+        sbx_json_end(&j);
+        strbuf_addch(&out, '\n');
         strbuf shown_json = STRBUF_INIT;
         sbx_json_for_terminal(&shown_json, out.buf, out.len);
         fputs(shown_json.buf, stdout);
@@ -773,7 +713,7 @@ static int cmd_ls(int argc, char **argv)
     }
     strbuf_release(&out);
     strvec_clear(&names);
-    sbx_config_free(&cfg);
+    session_config_free(&cfg);
     return 0;
 }
 
@@ -807,16 +747,16 @@ static void finding(int level, const char *what, const char *detail, ...)
 static void doctor_dirs(sbx_config *cfg)
 {
     sbx_err err;
-    char *sock = sbx_session_socket_path(cfg);
+    char *sock = session_socket_path(cfg);
 
-    if (sbx_private_dir(cfg->run_dir, &err) < 0)
+    if (session_private_dir(cfg->run_dir, &err) < 0)
         finding(2, "runtime directory unusable", "%s", err.msg);
     else
         finding(0, "runtime directory (sockets):", "%s, private", cfg->run_dir);
     if (strlen(sock) + 8 >= 108)
         finding(2, "session socket paths are too long", "%s: set XDG_RUNTIME_DIR to a "
                 "shorter directory", sock);
-    if (sbx_private_dir(cfg->state_root, &err) < 0)
+    if (session_private_dir(cfg->state_root, &err) < 0)
         finding(2, "state directory unusable", "%s", err.msg);
     else
         finding(0, "state directory (sandboxes' homes, agent sockets):", "%s, private", cfg->state_root);
@@ -827,7 +767,7 @@ static void doctor_dirs(sbx_config *cfg)
 static void doctor_agent(void)
 {
     sbx_err err;
-    char *agent = sbx_find_agent(&err);
+    char *agent = session_find_agent(&err);
     if (!agent) {
         finding(2, "sbx-agent not found", "%s", err.msg);
         return;
@@ -842,29 +782,22 @@ static void doctor_agent(void)
 /* Whether `git config SCOPE --get safe.bareRepository` says explicit. */
 static bool git_config_explicit(const char *git, const char *scope)
 {
-    char out[64] = "";
-    int p[2], st;
-    ssize_t n;
-    pid_t pid;
-    if (pipe2(p, O_CLOEXEC) < 0)
+    /* git config SCOPE --get safe.bareRepository, from the git found (common/run.h) */
+    char *argv[] = { "git", "config", (char *)scope, "--get", "safe.bareRepository", NULL };
+    strbuf out = STRBUF_INIT;
+    sbx_run r = { .argv = argv, .file = git, .cwd_fd = -1, .max = 63 };
+    sbx_err err;
+    int st;
+    bool yes;
+
+    if (sbx_run_capture(&r, &out, &st, &err) < 0 || sbx_run_exit_code(st) != 0) {
+        strbuf_release(&out);
         return false;
-    pid = fork();
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDWR);
-        dup2(null, 0);
-        dup2(p[1], 1);
-        dup2(null, 2);
-        execl(git, "git", "config", scope, "--get", "safe.bareRepository", (char *)NULL);
-        _exit(127);
     }
-    close(p[1]);
-    n = read_full(p[0], out, sizeof(out) - 1);
-    close(p[0]);
-    out[n > 0 ? n : 0] = '\0';
-    if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        return false;
-    out[strcspn(out, "\r\n")] = '\0';
-    return !strcasecmp(out, "explicit");
+    strbuf_setlen(&out, strcspn(out.buf, "\r\n"));
+    yes = !strcasecmp(out.buf, "explicit");
+    strbuf_release(&out);
+    return yes;
 }
 
 /* Host git's own guard against a repository planted in a code directory: with
@@ -906,12 +839,12 @@ static void doctor_probe(void)
     char *name = xasprintf("doctor-%d", (int)getpid());
     bool ran = false;
 
-    if (sbx_config_load(&cfg, &(sbx_config_opts){ .session = name, .cwd = "/" }, &err) < 0) {
+    if (session_config_load(&cfg, &(sbx_config_opts){ .session = name, .cwd = "/" }, &err) < 0) {
         finding(2, "cannot start a sandbox", "%s", err.msg);
         goto out;
     }
     have_cfg = true;
-    if (!(cfg.agent_path = sbx_find_agent(&err))) {
+    if (!(cfg.agent_path = session_find_agent(&err))) {
         finding(2, "cannot start a sandbox", "%s", err.msg);
         goto out;
     }
@@ -919,11 +852,11 @@ static void doctor_probe(void)
     strvec_clear(&cfg.sync_paths);
     strvec_clear(&cfg.task_files);
     strvec_clear(&cfg.create_paths);
-    if (sbx_session_open(&cfg, NULL, &s, &err) < 0) {
+    if (session_open(&cfg, NULL, &s, &err) < 0) {
         finding(2, "cannot start a sandbox", "%s", err.msg);
         goto out;
     }
-    sbx_sandbox_env(&cfg, false, &env);
+    session_sandbox_env(&cfg, false, &env);
     sbx_fd_map fds[] = {
         { 0, SBX_FD_RELAY_IN, null },
         { 1, SBX_FD_RELAY_OUT, null },
@@ -938,7 +871,7 @@ static void doctor_probe(void)
         .nfds = 3,
         .filter = SBX_FILTER_AUTO,
     };
-    if (sbx_session_run(s, &cmd, &st, &err) < 0)
+    if (session_run(s, &cmd, &st, &err) < 0)
         finding(2, "a sandbox of this configuration cannot run a command", "%s (what every "
                 "sbxsh command here would fail with)", err.msg);
     else if (!WIFEXITED(st.wait_status) || WEXITSTATUS(st.wait_status) != 0)
@@ -946,13 +879,13 @@ static void doctor_probe(void)
                 st.spawn_failed ? st.message : "exit status not 0");
     else
         ran = true;
-    if (sbx_session_release(s, 0, &err) == 0) {
+    if (session_release(s, 0, &err) == 0) {
         if (ran)
             finding(0, "a sandbox starts here and runs a command", "(%s, released)", name);
     } else {
         /* a probe that failed may leave a holder or a stopped sandbox behind: gone too */
-        char *dir = sbx_session_state_dir(&cfg);
-        sbx_session_close(s);
+        char *dir = session_state_dir(&cfg);
+        session_close(s);
         s = NULL;
         if (force_release(&cfg, dir, true) != 0)
             finding(1, "the probe's sandbox could not be released", "%s (sbx release --force "
@@ -960,10 +893,10 @@ static void doctor_probe(void)
         free(dir);
     }
 out:
-    sbx_session_close(s);
+    session_close(s);
     strvec_clear(&env);
     if (have_cfg)
-        sbx_config_free(&cfg);
+        session_config_free(&cfg);
     if (null >= 0)
         close(null);
     free(name);
@@ -978,7 +911,7 @@ static int cmd_doctor(int argc, char **argv)
         fputs(usage_doctor, stderr);
         return 2;
     }
-    if (sbx_config_load(&cfg, NULL, &err) < 0) {
+    if (session_config_load(&cfg, NULL, &err) < 0) {
         finding(2, "configuration", "%s", err.msg);
         printf("\n1 problem to fix.\n");
         return 1;
@@ -988,11 +921,11 @@ static int cmd_doctor(int argc, char **argv)
                 cfg.code_dirs.v[0], cfg.code_dirs.n > 1 ? ", ..." : "");
     else
         finding(0, "session here:", "%s (no code directory: %s; nothing is synced)",
-                cfg.session, sbx_no_code_dir_reason("."));
+                cfg.session, session_no_code_dir_reason("."));
     /* what each backend built in needs here */
-    for (size_t i = 0; sbx_backend_classes[i]; i++)
-        if (sbx_backend_classes[i]->doctor)
-            sbx_backend_classes[i]->doctor(&cfg, finding);
+    for (size_t i = 0; session_backend_classes[i]; i++)
+        if (session_backend_classes[i]->doctor)
+            session_backend_classes[i]->doctor(&cfg, finding);
     doctor_agent();
     doctor_dirs(&cfg);
     doctor_git();
@@ -1003,7 +936,7 @@ static int cmd_doctor(int argc, char **argv)
     printf("\n%s\n", problems ? "Fix the FAIL lines above; `sudo make deps` installs the "
                                 "packages." : warnings ? "Usable, but see the WARN lines "
                                 "above." : "All good.");
-    sbx_config_free(&cfg);
+    session_config_free(&cfg);
     return problems ? 1 : 0;
 }
 
@@ -1014,15 +947,15 @@ int main(int argc, char **argv)
         int (*fn)(int, char **);
     } cmds[] = {
         { "exec", cmd_exec }, { "release", cmd_release }, { "status", cmd_status },
-        { "ls", cmd_ls }, { "doctor", cmd_doctor }, { "render-pool", sbx_render_pool },
+        { "ls", cmd_ls }, { "doctor", cmd_doctor },
     };
 
     if (argc < 2) {
-        fputs(usage_main, stderr);
+        print_usage(stderr);
         return 2;
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-        fputs(usage_main, stdout);
+        print_usage(stdout);
         return 0;
     }
     if (!strcmp(argv[1], "--version")) {
@@ -1032,6 +965,12 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < ARRAY_SIZE(cmds); i++)
         if (!strcmp(argv[1], cmds[i].name))
             return cmds[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "sbx: unknown command '%s'\n\n%s", argv[1], usage_main);
+    /* then the backends' own (sbx render-pool) */
+    for (size_t i = 0; session_backend_classes[i]; i++)
+        for (const sbx_backend_command *c = session_backend_classes[i]->commands; c && c->name; c++)
+            if (!strcmp(argv[1], c->name))
+                return c->run(argc - 1, argv + 1);
+    fprintf(stderr, "sbx: unknown command '%s'\n\n", argv[1]);
+    print_usage(stderr);
     return 2;
 }

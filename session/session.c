@@ -39,7 +39,7 @@
 typedef struct outfd {
     int child_fd;
     sbx_fd_mode mode;
-    int local_fd;
+    int client_fd;
     strbuf q;           /* relay: bytes to write locally; api: bytes not yet read */
     size_t raw_pending; /* bytes received, not yet credited */
     size_t written;     /* bytes written locally since the last credit */
@@ -54,7 +54,7 @@ typedef struct outfd {
 typedef struct infd {
     int child_fd;
     sbx_fd_mode mode;
-    int local_fd;
+    int client_fd;
     size_t inflight;    /* sent, not acknowledged by the holder */
     bool done;          /* EOF sent */
 } infd;
@@ -82,7 +82,7 @@ struct sbx_session {
      * stream would be given up only after 20 s and reconnects), and sbxsh ends as for an
      * unanswered SIGTERM (end_unanswered). 0: none pending. */
     uint64_t int_deadline;
-    bool tty_paused;    /* the caller has the terminal back (sbx_session_tty_pause) */
+    bool tty_paused;    /* the caller has the terminal back (session_tty_pause) */
     bool tty_held;      /* the terminal is not read until the next resume (tty_mark) */
     strbuf typed;       /* the terminal's bytes sent since the last resume (the last 64 KiB) */
     /* a progress line (starting the sandbox, the first sync): shown once it has lasted
@@ -247,7 +247,7 @@ static void handle_output(sbx_session *s, uint32_t fd, const char *p, size_t n)
         return;
     }
     if (o->filter)
-        sbx_termfilter_feed(&o->tf, p, n, &o->q);
+        session_termfilter_feed(&o->tf, p, n, &o->q);
     else
         strbuf_add(&o->q, p, n);
 }
@@ -386,7 +386,7 @@ static void sock_read(sbx_session *s)
     if (n < 0 && errno == EAGAIN)
         return;
     if (n <= 0) {
-        char *log = sbx_session_log_path(s->cfg);
+        char *log = session_log_path(s->cfg);
         s->conn_lost = true;
         set_failed(s, "the session holder went away (see %s); the next command starts a new "
                    "one", log);
@@ -427,7 +427,7 @@ static void relay_input(sbx_session *s, infd *in)
 {
     char buf[SBX_PROTO_CHUNK];
     size_t room = SBX_PROTO_INPUT_WINDOW - in->inflight;
-    ssize_t n = read(in->local_fd, buf, room < sizeof(buf) ? room : sizeof(buf));
+    ssize_t n = read(in->client_fd, buf, room < sizeof(buf) ? room : sizeof(buf));
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return;
     if (n <= 0) {
@@ -457,7 +457,7 @@ static void relay_output(sbx_session *s, outfd *o)
 {
     /* Output at the terminal: the phase is over (the command runs). A line not yet due is
      * forgotten too, or it would show later over what the command drew (vi's first line). */
-    if (s->progress.len && o->q.len && isatty(o->local_fd))
+    if (s->progress.len && o->q.len && isatty(o->client_fd))
         progress_clear(s);
     while (o->q.len) {
         ssize_t n;
@@ -465,13 +465,13 @@ static void relay_output(sbx_session *s, outfd *o)
             /* A pipe or socket shared with others must not be made
              * O_NONBLOCK; RWF_NOWAIT gives one non-blocking write. */
             struct iovec iov = { o->q.buf, o->q.len };
-            n = pwritev2(o->local_fd, &iov, 1, -1, RWF_NOWAIT);
+            n = pwritev2(o->client_fd, &iov, 1, -1, RWF_NOWAIT);
             if (n < 0 && (errno == EOPNOTSUPP || errno == EINVAL)) {
                 o->nowait = false;  /* an older kernel: PIPE_BUF at a time */
                 continue;
             }
         } else {
-            n = write(o->local_fd, o->q.buf,
+            n = write(o->client_fd, o->q.buf,
                       o->capped && o->q.len > PIPE_BUF ? PIPE_BUF : o->q.len);
         }
         if (n < 0) {
@@ -591,14 +591,14 @@ static void pump(sbx_session *s, int timeout_ms)
         if (s->tty && (s->tty_paused || s->tty_held) && in->child_fd == 0)
             continue;
         if (in->mode == SBX_FD_RELAY_IN && !in->done && in->inflight < SBX_PROTO_INPUT_WINDOW) {
-            pfd[n] = (struct pollfd){ in->local_fd, POLLIN, 0 };
+            pfd[n] = (struct pollfd){ in->client_fd, POLLIN, 0 };
             who[n++] = in;
         }
     }
     for (size_t i = 0; i < s->nouts; i++) {
         outfd *o = &s->outs[i];
         if (o->mode == SBX_FD_RELAY_OUT && o->q.len && !o->closed) {
-            pfd[n] = (struct pollfd){ o->local_fd, POLLOUT, 0 };
+            pfd[n] = (struct pollfd){ o->client_fd, POLLOUT, 0 };
             who[n++] = o;
         }
     }
@@ -683,11 +683,11 @@ static int sock_connect(const char *path)
 static int start_holder(sbx_config *cfg, const char *sock_path, sbx_err *err)
 {
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    char *dir = sbx_session_state_dir(cfg);
+    char *dir = session_state_dir(cfg);
     int lfd = -1;
     pid_t pid;
 
-    if (sbx_private_dir(cfg->state_root, err) < 0 || sbx_private_dir(dir, err) < 0)
+    if (session_private_dir(cfg->state_root, err) < 0 || session_private_dir(dir, err) < 0)
         goto fail;
     unlink(sock_path);
     snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
@@ -707,7 +707,7 @@ static int start_holder(sbx_config *cfg, const char *sock_path, sbx_err *err)
         free(dir);
         if (fork() != 0)
             _exit(0);
-        char *log = sbx_session_log_path(cfg);
+        char *log = session_log_path(cfg);
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         int lg = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
         free(log);
@@ -728,7 +728,7 @@ static int start_holder(sbx_config *cfg, const char *sock_path, sbx_err *err)
         /* ps and pgrep show it as what it is, not as the command that
          * happened to start it. */
         prctl(PR_SET_NAME, "sbx-holder", 0, 0, 0);
-        _exit(sbx_holder_main(cfg, 3));
+        _exit(session_holder_main(cfg, 3));
     }
     close(lfd);
     free(dir);
@@ -751,7 +751,7 @@ static int hello(sbx_session *s, sbx_err *err)
     uint64_t deadline = now_ns() + (uint64_t)(s->opts.hello_timeout_ms ? s->opts.hello_timeout_ms
                                                                         : HELLO_TIMEOUT_MS) *
                                    1000000;
-    char *fp = s->opts.any_shape ? xstrdup("") : sbx_config_fingerprint(s->cfg);
+    char *fp = s->opts.any_shape ? xstrdup("") : session_config_fingerprint(s->cfg);
     size_t start = s->out.q.len;
     proto_begin(&s->out.q, P_HELLO);
     proto_u32(&s->out.q, SBX_PROTO_VERSION);
@@ -770,7 +770,7 @@ static int hello(sbx_session *s, sbx_err *err)
     while (!s->holder_pid && !s->failed) {
         uint64_t now = now_ns();
         if (now >= deadline) {
-            char *log = sbx_session_log_path(s->cfg);
+            char *log = session_log_path(s->cfg);
             sbx_errf(err, "the session holder does not answer; see %s", log);
             free(log);
             return -1;
@@ -780,7 +780,7 @@ static int hello(sbx_session *s, sbx_err *err)
     return s->failed ? fail(s, err) : 0;
 }
 
-int sbx_session_open(sbx_config *cfg, const sbx_open_opts *opts, sbx_session **out,
+int session_open(sbx_config *cfg, const sbx_open_opts *opts, sbx_session **out,
                      sbx_err *err)
 {
     static const sbx_open_opts none;
@@ -788,12 +788,12 @@ int sbx_session_open(sbx_config *cfg, const sbx_open_opts *opts, sbx_session **o
     int lock = -1;
 
     *out = NULL;
-    if (!cfg->agent_path && !(cfg->agent_path = sbx_find_agent(err)))
+    if (!cfg->agent_path && !(cfg->agent_path = session_find_agent(err)))
         return -1;
-    if (sbx_private_dir(cfg->run_dir, err) < 0)
+    if (session_private_dir(cfg->run_dir, err) < 0)
         return -1;
-    sock = sbx_session_socket_path(cfg);
-    lockp = sbx_session_lock_path(cfg);
+    sock = session_socket_path(cfg);
+    lockp = session_lock_path(cfg);
     if (strlen(sock) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
         sbx_errf(err, "the session socket path %s is too long; set XDG_RUNTIME_DIR to a "
                  "shorter directory", sock);
@@ -847,7 +847,7 @@ int sbx_session_open(sbx_config *cfg, const sbx_open_opts *opts, sbx_session **o
             return 0;
         }
         bool gone = s->failed && s->conn_lost;
-        sbx_session_close(s);
+        session_close(s);
         if (!gone)
             goto fail;
     }
@@ -940,13 +940,13 @@ static void tty_reset_modes(sbx_session *s)
     for (size_t i = 0; i < s->nouts; i++) {
         outfd *o = &s->outs[i];
         if (o->mode == SBX_FD_RELAY_OUT && o->filter && o->tf.pty && !o->closed)
-            sbx_termfilter_pty_reset(&o->tf, &o->q);
+            session_termfilter_pty_reset(&o->tf, &o->q);
     }
     while (!s->failed && !outputs_drained(s))
         pump(s, -1);
 }
 
-int sbx_session_tty_pause(sbx_session *s, sbx_err *err)
+int session_tty_pause(sbx_session *s, sbx_err *err)
 {
     if (!s->running || !s->tty || s->tty_paused)
         return s->failed ? fail(s, err) : 0;
@@ -960,13 +960,13 @@ int sbx_session_tty_pause(sbx_session *s, sbx_err *err)
     return s->failed ? fail(s, err) : 0;
 }
 
-const char *sbx_session_tty_typed(const sbx_session *s, size_t *len)
+const char *session_tty_typed(const sbx_session *s, size_t *len)
 {
     *len = s->typed.len;
     return s->typed.buf;
 }
 
-int sbx_session_tty_mark(sbx_session *s, sbx_err *err)
+int session_tty_mark(sbx_session *s, sbx_err *err)
 {
     infd *in = in_by_child(s, 0);
     size_t start;
@@ -989,7 +989,7 @@ int sbx_session_tty_mark(sbx_session *s, sbx_err *err)
     return s->failed ? fail(s, err) : 0;
 }
 
-int sbx_session_tty_resume(sbx_session *s, sbx_err *err)
+int session_tty_resume(sbx_session *s, sbx_err *err)
 {
     struct winsize ws;
     if (!s->running || !s->tty || !s->tty_paused)
@@ -1020,7 +1020,7 @@ static void end_command(sbx_session *s)
     s->running = false;
 }
 
-void sbx_session_close(sbx_session *s)
+void session_close(sbx_session *s)
 {
     if (!s)
         return;
@@ -1038,7 +1038,7 @@ void sbx_session_close(sbx_session *s)
     free(s);
 }
 
-long sbx_session_holder_pid(const sbx_session *s)
+long session_holder_pid(const sbx_session *s)
 {
     return s->holder_pid;
 }
@@ -1077,7 +1077,7 @@ static bool same_output(int a, int b)
            fcntl(a, F_GETFL) == fcntl(b, F_GETFL);
 }
 
-int sbx_session_start(sbx_session *s, const sbx_command *cmd, sbx_err *err)
+int session_start(sbx_session *s, const sbx_command *cmd, sbx_err *err)
 {
     struct winsize ws = { 0 };
     size_t start;
@@ -1104,7 +1104,7 @@ int sbx_session_start(sbx_session *s, const sbx_command *cmd, sbx_err *err)
             continue;
         shared[i] = m->mode == SBX_FD_RELAY_OUT && prev != SIZE_MAX &&
                     cmd->fds[prev].mode == SBX_FD_RELAY_OUT &&
-                    same_output(cmd->fds[prev].local_fd, m->local_fd);
+                    same_output(cmd->fds[prev].client_fd, m->client_fd);
         if (!shared[i])
             prev = i;
     }
@@ -1117,25 +1117,25 @@ int sbx_session_start(sbx_session *s, const sbx_command *cmd, sbx_err *err)
             memset(o, 0, sizeof(*o));
             o->child_fd = m->child_fd;
             o->mode = m->mode;
-            o->local_fd = m->local_fd;
+            o->client_fd = m->client_fd;
             strbuf_init(&o->q, 0);
             if (m->mode == SBX_FD_RELAY_OUT) {
-                o->capped = o->nowait = is_capped(m->local_fd);
+                o->capped = o->nowait = is_capped(m->client_fd);
                 /* A pty's output keeps what TTY programs need, but never what a hostile
                  * one could use against the person (termfilter.h, pty mode). */
                 o->filter = cmd->filter == SBX_FILTER_ON ||
-                            (cmd->filter == SBX_FILTER_AUTO && isatty(m->local_fd));
+                            (cmd->filter == SBX_FILTER_AUTO && isatty(m->client_fd));
                 if (cmd->tty)
-                    sbx_termfilter_init_pty(&o->tf);
+                    session_termfilter_init_pty(&o->tf);
                 else
-                    sbx_termfilter_init(&o->tf);
+                    session_termfilter_init(&o->tf);
             }
         } else {
             infd *in = &s->ins[s->nins++];
             memset(in, 0, sizeof(*in));
             in->child_fd = m->child_fd;
             in->mode = m->mode;
-            in->local_fd = m->local_fd;
+            in->client_fd = m->client_fd;
         }
     }
     if (cmd->tty) {
@@ -1189,7 +1189,7 @@ static bool outputs_drained(sbx_session *s)
     return true;
 }
 
-int sbx_session_write(sbx_session *s, int child_fd, const void *buf, size_t len, sbx_err *err)
+int session_write(sbx_session *s, int child_fd, const void *buf, size_t len, sbx_err *err)
 {
     infd *in = in_by_child(s, child_fd);
     const char *p = buf;
@@ -1222,7 +1222,7 @@ int sbx_session_write(sbx_session *s, int child_fd, const void *buf, size_t len,
     return s->failed ? fail(s, err) : 0;
 }
 
-int sbx_session_close_fd(sbx_session *s, int child_fd, sbx_err *err)
+int session_close_fd(sbx_session *s, int child_fd, sbx_err *err)
 {
     infd *in = in_by_child(s, child_fd);
     if (!in || in->mode != SBX_FD_API_IN)
@@ -1270,20 +1270,20 @@ static int read_api(sbx_session *s, int child_fd, int delim, size_t n, strbuf *o
     }
 }
 
-int sbx_session_read_record(sbx_session *s, int child_fd, int delim, strbuf *out,
+int session_read_record(sbx_session *s, int child_fd, int delim, strbuf *out,
                             sbx_err *err)
 {
     return read_api(s, child_fd, delim & 0xff, 0, out, err);
 }
 
-int sbx_session_read_bytes(sbx_session *s, int child_fd, size_t n, strbuf *out, sbx_err *err)
+int session_read_bytes(sbx_session *s, int child_fd, size_t n, strbuf *out, sbx_err *err)
 {
     if (n == 0)
         return 1;
     return read_api(s, child_fd, -1, n, out, err);
 }
 
-int sbx_session_signal(sbx_session *s, int signo, sbx_err *err)
+int session_signal(sbx_session *s, int signo, sbx_err *err)
 {
     if (s->failed)
         return fail(s, err);
@@ -1294,7 +1294,7 @@ int sbx_session_signal(sbx_session *s, int signo, sbx_err *err)
     return 0;
 }
 
-int sbx_session_wait(sbx_session *s, sbx_exit *st, sbx_err *err)
+int session_wait(sbx_session *s, sbx_exit *st, sbx_err *err)
 {
     if (!s->running)
         return s->failed ? fail(s, err) : sbx_errf(err, "no command is running");
@@ -1309,11 +1309,11 @@ int sbx_session_wait(sbx_session *s, sbx_exit *st, sbx_err *err)
     return 0;
 }
 
-int sbx_session_run(sbx_session *s, const sbx_command *cmd, sbx_exit *st, sbx_err *err)
+int session_run(sbx_session *s, const sbx_command *cmd, sbx_exit *st, sbx_err *err)
 {
-    if (sbx_session_start(s, cmd, err) < 0)
+    if (session_start(s, cmd, err) < 0)
         return -1;
-    return sbx_session_wait(s, st, err);
+    return session_wait(s, st, err);
 }
 
 /* Waits for a one-shot reply while relaying (a command may be running). */
@@ -1326,7 +1326,7 @@ static int await(sbx_session *s, bool *flag, sbx_err *err)
     return s->failed ? fail(s, err) : 0;
 }
 
-int sbx_session_sync(sbx_session *s, sbx_err *err)
+int session_sync(sbx_session *s, sbx_err *err)
 {
     send_u32s(s, P_SYNC, 0, 0, 0);
     if (await(s, &s->got_sync_done, err) < 0)
@@ -1338,7 +1338,7 @@ int sbx_session_sync(sbx_session *s, sbx_err *err)
     return s->failed ? fail(s, err) : 0;
 }
 
-int sbx_session_release(sbx_session *s, unsigned timeout_s, sbx_err *err)
+int session_release(sbx_session *s, unsigned timeout_s, sbx_err *err)
 {
     uint64_t deadline = now_ns() + (uint64_t)timeout_s * 1000000000;
 
@@ -1359,7 +1359,7 @@ int sbx_session_release(sbx_session *s, unsigned timeout_s, sbx_err *err)
     return s->failed ? fail(s, err) : 0;
 }
 
-int sbx_session_status(sbx_session *s, strbuf *json, sbx_err *err)
+int session_status(sbx_session *s, strbuf *json, sbx_err *err)
 {
     send_u32s(s, P_STATUS, 0, 0, 0);
     if (await(s, &s->got_status, err) < 0)
@@ -1400,7 +1400,7 @@ static void env_set(strvec *out, const char *name, size_t len, const char *value
     strvec_pushf(out, "%.*s=%s", (int)len, name, value);
 }
 
-void sbx_sandbox_env(const sbx_config *cfg, bool tty, strvec *out)
+void session_sandbox_env(const sbx_config *cfg, bool tty, strvec *out)
 {
     static const char standard_path[] =
         "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -1423,7 +1423,7 @@ void sbx_sandbox_env(const sbx_config *cfg, bool tty, strvec *out)
             memcpy(entry, p, n);
             entry[n] = '\0';
             for (size_t i = 0; i < cfg->code_dirs.n; i++) {
-                if (sbx_path_within(entry, cfg->code_dirs.v[i]) && !strstr(entry, "/../")) {
+                if (session_path_within(entry, cfg->code_dirs.v[i]) && !strstr(entry, "/../")) {
                     strbuf_addstr(&path, entry);
                     strbuf_addch(&path, ':');
                     break;
@@ -1455,7 +1455,7 @@ void sbx_sandbox_env(const sbx_config *cfg, bool tty, strvec *out)
     }
     /* What the session's backend sets for every command (the local allowlist's proxy
      * variables), replacing forwarded ones of the same name. */
-    const sbx_backend_class *bc = sbx_backend_class_find(cfg->backend);
+    const sbx_backend_class *bc = session_backend_class_find(cfg->backend);
     if (bc && bc->sandbox_env) {
         strvec vars = STRVEC_INIT;
         bc->sandbox_env(cfg, &vars);

@@ -5,25 +5,25 @@
  *
  * Simple use (sbx exec, `sbxsh -c` for a sandbox-only line):
  *
- *     sbx_config cfg;                    // sbx_config_load() (config.h)
+ *     sbx_config cfg;                    // session_config_load() (config.h)
  *     sbx_session *s;
- *     if (sbx_session_open(&cfg, NULL, &s, &err) < 0) fail_125(err.msg);
+ *     if (session_open(&cfg, NULL, &s, &err) < 0) fail_125(err.msg);
  *     sbx_fd_map fds[] = { {0, SBX_FD_RELAY_IN, 0}, {1, SBX_FD_RELAY_OUT, 1},
  *                          {2, SBX_FD_RELAY_OUT, 2} };
  *     sbx_command cmd = { .exe = "bash", .argv = (const char *[]){ "bash", "-c", line, 0 },
  *                         .env = env, .cwd = cwd, .fds = fds, .nfds = 3,
  *                         .forward_signals = true };
  *     sbx_exit st;
- *     if (sbx_session_run(s, &cmd, &st, &err) < 0) fail_125(err.msg);
- *     sbx_session_close(s);
+ *     if (session_run(s, &cmd, &st, &err) < 0) fail_125(err.msg);
+ *     session_close(s);
  *     ws = st.wait_status;   // raw: WIFEXITED/WTERMSIG; bash's $? is the caller's mapping
  *
  * A persistent shell (stdin mode): start bash with fd 0 = SBX_FD_API_IN (the
  * script stream), fd 198 = SBX_FD_RELAY_IN from local fd 0 (the user's
  * stdin), fd 199 = SBX_FD_API_OUT (reports), 1 and 2 relayed; then per
- * command: sbx_session_write(s, 0, text), sbx_session_read_record(s, 199,
- * '\n', &rec) (relaying 1 and 2 meanwhile), sbx_session_sync(s) so the tree
- * comes back; at the end sbx_session_close_fd(s, 0) and sbx_session_wait().
+ * command: session_write(s, 0, text), session_read_record(s, 199,
+ * '\n', &rec) (relaying 1 and 2 meanwhile), session_sync(s) so the tree
+ * comes back; at the end session_close_fd(s, 0) and session_wait().
  *
  * While a command runs (inside any blocking call) the client relays its own
  * fds: stdout and stderr separately and as produced, binary intact, with
@@ -76,28 +76,28 @@ typedef struct sbx_open_opts {
 /* Connects to cfg's session, starting its holder if needed (cfg->agent_path
  * is filled in if unset). With opts->no_start and no holder: returns -1 and
  * sets *out to NULL with err saying so. */
-int sbx_session_open(sbx_config *cfg, const sbx_open_opts *opts, sbx_session **out,
+int session_open(sbx_config *cfg, const sbx_open_opts *opts, sbx_session **out,
                      sbx_err *err);
-void sbx_session_close(sbx_session *s);
+void session_close(sbx_session *s);
 /* The holder's pid (for tests and `sbx status`). */
-long sbx_session_holder_pid(const sbx_session *s);
+long session_holder_pid(const sbx_session *s);
 
 typedef enum sbx_fd_mode {
-    SBX_FD_RELAY_IN,   /* the child reads it; we feed it from local_fd until EOF */
-    /* The child writes it; we write it to local_fd. When local_fd is one output
-     * with the local_fd of the RELAY_OUT entry before it (one open file, as
+    SBX_FD_RELAY_IN,   /* the child reads it; we feed it from client_fd until EOF */
+    /* The child writes it; we write it to client_fd. When client_fd is one output
+     * with the client_fd of the RELAY_OUT entry before it (one open file, as
      * `>log 2>&1` or a terminal makes 1 and 2), the two child fds share one pipe
      * in the sandbox, so their bytes keep the order they were written in, as
      * under bash. */
     SBX_FD_RELAY_OUT,
-    SBX_FD_API_IN,     /* the child reads it; fed by sbx_session_write() */
-    SBX_FD_API_OUT,    /* the child writes it; read with sbx_session_read_record() */
+    SBX_FD_API_IN,     /* the child reads it; fed by session_write() */
+    SBX_FD_API_OUT,    /* the child writes it; read with session_read_record() */
 } sbx_fd_mode;
 
 typedef struct sbx_fd_map {
     int child_fd;
     sbx_fd_mode mode;
-    int local_fd;      /* RELAY modes only */
+    int client_fd;     /* RELAY modes only: the client's own fd */
 } sbx_fd_map;
 
 typedef enum sbx_filter_mode {
@@ -109,7 +109,7 @@ typedef enum sbx_filter_mode {
 typedef struct sbx_command {
     const char *exe;            /* path, or a name looked up in env's PATH */
     const char *const *argv;    /* argv[0] explicit */
-    const char *const *env;     /* the whole environment (see sbx_sandbox_env) */
+    const char *const *env;     /* the whole environment (see session_sandbox_env) */
     const char *cwd;            /* absolute; inside the code directories as a rule */
     const sbx_fd_map *fds;
     size_t nfds;
@@ -141,51 +141,51 @@ typedef struct sbx_exit {
 } sbx_exit;
 
 /* Starts a command; the blocking calls below relay while they wait. */
-int sbx_session_start(sbx_session *s, const sbx_command *cmd, sbx_err *err);
+int session_start(sbx_session *s, const sbx_command *cmd, sbx_err *err);
 /* Queues len bytes for an API_IN fd; blocks (relaying) only while the input
  * window is full. */
-int sbx_session_write(sbx_session *s, int child_fd, const void *buf, size_t len, sbx_err *err);
+int session_write(sbx_session *s, int child_fd, const void *buf, size_t len, sbx_err *err);
 /* Ends an API_IN fd (the child reads EOF once it has the bytes). */
-int sbx_session_close_fd(sbx_session *s, int child_fd, sbx_err *err);
+int session_close_fd(sbx_session *s, int child_fd, sbx_err *err);
 /* Waits for a record on an API_OUT fd: appends the bytes up to and
  * including delim to out. Returns 1 for a record, 0 at end of file (out
  * then holds what came before it, maybe nothing), -1 on error. Stops early
  * (returning 0) when the command exits. */
-int sbx_session_read_record(sbx_session *s, int child_fd, int delim, strbuf *out,
+int session_read_record(sbx_session *s, int child_fd, int delim, strbuf *out,
                             sbx_err *err);
 /* The same for exactly n bytes: 1 when they came, 0 at end of file or exit (out then
  * holds what came). */
-int sbx_session_read_bytes(sbx_session *s, int child_fd, size_t n, strbuf *out, sbx_err *err);
+int session_read_bytes(sbx_session *s, int child_fd, size_t n, strbuf *out, sbx_err *err);
 /* A sync round: host changes in, sandbox changes back. Relays meanwhile. */
-int sbx_session_sync(sbx_session *s, sbx_err *err);
+int session_sync(sbx_session *s, sbx_err *err);
 /* Sends a signal to the running command's process group. */
-int sbx_session_signal(sbx_session *s, int signo, sbx_err *err);
+int session_signal(sbx_session *s, int signo, sbx_err *err);
 /* Waits for the command to end (relaying, and draining its outputs). */
-int sbx_session_wait(sbx_session *s, sbx_exit *st, sbx_err *err);
+int session_wait(sbx_session *s, sbx_exit *st, sbx_err *err);
 /* A tty command that lives across several uses of the terminal (the persistent shell
  * between prompts): pause gives the terminal back to the caller (what the command wrote so
  * far is written out, then the terminal as it was before raw mode; fd 0 is not read), resume
  * takes it again (raw, and the window's current size sent, as it may have changed). No-ops
  * for a command without tty, or already in that state. */
-int sbx_session_tty_pause(sbx_session *s, sbx_err *err);
-int sbx_session_tty_resume(sbx_session *s, sbx_err *err);
+int session_tty_pause(sbx_session *s, sbx_err *err);
+int session_tty_resume(sbx_session *s, sbx_err *err);
 /* Stops relaying the terminal to the tty command until the next resume (what is typed
  * stays in the local terminal) and sends it a NUL after everything relayed so far: the
  * persistent shell reads the keys typed ahead up to that mark (cli/line.c, TYPEAHEAD). */
-int sbx_session_tty_mark(sbx_session *s, sbx_err *err);
+int session_tty_mark(sbx_session *s, sbx_err *err);
 /* The terminal's bytes sent to the tty command since it started or was last resumed (at
  * most the last 64 KiB): what a caller checks keys handed back from the sandbox against. */
-const char *sbx_session_tty_typed(const sbx_session *s, size_t *len);
+const char *session_tty_typed(const sbx_session *s, size_t *len);
 /* start + wait. */
-int sbx_session_run(sbx_session *s, const sbx_command *cmd, sbx_exit *st, sbx_err *err);
+int session_run(sbx_session *s, const sbx_command *cmd, sbx_exit *st, sbx_err *err);
 
 /* Releases the session's sandbox (after pulling its last changes); the
  * holder exits. It waits at most timeout_s seconds (0: as long as it takes), then fails
  * with a message that names `sbx release --force`. */
-int sbx_session_release(sbx_session *s, unsigned timeout_s, sbx_err *err);
+int session_release(sbx_session *s, unsigned timeout_s, sbx_err *err);
 /* The holder's status JSON: session, holder pid, clients, sandbox facts
  * (the backend's status), agent, sync counters. */
-int sbx_session_status(sbx_session *s, strbuf *json, sbx_err *err);
+int session_status(sbx_session *s, strbuf *json, sbx_err *err);
 
 /* The environment a sandbox command gets: PATH (the caller's entries that
  * lie inside the code directories, then a standard one), HOME (the private
@@ -194,6 +194,6 @@ int sbx_session_status(sbx_session *s, strbuf *json, sbx_err *err);
  * and each host variable matching a name or pattern of cfg->forward_env.
  * Nothing else of the host's environment: no token crosses by default.
  * tty is kept for callers; TERM is carried either way. */
-void sbx_sandbox_env(const sbx_config *cfg, bool tty, strvec *out);
+void session_sandbox_env(const sbx_config *cfg, bool tty, strvec *out);
 
 #endif

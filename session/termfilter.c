@@ -27,7 +27,7 @@ enum {
                    * controls (CSI, OSC, DCS) to a terminal that decodes UTF-8 first */
 };
 
-void sbx_termfilter_init(sbx_termfilter *f)
+void session_termfilter_init(sbx_termfilter *f)
 {
     f->state = T_GROUND;
     f->pty = false;
@@ -87,7 +87,7 @@ static void track_modes(sbx_termfilter *f, unsigned char final)
     }
 }
 
-void sbx_termfilter_pty_reset(sbx_termfilter *f, strbuf *out)
+void session_termfilter_pty_reset(sbx_termfilter *f, strbuf *out)
 {
     if (!f->pty)
         return;
@@ -104,9 +104,9 @@ void sbx_termfilter_pty_reset(sbx_termfilter *f, strbuf *out)
     f->seqlen = f->osclen = 0;
 }
 
-void sbx_termfilter_init_pty(sbx_termfilter *f)
+void session_termfilter_init_pty(sbx_termfilter *f)
 {
-    sbx_termfilter_init(f);
+    session_termfilter_init(f);
     f->pty = true;
 }
 
@@ -312,7 +312,7 @@ static void ground(sbx_termfilter *f, unsigned char c, strbuf *out)
     }
 }
 
-void sbx_termfilter_feed(sbx_termfilter *f, const void *buf, size_t len, strbuf *out)
+void session_termfilter_feed(sbx_termfilter *f, const void *buf, size_t len, strbuf *out)
 {
     const unsigned char *p = buf;
 

@@ -1,7 +1,7 @@
 /*
  * A streaming filter for output relayed to a terminal, in two modes.
  *
- * Plain (sbx_termfilter_init): output relayed through pipes to a terminal. A command in the
+ * Plain (session_termfilter_init): output relayed through pipes to a terminal. A command in the
  * sandbox must not be able to move the cursor, clear the screen, rewrite the window title,
  * switch character sets or query the terminal (whose answers would be typed into the next
  * prompt). Kept: printable text and UTF-8, tab, newline, carriage return, backspace, bell,
@@ -10,7 +10,7 @@
  * (U+0080..U+009F) or as a bare byte 0x80..0x9f that continues no UTF-8 character (the 8-bit
  * CSI 0x9b, OSC 0x9d, DCS 0x90 of a terminal that takes 8-bit controls). Both modes.
  *
- * Pty (sbx_termfilter_init_pty): a command on a pseudo-terminal (vi, less, top need cursor
+ * Pty (session_termfilter_init_pty): a command on a pseudo-terminal (vi, less, top need cursor
  * movement, the alternate screen, colours), so escape sequences pass, but not what a hostile
  * program could turn against the person at the terminal:
  *   - OSC 52 (clipboard write or read) and every OSC not named below (OSC 7's cwd, 777 and 9
@@ -40,7 +40,7 @@
  *
  * Pty mode also follows the modes the program sets (DECSET/DECRST and the keypad): the
  * alternate screens, a hidden cursor, mouse and focus reports, bracketed paste, application
- * cursor keys and keypad, insert mode. sbx_termfilter_pty_reset() writes what turns off those
+ * cursor keys and keypad, insert mode. session_termfilter_pty_reset() writes what turns off those
  * still on, for when the program is done with the terminal: one that crashed, was killed or
  * is hostile must not leave the person's prompt on the alternate screen, the cursor hidden,
  * or mouse moves typing escape sequences into the next command line.
@@ -71,13 +71,13 @@ typedef struct sbx_termfilter {
     unsigned char osc[SBX_TERMFILTER_OSC_MAX];
 } sbx_termfilter;
 
-void sbx_termfilter_init(sbx_termfilter *f);
-void sbx_termfilter_init_pty(sbx_termfilter *f);
+void session_termfilter_init(sbx_termfilter *f);
+void session_termfilter_init_pty(sbx_termfilter *f);
 /* Appends what may reach the terminal of buf[0..len) to out. */
-void sbx_termfilter_feed(sbx_termfilter *f, const void *buf, size_t len, strbuf *out);
+void session_termfilter_feed(sbx_termfilter *f, const void *buf, size_t len, strbuf *out);
 /* Pty mode: appends to out the sequences that turn off the modes the program left on (their
  * defaults: the main screen, the cursor shown, no reports, normal keys), and forgets them.
  * Nothing when none is on. A sequence the program left half written is dropped. */
-void sbx_termfilter_pty_reset(sbx_termfilter *f, strbuf *out);
+void session_termfilter_pty_reset(sbx_termfilter *f, strbuf *out);
 
 #endif

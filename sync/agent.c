@@ -1,6 +1,7 @@
 /* sbx-agent: the host connection and the event loop; see agent.h (the entry points),
  * agent_int.h (how its files share the agent) and PROTOCOL.md. */
 #include "sync/agent_int.h"
+#include "common/fsat.h"
 
 /* The self-pipe: signal handlers write one byte ('c' SIGCHLD, 't' SIGTERM/SIGINT) and the
  * loop reads them after poll(), so that nothing but write(2) runs in a handler. */
@@ -151,16 +152,7 @@ static void put_file(agent *a, const wire_frame *f)
              (int)p.path_len, p.path);
     slash = strrchr(path, '/');
     *slash = '\0';
-    {
-        char *q = path;
-        /* mkdir -p of the parent */
-        while ((q = strchr(q + 1, '/'))) {
-            *q = '\0';
-            mkdir(path, 0755);
-            *q = '/';
-        }
-        mkdir(path, 0755);
-    }
+    sbx_mkdir_p(path, 0755, NULL);     /* mkdir -p of the parent; the open says if it failed */
     dfd = open(path[0] ? path : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0) {
         agent_warnf(a, "cannot write %.*s: %s", (int)p.path_len, p.path, strerror(errno));

@@ -5,6 +5,7 @@
 #include "sync/gitindex.h"
 #include "sync/gitpolicy.h"
 #include "sync/safefs.h"
+#include "common/fsat.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -242,7 +243,7 @@ static void clear_staging(apply_rx *rx)
         {
             int rfd = mf_root_fd(rx->t, i, false);
             if (rfd >= 0)
-                sf_remove_tree(rfd, rx->stage_name[i]);
+                sbx_rm_beneath(rfd, rx->stage_name[i]);
         }
         free(rx->stage_name[i]);
         rx->stage_name[i] = NULL;

@@ -1,6 +1,7 @@
 /* sync_host: the code directories as manifest roots, the host manifest kept warm across
  * connections, and its state file; see conn.h. */
 #include "sync/conn_int.h"
+#include "common/fsat.h"
 
 /* An absolute path, normalized: no empty, "." or ".." component, no trailing '/'. */
 int conn_path_normalize(const char *in, const char *what, strbuf *out, sbx_err *err)
@@ -72,7 +73,7 @@ static void remove_stale_stages(const char *base)
         pid = strtol(de->d_name + sizeof(SF_STAGE_PREFIX) - 1, NULL, 10);
         if (pid > 0 && (pid == getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH))
             continue;
-        sf_remove_tree(dirfd(d), de->d_name);
+        sbx_rm_beneath(dirfd(d), de->d_name);
     }
     closedir(d);
 }

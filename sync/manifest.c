@@ -1,6 +1,7 @@
 /* The manifest tree: content hashes, nodes, roots, and recording what was applied; see
  * manifest.h (the API) and manifest_int.h (how the files share the tree). */
 #include "sync/manifest_int.h"
+#include "common/fsat.h"
 
 /* ---- hashing ----------------------------------------------------------------------------- */
 
@@ -344,29 +345,6 @@ mf_root *mf_root_at(mf_tree *t, size_t i)
     return i < t->nroots ? &t->roots[i] : NULL;
 }
 
-/* mkdir -p, for a root's base directory when mf_root_fd() is asked to create it (the agent
- * makes the code directories at CONFIG; an applier makes a root it writes into). Returns 0
- * or -1 with errno. */
-static int mkdir_p(const char *path)
-{
-    char buf[SYNC_MAX_PATH * 2 + 2];
-    size_t n = strlen(path);
-    if (n >= sizeof(buf)) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    memcpy(buf, path, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (buf[i] != '/' && buf[i] != '\0')
-            continue;
-        buf[i] = '\0';
-        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-            return -1;
-        buf[i] = i < n ? '/' : '\0';
-    }
-    return 0;
-}
-
 int mf_root_fd(mf_tree *t, size_t i, bool create)
 {
     mf_root *r = &t->roots[i];
@@ -374,7 +352,9 @@ int mf_root_fd(mf_tree *t, size_t i, bool create)
         return r->fd;
     r->fd = open(r->base, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (r->fd < 0 && errno == ENOENT && create) {
-        if (mkdir_p(r->base) < 0)
+        /* mkdir -p (common/fsat.h): the agent makes the code directories at CONFIG; an
+         * applier makes a root it writes into */
+        if (sbx_mkdir_p(r->base, 0755, NULL) < 0)
             return -1;
         r->fd = open(r->base, O_PATH | O_DIRECTORY | O_CLOEXEC);
     }

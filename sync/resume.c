@@ -1,37 +1,13 @@
 /* The resumable stream's frames and bookkeeping (resume.h); no I/O here. */
 #include "sync/resume.h"
+#include "common/bytes.h"
 
 #include <string.h>
-
-static void put_u32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static void put_u64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint32_t get_u32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t get_u64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
 
 static void frame(strbuf *out, int type, const void *payload, size_t len)
 {
     unsigned char h[RS_HDR] = { 0 };
-    put_u32(h, (uint32_t)len);
+    sbx_put_le32(h, (uint32_t)len);
     h[4] = (unsigned char)type;
     strbuf_add(out, h, sizeof(h));
     if (len)
@@ -55,8 +31,8 @@ void rs_free(rs_stream *s)
 void rs_new_transport(rs_stream *s, strbuf *out)
 {
     unsigned char p[16];
-    put_u64(p, s->id);
-    put_u64(p + 8, s->received);
+    sbx_put_le64(p, s->id);
+    sbx_put_le64(p + 8, s->received);
     strbuf_reset(&s->in);
     s->peer_hello = false;
     s->sent = s->base;      /* until the peer says what it has */
@@ -95,7 +71,7 @@ void rs_frame_out(rs_stream *s, strbuf *out, size_t max, bool force_ack)
     if (s->received - s->acked >= RS_ACK_EVERY ||
         ((force_ack || framed) && s->received != s->acked)) {
         unsigned char p[8];
-        put_u64(p, s->received);
+        sbx_put_le64(p, s->received);
         frame(out, RS_ACK, p, sizeof(p));
         s->acked = s->received;
     }
@@ -130,7 +106,7 @@ int rs_input(rs_stream *s, const void *buf, size_t len, strbuf *deliver, const c
     strbuf_add(&s->in, buf, len);
     while (s->in.len - off >= RS_HDR) {
         const unsigned char *h = (const unsigned char *)s->in.buf + off;
-        uint32_t n = get_u32(h);
+        uint32_t n = sbx_le32(h);
         int type = h[4];
         if (n > RS_MAX_DATA || h[5] || h[6] || h[7]) {
             *why = "a malformed frame";
@@ -145,12 +121,12 @@ int rs_input(rs_stream *s, const void *buf, size_t len, strbuf *deliver, const c
         }
         switch (type) {
         case RS_HELLO:
-            if (n != 16 || get_u64(p) != s->id) {
+            if (n != 16 || sbx_le64(p) != s->id) {
                 *why = n != 16 ? "a malformed HELLO" : "the other end serves another stream";
                 return -1;
             }
             s->peer_hello = true;
-            if (trim(s, get_u64(p + 8), why) < 0)
+            if (trim(s, sbx_le64(p + 8), why) < 0)
                 return -1;
             s->sent = s->base;  /* resend everything it has not got */
             break;
@@ -159,7 +135,7 @@ int rs_input(rs_stream *s, const void *buf, size_t len, strbuf *deliver, const c
             s->received += n;
             break;
         case RS_ACK:
-            if (n != 8 || trim(s, get_u64(p), why) < 0) {
+            if (n != 8 || trim(s, sbx_le64(p), why) < 0) {
                 if (n != 8)
                     *why = "a malformed ACK";
                 return -1;

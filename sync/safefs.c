@@ -1,8 +1,8 @@
 /* Safe operations beneath a root; see safefs.h. */
 #include "sync/safefs.h"
 #include "sync/wire.h"
+#include "common/fsat.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -11,21 +11,6 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-
-#ifndef SYS_openat2
-#define SYS_openat2 437
-#endif
-#ifndef RESOLVE_NO_MAGICLINKS
-#define RESOLVE_NO_MAGICLINKS 0x02
-#define RESOLVE_NO_SYMLINKS 0x04
-#define RESOLVE_BENEATH 0x08
-#endif
-
-struct sf_open_how {
-    uint64_t flags;
-    uint64_t mode;
-    uint64_t resolve;
-};
 
 int sf_check_relpath(const char *p, size_t len, sbx_err *err)
 {
@@ -74,99 +59,20 @@ void sf_split(const char *rel, size_t len, size_t *dir_len, const char **name)
     *dir_len = i ? i - 1 : 0;
 }
 
-/* -1: unknown, 0: missing (ENOSYS, or a sandbox that refuses it), 1: works. */
-static int have_openat2 = -1;
-
-static int open_beneath2(int rootfd, const char *path)
-{
-    struct sf_open_how how = {
-        .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-    };
-    return (int)syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
-}
-
-/* Without openat2: the same guarantee one component at a time, each opened O_NOFOLLOW
- * beneath the one before (made when create), so no symlink is followed and nothing leaves
- * rootfd (the caller checked that rel has no "..", sf_check_relpath()). */
-static int open_walk(int rootfd, const char *rel, size_t len, bool create)
-{
-    char comp[SYNC_MAX_NAME + 1];
-    int cur = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
-    size_t i = 0;
-    if (cur < 0)
-        return -1;
-    while (i < len) {
-        size_t j = i;
-        int next;
-        while (j < len && rel[j] != '/')
-            j++;
-        memcpy(comp, rel + i, j - i);
-        comp[j - i] = '\0';
-        next = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (next < 0 && errno == ENOENT && create) {
-            if (mkdirat(cur, comp, 0755) < 0 && errno != EEXIST) {
-                int e = errno;
-                close(cur);
-                errno = e;
-                return -1;
-            }
-            next = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        }
-        if (next < 0) {
-            int e = errno;
-            /* O_PATH|O_NOFOLLOW on a symlink opens the link itself only without
-             * O_DIRECTORY; with it, the kernel says ENOTDIR. Say ELOOP like openat2. */
-            struct stat st;
-            if (e == ENOTDIR && fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                S_ISLNK(st.st_mode))
-                e = ELOOP;
-            close(cur);
-            errno = e;
-            return -1;
-        }
-        close(cur);
-        cur = next;
-        i = j + 1;
-    }
-    return cur;
-}
-
 int sf_open_dir(int rootfd, const char *rel, size_t rel_len, bool create, sbx_err *err)
 {
-    char path[SYNC_MAX_PATH + 1];
     int fd;
 
-    if (rel_len == 0) {
-        fd = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
-        if (fd < 0)
-            sbx_errno(err, "dup");
-        return fd;
-    }
     if (rel_len > SYNC_MAX_PATH) {
         errno = ENAMETOOLONG;
         return sbx_errno(err, "open directory");
     }
-    memcpy(path, rel, rel_len);
-    path[rel_len] = '\0';
-    if (have_openat2 != 0) {
-        fd = open_beneath2(rootfd, path);
-        if (fd >= 0) {
-            have_openat2 = 1;
-            return fd;
-        }
-        if (errno == ENOSYS || (have_openat2 < 0 && (errno == EPERM || errno == EINVAL))) {
-            have_openat2 = 0;
-        } else if (!(create && errno == ENOENT)) {
-            /* EXDEV from RESOLVE_BENEATH means an escape attempt: say so plainly. */
-            if (errno == EXDEV)
-                errno = ELOOP;
-            return sbx_errno(err, "open directory '%s'", path);
-        }
-    }
-    fd = open_walk(rootfd, path, rel_len, create);
+    /* the walk that follows no symlink and never leaves rootfd: common/fsat.h */
+    fd = create ? sbx_mkdir_beneath(rootfd, rel, rel_len, O_PATH, 0755)
+                : sbx_open_beneath(rootfd, rel, rel_len, O_PATH);
     if (fd < 0)
-        return sbx_errno(err, "open directory '%s'", path);
+        return rel_len ? sbx_errno(err, "open directory '%.*s'", (int)rel_len, rel)
+                       : sbx_errno(err, "dup");
     return fd;
 }
 
@@ -211,31 +117,6 @@ int sf_same_content(int fd_a, int fd_b)
             return 0;
         off += na;
     }
-}
-
-void sf_remove_tree(int parent, const char *name)
-{
-    int fd;
-    DIR *d;
-    struct dirent *de;
-
-    if (unlinkat(parent, name, 0) == 0 || errno == ENOENT)
-        return;
-    fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    d = fdopendir(fd);
-    if (!d) {
-        close(fd);
-        return;
-    }
-    while ((de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        sf_remove_tree(dirfd(d), de->d_name);
-    }
-    closedir(d);
-    unlinkat(parent, name, AT_REMOVEDIR);
 }
 
 int sf_copy_fd(int from, int to)

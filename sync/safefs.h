@@ -4,9 +4,10 @@
  *
  *   - a relative path is checked syntactically before anything touches the disk (no empty,
  *     "." or ".." component, no NUL, no leading or trailing '/', bounded length and depth);
- *   - directories are opened beneath the root with openat2(RESOLVE_BENEATH |
- *     RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS) when the kernel has it, else by a walk
- *     that opens one component at a time with O_NOFOLLOW | O_DIRECTORY;
+ *   - directories are opened beneath the root by common/fsat.h's walk: openat2(RESOLVE_BENEATH |
+ *     RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS) when the kernel has it, else one
+ *     component at a time with O_NOFOLLOW | O_DIRECTORY (trees are removed with its
+ *     sbx_rm_beneath);
  *   - the final component is always handled with *at() calls that do not follow it
  *     (renameat, unlinkat, mkdirat, symlinkat, openat with O_NOFOLLOW).
  * So no write of ours ever goes through a symlink, whatever the sandbox put in the tree.
@@ -49,8 +50,6 @@ void sf_tempname(char *name, size_t namesz);
 /* Compares the contents of two open regular files (from offset 0); 1 equal, 0 different,
  * -1 on a read error. */
 int sf_same_content(int fd_a, int fd_b);
-/* Removes a directory tree beneath dirfd (no symlink followed); best effort. */
-void sf_remove_tree(int parent, const char *name);
 /* Copies an open file's content to another (for a rename across file systems). */
 int sf_copy_fd(int from, int to);
 

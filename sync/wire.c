@@ -32,24 +32,14 @@ const char *wire_type_name(unsigned type)
     return NULL;
 }
 
-static uint32_t le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint16_t le16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | p[1] << 8);
-}
-
 int wire_parse(const uint8_t *buf, size_t avail, wire_frame *f, sbx_err *err)
 {
     if (avail < WIRE_HEADER)
         return 0;
-    f->len = le32(buf);
-    f->type = le16(buf + 4);
-    f->fd = le16(buf + 6);
-    f->chan = le32(buf + 8);
+    f->len = sbx_le32(buf);
+    f->type = sbx_le16(buf + 4);
+    f->fd = sbx_le16(buf + 6);
+    f->chan = sbx_le32(buf + 8);
     if (!wire_type_name(f->type))
         return sbx_errf(err, "unknown frame type %u", f->type);
     if (f->len > SYNC_MAX_FRAME)
@@ -62,35 +52,6 @@ int wire_parse(const uint8_t *buf, size_t avail, wire_frame *f, sbx_err *err)
 }
 
 /* ---- encoding ---------------------------------------------------------------------------- */
-
-void wire_u8(strbuf *out, uint8_t v)
-{
-    strbuf_addch(out, v);
-}
-
-void wire_u16(strbuf *out, uint16_t v)
-{
-    uint8_t b[2] = { v & 0xff, v >> 8 };
-    strbuf_add(out, b, 2);
-}
-
-void wire_u32(strbuf *out, uint32_t v)
-{
-    uint8_t b[4] = { v & 0xff, (v >> 8) & 0xff, (v >> 16) & 0xff, v >> 24 };
-    strbuf_add(out, b, 4);
-}
-
-void wire_u64(strbuf *out, uint64_t v)
-{
-    wire_u32(out, (uint32_t)v);
-    wire_u32(out, (uint32_t)(v >> 32));
-}
-
-void wire_str(strbuf *out, const char *s, size_t len)
-{
-    wire_u32(out, (uint32_t)len);
-    strbuf_add(out, s, len);
-}
 
 void wire_cstr(strbuf *out, const char *s)
 {
@@ -109,12 +70,7 @@ size_t wire_begin(strbuf *out, unsigned type, unsigned fd, uint32_t chan)
 
 void wire_end(strbuf *out, size_t at)
 {
-    uint32_t len = (uint32_t)(out->len - at - WIRE_HEADER);
-    uint8_t *p = (uint8_t *)out->buf + at;
-    p[0] = len & 0xff;
-    p[1] = (len >> 8) & 0xff;
-    p[2] = (len >> 16) & 0xff;
-    p[3] = len >> 24;
+    sbx_put_le32(out->buf + at, (uint32_t)(out->len - at - WIRE_HEADER));
 }
 
 void wire_frame_raw(strbuf *out, unsigned type, unsigned fd, uint32_t chan,
@@ -126,73 +82,6 @@ void wire_frame_raw(strbuf *out, unsigned type, unsigned fd, uint32_t chan,
 }
 
 /* ---- decoding ---------------------------------------------------------------------------- */
-
-void wire_rd_init(wire_rd *r, const void *p, size_t len)
-{
-    r->p = p;
-    r->left = len;
-    r->bad = false;
-}
-
-/* The next n bytes of the payload, or NULL once the reader is past its end: then it stays
- * bad and gives nothing more, so a decoder reads every field and checks r->bad once. */
-static const uint8_t *take(wire_rd *r, size_t n)
-{
-    const uint8_t *p;
-    if (r->bad || r->left < n) {
-        r->bad = true;
-        r->left = 0;
-        return NULL;
-    }
-    p = r->p;
-    r->p += n;
-    r->left -= n;
-    return p;
-}
-
-uint8_t wire_get_u8(wire_rd *r)
-{
-    const uint8_t *p = take(r, 1);
-    return p ? p[0] : 0;
-}
-
-uint16_t wire_get_u16(wire_rd *r)
-{
-    const uint8_t *p = take(r, 2);
-    return p ? le16(p) : 0;
-}
-
-uint32_t wire_get_u32(wire_rd *r)
-{
-    const uint8_t *p = take(r, 4);
-    return p ? le32(p) : 0;
-}
-
-uint64_t wire_get_u64(wire_rd *r)
-{
-    const uint8_t *p = take(r, 8);
-    return p ? (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32 : 0;
-}
-
-bool wire_get_str(wire_rd *r, size_t max, const char **s, size_t *len)
-{
-    uint32_t n = wire_get_u32(r);
-    const uint8_t *p;
-    *s = "";
-    *len = 0;
-    if (r->bad)
-        return false;
-    if (n > max) {
-        r->bad = true;
-        return false;
-    }
-    p = take(r, n);
-    if (!p)
-        return false;
-    *s = (const char *)p;
-    *len = n;
-    return true;
-}
 
 /* The error of a payload too short for its fields (or a field over its limit). */
 static int short_payload(const wire_frame *f, sbx_err *err)

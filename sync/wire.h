@@ -16,6 +16,7 @@
 #ifndef SBX_SYNC_WIRE_H
 #define SBX_SYNC_WIRE_H
 
+#include "common/bytes.h"
 #include "common/strbuf.h"
 #include "common/util.h"
 
@@ -94,30 +95,33 @@ int wire_parse(const uint8_t *buf, size_t avail, wire_frame *f, sbx_err *err);
  */
 size_t wire_begin(strbuf *out, unsigned type, unsigned fd, uint32_t chan);
 void wire_end(strbuf *out, size_t at);
-void wire_u8(strbuf *out, uint8_t v);
-void wire_u16(strbuf *out, uint16_t v);
-void wire_u32(strbuf *out, uint32_t v);
-void wire_u64(strbuf *out, uint64_t v);
-void wire_str(strbuf *out, const char *s, size_t len);
+/* common/bytes.h's writer under the protocol's names */
+static inline void wire_u8(strbuf *out, uint8_t v) { strbuf_addch(out, v); }
+static inline void wire_u16(strbuf *out, uint16_t v) { sbx_add_le16(out, v); }
+static inline void wire_u32(strbuf *out, uint32_t v) { sbx_add_le32(out, v); }
+static inline void wire_u64(strbuf *out, uint64_t v) { sbx_add_le64(out, v); }
+static inline void wire_str(strbuf *out, const char *s, size_t len) { sbx_add_lestr(out, s, len); }
 void wire_cstr(strbuf *out, const char *s);
 /* A frame with no payload, or with raw bytes as its payload. */
 void wire_frame_raw(strbuf *out, unsigned type, unsigned fd, uint32_t chan,
                     const void *data, size_t len);
 
-/* ---- decoding: a bounded reader over one payload ----------------------------------------- */
-typedef struct wire_rd {
-    const uint8_t *p;
-    size_t left;
-    bool bad;   /* a read went past the end: every later read gives zeros */
-} wire_rd;
+/* ---- decoding: a bounded reader over one payload (common/bytes.h's) --------------------- */
+typedef sbx_rd wire_rd;
 
-void wire_rd_init(wire_rd *r, const void *p, size_t len);
-uint8_t wire_get_u8(wire_rd *r);
-uint16_t wire_get_u16(wire_rd *r);
-uint32_t wire_get_u32(wire_rd *r);
-uint64_t wire_get_u64(wire_rd *r);
+static inline void wire_rd_init(wire_rd *r, const void *p, size_t len)
+{
+    sbx_rd_init(r, p, len);
+}
+static inline uint8_t wire_get_u8(wire_rd *r) { return sbx_rd_u8(r); }
+static inline uint16_t wire_get_u16(wire_rd *r) { return sbx_rd_u16(r); }
+static inline uint32_t wire_get_u32(wire_rd *r) { return sbx_rd_u32(r); }
+static inline uint64_t wire_get_u64(wire_rd *r) { return sbx_rd_u64(r); }
 /* A string of at most max bytes: *s points into the payload (not NUL-terminated). */
-bool wire_get_str(wire_rd *r, size_t max, const char **s, size_t *len);
+static inline bool wire_get_str(wire_rd *r, size_t max, const char **s, size_t *len)
+{
+    return sbx_rd_str(r, max, s, len);
+}
 
 /* ---- messages ------------------------------------------------------------------------------- */
 

@@ -10,16 +10,19 @@
 # missing pool, a claim that cannot get ready in time), status and release, and several
 # sessions at once each in a pod of its own. Skipped, saying so, without the two variables.
 HERE=$(cd "$(dirname "$0")" && pwd)
+# tap.sh clears every AGENT_SANDBOX_*: the cluster's are the caller's to give, kept.
+keep=$(declare -p AGENT_SANDBOX_KUBECONFIG AGENT_SANDBOX_POOL AGENT_SANDBOX_KUBE_CONTEXT \
+       AGENT_SANDBOX_NAMESPACE 2>/dev/null)
 . "$HERE/lib/tap.sh"
+eval "$keep"
 
 if [ -z "${AGENT_SANDBOX_KUBECONFIG:-}" ] || [ -z "${AGENT_SANDBOX_POOL:-}" ]; then
     skip_all "set AGENT_SANDBOX_KUBECONFIG and AGENT_SANDBOX_POOL to run the kube backend's tests against a real cluster"
 fi
 [ -x "$SBXSH_BIN/sbx-kube" ] || skip_all "sbx-kube is not built (make)"
 export AGENT_SANDBOX_BACKEND=kube
-export HOME=$SBX_TEST_TMP/home XDG_RUNTIME_DIR=$SBX_TEST_TMP/run
-export AGENT_SANDBOX_STATE_DIR=$SBX_TEST_TMP/state
-mkdir -p "$HOME" "$XDG_RUNTIME_DIR" "$SBX_TEST_TMP/proj"
+export XDG_RUNTIME_DIR=$SBX_TEST_TMP/run
+mkdir -p "$XDG_RUNTIME_DIR" "$SBX_TEST_TMP/proj"
 cd "$SBX_TEST_TMP/proj" && git init -q . && echo hello > README
 teardown() {
     local d

@@ -14,12 +14,10 @@ command -v kubectl >/dev/null || skip_all "kubectl is not installed"
 why=$(fake_skip_reason)
 [ -n "$why" ] && skip_all "the fake API server cannot run pods: $why"
 fake_start --namespace default --cold-start-ms 300 || bail_out "the fake did not start"
-export HOME=$SBX_TEST_TMP/home XDG_RUNTIME_DIR=$SBX_TEST_TMP/run AGENT_SANDBOX_STATE_DIR=$SBX_TEST_TMP/state
-mkdir -p "$HOME" "$XDG_RUNTIME_DIR"
+export XDG_RUNTIME_DIR=$SBX_TEST_TMP/run
+mkdir -p "$XDG_RUNTIME_DIR"
 chmod 700 "$XDG_RUNTIME_DIR"
-unset KUBECACHEDIR AGENT_SANDBOX_CODE_DIRS AGENT_SANDBOX_FORWARD_ENV AGENT_SANDBOX_SYNC_PATHS \
-      AGENT_SANDBOX_TASK_FILES AGENT_SANDBOX_SYNC_EXCLUDE AGENT_SANDBOX_KUBE_CONTEXT \
-      AGENT_SANDBOX_NAMESPACE
+unset KUBECACHEDIR
 trap '"$SBX" release --session pool-e2e >/dev/null 2>&1; fake_kill; tap_cleanup' EXIT
 
 admin() { KUBECONFIG=$FAKE_KUBECONFIG kubectl --request-timeout=60s "$@"; }

@@ -17,9 +17,7 @@ command -v kubectl >/dev/null || skip_all "kubectl is not installed"
 why=$(fake_skip_reason)
 [ -n "$why" ] && skip_all "the fake API server cannot run pods: $why"
 fake_start --namespace default --cold-start-ms 300 || bail_out "the fake did not start"
-unset KUBECACHEDIR KUBECONFIG AGENT_SANDBOX_CODE_DIRS AGENT_SANDBOX_FORWARD_ENV AGENT_SANDBOX_SYNC_PATHS \
-      AGENT_SANDBOX_TASK_FILES AGENT_SANDBOX_SYNC_EXCLUDE AGENT_SANDBOX_KUBE_CONTEXT \
-      AGENT_SANDBOX_NAMESPACE AGENT_SANDBOX_POOL AGENT_SANDBOX_SESSION
+unset KUBECACHEDIR KUBECONFIG
 export AGENT_SANDBOX_BACKEND=kube
 
 # Each tenant's agent host: its HOME, runtime and state directories, its kubeconfig, a

@@ -109,7 +109,7 @@ int main(void)
     }
     /* sf_check_relpath quotes the sandbox's path in its errors, which the host prints */
     static const char *const bad_paths[] = {
-        "/\x1b]0;x\x07\x1b[6n", "a//\x1b]52;c;aGk=\x07", "a/../\x9b" "6n\xc2\x9b",
+        "/\x1b]0;x\x07\x1b[6n", "a//\x1b]52;c;aGk=\x07", "a/../\x9b\x36n\xc2\x9b",
     };
     for (size_t i = 0; i < sizeof(bad_paths) / sizeof(bad_paths[0]); i++) {
         int r = sf_check_relpath(bad_paths[i], strlen(bad_paths[i]), &err);

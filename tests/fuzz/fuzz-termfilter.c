@@ -22,11 +22,11 @@ static void run(bool pty, const uint8_t *data, size_t size, size_t cut, strbuf *
 {
     sbx_termfilter f;
     if (pty)
-        sbx_termfilter_init_pty(&f);
+        session_termfilter_init_pty(&f);
     else
-        sbx_termfilter_init(&f);
-    sbx_termfilter_feed(&f, data, cut, out);
-    sbx_termfilter_feed(&f, data + cut, size - cut, out);
+        session_termfilter_init(&f);
+    session_termfilter_feed(&f, data, cut, out);
+    session_termfilter_feed(&f, data + cut, size - cut, out);
 }
 
 /* No byte 0x80..0x9f but as a continuation of a valid UTF-8 character (RFC 3629 ranges),

@@ -11,26 +11,13 @@
 
 runtimes=${SBX_IT_RUNTIMES:-bwrap runsc}
 
-# sessions NAME...: release each derived session this file made
-release_all() {
-    local s
-    for s in $("$SBX" ls 2>/dev/null | awk 'NR > 1 { print $1 }'); do
-        "$SBX" release --session "$s" >/dev/null 2>&1
-    done
-}
-
 for rt in $runtimes; do
     if ! why=$(runtime_usable "$rt"); then
         skip "cd into a project on $rt: $why"
         continue
     fi
-    setup_session "cdp-$rt-$$" "$rt"
+    setup_home_session "cdp-$rt-$$" "$rt"
     trap 'release_all; tap_cleanup' EXIT
-    unset AGENT_SANDBOX_CODE_DIRS AGENT_SANDBOX_SESSION
-    export HOME=$SBX_TEST_TMP/home-$rt
-    mkdir -p "$HOME"
-    HOME=$(cd "$HOME" && pwd -P)
-    printf '[user]\n\tname = T\n\temail = t@example.com\n' >"$HOME/.gitconfig"
     for p in alpha beta; do
         git init -q "$HOME/$p" && echo "$p-file" >"$HOME/$p/$p.txt" &&
             git -C "$HOME/$p" add . && git -C "$HOME/$p" commit -qm "$p"

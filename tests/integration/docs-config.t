@@ -11,7 +11,7 @@ cd "$top" || exit 1
 
 # The product's folders: those with C files, but tests/, bench/ and the build trees.
 src=()
-skip=" tests bench build build-asan build-fuzz "
+skip=" tests bench build build-asan build-clang build-fuzz "
 for d in */; do
     d=${d%/}
     case "$skip" in *" $d "*) continue ;; esac

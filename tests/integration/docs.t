@@ -71,6 +71,7 @@ is "$(sed -n 3p "$top/README.md")" "    make deps && make && ./sbxsh -c 'cat /pr
    "README line 3: set up and run a command in a sandbox"
 is "$(sed -n 4p "$top/README.md")" "    make deps && make check" "README line 4: set up and test"
 ok ".ci/run runs the README's test command" grep -q 'make deps && make check' "$top/.ci/run"
+ok ".ci/run then builds everything with clang (make check-clang)" grep -q '&& make check-clang"$' "$top/.ci/run"
 
 # make install / uninstall with DESTDIR, from a build of its own: a new PREFIX recompiles
 # where the agent is looked for (session/session.mk), which in the shared build would relink

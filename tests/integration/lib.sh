@@ -7,11 +7,12 @@
 #   end_session
 #
 # Each test file gets its own HOME, state and runtime directories under
-# $SBX_TEST_TMP, so tests never touch the user's sessions or home.
+# $SBX_TEST_TMP, so tests never touch the user's sessions or home (tap.sh cleared every
+# AGENT_SANDBOX_* variable the caller had).
 
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/tap.sh"
 
-# The sandbox's default environment (session/session.c: sbx_sandbox_env).
+# The sandbox's default environment (session/session.c: session_sandbox_env).
 SANDBOX_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 # runtime_usable RUNTIME: can a sandbox of this kind start here? Prints why not.
@@ -41,15 +42,35 @@ setup_session() {
     CODE=$(cd "$CODE" && pwd -P)
     export AGENT_SANDBOX_CODE_DIRS=$CODE
     export AGENT_SANDBOX_SESSION=$name
-    unset AGENT_SANDBOX_FORWARD_ENV AGENT_SANDBOX_SYNC_PATHS AGENT_SANDBOX_TASK_FILES
-    unset AGENT_SANDBOX_SYNC_EXCLUDE AGENT_SANDBOX_BACKEND
-    # "kube": the Kubernetes backend (the caller points it at a cluster or the fake)
+    # "kube": the Kubernetes backend (the caller points it at a cluster or the fake); else
+    # the local one (a file calls this once a runtime)
     if [ "$runtime" = kube ]; then
         export AGENT_SANDBOX_BACKEND=kube
-    elif [ -n "$runtime" ]; then
-        export AGENT_SANDBOX_LOCAL_RUNTIME=$runtime
+    else
+        unset AGENT_SANDBOX_BACKEND
+        [ -z "$runtime" ] || export AGENT_SANDBOX_LOCAL_RUNTIME=$runtime
     fi
     trap 'end_session; stop_git_daemon; tap_cleanup' EXIT
+}
+
+# setup_home_session NAME RUNTIME: setup_session, then a shell in ~ as a person's login
+# shell has it: no code directory or session named (sbxsh derives both), and HOME a
+# directory of its own for the runtime ($SBX_TEST_TMP/home-RUNTIME, by its physical path)
+# with a git identity. release_all releases every session the state directory has.
+setup_home_session() { # NAME RUNTIME
+    setup_session "$1" "$2"
+    unset AGENT_SANDBOX_CODE_DIRS AGENT_SANDBOX_SESSION
+    export HOME=$SBX_TEST_TMP/home-$2
+    mkdir -p "$HOME"
+    HOME=$(cd "$HOME" && pwd -P)
+    printf '[user]\n\tname = T\n\temail = t@example.com\n' >"$HOME/.gitconfig"
+}
+
+release_all() {
+    local s
+    for s in $("$SBX" ls 2>/dev/null | awk 'NR > 1 { print $1 }'); do
+        "$SBX" release --session "$s" >/dev/null 2>&1
+    done
 }
 
 end_session() {
@@ -59,7 +80,7 @@ end_session() {
 # ref_bash SCRIPT: what `sbxsh -c SCRIPT` must reproduce, run by the host's
 # bash with the sandbox's environment and sbxsh's name as $0.
 # carried_env: sets CARRIED to the terminal and locale variables sbxsh carries into the
-# sandbox (session/session.c: sbx_sandbox_env), as NAME=VALUE words.
+# sandbox (session/session.c: session_sandbox_env), as NAME=VALUE words.
 carried_env() {
     local v
     CARRIED=()

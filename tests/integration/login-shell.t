@@ -107,7 +107,6 @@ as_login() {
 
 # The default runtime, what a person gets: nothing set, so auto, runsc when it is installed
 # (rootless for this user: uid 0 inside, its state under the user's ~/.local/state).
-unset AGENT_SANDBOX_LOCAL_RUNTIME
 SU=(su -)
 if command -v runsc >/dev/null; then want=runsc; else want=bwrap; fi
 as_login default "default ($want)"

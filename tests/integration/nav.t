@@ -14,12 +14,6 @@ tmux_usable || skip_all "$TMUX_WHY"
 command -v git >/dev/null || skip_all "git not installed (make deps)"
 runtimes=${SBX_IT_RUNTIMES:-bwrap runsc}
 
-release_all() {
-    local s
-    for s in $("$SBX" ls 2>/dev/null | awk 'NR > 1 { print $1 }'); do
-        "$SBX" release --session "$s" >/dev/null 2>&1
-    done
-}
 if [ "$(id -u)" = 0 ]; then D='#'; else D='$'; fi
 
 for rt in $runtimes; do
@@ -27,12 +21,7 @@ for rt in $runtimes; do
         skip "navigation on $rt: $why"
         continue
     fi
-    setup_session "nav-$rt-$$" "$rt"
-    unset AGENT_SANDBOX_CODE_DIRS AGENT_SANDBOX_SESSION
-    export HOME=$SBX_TEST_TMP/home-$rt
-    mkdir -p "$HOME"
-    HOME=$(cd "$HOME" && pwd -P)
-    printf '[user]\n\tname = T\n\temail = t@example.com\n' >"$HOME/.gitconfig"
+    setup_home_session "nav-$rt-$$" "$rt"
     mkdir -p "$HOME/code/zz-plain-dir" "$HOME/.ssh" "$HOME/code/.hidden-dir"
     echo 'SECRET-KEY-zq' >"$HOME/.ssh/id_rsa"
     echo 'readme-text-zq' >"$HOME/code/README"

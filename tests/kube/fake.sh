@@ -31,11 +31,16 @@ fake_skip_reason() {
 }
 
 fake_start() {
+    local v unset=()
     FAKE_KUBECONFIG=$SBX_TEST_TMP/fake.kubeconfig
     FAKE_STATE=$SBX_TEST_TMP/fake.state
     FAKE_LOG=$SBX_TEST_TMP/fake.log
     rm -f "$FAKE_KUBECONFIG"
-    "$FAKE_BIN" --port 0 --kubeconfig "$FAKE_KUBECONFIG" --state-dir "$FAKE_STATE" \
+    # The fake stands for a cluster, which has none of the client's sbxsh settings (the
+    # state directory tap.sh set, what the test exported): its pods inherit its environment,
+    # and the tests look there for what of sbxsh's reaches a pod.
+    for v in $(compgen -e AGENT_SANDBOX_); do unset+=(-u "$v"); done
+    env "${unset[@]}" "$FAKE_BIN" --port 0 --kubeconfig "$FAKE_KUBECONFIG" --state-dir "$FAKE_STATE" \
         --log "$FAKE_LOG" "$@" </dev/null >"$SBX_TEST_TMP/fake.out" 2>&1 &
     FAKE_PID=$!
     trap 'fake_kill; tap_cleanup' EXIT

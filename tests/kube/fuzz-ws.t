@@ -3,17 +3,6 @@
 # parser and the client-role decoder must survive a few seconds of mutated server bytes.
 # `make fuzz-ws` runs it longer.
 . "$(dirname "$0")/../lib/tap.sh"
-top=$(cd "$(dirname "$0")/../.." && pwd)
-command -v clang >/dev/null || skip_all "clang is not installed (make deps installs it)"
-if ! out=$(make -s -C "$top" build-fuzz/fuzz-ws 2>&1); then
-    skip_all "cannot build the libFuzzer driver (libclang-rt-14-dev missing?): ${out##*$'\n'}"
-fi
-mkdir -p "$SBX_TEST_TMP/corpus"
-log=$("$top/build-fuzz/fuzz-ws" -seed=1 -runs=50000 -max_total_time=10 -max_len=16384 \
-      -timeout=10 -artifact_prefix="$SBX_TEST_TMP/" "$SBX_TEST_TMP/corpus" \
-      "$top/tests/fuzz/corpus-ws" 2>&1)
-rc=$?
-is "$rc" 0 "fuzz-ws: 50000 mutated server streams, no crash, leak or undefined behaviour"
-[ "$rc" = 0 ] || diag "$(printf '%s\n' "$log" | grep -E 'ERROR|SUMMARY|Test unit' | head -5)"
-like "$log" "Done [0-9]+ runs" "fuzz-ws: the run completed"
+. "$(dirname "$0")/../lib/fuzz.sh"
+fuzz_short ws 50000 10 16384 "mutated server streams, no crash, leak or undefined behaviour"
 done_testing

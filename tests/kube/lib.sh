@@ -5,14 +5,16 @@
 #   is built), else why not.
 # kube_fake_start ARGS...: the fake API server (tests/kube/fake.sh's fake_start with ARGS,
 #   e.g. --pool p=2) and AGENT_SANDBOX_KUBECONFIG pointing at it.
-# kube_env [SESSION]: an isolated HOME, state and runtime directories and a git repository
-#   $PROJ as the code directory, AGENT_SANDBOX_BACKEND=kube.
+# kube_env [SESSION]: tests/local/lib.sh's local_env on the kube backend (a runtime directory
+#   beside tap.sh's HOME and state directory, a git repository $PROJ as the code
+#   directory, AGENT_SANDBOX_BACKEND=kube) and the session SESSION (default kt).
 # claims / pods: the names of the claims and pods the fake has, one a line.
 # session_pod: the session's pod as kube.json records it; holders: how many holders serve.
 # kube_teardown: releases what the test left (every session of its state directory), stops
 #   the fake (and so every pod).
 KUBE_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$KUBE_HERE/fake.sh"
+. "$KUBE_HERE/../local/lib.sh"
 
 kube_skip_reason() {
     [ -x "$SBXSH_BIN/sbx-kube" ] || { echo "sbx-kube is not built"; return; }
@@ -24,22 +26,9 @@ kube_fake_start() {
     export AGENT_SANDBOX_KUBECONFIG=$FAKE_KUBECONFIG
 }
 
-kube_env() {
-    export HOME=$SBX_TEST_TMP/home
-    export XDG_RUNTIME_DIR=$SBX_TEST_TMP/run
-    export AGENT_SANDBOX_STATE_DIR=$SBX_TEST_TMP/state
-    unset AGENT_SANDBOX_CODE_DIRS AGENT_SANDBOX_FORWARD_ENV AGENT_SANDBOX_SYNC_PATHS \
-          AGENT_SANDBOX_TASK_FILES AGENT_SANDBOX_SYNC_EXCLUDE AGENT_SANDBOX_IDLE_TIMEOUT \
-          AGENT_SANDBOX_AGENT XDG_STATE_HOME AGENT_SANDBOX_KUBE_CONTEXT AGENT_SANDBOX_NAMESPACE \
-          AGENT_SANDBOX_TTL AGENT_SANDBOX_CLAIM_TIMEOUT
-    export AGENT_SANDBOX_BACKEND=kube
+kube_env() { # [SESSION]
+    RT=kube local_env
     export AGENT_SANDBOX_SESSION=${1:-kt}
-    mkdir -p "$HOME" "$XDG_RUNTIME_DIR"
-    PROJ=$SBX_TEST_TMP/proj
-    mkdir -p "$PROJ"
-    git -C "$PROJ" init -q
-    printf 'hello\n' > "$PROJ/README"
-    cd "$PROJ" || exit 1
 }
 
 # The names of the fake's objects of one kind (sandboxclaims, sandboxes: agent-sandbox's;

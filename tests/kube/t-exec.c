@@ -478,6 +478,77 @@ static void sc_silent(srv *s)
             s->got_ping = true;
 }
 
+/* ---- the scenario runner ------------------------------------------------------------------ */
+
+/* A scenario's hooks: on the open exec before the relay (send stdin, a resize, raise a
+ * flag), or after it (calls on the exec the relay ended, and checks of the relay's result
+ * that must come before later ones). */
+typedef struct run_ctx run_ctx;
+typedef void exec_fn(kube_exec *x, run_ctx *c);
+/* The checks once the exchange is over: what the relay gave, what the server saw. */
+typedef void check_fn(const srv *s, const run *r, run_ctx *c);
+
+/* One exchange over the socketpair, as most tests make one. */
+typedef struct scenario {
+    const char *what;       /* names the upgrade's check if it fails */
+    script_fn *script;      /* the server's side */
+    const char *proto;      /* the subprotocol the server picks (NULL: v5) */
+    const char *param;      /* the script's parameter (sc_status: the status) */
+    size_t big;             /* sc_big: how many bytes of output */
+    kube_exec_opts opts;    /* the client's */
+    const char *in;         /* the relay's stdin, in_len bytes (NULL: none) */
+    size_t in_len;
+    exec_fn *before, *after;
+    check_fn *check;
+} scenario;
+
+/* What the hooks of one scenario share: the scenario (its parameters), the relay's result,
+ * and a test's own (want: what it expects, flag: test_interrupt's). */
+struct run_ctx {
+    const scenario *sc;
+    run *r;
+    const void *want;
+    bool flag;
+};
+
+/* Plays one scenario: the server thread with its script, the client's upgrade, `before`,
+ * the relay, `after`, the client freed and the server thread joined (what it saw is then
+ * safe to read), `check`, and everything released. A failed upgrade is one failing check,
+ * naming sc->what, and the end. */
+static void play(const scenario *sc, run_ctx *c)
+{
+    run r = { 0 };
+    run_ctx own = { 0 };
+    if (!c)
+        c = &own;
+    c->sc = sc;
+    c->r = &r;
+    srv *s = srv_start(sc->script, sc->proto);
+    s->param = sc->param;
+    s->big = sc->big;
+    kube_exec *x;
+    sbx_err err;
+    if (open_over(s, &sc->opts, &x, &err) < 0) {
+        ok(0, "%s: upgrade: %s", sc->what, err.msg);
+        srv_stop(s);
+        return;
+    }
+    if (sc->before)
+        sc->before(x, c);
+    int in = sc->in ? memfd_with(sc->in, sc->in_len) : -1;
+    relay(x, in, &r);
+    if (sc->after)
+        sc->after(x, c);
+    kube_exec_free(x);
+    if (in >= 0)
+        close(in);
+    srv_join(s);
+    if (sc->check)
+        sc->check(s, &r, c);
+    srv_stop(s);
+    run_free(&r);
+}
+
 /* ---- tests --------------------------------------------------------------------------------- */
 
 static void test_order_and_exit(void)
@@ -529,222 +600,139 @@ static void test_order_and_exit(void)
     strbuf_release(&seen);
 }
 
+/* test_status's want: the exit code and a piece of the message (NULL: not checked). */
+typedef struct status_want {
+    int code;
+    const char *msg;
+} status_want;
+
+static void check_status(const srv *s, const run *r, run_ctx *c)
+{
+    const status_want *w = c->want;
+    const char *what = c->sc->what;
+    ok(r->rc == 0 && r->code == w->code && r->out_len == 3 && memcmp(r->out, "hi\n", 3) == 0,
+       "%s: the relay ends with %d (got %d)%s%s", what, w->code, r->code, r->rc ? ": " : "",
+       r->rc ? r->err.msg : "");
+    if (w->msg)
+        ok(r->message && strstr(r->message, w->msg), "... and the message says '%s': %s",
+           w->msg, r->message ? r->message : "(none)");
+    is_int(s->close_code, 1000, "%s: the server got the client's Close 1000", what);
+}
+
 static void test_status(const char *status, int want, const char *want_msg, const char *what)
 {
-    srv *s = srv_start(sc_status, NULL);
-    s->param = status;
-    kube_exec *x;
-    sbx_err err;
-    if (open_over(s, NULL, &x, &err) < 0) {
-        ok(0, "%s: upgrade: %s", what, err.msg);
-        srv_stop(s);
-        return;
-    }
-    run r;
-    relay(x, -1, &r);
-    ok(r.rc == 0 && r.code == want && r.out_len == 3 && memcmp(r.out, "hi\n", 3) == 0,
-       "%s: the relay ends with %d (got %d)%s%s", what, want, r.code, r.rc ? ": " : "",
-       r.rc ? r.err.msg : "");
-    if (want_msg)
-        ok(r.message && strstr(r.message, want_msg), "... and the message says '%s': %s",
-           want_msg, r.message ? r.message : "(none)");
-    kube_exec_free(x);
-    srv_join(s);
-    is_int(s->close_code, 1000, "%s: the server got the client's Close 1000", what);
-    srv_stop(s);
-    run_free(&r);
+    play(&(scenario){ what, sc_status, .param = status, .check = check_status },
+         &(run_ctx){ .want = &(status_want){ want, want_msg } });
 }
 
-static void test_stdin_v5(void)
+static void check_stdin_v5(const srv *s, const run *r, run_ctx *c)
 {
-    srv *s = srv_start(sc_echo_stdin, NULL);
-    kube_exec *x;
-    sbx_err err;
-    if (open_over(s, &(kube_exec_opts){ .stdin_ = true }, &x, &err) < 0) {
-        ok(0, "stdin: upgrade: %s", err.msg);
-        srv_stop(s);
-        return;
-    }
-    int in = memfd_with("hello\nworld\n", 12);
-    run r;
-    relay(x, in, &r);
-    ok(r.rc == 0 && r.code == 0, "v5 stdin: the relay ends with 0%s%s", r.rc ? ": " : "",
-       r.rc ? r.err.msg : "");
-    kube_exec_free(x);
-    srv_stop(s);
-    ok(r.out_len == 12 && memcmp(r.out, "hello\nworld\n", 12) == 0,
+    ok(r->rc == 0 && r->code == 0, "v5 stdin: the relay ends with 0%s%s", r->rc ? ": " : "",
+       r->rc ? r->err.msg : "");
+    ok(r->out_len == 12 && memcmp(r->out, "hello\nworld\n", 12) == 0,
        "stdin reached the server and came back as output");
-    run_free(&r);
-    close(in);
 }
 
-static void test_stdin_end_signalled(void)
+static void send_then_close_stdin(kube_exec *x, run_ctx *c)
 {
-    srv *s = srv_start(sc_echo_stdin, NULL);
-    kube_exec *x;
     sbx_err err;
-    if (open_over(s, &(kube_exec_opts){ .stdin_ = true }, &x, &err) < 0) {
-        ok(0, "stdin end: upgrade: %s", err.msg);
-        srv_stop(s);
-        return;
-    }
     ok(kube_exec_send_stdin(x, "abc", 3, &err) == 0, "kube_exec_send_stdin sends");
     is_int(kube_exec_close_stdin(x, &err), 0, "kube_exec_close_stdin on v5 returns 0");
-    run r;
-    relay(x, -1, &r);
-    kube_exec_free(x);
-    srv_join(s);
-    bool closed = s->stdin_closed;
-    char got[16] = "";
-    snprintf(got, sizeof(got), "%s", s->stdin_.buf);
-    srv_stop(s);
-    ok(closed, "the server saw stdin's end as the [255, 0] CLOSE message");
-    is_str(got, "abc", "... after the stdin sent");
-    ok(r.rc == 0 && r.code == 0, "and the command ended with 0");
-    run_free(&r);
 }
 
-static void test_v4(void)
+static void check_stdin_end(const srv *s, const run *r, run_ctx *c)
 {
-    srv *s = srv_start(sc_v4_stdin, "v4.channel.k8s.io");
-    kube_exec *x;
+    ok(s->stdin_closed, "the server saw stdin's end as the [255, 0] CLOSE message");
+    is_str(s->stdin_.buf, "abc", "... after the stdin sent");
+    ok(r->rc == 0 && r->code == 0, "and the command ended with 0");
+}
+
+static void v4_stdin(kube_exec *x, run_ctx *c)
+{
     sbx_err err;
-    if (open_over(s, &(kube_exec_opts){ .stdin_ = true }, &x, &err) < 0) {
-        ok(0, "v4: upgrade: %s", err.msg);
-        srv_stop(s);
-        return;
-    }
     is_str(kube_exec_protocol(x), "v4.channel.k8s.io", "v4: agreed when the server picks it");
     is_int(kube_exec_close_stdin(x, &err), 1, "v4: close_stdin says there is no way (1)");
     ok(kube_exec_send_stdin(x, "the end", 7, &err) == 0, "v4: stdin still sends");
-    run r;
-    relay(x, -1, &r);
-    ok(r.rc == 0 && r.code == 7, "v4: the status's exit code (7) (got %d)%s%s", r.code,
-       r.rc ? ": " : "", r.rc ? r.err.msg : "");
-    kube_exec_free(x);
-    srv_join(s);
-    bool closed = s->stdin_closed;
-    srv_stop(s);
-    ok(!closed, "v4: no [255, 0] was sent");
-    run_free(&r);
 }
 
-static void test_ping(void)
+static void check_v4(const srv *s, const run *r, run_ctx *c)
 {
-    srv *s = srv_start(sc_ping, NULL);
-    kube_exec *x;
-    sbx_err err;
-    if (open_over(s, NULL, &x, &err) < 0) {
-        ok(0, "ping: upgrade: %s", err.msg);
-        srv_stop(s);
-        return;
-    }
-    run r;
-    relay(x, -1, &r);
-    kube_exec_free(x);
-    srv_join(s);
-    bool pong = s->got_pong;
-    char got[8] = "";
-    snprintf(got, sizeof(got), "%s", s->pong.buf);
-    srv_stop(s);
-    ok(pong, "a ping from the server is answered with a pong");
-    is_str(got, "abc", "... carrying the ping's payload");
-    ok(r.rc == 0 && r.code == 0, "and the command ends with 0");
-    run_free(&r);
+    ok(r->rc == 0 && r->code == 7, "v4: the status's exit code (7) (got %d)%s%s", r->code,
+       r->rc ? ": " : "", r->rc ? r->err.msg : "");
+    ok(!s->stdin_closed, "v4: no [255, 0] was sent");
 }
 
-static void test_fragmented(void)
+static void check_ping(const srv *s, const run *r, run_ctx *c)
 {
-    srv *s = srv_start(sc_fragmented, NULL);
-    kube_exec *x;
-    sbx_err err;
-    if (open_over(s, NULL, &x, &err) < 0) {
-        ok(0, "fragmented: upgrade: %s", err.msg);
-        srv_stop(s);
-        return;
-    }
-    run r;
-    relay(x, -1, &r);
-    kube_exec_free(x);
-    srv_stop(s);
-    ok(r.rc == 0 && r.out_len == 11 && memcmp(r.out, "fragmented\n", 11) == 0,
+    ok(s->got_pong, "a ping from the server is answered with a pong");
+    is_str(s->pong.buf, "abc", "... carrying the ping's payload");
+    ok(r->rc == 0 && r->code == 0, "and the command ends with 0");
+}
+
+static void check_fragmented(const srv *s, const run *r, run_ctx *c)
+{
+    ok(r->rc == 0 && r->out_len == 11 && memcmp(r->out, "fragmented\n", 11) == 0,
        "a message in three fragments with a ping between arrives whole");
-    run_free(&r);
+}
+
+/* test_failure's want. */
+typedef struct failure_want {
+    const char *err, *out; /* a piece of the relay's error; the output before it (or NULL) */
+    unsigned close;        /* the client's Close code (0: not checked) */
+} failure_want;
+
+/* The relay failed with the error wanted, after the output that came; and a call on the
+ * exec it left fails the same way. */
+static void failed(kube_exec *x, run_ctx *c)
+{
+    const failure_want *w = c->want;
+    const run *r = c->r;
+    ok(r->rc < 0 && strstr(r->err.msg, w->err), "%s: an error: %s", c->sc->what, r->err.msg);
+    if (w->out)
+        ok(r->out_len == strlen(w->out) && memcmp(r->out, w->out, r->out_len) == 0,
+           "... after the output that came (%s)", w->out);
+    sbx_err again;
+    ok(kube_exec_recv(x, &(int){ 0 }, &(const void *){ 0 }, &(size_t){ 0 }, &again) < 0 &&
+           strcmp(again.msg, r->err.msg) == 0,
+       "... and every later call fails the same way");
+}
+
+static void check_failure_close(const srv *s, const run *r, run_ctx *c)
+{
+    const failure_want *w = c->want;
+    if (w->close)
+        is_int(s->close_code, w->close, "... the client's Close says %u", w->close);
 }
 
 static void test_failure(script_fn *sc, const char *what, const char *want_err,
                          const char *want_out, unsigned want_close)
 {
-    srv *s = srv_start(sc, NULL);
-    kube_exec *x;
-    sbx_err err;
-    if (open_over(s, NULL, &x, &err) < 0) {
-        ok(0, "%s: upgrade: %s", what, err.msg);
-        srv_stop(s);
-        return;
-    }
-    run r;
-    relay(x, -1, &r);
-    ok(r.rc < 0 && strstr(r.err.msg, want_err), "%s: an error: %s", what, r.err.msg);
-    if (want_out)
-        ok(r.out_len == strlen(want_out) && memcmp(r.out, want_out, r.out_len) == 0,
-           "... after the output that came (%s)", want_out);
-    sbx_err again;
-    ok(kube_exec_recv(x, &(int){ 0 }, &(const void *){ 0 }, &(size_t){ 0 }, &again) < 0 &&
-           strcmp(again.msg, r.err.msg) == 0,
-       "... and every later call fails the same way");
-    kube_exec_free(x);
-    srv_join(s);
-    unsigned code = s->close_code;
-    srv_stop(s);
-    if (want_close)
-        is_int(code, want_close, "... the client's Close says %u", want_close);
-    run_free(&r);
+    play(&(scenario){ what, sc, .after = failed, .check = check_failure_close },
+         &(run_ctx){ .want = &(failure_want){ want_err, want_out, want_close } });
 }
 
-static void test_close1000(void)
+static void check_close1000(const srv *s, const run *r, run_ctx *c)
 {
-    srv *s = srv_start(sc_close1000, NULL);
-    kube_exec *x;
-    sbx_err err;
-    if (open_over(s, NULL, &x, &err) < 0) {
-        ok(0, "close 1000: upgrade: %s", err.msg);
-        srv_stop(s);
-        return;
-    }
-    run r;
-    relay(x, -1, &r);
-    kube_exec_free(x);
-    srv_join(s);
-    unsigned code = s->close_code;
-    srv_stop(s);
-    ok(r.rc == 0 && r.code == -1 && r.message && strstr(r.message, "without the command's exit"),
+    ok(r->rc == 0 && r->code == -1 && r->message &&
+           strstr(r->message, "without the command's exit"),
        "a Close 1000 without a status ends the exec, the exit code unknown (-1): %s",
-       r.message ? r.message : r.err.msg);
-    is_int(code, 1000, "... and the client answers the Close with 1000");
-    run_free(&r);
+       r->message ? r->message : r->err.msg);
+    is_int(s->close_code, 1000, "... and the client answers the Close with 1000");
 }
 
-static void test_big(void)
+/* The output sc_big sends, all of it (want bytes) and intact. */
+static bool big_intact(const run *r, size_t want)
 {
-    srv *s = srv_start(sc_big, NULL);
-    s->big = 16u << 20;
-    kube_exec *x;
-    sbx_err err;
-    if (open_over(s, NULL, &x, &err) < 0) {
-        ok(0, "big: upgrade: %s", err.msg);
-        srv_stop(s);
-        return;
-    }
-    run r;
-    relay(x, -1, &r);
-    kube_exec_free(x);
-    srv_stop(s);
-    bool same = r.out_len == (16u << 20);
-    for (size_t i = 0; same && i < r.out_len; i++)
-        same = (uint8_t)r.out[i] == (uint8_t)(i * 2654435761u >> 13);
-    ok(r.rc == 0 && same, "16 MiB of output are relayed intact (%zu bytes)", r.out_len);
-    run_free(&r);
+    bool same = r->out_len == want;
+    for (size_t i = 0; same && i < r->out_len; i++)
+        same = (uint8_t)r->out[i] == (uint8_t)(i * 2654435761u >> 13);
+    return same;
+}
+
+static void check_big(const srv *s, const run *r, run_ctx *c)
+{
+    ok(r->rc == 0 && big_intact(r, c->sc->big), "16 MiB of output are relayed intact (%zu bytes)",
+       r->out_len);
 }
 
 static volatile sig_atomic_t ticks;
@@ -760,42 +748,47 @@ static void on_tick(int sig)
     }
 }
 
+/* A signal every millisecond, without SA_RESTART, from just before the relay (ticks_on) to
+ * just after it (ticks_off): every poll and read may see EINTR. */
+static struct sigaction old_alrm;
+
+static void ticks_on(kube_exec *x, run_ctx *c)
+{
+    struct sigaction sa = { .sa_handler = on_tick };
+    sigaction(SIGALRM, &sa, &old_alrm);
+    struct itimerval it = { { 0, 1000 }, { 0, 1000 } };
+    /* Only this thread takes the signal (the server's thread blocks it). */
+    setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static void ticks_off(kube_exec *x, run_ctx *c)
+{
+    struct itimerval off = { { 0, 0 }, { 0, 0 } };
+    setitimer(ITIMER_REAL, &off, NULL);
+    sigaction(SIGALRM, &old_alrm, NULL);
+}
+
+static void check_big_echo(const srv *s, const run *r, run_ctx *c)
+{
+    size_t len = c->sc->in_len;
+    ok(r->rc == 0 && r->out_len == len && memcmp(r->out, c->sc->in, len) == 0,
+       "4 MiB of stdin echoed back while it is sent arrive intact (%zu bytes), with a "
+       "signal interrupting every millisecond%s%s", r->out_len, r->rc ? ": " : "",
+       r->rc ? r->err.msg : "");
+    diag("(%d signals during the relay)", (int)ticks);
+}
+
 static void test_big_echo(void)
 {
     /* 4 MiB through stdin and back at once: neither side may wait for the other. */
-    srv *s = srv_start(sc_echo_stdin, NULL);
-    kube_exec *x;
-    sbx_err err;
-    if (open_over(s, &(kube_exec_opts){ .stdin_ = true }, &x, &err) < 0) {
-        ok(0, "echo: upgrade: %s", err.msg);
-        srv_stop(s);
-        return;
-    }
     size_t len = 4u << 20;
     char *data = xmalloc(len);
     for (size_t i = 0; i < len; i++)
         data[i] = (char)(i * 131 >> 7);
-    int in = memfd_with(data, len);
-    /* A signal every millisecond, without SA_RESTART: every poll and read may see EINTR. */
-    struct sigaction sa = { .sa_handler = on_tick }, old;
-    sigaction(SIGALRM, &sa, &old);
-    struct itimerval it = { { 0, 1000 }, { 0, 1000 } }, off = { { 0, 0 }, { 0, 0 } };
-    /* Only this thread takes the signal (the server's thread blocks it). */
-    setitimer(ITIMER_REAL, &it, NULL);
-    run r;
-    relay(x, in, &r);
-    setitimer(ITIMER_REAL, &off, NULL);
-    sigaction(SIGALRM, &old, NULL);
-    kube_exec_free(x);
-    srv_stop(s);
-    ok(r.rc == 0 && r.out_len == len && memcmp(r.out, data, len) == 0,
-       "4 MiB of stdin echoed back while it is sent arrive intact (%zu bytes), with a "
-       "signal interrupting every millisecond%s%s", r.out_len, r.rc ? ": " : "",
-       r.rc ? r.err.msg : "");
-    diag("(%d signals during the relay)", (int)ticks);
+    play(&(scenario){ "echo", sc_echo_stdin, .opts.stdin_ = true, .in = data, .in_len = len,
+                      .before = ticks_on, .after = ticks_off, .check = check_big_echo },
+         NULL);
     free(data);
-    close(in);
-    run_free(&r);
 }
 
 static void test_out_gone(void)
@@ -825,86 +818,52 @@ static void test_out_gone(void)
     srv_stop(s);
 }
 
-static void test_resize(void)
+static void send_resize(kube_exec *x, run_ctx *c)
 {
-    srv *s = srv_start(sc_resize, NULL);
-    kube_exec *x;
     sbx_err err;
-    if (open_over(s, &(kube_exec_opts){ .tty = true }, &x, &err) < 0) {
-        ok(0, "resize: upgrade: %s", err.msg);
-        srv_stop(s);
-        return;
-    }
     ok(kube_exec_resize(x, 80, 24, &err) == 0, "a resize is sent");
-    run r;
-    relay(x, -1, &r);
-    kube_exec_free(x);
-    char got[64];
-    srv_join(s);
-    snprintf(got, sizeof(got), "%s", s->resize.buf);
-    srv_stop(s);
-    is_str(got, "{\"Width\":80,\"Height\":24}\n", "... on channel 4 as kubectl sends it");
-    run_free(&r);
 }
 
-static void test_keepalive(void)
+static void check_resize(const srv *s, const run *r, run_ctx *c)
 {
-    srv *s = srv_start(sc_silent_until_ping, NULL);
-    kube_exec *x;
-    sbx_err err;
-    if (open_over(s, &(kube_exec_opts){ .keepalive_ms = 20 }, &x, &err) < 0) {
-        ok(0, "keepalive: upgrade: %s", err.msg);
-        srv_stop(s);
-        return;
-    }
-    run r;
-    relay(x, -1, &r);
-    kube_exec_free(x);
-    srv_join(s);
-    bool ping = s->got_ping;
-    srv_stop(s);
-    ok(ping && r.rc == 0 && r.code == 0, "a silent server gets pinged by the relay");
-    run_free(&r);
-
-    s = srv_start(sc_silent, NULL);
-    if (open_over(s, &(kube_exec_opts){ .keepalive_ms = 10 }, &x, &err) < 0) {
-        ok(0, "keepalive: upgrade: %s", err.msg);
-        srv_stop(s);
-        return;
-    }
-    relay(x, -1, &r);
-    kube_exec_free(x);
-    srv_stop(s);
-    ok(r.rc < 0 && strstr(r.err.msg, "not even an answer to a ping"),
-       "a server that answers nothing at all is given up: %s", r.err.msg);
-    run_free(&r);
+    is_str(s->resize.buf, "{\"Width\":80,\"Height\":24}\n", "... on channel 4 as kubectl sends it");
 }
 
-static bool always(void *ctx)
+static void check_pinged(const srv *s, const run *r, run_ctx *c)
 {
-    return *(bool *)ctx;
+    ok(s->got_ping && r->rc == 0 && r->code == 0, "a silent server gets pinged by the relay");
+}
+
+static void check_given_up(const srv *s, const run *r, run_ctx *c)
+{
+    ok(r->rc < 0 && strstr(r->err.msg, "not even an answer to a ping"),
+       "a server that answers nothing at all is given up: %s", r->err.msg);
+}
+
+static bool flag_raised(void *ctx)
+{
+    return ((run_ctx *)ctx)->flag;
+}
+
+/* Raises the flag the exec's interrupted() reads, once it is open. */
+static void raise_flag(kube_exec *x, run_ctx *c)
+{
+    c->flag = true;
+}
+
+static void check_interrupted(const srv *s, const run *r, run_ctx *c)
+{
+    ok(r->rc < 0 && strstr(r->err.msg, "interrupted"), "an interrupt ends the relay: %s",
+       r->err.msg);
 }
 
 static void test_interrupt(void)
 {
-    srv *s = srv_start(sc_silent, NULL);
-    kube_exec *x;
-    sbx_err err;
-    bool flag = false;
-    if (open_over(s, &(kube_exec_opts){ .interrupted = always, .interrupt_ctx = &flag }, &x,
-                  &err) < 0) {
-        ok(0, "interrupt: upgrade: %s", err.msg);
-        srv_stop(s);
-        return;
-    }
-    flag = true;
-    run r;
-    relay(x, -1, &r);
-    kube_exec_free(x);
-    srv_stop(s);
-    ok(r.rc < 0 && strstr(r.err.msg, "interrupted"), "an interrupt ends the relay: %s",
-       r.err.msg);
-    run_free(&r);
+    run_ctx c = { 0 };
+    play(&(scenario){ "interrupt", sc_silent,
+                      .opts = { .interrupted = flag_raised, .interrupt_ctx = &c },
+                      .before = raise_flag, .check = check_interrupted },
+         &c);
 }
 
 static void test_upgrade_failures(void)
@@ -1005,10 +964,7 @@ static void test_curl(void)
         run rr;
         relay(x, -1, &rr);
         kube_exec_free(x);
-        bool same = rr.out_len == (4u << 20);
-        for (size_t i = 0; same && i < rr.out_len; i++)
-            same = (uint8_t)rr.out[i] == (uint8_t)(i * 2654435761u >> 13);
-        ok(rr.rc == 0 && rr.code == 0 && same,
+        ok(rr.rc == 0 && rr.code == 0 && big_intact(&rr, 4u << 20),
            "4 MiB of output and the status over the curl transport%s%s",
            rr.rc ? ": " : "", rr.rc ? rr.err.msg : "");
         run_free(&rr);
@@ -1169,10 +1125,8 @@ static void test_open_tls(void)
         run rr;
         relay(x, -1, &rr);
         kube_exec_free(x);
-        bool same = rr.out_len == (4u << 20);
-        for (size_t i = 0; same && i < rr.out_len; i++)
-            same = (uint8_t)rr.out[i] == (uint8_t)(i * 2654435761u >> 13);
-        ok(rr.rc == 0 && rr.code == 0 && same, "4 MiB of output and the status over TLS%s%s",
+        ok(rr.rc == 0 && rr.code == 0 && big_intact(&rr, 4u << 20),
+           "4 MiB of output and the status over TLS%s%s",
            rr.rc ? ": " : "", rr.rc ? rr.err.msg : "");
         run_free(&rr);
     }
@@ -1229,11 +1183,14 @@ int main(void)
                 "\"details\":{\"causes\":[{\"reason\":\"ExitCode\",\"message\":\"256\"}]}}",
                 -1, "m", "an exit code out of range");
     test_status("not json", -1, "not a JSON object", "a status that is not JSON");
-    test_stdin_v5();
-    test_stdin_end_signalled();
-    test_v4();
-    test_ping();
-    test_fragmented();
+    play(&(scenario){ "stdin", sc_echo_stdin, .opts.stdin_ = true, .in = "hello\nworld\n",
+                      .in_len = 12, .check = check_stdin_v5 }, NULL);
+    play(&(scenario){ "stdin end", sc_echo_stdin, .opts.stdin_ = true,
+                      .before = send_then_close_stdin, .check = check_stdin_end }, NULL);
+    play(&(scenario){ "v4", sc_v4_stdin, .proto = "v4.channel.k8s.io", .opts.stdin_ = true,
+                      .before = v4_stdin, .check = check_v4 }, NULL);
+    play(&(scenario){ "ping", sc_ping, .check = check_ping }, NULL);
+    play(&(scenario){ "fragmented", sc_fragmented, .check = check_fragmented }, NULL);
     test_failure(sc_drop, "a drop before the status", "lost before the command's exit status",
                  "partial", 0);
     test_failure(sc_close1011, "a Close 1011", "code 1011 (internal error): boom", "partial",
@@ -1241,12 +1198,16 @@ int main(void)
     test_failure(sc_masked, "a masked frame from the server", "masked frame from the server",
                  NULL, 1002);
     test_failure(sc_text, "a text message", "text message", NULL, 1003);
-    test_close1000();
-    test_big();
+    play(&(scenario){ "close 1000", sc_close1000, .check = check_close1000 }, NULL);
+    play(&(scenario){ "big", sc_big, .big = 16u << 20, .check = check_big }, NULL);
     test_big_echo();
-    test_resize();
+    play(&(scenario){ "resize", sc_resize, .opts.tty = true, .before = send_resize,
+                      .check = check_resize }, NULL);
     test_out_gone();
-    test_keepalive();
+    play(&(scenario){ "keepalive", sc_silent_until_ping, .opts.keepalive_ms = 20,
+                      .check = check_pinged }, NULL);
+    play(&(scenario){ "keepalive", sc_silent, .opts.keepalive_ms = 10,
+                      .check = check_given_up }, NULL);
     test_interrupt();
     test_upgrade_failures();
     test_curl();

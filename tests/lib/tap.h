@@ -10,15 +10,40 @@
  *
  * Failures print the values as TAP diagnostics. Header-only: each test
  * program includes it once.
+ *
+ * Isolation, as tests/lib/tap.sh's: before main, every AGENT_SANDBOX_* variable and
+ * XDG_STATE_HOME are taken out of the environment (a developer's shell or a CI job may set
+ * any, and session_config_load reads them all), unless SBX_TEST_ISOLATED says a test that
+ * runs this one made the environment on purpose.
  */
 #ifndef SBX_TESTS_TAP_H
 #define SBX_TESTS_TAP_H
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int tap_n, tap_failed;
+
+__attribute__((constructor)) static void tap_isolate(void)
+{
+    if (getenv("SBX_TEST_ISOLATED"))
+        return;
+    for (size_t i = 0; environ[i];) {
+        char name[256];
+        size_t n = strcspn(environ[i], "=");
+        if (strncmp(environ[i], "AGENT_SANDBOX_", 14) != 0 || n >= sizeof(name)) {
+            i++;
+            continue;
+        }
+        memcpy(name, environ[i], n);
+        name[n] = '\0';
+        unsetenv(name); /* moves the entries after it down: i is the next one now */
+    }
+    unsetenv("XDG_STATE_HOME");
+}
 
 static inline void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static inline void diag(const char *fmt, ...)

@@ -10,6 +10,14 @@
 #
 # Environment: SBXSH_BIN (directory holding sbxsh, sbx, sbx-agent; set by the
 # Makefile), SBX_TEST_TMP (a scratch directory removed at exit).
+#
+# Isolation, for every test file in one place: sourcing this clears every AGENT_SANDBOX_*
+# variable and XDG_STATE_HOME (a developer's shell or a CI job may set any of them, and
+# each changes what sbxsh and sbx do), and points HOME at $SBX_TEST_TMP/home and
+# AGENT_SANDBOX_STATE_DIR at $SBX_TEST_TMP/state, so that no test reads the user's
+# configuration or touches their sessions. A test file run by another (tests/kube/exec-kube.t
+# runs tests/local/exec.sh) keeps the environment its parent made for it: SBX_TEST_ISOLATED
+# says the parent did the above.
 
 set -u
 tap_n=0
@@ -21,6 +29,15 @@ SBX_AGENT=${SBX_AGENT:-$SBXSH_BIN/sbx-agent}
 SBX_TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/sbxsh-test.XXXXXX")
 tap_cleanup() { rm -rf "$SBX_TEST_TMP"; }
 trap tap_cleanup EXIT
+
+# (XDG_STATE_HOME: where the state directory goes when AGENT_SANDBOX_STATE_DIR is not set.)
+if [ -z "${SBX_TEST_ISOLATED:-}" ]; then
+    # shellcheck disable=SC2046 # the names: words, none empty
+    unset $(compgen -e AGENT_SANDBOX_) XDG_STATE_HOME
+    export HOME=$SBX_TEST_TMP/home AGENT_SANDBOX_STATE_DIR=$SBX_TEST_TMP/state
+    mkdir -p "$HOME"
+    export SBX_TEST_ISOLATED=1
+fi
 
 tap_todo_reason=
 tap_result() { # COND NAME

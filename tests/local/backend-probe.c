@@ -32,12 +32,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: backend-probe claim|run CMD|status|release\n");
         return 2;
     }
-    if (sbx_config_load(&cfg, NULL, &err) < 0 || !(cfg.agent_path = sbx_find_agent(&err))) {
+    if (session_config_load(&cfg, NULL, &err) < 0 || !(cfg.agent_path = session_find_agent(&err))) {
         fprintf(stderr, "backend-probe: %s\n", err.msg);
         return 125;
     }
     sbx_sandbox_spec spec = { .agent_path = cfg.agent_path };
-    if (!(b = sbx_backend_new(&cfg, &spec, &err))) {
+    if (!(b = session_backend_new(&cfg, &spec, &err))) {
         fprintf(stderr, "backend-probe: %s\n", err.msg);
         return 125;
     }
@@ -81,7 +81,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "backend-probe: unknown command %s\n", argv[1]);
         rc = 2;
     }
-    sbx_backend_free(b);
-    sbx_config_free(&cfg);
+    session_backend_free(b);
+    session_config_free(&cfg);
     return rc;
 }

@@ -10,11 +10,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib/tap.sh"
 . "$HERE/lib.sh"
 
-why=$(runtime_skip_reason "$RT")
-[ -z "$why" ] || skip_all "$RT: $why"
-[ -x "$SBXSH" ] || skip_all "sbxsh not built"
-local_env
-export AGENT_SANDBOX_LOCAL_RUNTIME=$RT AGENT_SANDBOX_SESSION=diskfull-$RT AGENT_SANDBOX_DISK_MAX=1M
+runtime_env "diskfull-$RT"
+export AGENT_SANDBOX_DISK_MAX=1M
 teardown() {
     timeout -s KILL 30 "$SBX" release >/dev/null 2>&1
     local_teardown

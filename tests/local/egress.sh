@@ -6,14 +6,11 @@
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib/tap.sh"
 . "$HERE/lib.sh"
+. "$HERE/../lib/user.sh"
 
-why=$(runtime_skip_reason "$RT")
-[ -z "$why" ] || skip_all "$RT: $why"
-[ -x "$SBX" ] || skip_all "sbx not built"
 command -v python3 >/dev/null || skip_all "python3 is not installed (make deps)"
 command -v curl >/dev/null || skip_all "curl is not installed"
-local_env
-export AGENT_SANDBOX_LOCAL_RUNTIME=$RT
+runtime_env ''
 S=eg-$RT
 server=
 teardown() {
@@ -22,10 +19,7 @@ teardown() {
     done
     local_teardown
     [ -n "$server" ] && kill "$server" 2>/dev/null
-    if [ -n "${user:-}" ]; then
-        pkill -9 -u "$user" 2>/dev/null
-        userdel -r "$user" >/dev/null 2>&1
-    fi
+    test_user_del
     tap_cleanup
 }
 trap teardown EXIT
@@ -129,23 +123,16 @@ is "$(AGENT_SANDBOX_SESSION=$S-c "$SBX" status 2>&1 | sed -n 's/.*proxy pid \([0
 AGENT_SANDBOX_SESSION=$S-c "$SBX" release >/dev/null 2>&1
 
 # ---- as an ordinary user ------------------------------------------------------------------
-user=
-if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null &&
-   useradd -m -d "$SBX_TEST_TMP/u" -s /bin/bash "sbxe$$" 2>/dev/null; then
-    user=sbxe$$
-    chmod 755 "$SBX_TEST_TMP"
-    out=$(su "$user" -c "unset XDG_RUNTIME_DIR AGENT_SANDBOX_STATE_DIR AGENT_SANDBOX_SESSION \
-          AGENT_SANDBOX_CODE_DIRS; export HOME=$SBX_TEST_TMP/u; cd; mkdir -p p; cd p; git init -q .; \
+if test_user_add sbxe; then
+    out=$(as_test_user "mkdir -p p; cd p; git init -q .; \
           export AGENT_SANDBOX_LOCAL_RUNTIME=$RT AGENT_SANDBOX_LOCAL_NETWORK=allowlist \
           AGENT_SANDBOX_EGRESS=$list; timeout 120 '$SBXSH' -c \"$curl_p -p http://localhost:$port/index.txt; \
           curl -sS https://example.org/\"; '$SBX' release >/dev/null" 2>&1)
     like "$out" "^registry-ok"$'\n'"sbxsh: the sandbox may not reach example\.org" \
          "$RT as an ordinary user: allowed through the proxy, unlisted refused"
-    pkill -9 -u "$user" 2>/dev/null
-    userdel -r "$user" >/dev/null 2>&1
-    user=
+    test_user_del
 else
-    skip "$RT as an ordinary user: creating a test user needs root and useradd"
+    skip "$RT as an ordinary user: $TEST_USER_WHY"
 fi
 
 # ---- configuration ----------------------------------------------------------------------

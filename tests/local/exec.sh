@@ -7,12 +7,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/../lib/tap.sh"
 . "$HERE/lib.sh"
 
-why=$(runtime_skip_reason "$RT")
-[ -z "$why" ] || skip_all "$RT: $why"
-[ -x "$SBX" ] || skip_all "sbx not built"
-local_env
-[ "$RT" = kube ] || export AGENT_SANDBOX_LOCAL_RUNTIME=$RT
-export AGENT_SANDBOX_SESSION=t-$RT
+runtime_env "t-$RT"
 teardown() {
     "$SBX" release >/dev/null 2>&1
     local_teardown

@@ -10,12 +10,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib/tap.sh"
 . "$HERE/lib.sh"
 
-why=$(runtime_skip_reason "$RT")
-[ -z "$why" ] || skip_all "$RT: $why"
-[ -x "$SBXSH" ] || skip_all "sbxsh not built"
-local_env
-export AGENT_SANDBOX_LOCAL_RUNTIME=$RT
-export AGENT_SANDBOX_SESSION=fresh-$RT
+runtime_env "fresh-$RT"
 teardown() {
     "$SBX" release >/dev/null 2>&1
     local_teardown

@@ -11,13 +11,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib/tap.sh"
 . "$HERE/lib.sh"
 
-why=$(runtime_skip_reason "$RT")
-[ -z "$why" ] || skip_all "$RT: $why"
-[ -x "$SBXSH" ] || skip_all "sbxsh not built"
 umask 022
-local_env
-export AGENT_SANDBOX_LOCAL_RUNTIME=$RT
-export AGENT_SANDBOX_SESSION=hostperm-$RT
+runtime_env "hostperm-$RT"
 teardown() {
     timeout -s KILL 30 "$SBX" release >/dev/null 2>&1
     local_teardown

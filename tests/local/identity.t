@@ -11,11 +11,11 @@
 # drop (an ordinary user has no CAP_SETUID).
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/user.sh"
 
 PTYRUN=$(cd "$(dirname "$0")" && pwd)/ptyrun.py
 local_env
-user=
-trap 'local_teardown; if [ -n "$user" ]; then pkill -9 -u "$user" 2>/dev/null; sleep 0.2; userdel -r "$user" >/dev/null 2>&1; fi; tap_cleanup' EXIT
+trap 'local_teardown; test_user_del; tap_cleanup' EXIT
 
 # What one command prints of who it is and what it owns, a line each (checked below).
 # made/, made.txt: made by the command in the code directory; home.txt in HOME.
@@ -68,28 +68,13 @@ for rt in runsc bwrap; do
 done
 
 # --- an ordinary user ------------------------------------------------------------------
-if [ "$(id -u)" != 0 ] || ! command -v useradd >/dev/null; then
-    skip "as an ordinary user: creating a test user needs root and useradd"
+if ! test_user_add sbxi "$PTYRUN"; then
+    skip "as an ordinary user: $TEST_USER_WHY"
     done_testing
     exit
 fi
-user=sbxi$$
-if ! useradd -m -d "$SBX_TEST_TMP/u" -s /bin/bash "$user" 2>/dev/null; then
-    user=
-    skip "as an ordinary user: useradd failed"
-    done_testing
-    exit
-fi
-chmod 755 "$SBX_TEST_TMP"
-if ! su "$user" -c "test -x '$SBXSH' && test -r '$PTYRUN'"; then
-    skip "as an ordinary user: the build directory is not reachable by another user"
-    done_testing
-    exit
-fi
-U=$SBX_TEST_TMP/u
-as_user() { # SCRIPT: in the user's code directory, in a login-like environment
-    su "$user" -c "unset XDG_RUNTIME_DIR AGENT_SANDBOX_STATE_DIR AGENT_SANDBOX_SESSION AGENT_SANDBOX_CODE_DIRS; export HOME=$U; cd ~/proj && $1"
-}
+user=$TEST_USER U=$TEST_HOME
+as_user() { as_test_user "cd ~/proj && $1"; } # SCRIPT: in the user's code directory
 su "$user" -c "mkdir -p $U/proj && cd $U/proj && git init -q . && echo hello > README"
 
 # sbx-agent --user: never root, and no serving as root when the drop fails (here: an

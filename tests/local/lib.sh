@@ -1,21 +1,18 @@
 # shellcheck shell=bash
 # Shared setup for tests/local/*.t (sourced after tests/lib/tap.sh).
 #
-# local_env: an isolated world under $SBX_TEST_TMP: a HOME, a state
-# directory, a runtime directory, and a git repository $PROJ as the code
-# directory; nothing of the real user's sessions is touched.
+# local_env: an isolated world under $SBX_TEST_TMP: a runtime directory and a git
+# repository $PROJ as the code directory, beside the HOME and state directory of tap.sh
+# (which cleared every AGENT_SANDBOX_*): nothing of the real user's sessions is touched.
 # runtime_skip_reason RT: empty when runtime RT can start sandboxes here,
 # else why not (for skip messages).
+# runtime_env SESSION: the set-up of the files run once a runtime (exec.sh, fresh.sh,
+# quota.sh, ...: sourced by NAME-runsc.t and NAME-bwrap.t with RT set).
 
 local_env() {
-    export HOME=$SBX_TEST_TMP/home
     export XDG_RUNTIME_DIR=$SBX_TEST_TMP/run
-    export AGENT_SANDBOX_STATE_DIR=$SBX_TEST_TMP/state
-    unset AGENT_SANDBOX_SESSION AGENT_SANDBOX_CODE_DIRS AGENT_SANDBOX_FORWARD_ENV \
-          AGENT_SANDBOX_SYNC_PATHS AGENT_SANDBOX_TASK_FILES AGENT_SANDBOX_SYNC_EXCLUDE \
-          AGENT_SANDBOX_LOCAL_NETWORK AGENT_SANDBOX_EGRESS AGENT_SANDBOX_IDLE_TIMEOUT AGENT_SANDBOX_BACKEND \
-          AGENT_SANDBOX_AGENT XDG_STATE_HOME
-    # exec.sh under tests/kube/exec-kube.t: the same tests on the kube backend
+    # exec.sh under tests/kube/exec-kube.t: the same tests on the kube backend (which set
+    # AGENT_SANDBOX_KUBECONFIG and AGENT_SANDBOX_POOL for it)
     [ "${RT:-}" = kube ] && export AGENT_SANDBOX_BACKEND=kube
     mkdir -p "$HOME" "$XDG_RUNTIME_DIR"
     PROJ=$SBX_TEST_TMP/proj
@@ -23,6 +20,21 @@ local_env() {
     git -C "$PROJ" init -q
     printf 'hello\n' > "$PROJ/README"
     cd "$PROJ" || exit 1
+}
+
+# runtime_env SESSION: the file is skipped, saying why, when runtime $RT cannot start a
+# sandbox here or sbxsh is not built; else local_env, $RT the runtime (kube: the backend,
+# which local_env chose) and SESSION the session (''; none: the file names its own).
+runtime_env() { # SESSION
+    local why
+    why=$(runtime_skip_reason "$RT")
+    [ -z "$why" ] || skip_all "$RT: $why"
+    if [ ! -x "$SBXSH" ] || [ ! -x "$SBX" ]; then
+        skip_all "sbxsh is not built (make)"
+    fi
+    local_env
+    [ "$RT" = kube ] || export AGENT_SANDBOX_LOCAL_RUNTIME=$RT
+    [ -z "$1" ] || export AGENT_SANDBOX_SESSION=$1
 }
 
 runtime_skip_reason() {

@@ -7,12 +7,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib/tap.sh"
 . "$HERE/lib.sh"
 
-why=$(runtime_skip_reason "$RT")
-[ -z "$why" ] || skip_all "$RT: $why"
-[ -x "$SBX" ] || skip_all "sbx not built"
-local_env
-export AGENT_SANDBOX_LOCAL_RUNTIME=$RT
-export AGENT_SANDBOX_SESSION=lim-$RT
+runtime_env "lim-$RT"
 export AGENT_SANDBOX_PIDS_MAX=100 AGENT_SANDBOX_MEMORY_MAX=256M
 teardown() {
     "$SBX" release >/dev/null 2>&1

@@ -6,6 +6,7 @@
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib/tap.sh"
 . "$HERE/lib.sh"
+. "$HERE/../lib/user.sh"
 
 [ -x "$SBX" ] || skip_all "sbx not built"
 command -v curl >/dev/null || skip_all "curl is not installed"
@@ -16,10 +17,7 @@ teardown() {
         AGENT_SANDBOX_SESSION=nn-$rt-self "$SBX" release >/dev/null 2>&1
     done
     local_teardown
-    if [ -n "${user:-}" ]; then
-        pkill -9 -u "$user" 2>/dev/null
-        userdel -r "$user" >/dev/null 2>&1
-    fi
+    test_user_del
     tap_cleanup
 }
 trap teardown EXIT
@@ -93,21 +91,8 @@ done
 unset AGENT_SANDBOX_SESSION AGENT_SANDBOX_LOCAL_RUNTIME
 
 # ---- as an ordinary user --------------------------------------------------------------
-if [ "$(id -u)" != 0 ] || ! command -v useradd >/dev/null; then
-    skip "as an ordinary user: creating a test user needs root and useradd"
-    done_testing
-    exit
-fi
-user=sbxn$$
-if ! useradd -m -d "$SBX_TEST_TMP/u" -s /bin/bash "$user" 2>/dev/null; then
-    user=
-    skip "as an ordinary user: useradd failed"
-    done_testing
-    exit
-fi
-chmod 755 "$SBX_TEST_TMP"
-if ! su "$user" -c "test -x '$SBXSH'"; then
-    skip "as an ordinary user: the build directory is not reachable by another user"
+if ! test_user_add sbxn; then
+    skip "as an ordinary user: $TEST_USER_WHY"
     done_testing
     exit
 fi
@@ -117,8 +102,7 @@ for rt in runsc bwrap; do
         skip "$rt as an ordinary user: $why"
         continue
     fi
-    su "$user" -c "unset XDG_RUNTIME_DIR AGENT_SANDBOX_STATE_DIR AGENT_SANDBOX_SESSION \
-          AGENT_SANDBOX_CODE_DIRS; export HOME=$SBX_TEST_TMP/u; cd; mkdir -p p-$rt; cd p-$rt; \
+    as_test_user "mkdir -p p-$rt; cd p-$rt; \
           git init -q .; AGENT_SANDBOX_LOCAL_RUNTIME=$rt timeout 120 '$SBXSH' -c \
           'curl -sS https://registry.npmjs.org/left-pad; id -u >/dev/null'; '$SBX' release" \
         >"$SBX_TEST_TMP/o" 2>&1

@@ -4,20 +4,13 @@
 # and in their home directory, and removes the user after.
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/user.sh"
 
-[ "$(id -u)" = 0 ] || skip_all "creating a test user needs root"
-command -v useradd >/dev/null || skip_all "useradd not found (passwd package)"
-user=sbxt$$
-useradd -m -d "$SBX_TEST_TMP/u" -s /bin/bash "$user" 2>/dev/null || skip_all "useradd failed"
-trap 'pkill -9 -u "$user" 2>/dev/null; sleep 0.2; userdel -r "$user" >/dev/null 2>&1; tap_cleanup' EXIT
-chmod 755 "$SBX_TEST_TMP"
-if ! su "$user" -c "test -x '$SBXSH'"; then
-    skip_all "the build directory is not reachable by another user"
-fi
+trap 'test_user_del; tap_cleanup' EXIT
+test_user_add sbxt || skip_all "$TEST_USER_WHY"
+user=$TEST_USER
 
-as_user() { # SCRIPT: runs in a login-like environment of the test user
-    su "$user" -c "unset XDG_RUNTIME_DIR AGENT_SANDBOX_STATE_DIR AGENT_SANDBOX_SESSION AGENT_SANDBOX_CODE_DIRS; export HOME=$SBX_TEST_TMP/u; cd; $1" 2>&1
-}
+as_user() { as_test_user "$1" 2>&1; } # SCRIPT: as the test user, in its home
 
 for rt in runsc bwrap; do
     why=$(runtime_skip_reason "$rt")

@@ -41,13 +41,13 @@ int main(int argc, char **argv)
     strvec env = STRVEC_INIT;
     char cwd[4096];
 
-    if (sbx_config_load(&cfg, NULL, &err) < 0)
+    if (session_config_load(&cfg, NULL, &err) < 0)
         return fail("config", &err);
-    if (sbx_session_open(&cfg, NULL, &s, &err) < 0)
+    if (session_open(&cfg, NULL, &s, &err) < 0)
         return fail("open", &err);
     if (!getcwd(cwd, sizeof(cwd)))
         return 125;
-    sbx_sandbox_env(&cfg, false, &env);
+    session_sandbox_env(&cfg, false, &env);
     sbx_fd_map fds[] = {
         { 0, SBX_FD_API_IN, -1 },
         { 1, SBX_FD_RELAY_OUT, 2 },
@@ -63,37 +63,37 @@ int main(int argc, char **argv)
         .nfds = 4,
         .forward_signals = true,
     };
-    if (sbx_session_start(s, &cmd, &err) < 0)
+    if (session_start(s, &cmd, &err) < 0)
         return fail("start", &err);
     for (int i = 1; i < argc; i++) {
         if (!strncmp(argv[i], "@wait ", 6)) {
             for (int k = 0; k < 1200 && access(argv[i] + 6, F_OK) < 0; k++)
                 usleep(50000);
-            if (sbx_session_sync(s, &err) < 0)
+            if (session_sync(s, &err) < 0)
                 return fail("sync", &err);
             continue;
         }
         strbuf script = STRBUF_INIT, rec = STRBUF_INIT;
         /* The command, then its status as a record on fd 199. */
         strbuf_addf(&script, "%s\nprintf 'status %%d\\n' $? >&199\n", argv[i]);
-        if (sbx_session_write(s, 0, script.buf, script.len, &err) < 0)
+        if (session_write(s, 0, script.buf, script.len, &err) < 0)
             return fail("write", &err);
-        int r = sbx_session_read_record(s, 199, '\n', &rec, &err);
+        int r = session_read_record(s, 199, '\n', &rec, &err);
         if (r < 0)
             return fail("read", &err);
         printf("%s", r ? rec.buf : "no report\n");
         fflush(stdout);
         strbuf_release(&script);
         strbuf_release(&rec);
-        if (r && sbx_session_sync(s, &err) < 0)
+        if (r && session_sync(s, &err) < 0)
             return fail("sync", &err);
     }
-    if (sbx_session_close_fd(s, 0, &err) < 0 || sbx_session_wait(s, &st, &err) < 0)
+    if (session_close_fd(s, 0, &err) < 0 || session_wait(s, &st, &err) < 0)
         return fail("wait", &err);
     printf("exit %d\n", WIFEXITED(st.wait_status) ? WEXITSTATUS(st.wait_status)
                                                   : 128 + WTERMSIG(st.wait_status));
-    sbx_session_close(s);
+    session_close(s);
     strvec_clear(&env);
-    sbx_config_free(&cfg);
+    session_config_free(&cfg);
     return 0;
 }

@@ -7,43 +7,43 @@
 
 #include "local/egress.h"
 
-static bool addr_ok(const sbx_egress_policy *p, const char *a, const char **why)
+static bool addr_ok(const local_egress_policy *p, const char *a, const char **why)
 {
     struct sockaddr_in s4 = { .sin_family = AF_INET };
     struct sockaddr_in6 s6 = { .sin6_family = AF_INET6 };
     *why = "";
     if (inet_pton(AF_INET, a, &s4.sin_addr) == 1)
-        return sbx_egress_addr_allowed(p, (struct sockaddr *)&s4, why);
+        return local_egress_addr_allowed(p, (struct sockaddr *)&s4, why);
     if (inet_pton(AF_INET6, a, &s6.sin6_addr) == 1)
-        return sbx_egress_addr_allowed(p, (struct sockaddr *)&s6, why);
+        return local_egress_addr_allowed(p, (struct sockaddr *)&s6, why);
     abort();
 }
 
-static int parse(const char *req, sbx_egress_req *r, const char **why)
+static int parse(const char *req, local_egress_req *r, const char **why)
 {
-    return sbx_egress_parse_request(req, strlen(req), r, why);
+    return local_egress_parse_request(req, strlen(req), r, why);
 }
 
 int main(void)
 {
-    sbx_egress_policy p, q;
+    local_egress_policy p, q;
     sbx_err err;
-    sbx_egress_req r;
+    local_egress_req r;
     const char *why;
 
-    ok(sbx_egress_parse(" Registry.NPMjs.org , *.pythonhosted.org,h.test:8080,10.1.0.0/16,fd00::/8",
+    ok(local_egress_parse(" Registry.NPMjs.org , *.pythonhosted.org,h.test:8080,10.1.0.0/16,fd00::/8",
                         &p, &err) == 0, "a list of names, a wildcard, a port and two ranges parses");
-    ok(sbx_egress_host_allowed(&p, "registry.npmjs.org", 443), "a listed name on 443");
-    ok(sbx_egress_host_allowed(&p, "registry.npmjs.org", 80), "...and 80");
-    ok(!sbx_egress_host_allowed(&p, "registry.npmjs.org", 8080), "...not on another port");
-    ok(!sbx_egress_host_allowed(&p, "evil-registry.npmjs.org", 443), "a longer name is not the listed one");
-    ok(!sbx_egress_host_allowed(&p, "registry.npmjs.org.evil.com", 443), "nor is one that starts with it");
-    ok(sbx_egress_host_allowed(&p, "files.pythonhosted.org", 443), "*.domain admits a name below it");
-    ok(!sbx_egress_host_allowed(&p, "pythonhosted.org", 443), "...not the domain itself");
-    ok(!sbx_egress_host_allowed(&p, "xpythonhosted.org", 443), "...nor a name that merely ends like it");
-    ok(sbx_egress_host_allowed(&p, "h.test", 8080) && sbx_egress_host_allowed(&p, "h.test", 443),
+    ok(local_egress_host_allowed(&p, "registry.npmjs.org", 443), "a listed name on 443");
+    ok(local_egress_host_allowed(&p, "registry.npmjs.org", 80), "...and 80");
+    ok(!local_egress_host_allowed(&p, "registry.npmjs.org", 8080), "...not on another port");
+    ok(!local_egress_host_allowed(&p, "evil-registry.npmjs.org", 443), "a longer name is not the listed one");
+    ok(!local_egress_host_allowed(&p, "registry.npmjs.org.evil.com", 443), "nor is one that starts with it");
+    ok(local_egress_host_allowed(&p, "files.pythonhosted.org", 443), "*.domain admits a name below it");
+    ok(!local_egress_host_allowed(&p, "pythonhosted.org", 443), "...not the domain itself");
+    ok(!local_egress_host_allowed(&p, "xpythonhosted.org", 443), "...nor a name that merely ends like it");
+    ok(local_egress_host_allowed(&p, "h.test", 8080) && local_egress_host_allowed(&p, "h.test", 443),
        "host:port adds that port to 443 and 80");
-    ok(!sbx_egress_host_allowed(&p, "10.1.2.3", 443), "an IP literal is never a listed host");
+    ok(!local_egress_host_allowed(&p, "10.1.2.3", 443), "an IP literal is never a listed host");
 
     ok(addr_ok(&p, "93.184.215.14", &why), "a public address is allowed");
     ok(!addr_ok(&p, "127.0.0.1", &why) && strstr(why, "loopback"), "loopback is refused: %s", why);
@@ -68,13 +68,13 @@ int main(void)
                                        "0x7f.1", "2130706433", "h:0", "h:65536", "h:x", "1.2.3.4/33",
                                        "10.0.0.0/", "*.", "a/8", "example.123" };
     for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
-        int rc = sbx_egress_parse(bad[i], &q, &err);
+        int rc = local_egress_parse(bad[i], &q, &err);
         ok(rc < 0 && strstr(err.msg, "AGENT_SANDBOX_EGRESS"), "'%s' is refused: %s", bad[i],
            rc < 0 ? err.msg : "accepted");
         if (rc == 0)
-            sbx_egress_policy_free(&q);
+            local_egress_policy_free(&q);
     }
-    ok(sbx_egress_parse("10.0.0.0/8", &q, &err) < 0 && strstr(err.msg, "names no host"),
+    ok(local_egress_parse("10.0.0.0/8", &q, &err) < 0 && strstr(err.msg, "names no host"),
        "a list of ranges only names no host");
 
     ok(parse("CONNECT Registry.npmjs.org:443 HTTP/1.1\r\nHost: x\r\n\r\n", &r, &why) == 0 &&
@@ -100,8 +100,8 @@ int main(void)
     {
         char big[SBX_EGRESS_HEAD_MAX + 10];
         memset(big, 'a', sizeof(big));
-        ok(sbx_egress_parse_request(big, sizeof(big), &r, &why) < 0, "a head past 8 KiB is refused");
+        ok(local_egress_parse_request(big, sizeof(big), &r, &why) < 0, "a head past 8 KiB is refused");
     }
-    sbx_egress_policy_free(&p);
+    local_egress_policy_free(&p);
     return done_testing();
 }

@@ -10,7 +10,7 @@ export HOME=$SBX_TEST_TMP/home GIT_CONFIG_NOSYSTEM=1
 mkdir -p "$HOME"
 git init -q "$SBX_TEST_TMP/code" && cd "$SBX_TEST_TMP/code" && mkdir sub
 CODE=$(pwd -P)
-unset AGENT_SANDBOX_CODE_DIRS AGENT_SANDBOX_SYNC_PATHS CDPATH
+unset CDPATH
 
 out=$("$SBXSH" --route -c 'cd sub && git push origin HEAD; make test'); st=$?
 is "$st" 0 "--route exits 0"

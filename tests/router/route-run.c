@@ -56,11 +56,11 @@ int main(int argc, char **argv)
     if (!getcwd(buf, sizeof(buf)))
         return perror("getcwd"), 2;
     strbuf_addstr(&cwd, buf);
-    if (sbx_resolve_code_dirs(getenv("AGENT_SANDBOX_CODE_DIRS"), buf, &code_dirs, &err) < 0) {
+    if (session_resolve_code_dirs(getenv("AGENT_SANDBOX_CODE_DIRS"), buf, &code_dirs, &err) < 0) {
         fprintf(stderr, "route-run: %s\n", err.msg);
         return 125;
     }
-    sbx_split_list(&sync_paths, getenv("AGENT_SANDBOX_SYNC_PATHS"), ':');
+    session_split_list(&sync_paths, getenv("AGENT_SANDBOX_SYNC_PATHS"), ':');
     ctx = (route_ctx){
         .code_dirs = (const char *const *)code_dirs.v, .n_code_dirs = code_dirs.n,
         .sync_paths = (const char *const *)sync_paths.v, .n_sync_paths = sync_paths.n,

@@ -79,14 +79,14 @@ static int run_builtin(const char *cmd, char *const *args, size_t n, bool merged
     bi_env chk = { .errname = "sbxsh", .line = 1, .flags = BI_CHECK, .err_fd = -1 };
     int cst;
 
-    cst = !strcmp(cmd, "echo") ? bi_echo(args, n, &chk) : bi_printf(args, n, &chk);
+    cst = !strcmp(cmd, "echo") ? route_builtin_echo(args, n, &chk) : route_builtin_printf(args, n, &chk);
     if (cst == BI_REFUSE)
         return BI_REFUSE;
     if (pipe(po) || pipe(pe))
         abort();
     env.out_fd = po[1];
     env.err_fd = merged ? po[1] : pe[1];
-    r->status = !strcmp(cmd, "echo") ? bi_echo(args, n, &env) : bi_printf(args, n, &env);
+    r->status = !strcmp(cmd, "echo") ? route_builtin_echo(args, n, &env) : route_builtin_printf(args, n, &env);
     close(po[1]);
     close(pe[1]);
     drain(po[0], &r->out);

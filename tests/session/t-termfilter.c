@@ -9,13 +9,13 @@ static const char *filter_mode(bool pty, const char *in, size_t len, size_t spli
     sbx_termfilter f;
     strbuf_reset(&out);
     if (pty)
-        sbx_termfilter_init_pty(&f);
+        session_termfilter_init_pty(&f);
     else
-        sbx_termfilter_init(&f);
+        session_termfilter_init(&f);
     /* Feed in two pieces, so that sequences cut by a write boundary count. */
-    sbx_termfilter_feed(&f, in, split < len ? split : len, &out);
+    session_termfilter_feed(&f, in, split < len ? split : len, &out);
     if (split < len)
-        sbx_termfilter_feed(&f, in + split, len - split, &out);
+        session_termfilter_feed(&f, in + split, len - split, &out);
     return out.buf;
 }
 
@@ -36,9 +36,9 @@ static const char *bytewise(const char *in)
     static strbuf out = STRBUF_INIT;
     sbx_termfilter f;
     strbuf_reset(&out);
-    sbx_termfilter_init_pty(&f);
+    session_termfilter_init_pty(&f);
     for (size_t i = 0; in[i]; i++)
-        sbx_termfilter_feed(&f, in + i, 1, &out);
+        session_termfilter_feed(&f, in + i, 1, &out);
     return out.buf;
 }
 
@@ -47,13 +47,13 @@ static const char *reset_after(const char *in)
 {
     static strbuf out = STRBUF_INIT;
     sbx_termfilter f;
-    sbx_termfilter_init_pty(&f);
+    session_termfilter_init_pty(&f);
     strbuf_reset(&out);
-    sbx_termfilter_feed(&f, in, strlen(in), &out);
+    session_termfilter_feed(&f, in, strlen(in), &out);
     strbuf_reset(&out);
-    sbx_termfilter_pty_reset(&f, &out);
+    session_termfilter_pty_reset(&f, &out);
     strbuf_addch(&out, '|');
-    sbx_termfilter_pty_reset(&f, &out);   /* once reset, nothing more */
+    session_termfilter_pty_reset(&f, &out);   /* once reset, nothing more */
     return out.buf;
 }
 
@@ -75,9 +75,9 @@ static void pty_reset(void)
     is_str(reset_after("\x1b[?1049h"), "\x1b[?1049l|", "pty reset: DECSET 1049 alone");
     sbx_termfilter f;
     strbuf out = STRBUF_INIT;
-    sbx_termfilter_init(&f);
-    sbx_termfilter_feed(&f, "\x1b[?1049h", 8, &out);
-    sbx_termfilter_pty_reset(&f, &out);
+    session_termfilter_init(&f);
+    session_termfilter_feed(&f, "\x1b[?1049h", 8, &out);
+    session_termfilter_pty_reset(&f, &out);
     is_str(out.buf ? out.buf : "", "", "plain mode: nothing passed, nothing to reset");
     strbuf_release(&out);
 }

@@ -2,17 +2,6 @@
 # A short seeded run of the protocol fuzzer (tests/fuzz/fuzz-wire.c): the host-side decoder
 # and applier must survive a few seconds of mutated agent streams. `make fuzz` runs it longer.
 . "$(dirname "$0")/../lib/tap.sh"
-top=$(cd "$(dirname "$0")/../.." && pwd)
-command -v clang >/dev/null || skip_all "clang is not installed (make deps installs it)"
-if ! out=$(make -s -C "$top" build-fuzz/fuzz-wire 2>&1); then
-    skip_all "cannot build the libFuzzer driver (libclang-rt-14-dev missing?): ${out##*$'\n'}"
-fi
-mkdir -p "$SBX_TEST_TMP/corpus"
-log=$("$top/build-fuzz/fuzz-wire" -seed=1 -runs=15000 -max_total_time=10 -max_len=65536 \
-      -timeout=10 -artifact_prefix="$SBX_TEST_TMP/" "$SBX_TEST_TMP/corpus" \
-      "$top/tests/fuzz/corpus-wire" 2>&1)
-rc=$?
-is "$rc" 0 "fuzz-wire: 15000 mutated agent streams, no crash, leak or undefined behaviour"
-[ "$rc" = 0 ] || diag "$(printf '%s\n' "$log" | grep -E 'ERROR|SUMMARY|Test unit' | head -5)"
-like "$log" "Done [0-9]+ runs" "fuzz-wire: the run completed"
+. "$(dirname "$0")/../lib/fuzz.sh"
+fuzz_short wire 15000 10 65536 "mutated agent streams, no crash, leak or undefined behaviour"
 done_testing

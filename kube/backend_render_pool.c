@@ -1,8 +1,9 @@
 /*
- * sbx render-pool: a tenant's namespace, the agent host's identity there (ServiceAccount,
- * Role, RoleBinding) and its SandboxTemplate and SandboxWarmPool (agent-sandbox v1beta1),
- * printed as YAML with the secure defaults sbxsh expects of a pod and the trade-offs named
- * in comments, for a platform team to review and apply.
+ * sbx render-pool, a command of the kube backend's own (the class's commands): a tenant's
+ * namespace, the agent host's identity there (ServiceAccount, Role, RoleBinding) and its
+ * SandboxTemplate and SandboxWarmPool (agent-sandbox v1beta1), printed as YAML with the
+ * secure defaults sbxsh expects of a pod and the trade-offs named in comments, for a
+ * platform team to review and apply.
  *
  * One namespace per tenant, because a namespace is what Kubernetes' RBAC scopes a Role to:
  * in one namespace shared by every tenant's pool, any agent host's identity could get,
@@ -29,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "session/render_pool.h"
+#include "kube/kclass.h"
 
 #define SANDBOX_UID 10001
 #define MAX_EGRESS 32
@@ -491,7 +492,7 @@ static void print_pool(const struct opts *o)
            o->replicas, o->tenant);
 }
 
-int sbx_render_pool(int argc, char **argv)
+int kube_render_pool(int argc, char **argv)
 {
     enum { O_TENANT = 256, O_IMAGE, O_RUNTIME, O_REPLICAS, O_CACHE, O_EGRESS, O_DNS, O_ROUTER,
            O_CPU, O_MEMORY, O_DISK, O_NS, O_POOL_ONLY, O_HELP };
