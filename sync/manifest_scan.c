@@ -241,8 +241,16 @@ static mf_node *scan_child(scan_ctx *c, mf_node *dir, int dirfd, const char *nam
     type = mf_stat_type(&st);
     if (must_be_dir && type != MF_DIR)
         goto drop_silently;
-    if (excluded_here(c, name, len, type == MF_DIR))
+    if (excluded_here(c, name, len, type == MF_DIR)) {
+        /* Never watched: git's fsmonitor must name it in every answer. */
+        if (type == MF_DIR && c->t->fsm) {
+            size_t old_len = c->path.len;
+            path_push(c, name, len);
+            fsm_note_blind(c->t->fsm, c->root, c->path.buf, c->path.len);
+            path_pop(c, old_len);
+        }
         goto drop_silently;
+    }
     if (type == MF_OTHER) {
         /* FIFOs, sockets and devices hold no data to sync: they are skipped without a
          * word (bash says nothing about a mkfifo, and a warning on every command that
@@ -621,6 +629,8 @@ int mf_scan(mf_tree *t, mf_delta *delta, bool *full, mf_warn_fn warn, void *ctx,
         }
         free(d);
     }
+    if (t->fsm)
+        fsm_scanned(t->fsm, t->ifd >= 0 && ret == 0);
     strbuf_release(&c.path);
     free(c.dents);
     return ret;
