@@ -35,7 +35,7 @@
 #include <cjson/cJSON.h>
 
 /* Where things sit inside the sandbox. */
-#define SBX_IN_AGENT_BIN "/.sbxsh/sbx-agent"
+#define SBX_IN_AGENT_BIN SBX_LOCAL_AGENT_BIN
 #define SBX_IN_COMPAT_SO "/.sbxsh/sbx-runsc-compat.so"
 #define SBX_AGENT_SOCKET "agent.sock"
 

@@ -37,6 +37,11 @@
  * reattach: the agent keeps its state file there (the local backend, whose agent
  * never restarts within a sandbox, passes none) and, locally, its socket. */
 #define SBX_SANDBOX_AGENT_DIR "/run/sbxsh"
+/* Where the local backend mounts sbx-agent in its sandboxes. */
+#define SBX_LOCAL_AGENT_BIN "/.sbxsh/sbx-agent"
+/* The agent's fsmonitor socket (AGENT_SANDBOX_GIT_FSMONITOR): in the sandbox's own /tmp,
+ * never a directory the host sees. */
+#define SBX_SANDBOX_FSMONITOR_SOCKET "/tmp/.sbxsh-fsmonitor.sock"
 
 typedef struct sbx_sandbox_spec {
     const char *agent_path;     /* sbx-agent on the host; mounted read-only */

@@ -88,6 +88,8 @@ typedef struct sbx_config {
     unsigned long long files_max; /* AGENT_SANDBOX_FILES_MAX: files, directories and symlinks
                                the session's pulls may make on the host; default 1,000,000;
                                "0": no limit */
+    bool git_fsmonitor;     /* AGENT_SANDBOX_GIT_FSMONITOR=1: git in the (local) sandbox asks
+                               sbx-agent what changed (core.fsmonitor, core.untrackedCache) */
     char *backend;          /* AGENT_SANDBOX_BACKEND: "local" (default) or "kube" */
     sbx_local_config local; /* the local backend's settings */
     sbx_kube_config kube;   /* the Kubernetes backend's settings */

@@ -68,6 +68,7 @@ typedef struct holder {
     int rfd, wfd;
     bool conn_dead;     /* the error callback ran; free after handle_events */
     strvec agent_args, agent_env;
+    char *git_fsmonitor;       /* core.fsmonitor in the sandbox, or NULL (agent_setup) */
     hclient *clients[MAX_CLIENTS];
     size_t nclients;
     uint32_t next_chan;
@@ -500,6 +501,7 @@ static int make_host(holder *h, sbx_err *err)
         .create_paths = (const char *const *)h->create_paths.v,
         .disk_max = cfg->disk_max,
         .files_max = cfg->files_max,
+        .git_fsmonitor = h->git_fsmonitor,
     };
     return sync_host_new(&sc, &h->host, err);
 }
@@ -1199,6 +1201,15 @@ static void agent_setup(holder *h)
      * (or a restarted agent) resumes without a full push. */
     strvec_push(&h->agent_args, "--state");
     strvec_push(&h->agent_args, SBX_SANDBOX_AGENT_DIR "/agent.state");
+    /* git's fsmonitor (AGENT_SANDBOX_GIT_FSMONITOR): the agent answers the hook on a socket
+     * in the sandbox's /tmp; the local backend's agent is at a known path (kube's pod image
+     * is not: off there). */
+    if (h->cfg->git_fsmonitor && h->cfg->backend && !strcmp(h->cfg->backend, "local")) {
+        strvec_push(&h->agent_args, "--fsmonitor");
+        strvec_push(&h->agent_args, SBX_SANDBOX_FSMONITOR_SOCKET);
+        h->git_fsmonitor = xstrdup(SBX_LOCAL_AGENT_BIN " --fsmonitor-hook "
+                                   SBX_SANDBOX_FSMONITOR_SOCKET);
+    }
 }
 
 /*
@@ -1415,6 +1426,7 @@ static void holder_finish(holder *h)
         sync_host_free(h->host);
     sbx_backend_free(h->backend);
     strvec_clear(&h->agent_args);
+    free(h->git_fsmonitor);
     strvec_clear(&h->agent_env);
     free(h->dir);
     free(h->sock_path);
