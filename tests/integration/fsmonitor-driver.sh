@@ -1,0 +1,77 @@
+#!/bin/bash
+# fsmonitor-driver.sh SEED ROUNDS (run in the sandbox by git-fsmonitor.t, at the top of a
+# work tree): ROUNDS random changes to the work tree (edits, same-size
+# rewrites, new files and directories, deletions, renames of files and directories, .gitignore
+# edits, files becoming directories, mode changes, symlinks, git add and commit), and after
+# each one `git status --porcelain` (through sbx-agent's fsmonitor and the untracked cache)
+# against git with neither (which writes no index, so it leaves the fsmonitor's token alone).
+# Prints "MISMATCH ..." with the difference for each round where they differ, then
+# "ROUNDS n" and "USED y|n": whether the hook named a file this command changed.
+seed=$1 rounds=$2
+RANDOM=$seed
+
+files() { find . -path ./.git -prune -o \( -type f -o -type l \) -print | sed 's|^\./||'; }
+dirs() { find . -path ./.git -prune -o -type d -print | sed 's|^\./||'; }
+pick() { # one line of stdin at random (empty if none)
+    local a
+    mapfile -t a
+    ((${#a[@]})) && printf '%s\n' "${a[RANDOM % ${#a[@]}]}"
+}
+pats=('*.log' 'new*' 'nd*/' 'sub' '!new1*' 'mv*' '*' '!*.txt' 'd*/' 'x*')
+
+change() {
+    local f d s
+    f=$(files | pick) d=$(dirs | pick)
+    case $((RANDOM % 20)) in
+    0|1|2) [ -f "$f" ] && echo "r$RANDOM" >>"$f" ;;
+    3) [ -f "$f" ] && s=$(stat -c %s "$f") && printf "%${s}s" "" | tr ' ' "$((RANDOM % 10))" >"$f" ;;
+    4|5) echo "n$RANDOM" >"$d/new$RANDOM.txt" ;;
+    6) echo "l" >"$d/x$RANDOM.log" ;;
+    7) [ -n "$f" ] && rm -f "$f" ;;
+    8) [ -n "$f" ] && mv "$f" "$d/mv$RANDOM" 2>/dev/null ;;
+    9) [ "$d" != . ] && mv "$d" "$(dirname "$d")/d$RANDOM" 2>/dev/null ;;
+    10) s=$d/nd$RANDOM; mkdir -p "$s/sub" && echo a >"$s/f" && echo b >"$s/sub/g$RANDOM" ;;
+    11) [ "$d" != . ] && rm -rf "$d" ;;
+    12) if ((RANDOM % 3)); then echo "${pats[RANDOM % ${#pats[@]}]}" >>"$d/.gitignore"
+        else rm -f "$d/.gitignore"; fi ;;
+    13) git add -A -- "$d" >/dev/null 2>&1 ;;
+    14) git add -A >/dev/null 2>&1; git commit -qm "c$RANDOM" >/dev/null 2>&1 ;;
+    15) [ -f "$f" ] && chmod "$( ((RANDOM % 2)) && echo +x || echo -x)" "$f" ;;
+    16) [ -f "$f" ] && rm -f "$f" && mkdir "$f" && echo i >"$f/in" ;;
+    17) [ "$d" != . ] && rm -rf "$d" && echo was-a-dir >"$d" ;;
+    18) ln -s "../$RANDOM" "$d/ln$RANDOM" 2>/dev/null ;;
+    19) [ -n "$f" ] && git rm -q --cached -- "$f" >/dev/null 2>&1 ;;
+    esac
+    # Keep the tree populated.
+    if [ "$(files | wc -l)" -lt 40 ]; then
+        for i in 1 2 3 4 5 6 7 8; do mkdir -p "p$RANDOM" 2>/dev/null; done
+        for p in $(dirs | head -20); do echo "$RANDOM" >"$p/new$RANDOM.txt"; done
+    fi
+}
+
+for ((r = 1; r <= rounds; r++)); do
+    change
+    u=; ((r % 2)) && u=-uall
+    a=$(git status --porcelain $u 2>&1)
+    b=$(git --no-optional-locks -c core.fsmonitor=false -c core.untrackedCache=false \
+        status --porcelain $u 2>&1)
+    if [ "$a" != "$b" ]; then
+        echo "MISMATCH seed $seed round $r $u"
+        diff <(echo "$b") <(echo "$a") | head -20
+        # which of the two makes the difference
+        c=$(git --no-optional-locks -c core.fsmonitor=false status --porcelain $u 2>&1)
+        [ "$c" = "$b" ] || echo "(the untracked cache alone differs too)"
+        for p in $(diff <(echo "$b") <(echo "$a") | sed -n 's/^[<>] ...//p' | head -3); do
+            ls -la "$p" 2>&1 | head -5
+        done
+    fi
+done
+echo "ROUNDS $rounds"
+# Whether the fsmonitor answered with a list (not "everything") naming a file changed now.
+echo probe >>"probe-$seed"
+if GIT_TRACE_FSMONITOR=1 git status --porcelain 2>&1 >/dev/null |
+        grep -q "fsmonitor_refresh_callback 'probe-$seed'"; then
+    echo "USED y"
+else
+    echo "USED n"
+fi
