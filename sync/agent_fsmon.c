@@ -107,7 +107,8 @@ void agent_fsmonitor_serve(agent *a)
      * client's git made before it ran the hook is named. */
     if (a->tree)
         mf_drain_events(a->tree);
-    fsm_answer(&a->fsm, token, known, root, prefix, &out);
+    fsm_answer(&a->fsm, token, known, root, known ? mf_root_at(a->tree, root)->base : NULL,
+               prefix, &out);
     deadline = now_ms() + FSM_WRITE_MS;
     while (off < out.len) {
         ssize_t n = write(fd, out.buf + off, out.len - off);

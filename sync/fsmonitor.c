@@ -2,13 +2,16 @@
 #include "sync/fsmonitor.h"
 #include "common/util.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -120,7 +123,65 @@ void fsm_note_blind(fsm_state *s, uint16_t root, const char *path, size_t len)
     s->blind[s->nblind++].path = xstrndup(path, len);
 }
 
-void fsm_scanned(fsm_state *s, bool watching)
+/* Adds to dirs the relative path of every directory at and below rel (rel itself first),
+ * walking beneath dfd without following symlinks; false when it holds more than *budget
+ * entries (or is deeper than any synced path). A directory that is gone adds nothing. */
+static bool walk_dirs(int dfd, strbuf *rel, size_t depth, size_t *budget, strbuf *dirs)
+{
+    int fd = openat(dfd, rel->len ? rel->buf : ".",
+                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d;
+    struct dirent *e;
+    bool ok = true;
+    if (fd < 0)
+        return true;
+    if (depth > 256 || !(d = fdopendir(fd))) {
+        close(fd);
+        return depth <= 256;
+    }
+    strbuf_add(dirs, rel->buf, rel->len + 1);
+    while (ok && (e = readdir(d))) {
+        size_t len = rel->len;
+        bool is_dir = e->d_type == DT_DIR;
+        struct stat st;
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        if (!*budget) {
+            ok = false;
+            break;
+        }
+        --*budget;
+        if (e->d_type == DT_UNKNOWN)
+            is_dir = fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                     S_ISDIR(st.st_mode);
+        if (!is_dir)
+            continue;
+        strbuf_addch(rel, '/');
+        strbuf_addstr(rel, e->d_name);
+        ok = walk_dirs(dfd, rel, depth + 1, budget, dirs);
+        strbuf_setlen(rel, len);
+    }
+    closedir(d);
+    return ok;
+}
+
+/* The directories at and below path in the root at base, NUL-separated, into dirs; false
+ * when too many. */
+static bool list_dirs(const char *base, const char *path, strbuf *dirs, size_t *budget)
+{
+    strbuf rel = STRBUF_INIT;
+    int dfd = base ? open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    bool ok;
+    if (dfd < 0)
+        return false;
+    strbuf_addstr(&rel, path);
+    ok = walk_dirs(dfd, &rel, 0, budget, dirs);
+    strbuf_release(&rel);
+    close(dfd);
+    return ok;
+}
+
+void fsm_scanned(fsm_state *s, bool watching, char *const *bases, size_t nbases)
 {
     if (!watching) {
         fsm_lost(s, false);
@@ -132,12 +193,26 @@ void fsm_scanned(fsm_state *s, bool watching)
         s->ready = true;
     }
     /* The fresh directories are watched now (under their new paths). What changed in them
-     * before was not journaled: log them after every token given out so far. */
+     * before was not journaled: log them, and every directory in them (for git to list it
+     * again), after every token given out so far. */
+    size_t budget = FSM_WALK_MAX;
+    strbuf dirs = STRBUF_INIT;
     for (size_t i = 0; i < s->nfresh; i++) {
-        log_add(s, s->fresh[i].root, s->fresh[i].path, strlen(s->fresh[i].path), true);
-        free(s->fresh[i].path);
+        fsm_dir *f = &s->fresh[i];
+        strbuf_reset(&dirs);
+        if (!list_dirs(f->root < nbases ? bases[f->root] : NULL, f->path, &dirs, &budget)) {
+            forget(s);
+            break;
+        }
+        log_add(s, f->root, f->path, strlen(f->path), true);
+        for (size_t at = 0; at < dirs.len; at += strlen(dirs.buf + at) + 1) {
+            char *p = xasprintf("%s/" FSM_DUMMY, dirs.buf + at);
+            log_add(s, f->root, p, strlen(p), false);
+            free(p);
+        }
     }
-    s->nfresh = 0;
+    strbuf_release(&dirs);
+    free_dirs(s->fresh, &s->nfresh);
 }
 
 /* The token a client gets now. */
@@ -217,9 +292,27 @@ static bool answer_path(strbuf *out, const char *path, const char *prefix, size_
     return out->len <= FSM_ANSWER_MAX;
 }
 
-void fsm_answer(fsm_state *s, const char *token, bool known, uint16_t root, const char *prefix,
-                strbuf *out)
+/* Names every directory at and below d (fresh or excluded) in the answer, as DIR/FSM_DUMMY,
+ * and d itself as a directory; false when the answer must be `/`. */
+static bool answer_unwatched(strbuf *out, const fsm_dir *d, const char *base,
+                             const char *prefix, size_t plen, size_t *budget)
 {
+    strbuf dirs = STRBUF_INIT;
+    bool ok = list_dirs(base, d->path, &dirs, budget) &&
+              answer_path(out, d->path, prefix, plen, true);
+    for (size_t at = 0; ok && at < dirs.len; at += strlen(dirs.buf + at) + 1) {
+        char *p = xasprintf("%s/" FSM_DUMMY, dirs.buf + at);
+        ok = answer_path(out, p, prefix, plen, false);
+        free(p);
+    }
+    strbuf_release(&dirs);
+    return ok;
+}
+
+void fsm_answer(fsm_state *s, const char *token, bool known, uint16_t root, const char *base,
+                const char *prefix, strbuf *out)
+{
+    size_t budget = FSM_WALK_MAX;
     uint64_t since = 0;
     size_t plen = strlen(prefix), start;
     bool ok = known && s->ready && s->nblind <= FSM_BLIND_MAX &&
@@ -243,10 +336,10 @@ void fsm_answer(fsm_state *s, const char *token, bool known, uint16_t root, cons
                 ok = answer_path(out, s->log[i].path, prefix, plen, false);
         for (size_t i = 0; ok && i < s->nfresh; i++)
             if (s->fresh[i].root == root)
-                ok = answer_path(out, s->fresh[i].path, prefix, plen, true);
+                ok = answer_unwatched(out, &s->fresh[i], base, prefix, plen, &budget);
         for (size_t i = 0; ok && i < s->nblind; i++)
             if (s->blind[i].root == root)
-                ok = answer_path(out, s->blind[i].path, prefix, plen, true);
+                ok = answer_unwatched(out, &s->blind[i], base, prefix, plen, &budget);
     }
     if (!ok) {
         strbuf_setlen(out, start);

@@ -28,6 +28,13 @@
 #define FSM_ANSWER_MAX (16u << 20)
 /* More never-watched (excluded) directories than this: every answer is `/`. */
 #define FSM_BLIND_MAX 4096
+/* A directory git must list again is named as DIR/FSM_DUMMY: git 2.39 takes a changed path's
+ * directory for the one whose untracked-cache listing is stale (`DIR/` or `DIR` only
+ * invalidates DIR's parent's). No index entry needs to have that name. */
+#define FSM_DUMMY ".sbx-fsmonitor"
+/* Walking the directories that are not watched (fresh, excluded) at an answer: past this
+ * many entries, the answer is `/`. */
+#define FSM_WALK_MAX 50000
 
 typedef struct fsm_ent {
     uint64_t seq;
@@ -48,8 +55,8 @@ typedef struct fsm_state {
     fsm_ent *log;         /* ordered by seq */
     size_t nlog, alog, log_bytes;
     /* Directories made or moved in since the last scan: not watched yet (or watched under
-     * their old path), so whatever is in them is named in every answer until the scan has
-     * watched them. */
+     * their old path), so every directory in them is named in every answer until the scan
+     * has watched them: git lists each again. */
     fsm_dir *fresh;
     size_t nfresh, afresh;
     /* Directories the sync excludes (never watched): named in every answer. */
@@ -67,14 +74,15 @@ void fsm_lost(fsm_state *s, bool watching);
 void fsm_note(fsm_state *s, uint16_t root, const char *path, size_t len, bool is_dir, bool fresh);
 /* A directory the scan excluded (never watched). */
 void fsm_note_blind(fsm_state *s, uint16_t root, const char *path, size_t len);
-/* A scan ended; watching: every directory it kept is watched. */
-void fsm_scanned(fsm_state *s, bool watching);
+/* A scan ended; watching: every directory it kept is watched. bases: each root's absolute
+ * directory (to walk the fresh directories). */
+void fsm_scanned(fsm_state *s, bool watching, char *const *bases, size_t nbases);
 
 /* The answer to token for the work tree at prefix (relative to root, "" for its top):
  * the new token, NUL, then the changed paths relative to the work tree, each NUL-terminated,
  * or `/` for everything. known: whether the work tree is inside a watched root at all. */
-void fsm_answer(fsm_state *s, const char *token, bool known, uint16_t root, const char *prefix,
-                strbuf *out);
+void fsm_answer(fsm_state *s, const char *token, bool known, uint16_t root, const char *base,
+                const char *prefix, strbuf *out);
 
 /* Parses a request (FSM_REQUEST_MAGIC, the token, the hook's working directory, each
  * NUL-terminated, nothing after); 0 and the fields (pointing into buf), or -1. */

@@ -629,8 +629,13 @@ int mf_scan(mf_tree *t, mf_delta *delta, bool *full, mf_warn_fn warn, void *ctx,
         }
         free(d);
     }
-    if (t->fsm)
-        fsm_scanned(t->fsm, t->ifd >= 0 && ret == 0);
+    if (t->fsm) {
+        char **bases = xmalloc((t->nroots + 1) * sizeof(*bases));
+        for (size_t i = 0; i < t->nroots; i++)
+            bases[i] = t->roots[i].base;
+        fsm_scanned(t->fsm, t->ifd >= 0 && ret == 0, bases, t->nroots);
+        free(bases);
+    }
     strbuf_release(&c.path);
     free(c.dents);
     return ret;
