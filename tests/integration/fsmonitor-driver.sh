@@ -10,26 +10,33 @@
 seed=$1 rounds=$2
 RANDOM=$seed
 
-files() { find . -path ./.git -prune -o \( -type f -o -type l \) -print | sed 's|^\./||'; }
-dirs() { find . -path ./.git -prune -o -type d -print | sed 's|^\./||'; }
-pick() { # one line of stdin at random (empty if none)
-    local a
-    mapfile -t a
-    ((${#a[@]})) && printf '%s\n' "${a[RANDOM % ${#a[@]}]}"
+# The work tree's files (F) and directories (D, "." first), from one find: each process
+# costs 10-20 ms under gVisor.
+scan() {
+    local t p
+    F=() D=(.)
+    while IFS=' ' read -r t p; do
+        case $t in
+        d) [ -n "$p" ] && D+=("$p") ;;
+        *) F+=("$p") ;;
+        esac
+    done < <(find . -path ./.git -prune -o -printf '%y %P\n')
 }
 pats=('*.log' 'new*' 'nd*/' 'sub' '!new1*' 'mv*' '*' '!*.txt' 'd*/' 'x*')
 
 change() {
-    local f d s
-    f=$(files | pick) d=$(dirs | pick)
+    local f= d s
+    scan
+    ((${#F[@]})) && f=${F[RANDOM % ${#F[@]}]}
+    d=${D[RANDOM % ${#D[@]}]}
     case $((RANDOM % 20)) in
     0|1|2) [ -f "$f" ] && echo "r$RANDOM" >>"$f" ;;
-    3) [ -f "$f" ] && s=$(stat -c %s "$f") && printf "%${s}s" "" | tr ' ' "$((RANDOM % 10))" >"$f" ;;
+    3) [ -f "$f" ] && [ ! -L "$f" ] && s=$(<"$f") && printf '%s\n' "${s//?/$((RANDOM % 10))}" >"$f" ;;
     4|5) echo "n$RANDOM" >"$d/new$RANDOM.txt" ;;
     6) echo "l" >"$d/x$RANDOM.log" ;;
     7) [ -n "$f" ] && rm -f "$f" ;;
     8) [ -n "$f" ] && mv "$f" "$d/mv$RANDOM" 2>/dev/null ;;
-    9) [ "$d" != . ] && mv "$d" "$(dirname "$d")/d$RANDOM" 2>/dev/null ;;
+    9) s=.; [[ $d == */* ]] && s=${d%/*}; [ "$d" != . ] && mv "$d" "$s/d$RANDOM" ;;
     10) s=$d/nd$RANDOM; mkdir -p "$s/sub" && echo a >"$s/f" && echo b >"$s/sub/g$RANDOM" ;;
     11) [ "$d" != . ] && rm -rf "$d" ;;
     12) if ((RANDOM % 3)); then echo "${pats[RANDOM % ${#pats[@]}]}" >>"$d/.gitignore"
@@ -43,9 +50,10 @@ change() {
     19) [ -n "$f" ] && git rm -q --cached -- "$f" >/dev/null 2>&1 ;;
     esac
     # Keep the tree populated.
-    if [ "$(files | wc -l)" -lt 40 ]; then
+    if [ "${#F[@]}" -lt 40 ]; then
         for i in 1 2 3 4 5 6 7 8; do mkdir -p "p$RANDOM" 2>/dev/null; done
-        for p in $(dirs | head -20); do echo "$RANDOM" >"$p/new$RANDOM.txt"; done
+        scan
+        for p in "${D[@]:0:20}"; do echo "$RANDOM" >"$p/new$RANDOM.txt"; done
     fi
 }
 
