@@ -51,7 +51,7 @@ fuzz: fuzz-dns
 .PHONY: fuzz-dns
 
 TEST_C += tests/sync/t-unsynced.c tests/sync/t-resume.c tests/sync/t-gitcred.c tests/sync/t-rcfile.c \
-          tests/sync/t-gitindex.c
+          tests/sync/t-gitindex.c tests/sync/t-fsmonitor.c
 
 # The resumable stream under the kube backend's exec (sync/resume.c): the keeper in the pod
 # is the sandbox's, so its frames are fuzzed as the agent's are (tests/sync/fuzz-resume.t).
