@@ -81,3 +81,13 @@ fuzz-gitindex: build-fuzz/fuzz-gitindex
 	$(call fuzz_run,gitindex,65536)
 fuzz: fuzz-gitindex
 .PHONY: fuzz-gitindex
+
+# git's fsmonitor in the sandbox (sync/fsmonitor.c): requests, the hook's check of an answer,
+# and the journal's answers to a fuzzed series of events (tests/sync/fuzz-fsmonitor.t).
+FUZZ_C += tests/fuzz/fuzz-fsmonitor.c
+build-fuzz/fuzz-fsmonitor: tests/fuzz/fuzz-fsmonitor.c sync/fsmonitor.c $(COMMON_SRCS) sync/fsmonitor.h common/strbuf.h
+	$(call fuzz_link,)
+fuzz-fsmonitor: build-fuzz/fuzz-fsmonitor
+	$(call fuzz_run,fsmonitor,4096)
+fuzz: fuzz-fsmonitor
+.PHONY: fuzz-fsmonitor
