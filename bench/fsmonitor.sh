@@ -7,7 +7,8 @@
 #   bench/fsmonitor.sh [--runs N] [--files N[,N...]] [--runtimes runsc,bwrap] [--dir DIR]
 #
 # Each round first appends a line to one tracked file (a change for git to find, as an agent's
-# edit before its `git status`), then times each command once per column, interleaved. Times in
+# edit before its `git status`), then times each command once per column, interleaved; the
+# host's columns are timed after the sandbox's rounds. Times in
 # the sandbox are taken there (bash's EPOCHREALTIME around git: what git costs, without
 # sbxsh's round trip); "sbxsh -c" columns time the whole `sbxsh -c 'git status'` from the host
 # (its syncs included). "off" is git with core.fsmonitor=false and core.untrackedCache=false
@@ -82,12 +83,17 @@ for n in ${files//,/ }; do
         "$SBXSH" -c 'git status' >/dev/null 2>&1
         "$SBXSH" -c 'git status; git status' >/dev/null 2>&1
         declare -A all=()
+        # The host's git after the sandbox's rounds: an index it writes goes to the sandbox
+        # without the fsmonitor's token (sync/README.md, "The git index"), and the sandbox's
+        # next git status starts over (everything, once).
         for ((r = 0; r < runs; r++)); do
             while read -r k v; do all[$k]+="$v "; done < <("$SBXSH" -c "$sandbox_round" 2>/dev/null)
-            all[host-status]+="$(ms git status) "
-            all[host-diff]+="$(ms git diff --stat) "
             all[cmd-off]+="$(ms "$SBXSH" -c 'git --no-optional-locks -c core.fsmonitor=false -c core.untrackedCache=false status') "
             all[cmd-on]+="$(ms "$SBXSH" -c 'git status') "
+        done
+        for ((r = 0; r < runs; r++)); do
+            all[host-status]+="$(ms git status) "
+            all[host-diff]+="$(ms git diff --stat) "
         done
         m() { tr ' ' '\n' <<<"${all[$1]:-}" | sed '/^$/d' | median; }
         echo "| $n | $rt | $(m host-status) | $(m status-off) | $(m status-on) | $(m host-diff) | $(m diff-off) | $(m diff-on) | $(m cmd-off) | $(m cmd-on) | $(m hook) |"

@@ -39,9 +39,9 @@
 #define SBX_SANDBOX_AGENT_DIR "/run/sbxsh"
 /* Where the local backend mounts sbx-agent in its sandboxes. */
 #define SBX_LOCAL_AGENT_BIN "/.sbxsh/sbx-agent"
-/* The agent's fsmonitor socket (AGENT_SANDBOX_GIT_FSMONITOR): in the sandbox's own /tmp,
- * never a directory the host sees. */
-#define SBX_SANDBOX_FSMONITOR_SOCKET "/tmp/.sbxsh-fsmonitor.sock"
+/* The same sbx-agent again, under the name that makes it git's fsmonitor hook
+ * (sync/fsmonitor.h, FSM_HOOK_NAME; AGENT_SANDBOX_GIT_FSMONITOR). */
+#define SBX_LOCAL_FSMONITOR_HOOK "/.sbxsh/sbx-fsmonitor-hook"
 
 typedef struct sbx_sandbox_spec {
     const char *agent_path;     /* sbx-agent on the host; mounted read-only */

@@ -18,6 +18,7 @@
 #include "session/backend.h"
 #include "session/proto.h"
 #include "sync/conn.h"
+#include "sync/fsmonitor.h"
 
 /* Sync rounds the holder starts for itself (before a release) use ids from
  * here down, clients' ids count up from 1. */
@@ -1206,9 +1207,8 @@ static void agent_setup(holder *h)
      * is not: off there). */
     if (h->cfg->git_fsmonitor && h->cfg->backend && !strcmp(h->cfg->backend, "local")) {
         strvec_push(&h->agent_args, "--fsmonitor");
-        strvec_push(&h->agent_args, SBX_SANDBOX_FSMONITOR_SOCKET);
-        h->git_fsmonitor = xstrdup(SBX_LOCAL_AGENT_BIN " --fsmonitor-hook "
-                                   SBX_SANDBOX_FSMONITOR_SOCKET);
+        strvec_push(&h->agent_args, FSM_DEFAULT_SOCKET);
+        h->git_fsmonitor = xstrdup(SBX_LOCAL_FSMONITOR_HOOK);
     }
 }
 

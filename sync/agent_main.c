@@ -143,6 +143,14 @@ int main(int argc, char **argv)
      * names the first three words; git adds the version and its token). */
     if (argc >= 2 && !strcmp(argv[1], "--fsmonitor-hook"))
         return fsm_hook_main(argc - 2, argv + 2);
+    {
+        const char *base = strrchr(argv[0], '/');
+        if (!strcmp(base ? base + 1 : argv[0], FSM_HOOK_NAME)) {
+            char *hook_argv[4] = { FSM_DEFAULT_SOCKET, argc > 1 ? argv[1] : "",
+                                   argc > 2 ? argv[2] : "", NULL };
+            return fsm_hook_main(argc == 3 ? 3 : 0, hook_argv);
+        }
+    }
 
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];

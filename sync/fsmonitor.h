@@ -18,6 +18,11 @@
 #include <stdint.h>
 
 #define FSM_REQUEST_MAGIC "sbx-fsmonitor-1"
+/* sbx-agent run under this name is the hook, asking FSM_DEFAULT_SOCKET: core.fsmonitor can
+ * then be a path alone, which git executes itself, where a command with arguments goes
+ * through /bin/sh (one more process, 10-30 ms under gVisor). */
+#define FSM_HOOK_NAME "sbx-fsmonitor-hook"
+#define FSM_DEFAULT_SOCKET "/tmp/.sbxsh-fsmonitor.sock"
 #define FSM_TOKEN_MAX 128
 #define FSM_CWD_MAX 4096
 #define FSM_REQUEST_MAX (sizeof(FSM_REQUEST_MAGIC) + FSM_TOKEN_MAX + FSM_CWD_MAX + 3)

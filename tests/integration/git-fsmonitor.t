@@ -52,7 +52,7 @@ for rt in $runtimes; do
     git add -A && git commit -qm init
 
     is "$("$SBXSH" -c 'git config --get core.fsmonitor; git config --get core.untrackedCache')" \
-        "/.sbxsh/sbx-agent --fsmonitor-hook /tmp/.sbxsh-fsmonitor.sock
+        "/.sbxsh/sbx-fsmonitor-hook
 true" "$rt: the sandbox's git config names sbx-agent's fsmonitor hook and the untracked cache"
 
     used=0
