@@ -13,7 +13,8 @@
 # sbxsh's round trip); "sbxsh -c" columns time the whole `sbxsh -c 'git status'` from the host
 # (its syncs included). "off" is git with core.fsmonitor=false and core.untrackedCache=false
 # and --no-optional-locks (so that it leaves the index, and the fsmonitor's token in it, as
-# they were). Prints a Markdown table of medians in ms, and the hook's own cost (the agent's
+# they were); "untracked cache only" is git with core.fsmonitor=false (the untracked cache
+# checked by the directories' stat data, git's own way). Prints a Markdown table of medians in ms, and the hook's own cost (the agent's
 # answer through `sbx-agent --fsmonitor-hook`, run directly). Sessions live under --dir
 # (default /dev/shm).
 set -u
@@ -53,6 +54,7 @@ ms() { local s=$EPOCHREALTIME; "$@" >/dev/null 2>&1; echo $(( (${EPOCHREALTIME/.
 echo "edit $RANDOM" >> d0/f0
 off="git --no-optional-locks -c core.fsmonitor=false -c core.untrackedCache=false"
 echo "status-off $(ms $off status)"
+echo "status-uc $(ms git --no-optional-locks -c core.fsmonitor=false status)"
 echo "status-on $(ms git status)"
 echo "diff-off $(ms $off diff --stat)"
 echo "diff-on $(ms git diff --stat)"
@@ -60,8 +62,8 @@ t=$(git config --get core.fsmonitor)
 echo "hook $(ms $t 2 "sbx1:0000000000000000:0")"
 '
 
-echo "| files | runtime | host status | sandbox status off | on | host diff --stat | sandbox diff --stat off | on | sbxsh -c 'git status' off | on | hook alone (/) |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| files | runtime | host status | sandbox status off | untracked cache only | on | host diff --stat | sandbox diff --stat off | on | sbxsh -c 'git status' off | on | hook alone (/) |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 for n in ${files//,/ }; do
     seed=$work/seed-$n
     mkdir -p "$seed" && (
@@ -96,7 +98,7 @@ for n in ${files//,/ }; do
             all[host-diff]+="$(ms git diff --stat) "
         done
         m() { tr ' ' '\n' <<<"${all[$1]:-}" | sed '/^$/d' | median; }
-        echo "| $n | $rt | $(m host-status) | $(m status-off) | $(m status-on) | $(m host-diff) | $(m diff-off) | $(m diff-on) | $(m cmd-off) | $(m cmd-on) | $(m hook) |"
+        echo "| $n | $rt | $(m host-status) | $(m status-off) | $(m status-uc) | $(m status-on) | $(m host-diff) | $(m diff-off) | $(m diff-on) | $(m cmd-off) | $(m cmd-on) | $(m hook) |"
         unset all
         "$SBX" release --session "$AGENT_SANDBOX_SESSION" >/dev/null 2>&1
         cd "$work" && rm -rf "$code"
