@@ -9,6 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 
 runtimes=${SBX_IT_RUNTIMES:-runsc bwrap}
+driver=$(cd "$(dirname "$0")" && pwd)/fsmonitor-driver.sh
 NCMDS=${SBX_FSM_COMMANDS:-12}     # sbxsh commands per runtime, host changes between them
 ROUNDS=${SBX_FSM_ROUNDS:-20}      # random changes (each followed by the comparison) per command
 SEED0=${SBX_FSM_SEED:-$(( $(date +%s) % 100000 ))}
@@ -39,7 +40,7 @@ for rt in $runtimes; do
     setup_session "fsm-$rt-$$" "$rt"
     export AGENT_SANDBOX_GIT_FSMONITOR=1
     rm -rf "${CODE:?}"/* "$CODE"/.[!.]* 2>/dev/null
-    cp "$(dirname "$0")/fsmonitor-driver.sh" "$CODE/driver.sh"
+    cp "$driver" "$CODE/driver.sh" || bail_out "no $driver"
     # The work tree is a subdirectory of the code directory: the hook's paths are relative
     # to it.
     mkdir -p "$CODE/repo" && cd "$CODE/repo" || bail_out "no code dir"
