@@ -28,7 +28,7 @@
 #define FSM_REQUEST_MAX (sizeof(FSM_REQUEST_MAGIC) + FSM_TOKEN_MAX + FSM_CWD_MAX + 3)
 /* More journal entries (or bytes) than this and it is dropped: older tokens get `/`. */
 #define FSM_LOG_MAX 200000
-#define FSM_LOG_BYTES_MAX (32u << 20)
+#define FSM_LOG_BYTES_MAX (16u << 20)
 /* An answer longer than this is `/` instead (git would re-check that much anyway). */
 #define FSM_ANSWER_MAX (16u << 20)
 /* More never-watched (excluded) directories than this: every answer is `/`. */

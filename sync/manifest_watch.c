@@ -191,7 +191,7 @@ static void fsm_note_node(mf_tree *t, const mf_node *n, strbuf *p)
     if (!t->fsm)
         return;
     if (!n->parent) {
-        fsm_lost(t->fsm, true);
+        fsm_lost(t->fsm, false);
         return;
     }
     mf_node_path(n, p);
@@ -216,8 +216,10 @@ void mf_drain_events(mf_tree *t)
             q += sizeof(*ev) + ev->len;
             if (ev->mask & IN_Q_OVERFLOW) {
                 t->need_full = true;
+                /* A directory made meanwhile may be unwatched and unknown: nothing is
+                 * vouched for until the full walk this forces has watched everything. */
                 if (t->fsm)
-                    fsm_lost(t->fsm, true);
+                    fsm_lost(t->fsm, false);
                 continue;
             }
             s = wd_slot_for(t, ev->wd, false);
