@@ -72,6 +72,13 @@ void fsm_lost(fsm_state *s, bool watching)
 
 static void log_add(fsm_state *s, uint16_t root, const char *path, size_t len, bool slash)
 {
+    /* The same path as the last entry, with no token given out since (a write's IN_MODIFY
+     * after IN_CREATE, a large file's many writes): that entry already covers it. */
+    if (s->nlog && s->log[s->nlog - 1].seq > s->issued && s->log[s->nlog - 1].root == root) {
+        const char *last = s->log[s->nlog - 1].path;
+        if (!strncmp(last, path, len) && (slash ? !strcmp(last + len, "/") : !last[len]))
+            return;
+    }
     if (s->nlog >= FSM_LOG_MAX || s->log_bytes + len + 2 > FSM_LOG_BYTES_MAX) {
         /* Tokens up to now stay good only if no entry after them is dropped: drop all, and
          * the ones given out so far get `/` (once). */
@@ -216,8 +223,9 @@ void fsm_scanned(fsm_state *s, bool watching, char *const *bases, size_t nbases)
 }
 
 /* The token a client gets now. */
-static void add_token(const fsm_state *s, strbuf *out)
+static void add_token(fsm_state *s, strbuf *out)
 {
+    s->issued = s->seq;
     strbuf_addf(out, "sbx1:%016" PRIx64 ":%" PRIu64, s->instance, s->seq);
     strbuf_addch(out, '\0');
 }

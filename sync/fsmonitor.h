@@ -56,6 +56,7 @@ typedef struct fsm_state {
     uint64_t instance;    /* random per agent process: a restarted agent knows no token */
     uint64_t seq;         /* the last journal entry's; a token names the seq it was made at */
     uint64_t valid_from;  /* tokens older than this get `/` */
+    uint64_t issued;      /* the seq of the last token given out */
     bool ready;           /* a scan has watched every directory, and watching is still on */
     fsm_ent *log;         /* ordered by seq */
     size_t nlog, alog, log_bytes;

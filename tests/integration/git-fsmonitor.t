@@ -71,6 +71,27 @@ true" "$rt: the sandbox's git config names sbx-agent's fsmonitor hook and the un
     ok "$rt: the hook answered with the changed paths ($used of $NCMDS commands)" \
         test "$used" -ge $((NCMDS - 1))
 
+    # A client that sends garbage gets nothing, and the agent answers the next one; with the
+    # agent's socket gone, the hook says "everything" and git checks every file.
+    out=$("$SBXSH" -c 'python3 -c "
+import socket
+s = socket.socket(socket.AF_UNIX)
+s.connect(\"/tmp/.sbxsh-fsmonitor.sock\")
+s.sendall(b\"garbage\\0\\0\\0\\0\")
+s.shutdown(socket.SHUT_WR)
+print(len(s.recv(100)))
+"
+echo probe >zz-probe1
+GIT_TRACE_FSMONITOR=1 git status --porcelain 2>&1 | grep -q "fsmonitor_refresh_callback .zz-probe1." && echo named
+rm -f /tmp/.sbxsh-fsmonitor.sock
+/.sbxsh/sbx-fsmonitor-hook 2 sbx1:x:1 | tr "\0" " "; echo
+echo probe >zz-probe2
+git status --porcelain | grep -c "zz-probe2"' 2>&1)
+    is "$out" "0
+named
+sbx1:none / 
+1" "$rt: a garbage request gets no answer and the next one a list; no agent: the hook says everything, git checks all"
+
     # The host's git never sees the setting: not in the repository's config (which does not
     # come back from the sandbox), not in the host's global config.
     "$SBXSH" -c 'git config core.fsmonitor "touch /tmp/pwned"' >/dev/null 2>&1

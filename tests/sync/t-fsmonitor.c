@@ -79,6 +79,17 @@ int main(void)
     is_str(p, "", "what happens in .git is not named");
     free(p);
 
+    /* Repeated events for one path: one entry, unless a token was given out between. */
+    fsm_note(&s, 0, "d1", 2, false, false);
+    fsm_note(&s, 0, "d1", 2, false, false);
+    p = ask(&s, t1, dir, "", t2, sizeof(t2));
+    is_str(p, "d1;", "the same path twice in a row: named once");
+    free(p);
+    fsm_note(&s, 0, "d1", 2, false, false);
+    p = ask(&s, t2, dir, "", t1, sizeof(t1));
+    is_str(p, "d1;", "again after a token was given out: named for that token");
+    free(p);
+
     /* Another instance's token, and a token from the future. */
     {
         fsm_state o;
