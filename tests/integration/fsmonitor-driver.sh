@@ -25,7 +25,7 @@ scan() {
 pats=('*.log' 'new*' 'nd*/' 'sub' '!new1*' 'mv*' '*' '!*.txt' 'd*/' 'x*')
 
 change() {
-    local f= d s
+    local f='' d s
     scan
     ((${#F[@]})) && f=${F[RANDOM % ${#F[@]}]}
     d=${D[RANDOM % ${#D[@]}]}
@@ -51,7 +51,7 @@ change() {
     esac
     # Keep the tree populated.
     if [ "${#F[@]}" -lt 40 ]; then
-        for i in 1 2 3 4 5 6 7 8; do mkdir -p "p$RANDOM" 2>/dev/null; done
+        for _ in 1 2 3 4 5 6 7 8; do mkdir -p "p$RANDOM" 2>/dev/null; done
         scan
         for p in "${D[@]:0:20}"; do echo "$RANDOM" >"$p/new$RANDOM.txt"; done
     fi
@@ -70,7 +70,7 @@ for ((r = 1; r <= rounds; r++)); do
         c=$(git --no-optional-locks -c core.fsmonitor=false status --porcelain $u 2>&1)
         [ "$c" = "$b" ] || echo "(the untracked cache alone differs too)"
         for p in $(diff <(echo "$b") <(echo "$a") | sed -n 's/^[<>] ...//p' | head -3); do
-            ls -la "$p" 2>&1 | head -5
+            find "$p" -maxdepth 1 -printf '%M %s %p\n' 2>&1 | head -5
         done
     fi
 done

@@ -20,8 +20,8 @@ RANDOM=$SEED0
 host_changes() {
     local f d
     for _ in 1 2 3 4; do
-        f=$(find . -path ./.git -prune -o -type f -print | shuf -n1 --random-source=<(yes $RANDOM))
-        d=$(find . -path ./.git -prune -o -type d -print | shuf -n1 --random-source=<(yes $RANDOM))
+        f=$(find . -path ./.git -prune -o -type f -print | shuf -n1 --random-source=<(yes "$RANDOM"))
+        d=$(find . -path ./.git -prune -o -type d -print | shuf -n1 --random-source=<(yes "$RANDOM"))
         case $((RANDOM % 6)) in
         0|1) [ -n "$f" ] && echo "h$RANDOM" >>"$f" ;;
         2) echo "h" >"$d/host$RANDOM.txt" ;;
@@ -43,7 +43,8 @@ for rt in $runtimes; do
     cp "$driver" "$CODE/driver.sh" || bail_out "no $driver"
     # The work tree is a subdirectory of the code directory: the hook's paths are relative
     # to it.
-    mkdir -p "$CODE/repo" && cd "$CODE/repo" || bail_out "no code dir"
+    mkdir -p "$CODE/repo"
+    cd "$CODE/repo" || bail_out "no code dir"
     git init -q . && git config user.email t@example.com && git config user.name t
     for d in a b c a/x a/y b/z; do
         mkdir -p "$d"
