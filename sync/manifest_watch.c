@@ -185,8 +185,9 @@ void mf_dirty_node_entry(mf_tree *t, mf_node *n)
 }
 
 /* Tells the fsmonitor journal that the directory of node n itself changed (moved, deleted,
- * its watch gone); the top of a root has no path of its own: all is unknown then. */
-static void fsm_note_node(mf_tree *t, const mf_node *n, strbuf *p)
+ * its watch gone: unwatched, if it is still there, until a scan watches it again, so fresh);
+ * the top of a root has no path of its own: all is unknown then. */
+static void fsm_note_node(mf_tree *t, const mf_node *n, strbuf *p, bool unwatched)
 {
     if (!t->fsm)
         return;
@@ -195,7 +196,7 @@ static void fsm_note_node(mf_tree *t, const mf_node *n, strbuf *p)
         return;
     }
     mf_node_path(n, p);
-    fsm_note(t->fsm, n->root, p->buf, p->len, true, false);
+    fsm_note(t->fsm, n->root, p->buf, p->len, true, unwatched);
 }
 
 void mf_drain_events(mf_tree *t)
@@ -230,7 +231,7 @@ void mf_drain_events(mf_tree *t)
                 for (size_t k = 0; k < s->nnodes; k++) {
                     s->nodes[k]->wd = -1;
                     mf_dirty_node_entry(t, s->nodes[k]);
-                    fsm_note_node(t, s->nodes[k], &p);
+                    fsm_note_node(t, s->nodes[k], &p, true);
                 }
                 wd_drop_slot(s);
                 continue;
@@ -239,7 +240,7 @@ void mf_drain_events(mf_tree *t)
                 mf_node *d = s->nodes[k];
                 if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF)) {
                     mf_dirty_node_entry(t, d);
-                    fsm_note_node(t, d, &p);
+                    fsm_note_node(t, d, &p, false);
                 }
                 if (ev->len) {
                     mf_node_path(d, &p);
