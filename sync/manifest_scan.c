@@ -286,6 +286,12 @@ static mf_node *scan_child(scan_ctx *c, mf_node *dir, int dirfd, const char *nam
                    n->ctime_ns + RACY_WINDOW_NS < c->ref_ns) {
             n->flags &= (uint8_t)~MF_RACY;
         } else if (type == MF_DIR) {
+            /* Another directory at this name (rm -r then mkdir, git checkout or stash): the
+             * node's watch is still the old one's until its IN_IGNORED, which comes late while
+             * anything holds the old directory open. Drop it and walk the new one, or what
+             * happens in it is never seen. */
+            if (n->wd >= 0 && n->ino != (uint64_t)st.st_ino && c->t->ifd >= 0)
+                mf_wd_unref(c->t, n);
             n->mode = st.st_mode;
             n->ino = (uint64_t)st.st_ino;
             /* An unwatched directory may hide anything: walk it. */

@@ -2,7 +2,8 @@
 # fsmonitor-driver.sh SEED ROUNDS (run in the sandbox by git-fsmonitor.t, at the top of a
 # work tree): ROUNDS random changes to the work tree (edits, same-size
 # rewrites, new files and directories, deletions, renames of files and directories, .gitignore
-# edits, files becoming directories, mode changes, symlinks, git add and commit), and after
+# edits, files becoming directories, mode changes, symlinks, git add, commit, stash, reset,
+# clean and checkout), and after
 # each one `git status --porcelain` (through sbx-agent's fsmonitor and the untracked cache)
 # against git with neither (which writes no index, so it leaves the fsmonitor's token alone).
 # Prints "MISMATCH ..." with the difference for each round where they differ, then
@@ -29,7 +30,8 @@ change() {
     scan
     ((${#F[@]})) && f=${F[RANDOM % ${#F[@]}]}
     d=${D[RANDOM % ${#D[@]}]}
-    case $((RANDOM % 20)) in
+    op=$((RANDOM % 24))
+    case $op in
     0|1|2) [ -f "$f" ] && echo "r$RANDOM" >>"$f" ;;
     3) [ -f "$f" ] && [ ! -L "$f" ] && s=$(<"$f") && printf '%s\n' "${s//?/$((RANDOM % 10))}" >"$f" ;;
     4|5) echo "n$RANDOM" >"$d/new$RANDOM.txt" ;;
@@ -48,6 +50,10 @@ change() {
     17) [ "$d" != . ] && rm -rf "$d" && echo was-a-dir >"$d" ;;
     18) ln -s "../$RANDOM" "$d/ln$RANDOM" 2>/dev/null ;;
     19) [ -n "$f" ] && git rm -q --cached -- "$f" >/dev/null 2>&1 ;;
+    20) git stash -q >/dev/null 2>&1 && git stash pop -q >/dev/null 2>&1 ;;
+    21) git reset -q --hard >/dev/null 2>&1 ;;
+    22) git clean -fdq >/dev/null 2>&1 ;;
+    23) git checkout -q "HEAD~$((RANDOM % 2 + 1))" >/dev/null 2>&1 || git checkout -q - >/dev/null 2>&1 ;;
     esac
     # Keep the tree populated.
     if [ "${#F[@]}" -lt 40 ]; then
@@ -60,15 +66,27 @@ change() {
 for ((r = 1; r <= rounds; r++)); do
     change
     u=; ((r % 2)) && u=-uall
-    a=$(git status --porcelain $u 2>&1)
+    # shellcheck disable=SC2086 # FSM_DRIVER_GIT: options to try instead (-c NAME=VALUE ...)
+    a=$(git ${FSM_DRIVER_GIT:-} status --porcelain $u 2>&1)
     b=$(git --no-optional-locks -c core.fsmonitor=false -c core.untrackedCache=false \
         status --porcelain $u 2>&1)
     if [ "$a" != "$b" ]; then
-        echo "MISMATCH seed $seed round $r $u"
+        echo "MISMATCH seed $seed round $r $u (change $op: $f $d)"
         diff <(echo "$b") <(echo "$a") | head -20
         # which of the two makes the difference
         c=$(git --no-optional-locks -c core.fsmonitor=false status --porcelain $u 2>&1)
         [ "$c" = "$b" ] || echo "(the untracked cache alone differs too)"
+        tok=$(grep -aoE 'sbx1:[0-9a-f]{16}:[0-9]+' .git/index | tail -1)
+        echo "index token $tok; the hook's answer to it now: $(/.sbxsh/sbx-fsmonitor-hook 2 "$tok" |
+            tr '\0' '\n' | head -12 | tr '\n' ' ')"
+        if [ -n "${FSM_DRIVER_DEBUG:-}" ]; then
+            t2=$(/.sbxsh/sbx-fsmonitor-hook 2 "$tok" | tr '\0' '\n' | head -1)
+            q=$(diff <(echo "$b") <(echo "$a") | sed -n 's/^[<>] ...//p' | head -1)
+            touch "$q"; touch "${q%/*}/zz-new"
+            echo "after touching $q and ${q%/*}/zz-new: $(/.sbxsh/sbx-fsmonitor-hook 2 "$t2" | tr '\0' '\n' | tr '\n' ' ')"
+            echo "stat: $(stat -c '%i %y' "${q%/*}")"
+            exit 1
+        fi
         for p in $(diff <(echo "$b") <(echo "$a") | sed -n 's/^[<>] ...//p' | head -3); do
             find "$p" -maxdepth 1 -printf '%M %s %p\n' 2>&1 | head -5
         done

@@ -60,7 +60,7 @@ true" "$rt: the sandbox's git config names sbx-agent's fsmonitor hook and the un
     used=0
     for c in $(seq "$NCMDS"); do
         host_changes
-        out=$("$SBXSH" -c "bash ../driver.sh $((SEED0 + c)) $ROUNDS" 2>&1)
+        out=$("$SBXSH" -c "FSM_DRIVER_GIT='${FSM_DRIVER_GIT:-}' FSM_DRIVER_DEBUG='${FSM_DRIVER_DEBUG:-}' bash ../driver.sh $((SEED0 + c)) $ROUNDS" 2>&1)
         is "$(grep -c '^MISMATCH' <<<"$out") mismatches, $(grep -c '^ROUNDS' <<<"$out") end" \
             "0 mismatches, 1 end" \
             "$rt: command $c: git status with the fsmonitor is git status without it, $ROUNDS random changes" ||
