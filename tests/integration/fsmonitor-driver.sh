@@ -8,6 +8,10 @@
 # against git with neither (which writes no index, so it leaves the fsmonitor's token alone).
 # Prints "MISMATCH ..." with the difference for each round where they differ, then
 # "ROUNDS n" and "USED y|n": whether the hook named a file this command changed.
+# To look into a mismatch: FSM_DRIVER_GIT (options for the first git instead, e.g.
+# "-c core.untrackedCache=false" to leave the untracked cache out) and FSM_DRIVER_DEBUG=1
+# (stop at the first one, after asking the agent whether it sees a change in that directory),
+# both passed through by git-fsmonitor.t.
 seed=$1 rounds=$2
 RANDOM=$seed
 
