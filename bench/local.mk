@@ -41,3 +41,11 @@ bench-index: all
 	    --runtimes $(INDEX_BENCH_RUNTIMES) $(INDEX_BENCH_BASE) .
 bench: bench-index
 .PHONY: bench-index
+
+# git's fsmonitor in the sandbox (AGENT_SANDBOX_GIT_FSMONITOR): git status and git diff --stat
+# with and without it, against the host, on both runtimes (bench/fsmonitor.sh).
+FSMON_BENCH_RUNS ?= 10
+FSMON_BENCH_FILES ?= 10000,100000
+bench-fsmonitor: all
+	bench/fsmonitor.sh --runs $(FSMON_BENCH_RUNS) --files $(FSMON_BENCH_FILES)
+.PHONY: bench-fsmonitor

@@ -345,6 +345,8 @@ void cli_options_print_help(const char *progname)
         "  AGENT_SANDBOX_CPUS           CPUs the sandbox may use, e.g. 1.5 (default: all)\n"
         "  AGENT_SANDBOX_DISK_MAX       what the session may write (default 10G)\n"
         "  AGENT_SANDBOX_FILES_MAX      files its pulls may make on the host (default 1000000)\n"
+        "  AGENT_SANDBOX_GIT_FSMONITOR  1: git in a local sandbox asks sbx-agent what changed\n"
+        "                               (its fsmonitor hook; default 0)\n"
         "\n"
         "Exit status: the command's, as bash gives it; 2 for a syntax error; 125 when sbxsh\n"
         "itself fails (sandbox unreachable, sync refused, runtime missing).\n"

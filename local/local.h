@@ -62,6 +62,10 @@ const local_settings *local_settings_of(const sbx_config *cfg);
 
 /* Where things sit inside the sandbox. */
 #define SBX_IN_AGENT_BIN "/.sbxsh/sbx-agent"
+/* The same sbx-agent again, under the name that makes it git's fsmonitor hook
+ * (sync/fsmonitor.h, FSM_HOOK_NAME; AGENT_SANDBOX_GIT_FSMONITOR): the class's
+ * fsmonitor_hook. */
+#define SBX_IN_FSMONITOR_HOOK "/.sbxsh/sbx-fsmonitor-hook"
 #define SBX_IN_COMPAT_SO "/.sbxsh/sbx-runsc-compat.so"
 /* the persistent shell's interactive marks (local/bash_interactive.c; cli/line.c loads it) */
 #define SBX_IN_BASH_SO SBX_SANDBOX_BASH_SO

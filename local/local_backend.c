@@ -442,6 +442,7 @@ const sbx_backend_class local_backend_class = {
     .adopt = local_adopt,
     .doctor = local_doctor,
     .describe = local_describe,
+    .fsmonitor_hook = SBX_IN_FSMONITOR_HOOK,
     .help_env =
     "  AGENT_SANDBOX_LOCAL_RUNTIME    runsc | bwrap (default: runsc when installed)\n"
     "  AGENT_SANDBOX_LOCAL_NETWORK    none (default) | host | allowlist\n"

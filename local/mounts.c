@@ -127,6 +127,7 @@ void local_plan_mounts(local_backend *lb, mount_list *ml)
     local_ml_add(ml, M_RW, p, SBX_SANDBOX_AGENT_DIR);
     free(p);
     local_ml_add(ml, M_RO, lb->agent_path, SBX_IN_AGENT_BIN);
+    local_ml_add(ml, M_RO, lb->agent_path, SBX_IN_FSMONITOR_HOOK);
     if (lb->network_allowlist) {
         p = local_state_path(lb, "egress");
         local_ml_add(ml, M_RO, p, SBX_IN_EGRESS_DIR);

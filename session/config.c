@@ -453,6 +453,14 @@ int session_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *e
     session_split_list(&cfg->create_paths, getenv("AGENT_SANDBOX_CREATE_PATHS"), ':');
     session_split_list(&cfg->excludes, getenv("AGENT_SANDBOX_SYNC_EXCLUDE"), ':');
     session_split_list(&cfg->forward_env, getenv("AGENT_SANDBOX_FORWARD_ENV"), ',');
+    if ((v = env_nonempty("AGENT_SANDBOX_GIT_FSMONITOR"))) {
+        if (!strcmp(v, "1") || !strcmp(v, "on"))
+            cfg->git_fsmonitor = true;
+        else if (strcmp(v, "0") && strcmp(v, "off")) {
+            sbx_errf(err, "AGENT_SANDBOX_GIT_FSMONITOR wants 1 (on) or 0 (off), not '%s'", v);
+            goto fail;
+        }
+    }
     /* Names or shell patterns (npm_*), one separator: a colon or a space here is a list
      * written for another separator, which would silently forward nothing. */
     for (size_t i = 0; i < cfg->forward_env.n; i++) {

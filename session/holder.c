@@ -19,6 +19,7 @@
 #include "session/backend.h"
 #include "session/proto.h"
 #include "sync/conn.h"
+#include "sync/fsmonitor.h"
 
 /* Sync rounds the holder starts for itself (before a release) use ids from
  * here down, clients' ids count up from 1. */
@@ -69,6 +70,7 @@ typedef struct holder {
     int rfd, wfd;
     bool conn_dead;     /* the error callback ran; free after handle_events */
     strvec agent_args, agent_env;
+    char *git_fsmonitor;       /* core.fsmonitor in the sandbox, or NULL (agent_setup) */
     hclient *clients[MAX_CLIENTS];
     size_t nclients;
     uint32_t next_chan;
@@ -501,6 +503,7 @@ static int make_host(holder *h, sbx_err *err)
         .create_paths = (const char *const *)h->create_paths.v,
         .disk_max = cfg->disk_max,
         .files_max = cfg->files_max,
+        .git_fsmonitor = h->git_fsmonitor,
     };
     return sync_host_new(&sc, &h->host, err);
 }
@@ -1207,6 +1210,15 @@ static void agent_setup(holder *h)
      * (or a restarted agent) resumes without a full push. */
     strvec_push(&h->agent_args, "--state");
     strvec_push(&h->agent_args, SBX_SANDBOX_AGENT_DIR "/agent.state");
+    /* git's fsmonitor (AGENT_SANDBOX_GIT_FSMONITOR): the agent answers the hook on a socket
+     * in the sandbox's /tmp, where the backend puts the hook at a known path (the class's
+     * fsmonitor_hook; a pod image's agent is not: off there). */
+    const sbx_backend_class *bc = session_backend_class_find(h->cfg->backend);
+    if (h->cfg->git_fsmonitor && bc && bc->fsmonitor_hook) {
+        strvec_push(&h->agent_args, "--fsmonitor");
+        strvec_push(&h->agent_args, FSM_DEFAULT_SOCKET);
+        h->git_fsmonitor = xstrdup(bc->fsmonitor_hook);
+    }
 }
 
 /*
@@ -1423,6 +1435,7 @@ static void holder_finish(holder *h)
         sync_host_free(h->host);
     session_backend_free(h->backend);
     strvec_clear(&h->agent_args);
+    free(h->git_fsmonitor);
     strvec_clear(&h->agent_env);
     free(h->dir);
     free(h->sock_path);

@@ -459,11 +459,13 @@ static void poll_channels(agent *a, pollset *ps)
 static void build_pollset(agent *a, pollset *ps)
 {
     ps->n = 0;
-    XGROW(ps->pfd, ps->apfd, 6 + a->nchans * (WIRE_MAX_FDS + 2));
-    XGROW(ps->refs, ps->arefs, 6 + a->nchans * (WIRE_MAX_FDS + 2));
+    XGROW(ps->pfd, ps->apfd, 8 + a->nchans * (WIRE_MAX_FDS + 2));
+    XGROW(ps->refs, ps->arefs, 8 + a->nchans * (WIRE_MAX_FDS + 2));
     ps->pfd[ps->n++] = (struct pollfd){ .fd = sig_pipe[0], .events = POLLIN };
     if (a->listen_fd >= 0)
         ps->pfd[ps->n++] = (struct pollfd){ .fd = a->listen_fd, .events = POLLIN };
+    if (a->fsm_fd >= 0)
+        ps->pfd[ps->n++] = (struct pollfd){ .fd = a->fsm_fd, .events = POLLIN };
     if (a->in_fd >= 0)
         ps->pfd[ps->n++] = (struct pollfd){ .fd = a->in_fd, .events = POLLIN };
     if (agent_host_wants_write(a))
@@ -532,6 +534,8 @@ static void handle_events(agent *a, pollset *ps)
             continue;
         if (pfd[i].fd == a->listen_fd)
             accept_host(a);
+        else if (pfd[i].fd == a->fsm_fd && a->fsm_fd >= 0)
+            agent_fsmonitor_serve(a);
         /* A socket is both in_fd and out_fd, in two entries: tell them apart by what
          * each waited for (the loop's top writes anyway, but say what is meant). */
         else if (pfd[i].fd == a->in_fd && a->in_fd >= 0 && (pfd[i].events & POLLIN))
@@ -617,6 +621,8 @@ static void agent_init(agent *a, const agent_opts *o)
     memset(a, 0, sizeof(*a));
     a->o = o;
     a->in_fd = a->out_fd = a->listen_fd = -1;
+    a->fsm_fd = o->fsmonitor_path ? o->fsmonitor_fd : -1;
+    fsm_init(&a->fsm, agent_fsm_instance());
     framebuf_in_init(&a->in);
     framebuf_out_init(&a->out);
     a->idle_since = mf_now_ns();
@@ -656,6 +662,11 @@ static void agent_release(agent *a)
         delta_tx_release(&a->tx);
     apply_free(a->rx);
     mf_free(a->tree);
+    fsm_release(&a->fsm);
+    if (a->fsm_fd >= 0) {
+        close(a->fsm_fd);
+        unlink(a->o->fsmonitor_path);
+    }
     agent_journal_prune(a, UINT64_MAX);
     free(a->journal);
     free(a->finals);

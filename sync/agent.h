@@ -23,6 +23,8 @@ typedef struct agent_opts {
     bool no_watch;            /* never use inotify */
     int notice_fd;            /* > 0: the network helper's notices (sync/dnsstub.h) */
     int listen_fd;            /* --listen: the socket, bound and listening (agent_listen_socket) */
+    const char *fsmonitor_path; /* --fsmonitor SOCKET: answer git's fsmonitor hook there */
+    int fsmonitor_fd;         /* its socket, bound and listening, or -1 */
 } agent_opts;
 
 /* Serves one host on fds 0 (from the host) and 1 (to it) until it goes away. */

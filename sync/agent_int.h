@@ -15,6 +15,7 @@
 #include "sync/agent.h"
 #include "common/framebuf.h"
 #include "sync/delta.h"
+#include "sync/fsmonitor.h"
 #include "sync/gitpolicy.h"
 #include "sync/manifest.h"
 #include "sync/safefs.h"
@@ -151,6 +152,8 @@ typedef struct agent {
     achan **chans;
     size_t nchans, achans;
     int listen_fd;
+    int fsm_fd;           /* --fsmonitor SOCKET: git's fsmonitor hook asks here, or -1 */
+    fsm_state fsm;        /* what changed, for that hook (fed by the tree's watch) */
     int64_t idle_since;
     bool quit;
     bool net_noticed;     /* the no-network notice reached a command (agent_net_notice) */
@@ -167,6 +170,12 @@ typedef struct agent {
 /* Sends a WARN to the host (an mf_warn_fn; nothing while no host is attached). */
 void agent_warn(void *ctx, const char *msg);
 void agent_warnf(agent *a, const char *fmt, ...) SBX_PRINTF(2, 3);
+
+/* ---- agent_fsmon.c ------------------------------------------------------------------------- */
+/* A random id for this agent process (its fsmonitor tokens carry it). */
+uint64_t agent_fsm_instance(void);
+/* Answers one client of the fsmonitor socket (accepted here). */
+void agent_fsmonitor_serve(agent *a);
 
 /* ---- agent_chan.c -------------------------------------------------------------------------- */
 void agent_chan_discard(achan *ch);

@@ -1,6 +1,7 @@
 /* sbx-agent's command line. */
 #include "sync/agent.h"
 #include "sync/dnsstub.h"
+#include "sync/fsmonitor.h"
 #include "sync/wire.h"
 #include "common/strvec.h"
 
@@ -37,6 +38,13 @@ static const char usage[] =
     "  --resume ID          with --connect: stdin/stdout carry a resumable stream (sync/\n"
     "                       resume.h) kept by a detached keeper per ID, so that a dropped\n"
     "                       transport loses nothing: the next --connect resumes it\n"
+    "  --fsmonitor SOCKET   answer git's fsmonitor hook on SOCKET (a Unix socket, mode 0600):\n"
+    "                       what changed in the code directories since the hook's token,\n"
+    "                       from the inotify watch\n"
+    "  --fsmonitor-hook SOCKET 2 TOKEN\n"
+    "                       (first, alone) git's fsmonitor hook, version 2 (core.fsmonitor\n"
+    "                       names its first two words): asks the agent at SOCKET and prints\n"
+    "                       its answer, or `/` (everything) when it cannot\n"
     "  --state FILE         keep the manifest in FILE across restarts (written at disconnect,\n"
     "                       exit, and every few seconds after a change)\n"
     "  --idle-timeout SECS  with --listen: exit after SECS seconds without a host (default:\n"
@@ -131,6 +139,19 @@ int main(int argc, char **argv)
     unsigned user_uid = 0, user_gid = 0;
     strvec daemon_args = { 0 };   /* the options but --connect, --start, --resume */
 
+    /* git's fsmonitor hook: `sbx-agent --fsmonitor-hook SOCKET 2 TOKEN` (core.fsmonitor
+     * names the first three words; git adds the version and its token). */
+    if (argc >= 2 && !strcmp(argv[1], "--fsmonitor-hook"))
+        return fsm_hook_main(argc - 2, argv + 2);
+    {
+        const char *base = strrchr(argv[0], '/');
+        if (!strcmp(base ? base + 1 : argv[0], FSM_HOOK_NAME)) {
+            char *hook_argv[4] = { FSM_DEFAULT_SOCKET, argc > 1 ? argv[1] : "",
+                                   argc > 2 ? argv[2] : "", NULL };
+            return fsm_hook_main(argc == 3 ? 3 : 0, hook_argv);
+        }
+    }
+
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -194,6 +215,8 @@ int main(int argc, char **argv)
                 return 2;
             }
             have_user = true;
+        } else if (!strcmp(a, "--fsmonitor")) {
+            o.fsmonitor_path = val;
         } else if (!strcmp(a, "--state")) {
             o.state_file = val;
         } else if (!strcmp(a, "--root-prefix")) {
@@ -254,6 +277,9 @@ int main(int argc, char **argv)
                 user_uid, user_gid, errno ? strerror(errno) : "something is left");
         return 1;
     }
+    /* As the user: the hook (git, run by a command) connects as the user. */
+    if (o.fsmonitor_path && (o.fsmonitor_fd = agent_listen_socket(o.fsmonitor_path)) < 0)
+        return 1;
     if (net.dns || net.relay_port) {
         int fd = dnsstub_start(&net);
         o.notice_fd = fd > 0 && net.dns ? fd : 0;

@@ -126,6 +126,8 @@ void agent_setup_tree(agent *a, const wire_config *cfg)
     a->tree = t;
     if (!a->o->no_watch)
         mf_watch(t, true);
+    if (a->fsm_fd >= 0)
+        mf_set_fsmonitor(t, &a->fsm);   /* a new tree: the next scan watches everything */
     if (!resume || !loaded) {
         mf_clear(t);
         agent_journal_prune(a, UINT64_MAX);

@@ -70,6 +70,10 @@ typedef struct sync_config {
      * sync_host_new() (what they deleted is credited). A pull over it is refused as a whole,
      * like one over disk_max. */
     uint64_t files_max;
+    /* core.fsmonitor for git in the sandbox (the hook command, `sbx-agent --fsmonitor-hook
+     * SOCKET`), or NULL: written with core.untrackedCache=true into sandbox_gitconfig only,
+     * never a host file */
+    const char *git_fsmonitor;
 
     /* Never use inotify on the host: every push is a full stat walk (tests, benchmarks). */
     bool no_watch;

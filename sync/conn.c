@@ -651,6 +651,13 @@ void conn_refresh_user_gitconfig(sync_conn *c)
     if (st.st_ino && read_file(h->user_gitconfig, GITCONFIG_MAX, &text, &len, &ignored) == 0)
         gitconfig_filter_user(text, len, &filtered);
     free(text);
+    /* git in the sandbox asks sbx-agent what changed. Only this file, the sandbox's global
+     * config, says so: it is never synced (conn_path_synced above), the host's own config
+     * and the repository's .git/config (which never comes back, gitpolicy.c) never do, so
+     * the host's git never runs the hook. Last, so that it wins over the user's lines. */
+    if (h->git_fsmonitor)
+        strbuf_addf(&filtered, "\n[core]\n\tfsmonitor = \"%s\"\n\tuntrackedCache = true\n",
+                    h->git_fsmonitor);
     /* A missing or unparsable file gives an empty config there too. */
     if (sync_conn_put_file(c, h->sandbox_gitconfig, 0644, filtered.buf, filtered.len,
                            &ignored) < 0 && c->ops && c->ops->warning)

@@ -200,6 +200,8 @@ int sync_host_new(const sync_config *cfg, sync_host **out, sbx_err *err)
     if (cfg->user_gitconfig && cfg->sandbox_gitconfig) {
         h->user_gitconfig = xstrdup(cfg->user_gitconfig);
         h->sandbox_gitconfig = xstrdup(cfg->sandbox_gitconfig);
+        if (cfg->git_fsmonitor)
+            h->git_fsmonitor = xstrdup(cfg->git_fsmonitor);
     }
     strvec_init(&h->rc_put);
     strvec_init(&h->rc_seen);
@@ -265,6 +267,7 @@ void sync_host_free(sync_host *h)
     free(h->state_file);
     free(h->user_gitconfig);
     free(h->sandbox_gitconfig);
+    free(h->git_fsmonitor);
     free(h->user_home);
     free(h->sandbox_home);
     strvec_clear(&h->rc_put);

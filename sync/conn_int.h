@@ -52,6 +52,7 @@ struct sync_host {
     size_t *exclude_lens;
     char *state_file;
     char *user_gitconfig, *sandbox_gitconfig;
+    char *git_fsmonitor;      /* sync_config.git_fsmonitor */
     struct stat gitconfig_seen;   /* the user's git config as last put into the sandbox */
     bool gitconfig_put;
     /* The user's startup files (sync/rcfile.h): where, what was put into the sandbox by this

@@ -374,6 +374,13 @@ int mf_watch(mf_tree *t, bool on)
     return t->ifd < 0 ? -1 : 0;
 }
 
+void mf_set_fsmonitor(mf_tree *t, fsm_state *fsm)
+{
+    t->fsm = fsm;
+    if (fsm)
+        fsm_lost(fsm, false);   /* nothing is known until a scan has watched everything */
+}
+
 int mf_watch_fd(const mf_tree *t)
 {
     return t->ifd;

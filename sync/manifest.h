@@ -119,6 +119,10 @@ int mf_watch(mf_tree *t, bool on);
  * kernel queue does not overflow between scans. */
 int mf_watch_fd(const mf_tree *t);
 void mf_drain_events(mf_tree *t);
+/* Tells fsm (git's fsmonitor journal, sync/fsmonitor.h; NULL: none) what the watch sees: every
+ * event, every directory a scan excludes, the end of every scan, lost events. */
+struct fsm_state;
+void mf_set_fsmonitor(mf_tree *t, struct fsm_state *fsm);
 /* Forces the next scan to be a full walk. */
 void mf_invalidate(mf_tree *t);
 

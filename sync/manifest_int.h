@@ -12,6 +12,7 @@
 #ifndef SBX_SYNC_MANIFEST_INT_H
 #define SBX_SYNC_MANIFEST_INT_H
 
+#include "sync/fsmonitor.h"
 #include "sync/manifest.h"
 #include "sync/safefs.h"
 
@@ -62,6 +63,7 @@ struct mf_tree {
     size_t ndirty, adirty;
     dirty_ent *pending;   /* files recorded since the last mf_seal() (dir = the path) */
     size_t npending, apending;
+    fsm_state *fsm;       /* told every event, excluded directory and scan (or NULL) */
 };
 
 /* The functions the files share, by the file that defines them; each one's lead comment is at

@@ -241,8 +241,16 @@ static mf_node *scan_child(scan_ctx *c, mf_node *dir, int dirfd, const char *nam
     type = mf_stat_type(&st);
     if (must_be_dir && type != MF_DIR)
         goto drop_silently;
-    if (excluded_here(c, name, len, type == MF_DIR))
+    if (excluded_here(c, name, len, type == MF_DIR)) {
+        /* Never watched: git's fsmonitor must name it in every answer. */
+        if (type == MF_DIR && c->t->fsm) {
+            size_t old_len = c->path.len;
+            path_push(c, name, len);
+            fsm_note_blind(c->t->fsm, c->root, c->path.buf, c->path.len);
+            path_pop(c, old_len);
+        }
         goto drop_silently;
+    }
     if (type == MF_OTHER) {
         /* FIFOs, sockets and devices hold no data to sync: they are skipped without a
          * word (bash says nothing about a mkfifo, and a warning on every command that
@@ -278,6 +286,12 @@ static mf_node *scan_child(scan_ctx *c, mf_node *dir, int dirfd, const char *nam
                    n->ctime_ns + RACY_WINDOW_NS < c->ref_ns) {
             n->flags &= (uint8_t)~MF_RACY;
         } else if (type == MF_DIR) {
+            /* Another directory at this name (rm -r then mkdir, git checkout or stash): the
+             * node's watch is still the old one's until its IN_IGNORED, which comes late while
+             * anything holds the old directory open. Drop it and walk the new one, or what
+             * happens in it is never seen. */
+            if (n->wd >= 0 && n->ino != (uint64_t)st.st_ino && c->t->ifd >= 0)
+                mf_wd_unref(c->t, n);
             n->mode = st.st_mode;
             n->ino = (uint64_t)st.st_ino;
             /* An unwatched directory may hide anything: walk it. */
@@ -620,6 +634,13 @@ int mf_scan(mf_tree *t, mf_delta *delta, bool *full, mf_warn_fn warn, void *ctx,
             free(d[i].name);
         }
         free(d);
+    }
+    if (t->fsm) {
+        char **bases = xmalloc((t->nroots + 1) * sizeof(*bases));
+        for (size_t i = 0; i < t->nroots; i++)
+            bases[i] = t->roots[i].base;
+        fsm_scanned(t->fsm, t->ifd >= 0 && ret == 0, bases, t->nroots);
+        free(bases);
     }
     strbuf_release(&c.path);
     free(c.dents);

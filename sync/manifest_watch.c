@@ -116,6 +116,8 @@ void mf_watch_off(mf_tree *t)
     }
     t->ndirty = 0;
     t->need_full = true;
+    if (t->fsm)
+        fsm_lost(t->fsm, false);
 }
 
 /* Watches the open directory fd for node n (before it is read, so nothing is missed). */
@@ -182,6 +184,21 @@ void mf_dirty_node_entry(mf_tree *t, mf_node *n)
     strbuf_release(&p);
 }
 
+/* Tells the fsmonitor journal that the directory of node n itself changed (moved, deleted,
+ * its watch gone: unwatched, if it is still there, until a scan watches it again, so fresh);
+ * the top of a root has no path of its own: all is unknown then. */
+static void fsm_note_node(mf_tree *t, const mf_node *n, strbuf *p, bool unwatched)
+{
+    if (!t->fsm)
+        return;
+    if (!n->parent) {
+        fsm_lost(t->fsm, false);
+        return;
+    }
+    mf_node_path(n, p);
+    fsm_note(t->fsm, n->root, p->buf, p->len, true, unwatched);
+}
+
 void mf_drain_events(mf_tree *t)
 {
     char buf[65536] __attribute__((aligned(__alignof__(struct inotify_event))));
@@ -200,6 +217,10 @@ void mf_drain_events(mf_tree *t)
             q += sizeof(*ev) + ev->len;
             if (ev->mask & IN_Q_OVERFLOW) {
                 t->need_full = true;
+                /* A directory made meanwhile may be unwatched and unknown: nothing is
+                 * vouched for until the full walk this forces has watched everything. */
+                if (t->fsm)
+                    fsm_lost(t->fsm, false);
                 continue;
             }
             s = wd_slot_for(t, ev->wd, false);
@@ -210,17 +231,31 @@ void mf_drain_events(mf_tree *t)
                 for (size_t k = 0; k < s->nnodes; k++) {
                     s->nodes[k]->wd = -1;
                     mf_dirty_node_entry(t, s->nodes[k]);
+                    fsm_note_node(t, s->nodes[k], &p, true);
                 }
                 wd_drop_slot(s);
                 continue;
             }
             for (size_t k = 0; k < s->nnodes; k++) {
                 mf_node *d = s->nodes[k];
-                if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF))
+                if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF)) {
                     mf_dirty_node_entry(t, d);
+                    fsm_note_node(t, d, &p, false);
+                }
                 if (ev->len) {
                     mf_node_path(d, &p);
                     mf_add_dirty(t, d->root, p.buf, p.len, ev->name, strlen(ev->name));
+                    if (t->fsm) {
+                        /* A directory made or moved in is not watched yet (or is, under
+                         * its old path): fsm names it in every answer until a scan has
+                         * watched it. */
+                        bool is_dir = ev->mask & IN_ISDIR;
+                        if (p.len)
+                            strbuf_addch(&p, '/');
+                        strbuf_addstr(&p, ev->name);
+                        fsm_note(t->fsm, d->root, p.buf, p.len, is_dir,
+                                 is_dir && (ev->mask & (IN_CREATE | IN_MOVED_TO)));
+                    }
                 }
             }
         }

@@ -1,12 +1,12 @@
 # sync/: the manifest, deltas, safe apply, git allowlists, the wire protocol, the host-side
 # connection (libsbx) and sbx-agent (libc only; also built static with musl).
 SYNC_COMMON := sync/wire.c sync/safefs.c sync/ignore.c sync/gitpolicy.c sync/gitindex.c sync/githash.c \
-               sync/manifest.c \
+               sync/manifest.c sync/fsmonitor.c \
                sync/gitcred.c sync/manifest_watch.c sync/manifest_scan.c sync/manifest_save.c sync/manifest_pathmap.c \
                sync/delta.c sync/apply.c
 SYNC_CONN := sync/conn.c sync/conn_host.c sync/conn_request.c sync/conn_wait.c
 LIB_SRCS += $(SYNC_COMMON) $(SYNC_CONN) sync/resume.c sync/rcfile.c
-AGENT_SRCS += $(SYNC_COMMON) sync/agent.c sync/agent_chan.c sync/agent_spawn.c sync/agent_sync.c sync/dnsstub.c \
+AGENT_SRCS += $(SYNC_COMMON) sync/agent.c sync/agent_fsmon.c sync/agent_chan.c sync/agent_spawn.c sync/agent_sync.c sync/dnsstub.c \
               sync/agent_pod.c sync/resume.c
 AGENT_MAIN := sync/agent_main.c
 TEST_C += tests/sync/t-wire.c tests/sync/t-ignore.c tests/sync/t-gitpolicy.c tests/sync/t-manifest.c \
@@ -51,7 +51,7 @@ fuzz: fuzz-dns
 .PHONY: fuzz-dns
 
 TEST_C += tests/sync/t-unsynced.c tests/sync/t-resume.c tests/sync/t-gitcred.c tests/sync/t-rcfile.c \
-          tests/sync/t-gitindex.c
+          tests/sync/t-gitindex.c tests/sync/t-fsmonitor.c
 
 # The resumable stream under the kube backend's exec (sync/resume.c): the keeper in the pod
 # is the sandbox's, so its frames are fuzzed as the agent's are (tests/sync/fuzz-resume.t).
@@ -81,3 +81,13 @@ fuzz-gitindex: build-fuzz/fuzz-gitindex
 	$(call fuzz_run,gitindex,65536)
 fuzz: fuzz-gitindex
 .PHONY: fuzz-gitindex
+
+# git's fsmonitor in the sandbox (sync/fsmonitor.c): requests, the hook's check of an answer,
+# and the journal's answers to a fuzzed series of events (tests/sync/fuzz-fsmonitor.t).
+FUZZ_C += tests/fuzz/fuzz-fsmonitor.c
+build-fuzz/fuzz-fsmonitor: tests/fuzz/fuzz-fsmonitor.c sync/fsmonitor.c $(COMMON_SRCS) sync/fsmonitor.h common/strbuf.h
+	$(call fuzz_link,)
+fuzz-fsmonitor: build-fuzz/fuzz-fsmonitor
+	$(call fuzz_run,fsmonitor,4096)
+fuzz: fuzz-fsmonitor
+.PHONY: fuzz-fsmonitor

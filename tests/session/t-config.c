@@ -211,6 +211,16 @@ int main(void)
        strstr(err.msg, "give a number of files"),
        "an entry limit with a unit refused, naming the variable: %s", err.msg);
     unsetenv("AGENT_SANDBOX_FILES_MAX");
+    ok(session_config_load(&cfg, NULL, &err) == 0 && !cfg.git_fsmonitor,
+       "AGENT_SANDBOX_GIT_FSMONITOR: off by default");
+    session_config_free(&cfg);
+    setenv("AGENT_SANDBOX_GIT_FSMONITOR", "1", 1);
+    ok(session_config_load(&cfg, NULL, &err) == 0 && cfg.git_fsmonitor, "AGENT_SANDBOX_GIT_FSMONITOR=1");
+    session_config_free(&cfg);
+    setenv("AGENT_SANDBOX_GIT_FSMONITOR", "yes please", 1);
+    ok(session_config_load(&cfg, NULL, &err) < 0 && strstr(err.msg, "AGENT_SANDBOX_GIT_FSMONITOR"),
+       "AGENT_SANDBOX_GIT_FSMONITOR: anything but 0 and 1 refused, naming it: %s", err.msg);
+    unsetenv("AGENT_SANDBOX_GIT_FSMONITOR");
     setenv("AGENT_SANDBOX_PIDS_MAX", "10k", 1);
     ok(session_config_load(&cfg, NULL, &err) < 0 && strstr(err.msg, "AGENT_SANDBOX_PIDS_MAX"),
        "a pids limit with a unit refused, naming the variable");
