@@ -69,8 +69,8 @@ static void agent_put_aside(apply_rx *rx, int dfd, const char *name)
     if (sf_conflict_place(dfd, name, cname, sizeof(cname), place_by_rename, (void *)name) == 0) {
         if (rx->dir_fd == dfd && rx->e_type == MF_DIR)
             apply_close_dir_cache(rx);
-        apply_warnf(rx, "conflict: %s/%s changed both in the sandbox and on the host; kept the host's "
-                    "version, the sandbox's is now %s", mf_root_at(rx->t, rx->e_root)->base,
+        apply_warnf(rx, "conflict: %s/%s changed both in the sandbox and on the host; kept the "
+                    "host's version, the sandbox's is now %s", mf_root_at(rx->t, rx->e_root)->base,
                     rx->e_path, cname);
     }
 }
@@ -195,8 +195,8 @@ static int agent_merge_index(apply_rx *rx, int dfd, const char *name, const stru
             *hash = mf_hash_final(&hs);
             rx->e_mtime = apply_index_mtime(rx->e_mtime, lfd >= 0 ? cur : NULL);
         } else {
-            apply_warnf(rx, "cannot write %s/%s in the sandbox: %s", mf_root_at(rx->t, rx->e_root)->base,
-                        rx->e_path, strerror(errno));
+            apply_warnf(rx, "cannot write %s/%s in the sandbox: %s",
+                        mf_root_at(rx->t, rx->e_root)->base, rx->e_path, strerror(errno));
             ret = -1;
         }
     }
@@ -257,8 +257,8 @@ static int agent_finish_file(apply_rx *rx, sbx_err *err)
     else if (have_cur && S_ISDIR(cur.st_mode))
         agent_put_aside(rx, dfd, name);
     if (renameat(dfd, rx->tmp, dfd, name) < 0) {
-        apply_warnf(rx, "cannot write %s/%s in the sandbox: %s", mf_root_at(rx->t, rx->e_root)->base,
-                    rx->e_path, strerror(errno));
+        apply_warnf(rx, "cannot write %s/%s in the sandbox: %s",
+                    mf_root_at(rx->t, rx->e_root)->base, rx->e_path, strerror(errno));
         unlinkat(dfd, rx->tmp, 0);
     }
     close(rx->fd);

@@ -556,7 +556,8 @@ static int install_at(apply_rx *rx, const staged *s, int dfd, const char *name,
     return -1;
 }
 
-/* sf_conflict_place's place(): a directory made at cname (mkdirat fails with EEXIST on a taken name). */
+/* sf_conflict_place's place(): a directory made at cname (mkdirat fails with EEXIST on a
+ * taken name). */
 static int place_dir(int dfd, const char *cname, void *ctx)
 {
     (void)ctx;
@@ -1198,8 +1199,8 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path, git_plan *pl
     if (g && s->op == WIRE_OP_PUT && s->type == MF_REG &&
         apply_is_code_index(rx, s->root, s->path, s->path_len)) {
         if (host_merge_index(rx, &rx->ops[s - rx->ops]) < 0) {
-            apply_warnf(rx, "refused a sandbox change to %s/%s: the staged file cannot be rewritten",
-                        r->base, s->path);
+            apply_warnf(rx, "refused a sandbox change to %s/%s: the staged file cannot be "
+                        "rewritten", r->base, s->path);
             return;
         }
     }
@@ -1246,8 +1247,8 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path, git_plan *pl
             mf_forget(rx->t, s->root, s->path, s->path_len);
         } else if (host_changed || crossing || (S_ISDIR(cur.st_mode) != (s->type == MF_DIR))) {
             if (!S_ISDIR(cur.st_mode))
-                apply_warnf(rx, "kept %s/%s: deleted in the sandbox but changed on the host", r->base,
-                            s->path);
+                apply_warnf(rx, "kept %s/%s: deleted in the sandbox but changed on the host",
+                            r->base, s->path);
         } else if (unlinkat(dfd, name, S_ISDIR(cur.st_mode) ? AT_REMOVEDIR : 0) == 0) {
             mf_forget(rx->t, s->root, s->path, s->path_len);
             account(rx, -allocated(&cur), -1);   /* quota */
@@ -1283,9 +1284,9 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path, git_plan *pl
                 dr->root = s->root;
                 dr->from = xstrndup(s->path, s->path_len);
                 dr->to = xasprintf("%.*s%s%s", (int)dlen, path->buf, dlen ? "/" : "", cname);
-                apply_warnf(rx, "conflict: %s/%s is a directory in the sandbox but not on the host; "
-                            "kept the host's version, the sandbox's is now %s/%s", r->base, s->path,
-                            r->base, dr->to);
+                apply_warnf(rx, "conflict: %s/%s is a directory in the sandbox but not on the "
+                            "host; kept the host's version, the sandbox's is now %s/%s", r->base,
+                            s->path, r->base, dr->to);
             }
         }
         close(dfd);
