@@ -57,7 +57,14 @@ bool delta_tx_fill(delta_tx *tx, strbuf *out, size_t limit);
 void delta_tx_cancel(delta_tx *tx, strbuf *out);
 void delta_tx_release(delta_tx *tx);
 
-typedef enum apply_role { APPLY_AGENT, APPLY_HOST } apply_role;
+/* Who applies: the agent (sync/agent_apply.c, linked into sbx-agent only) writes the host's
+ * delta into the sandbox as it comes; the host (sync/hostwrite.c, in libsbx only) checks,
+ * stages and commits the sandbox's. Each side is a table of hooks that sync/apply.c's frame
+ * handling calls, so a binary links only the side it names. */
+typedef const struct apply_side *apply_role;
+extern const struct apply_side apply_agent_side, apply_host_side;
+#define APPLY_AGENT (&apply_agent_side)
+#define APPLY_HOST (&apply_host_side)
 
 typedef struct apply_limits {
     uint64_t max_file_size;

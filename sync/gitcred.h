@@ -10,7 +10,7 @@
  *   - push: the filtered text goes in place of the file (delta.c); the host's manifest
  *     keeps recording the host's file, so nothing is pushed again until it changes;
  *   - pull: the sandbox's version comes back with the lines it got filtered, and with its
- *     own new lines. Before it is committed (apply.c), each line that is exactly the
+ *     own new lines. Before it is committed (hostwrite.c), each line that is exactly the
  *     filtered form of a line of the host's current file becomes that host line again, so
  *     that a sandbox commit appends to the host's reflog without stripping its old entries
  *     (and without a conflict: the host's file did not change). Only lines of the same

@@ -4,9 +4,12 @@ SYNC_COMMON := sync/wire.c sync/safefs.c sync/ignore.c sync/gitpolicy.c sync/git
                sync/manifest.c sync/fsmonitor.c \
                sync/gitcred.c sync/manifest_watch.c sync/manifest_scan.c sync/manifest_save.c sync/manifest_pathmap.c \
                sync/delta.c sync/apply.c
+# The two sides of a delta's apply: each binary links only its own (sync/apply_int.h).
+SYNC_HOSTWRITE := sync/hostwrite.c
+SYNC_AGENT_APPLY := sync/agent_apply.c
 SYNC_CONN := sync/conn.c sync/conn_host.c sync/conn_request.c sync/conn_wait.c
-LIB_SRCS += $(SYNC_COMMON) $(SYNC_CONN) sync/resume.c sync/rcfile.c
-AGENT_SRCS += $(SYNC_COMMON) sync/agent.c sync/agent_fsmon.c sync/agent_chan.c sync/agent_spawn.c sync/agent_sync.c sync/dnsstub.c \
+LIB_SRCS += $(SYNC_COMMON) $(SYNC_HOSTWRITE) $(SYNC_CONN) sync/resume.c sync/rcfile.c
+AGENT_SRCS += $(SYNC_COMMON) $(SYNC_AGENT_APPLY) sync/agent.c sync/agent_fsmon.c sync/agent_chan.c sync/agent_spawn.c sync/agent_sync.c sync/dnsstub.c \
               sync/agent_pod.c sync/resume.c
 AGENT_MAIN := sync/agent_main.c
 TEST_C += tests/sync/t-wire.c tests/sync/t-ignore.c tests/sync/t-gitpolicy.c tests/sync/t-manifest.c \
@@ -20,11 +23,17 @@ $(BUILD)/tests/sync/t-dnsstub.t: tests/sync/t-dnsstub.c $(BUILD)/sync/dnsstub.o 
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -MF $(BUILD)/tests/sync/t-dnsstub.d -MT $@ $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LDLIBS)
 
+# The agent's apply is not in libsbx either: the tests that apply as the agent link its object.
+SYNC_AGENT_APPLY_TESTS := t-delta t-sparse t-unsynced
+$(patsubst %,$(BUILD)/tests/sync/%.t,$(SYNC_AGENT_APPLY_TESTS)): $(BUILD)/tests/sync/%.t: tests/sync/%.c $(BUILD)/sync/agent_apply.o $(BUILD)/libsbx.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -MF $(BUILD)/tests/sync/$*.d -MT $@ $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LDLIBS)
+
 # The protocol decoder and host-side applier under libFuzzer (clang): `make fuzz` runs it
 # FUZZ_SECONDS from the seeds in tests/fuzz/corpus-wire; tests/sync/fuzz-wire.t runs it for a
 # few seconds in make check when clang's libFuzzer is installed.
 FUZZ_C += tests/fuzz/fuzz-wire.c
-build-fuzz/fuzz-wire: tests/fuzz/fuzz-wire.c $(SYNC_COMMON) $(COMMON_SRCS) $(wildcard sync/*.h common/*.h)
+build-fuzz/fuzz-wire: tests/fuzz/fuzz-wire.c $(SYNC_COMMON) $(SYNC_HOSTWRITE) $(COMMON_SRCS) $(wildcard sync/*.h common/*.h)
 	$(call fuzz_link,)
 fuzz-wire: build-fuzz/fuzz-wire
 	$(call fuzz_run,wire,65536)
@@ -34,7 +43,7 @@ fuzz: fuzz-wire
 # The host's flow control (windows, credits, writable) against a simulated agent whose
 # steps the fuzz input chooses; checks that nothing stalls once everything is consumed.
 FUZZ_C += tests/fuzz/fuzz-flow.c
-build-fuzz/fuzz-flow: tests/fuzz/fuzz-flow.c $(SYNC_CONN) sync/rcfile.c $(SYNC_COMMON) $(COMMON_SRCS) $(wildcard sync/*.h common/*.h)
+build-fuzz/fuzz-flow: tests/fuzz/fuzz-flow.c $(SYNC_CONN) sync/rcfile.c $(SYNC_COMMON) $(SYNC_HOSTWRITE) $(COMMON_SRCS) $(wildcard sync/*.h common/*.h)
 	$(call fuzz_link,)
 fuzz-flow: build-fuzz/fuzz-flow
 	$(call fuzz_run,flow,4096)
@@ -50,7 +59,7 @@ fuzz-dns: build-fuzz/fuzz-dns
 fuzz: fuzz-dns
 .PHONY: fuzz-dns
 
-TEST_C += tests/sync/t-unsynced.c tests/sync/t-resume.c tests/sync/t-gitcred.c tests/sync/t-rcfile.c \
+TEST_C += tests/sync/t-unsynced.c tests/sync/t-resume.c tests/sync/t-gitcred.c tests/sync/t-rcfile.c tests/sync/t-quota.c \
           tests/sync/t-gitindex.c tests/sync/t-fsmonitor.c
 
 # The resumable stream under the kube backend's exec (sync/resume.c): the keeper in the pod

@@ -1,7 +1,7 @@
 /*
- * Unit tests of sync/delta.c and sync/apply.c in one process: a scanned delta streamed by
- * delta_tx into apply_rx, as the agent applies it (direct) and as the host does (checked,
- * staged, committed at DELTA_END), including chunked files, a file that shrinks while it is
+ * Unit tests of sync/delta.c and the apply (sync/apply.c, agent_apply.c, hostwrite.c) in one
+ * process: a scanned delta streamed by delta_tx into apply_rx, as the agent applies it
+ * (direct) and as the host does (checked, staged, committed at DELTA_END), including chunked files, a file that shrinks while it is
  * sent, git config filtering, URL secrets kept out of pushed reflogs and restored on a pull,
  * aborts, limits and conflicts.
  */

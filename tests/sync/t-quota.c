@@ -1,5 +1,5 @@
 /*
- * The pull quotas count what the host pays (sync/apply.c): every entry a pull makes costs
+ * The pull quotas count what the host pays (sync/hostwrite.c): every entry a pull makes costs
  * the disk quota at least SYNC_ENTRY_COST, so empty files, directories and symlinks are not
  * free (40,000 of them went through a 1 MiB quota); the entry quota (max_files) bounds how
  * many a session's pulls make. A delta over either is refused as a whole: the host tree as

@@ -1,7 +1,7 @@
 /*
- * Holes and the disk quota, in one process (sync/delta.c streaming into sync/apply.c): a
- * sparse file travels as HOLE frames and lands sparse, both as the agent applies it and as
- * the host stages it, with the content hash over its logical bytes; zeros stored as data go
+ * Holes and the disk quota, in one process (sync/delta.c streaming into sync/apply.c and each
+ * side's apply): a sparse file travels as HOLE frames and lands sparse, both as the agent
+ * applies it and as the host stages it, with the content hash over its logical bytes; zeros stored as data go
  * as holes too; the per-file limit counts data, not holes; a pull over the disk quota is
  * refused as a whole (host tree as it was, no stage left) and a later one within it lands;
  * apply_refuse() (an interrupted pull) removes the stage at once and commits nothing; the
