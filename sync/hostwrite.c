@@ -877,6 +877,35 @@ static git_plan *git_plan_for(apply_rx *rx, const staged *s, git_plan *plans, bo
     return g;
 }
 
+/* Rewrites staged file s with the bytes the host decided on (merged), in place: the stage is
+ * the host's own directory, never the sandbox's. The manifest then records what the host
+ * has (s->hash), at s->mtime_ns. -1 when it cannot be written: the sandbox's bytes may be
+ * half gone from the stage, and the caller commits nothing of this path. */
+static int restage(apply_rx *rx, staged *s, const strbuf *merged)
+{
+    char sname[32];
+    struct stat st;
+    mf_hasher hs;
+    int fd;
+
+    snprintf(sname, sizeof(sname), "%u", s->idx);
+    fd = openat(rx->stage_fd[s->root], sname, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    if (write_full(fd, merged->buf, merged->len) < 0) {
+        close(fd);
+        return -1;
+    }
+    mf_hash_init(&hs);
+    mf_hash_update(&hs, merged->buf, merged->len);
+    s->hash = mf_hash_final(&hs);
+    sf_set_mtime(fd, s->mtime_ns);
+    if (fstat(fd, &st) == 0)
+        s->alloc = (uint64_t)allocated(&st);
+    close(fd);
+    return 0;
+}
+
 /* A pulled .git file whose push was filtered of URL secrets (gitcred.h): the lines the
  * sandbox got filtered become the host's own lines again in the staged file, so that the
  * commit keeps the host's reflog entries whole and adds the sandbox's. NULL when the staged
@@ -886,8 +915,6 @@ static const char *restore_credentials(apply_rx *rx, staged *s)
 {
     strbuf host = STRBUF_INIT, pulled = STRBUF_INIT, merged = STRBUF_INIT;
     const char *why = NULL;
-    char sname[32];
-    struct stat st;
     int fd = -1;
 
     if (read_host_file(rx, s->root, s->path, s->path_len, GIT_CRED_FILTER_MAX, &host) < 0) {
@@ -906,22 +933,8 @@ static const char *restore_credentials(apply_rx *rx, staged *s)
     fd = -1;
     if (!gitcred_restore(host.buf, host.len, pulled.buf, pulled.len, &merged))
         goto out;
-    /* Rewritten in place: the stage is the host's own directory, never the sandbox's. */
-    snprintf(sname, sizeof(sname), "%u", s->idx);
-    fd = openat(rx->stage_fd[s->root], sname, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0 || write_full(fd, merged.buf, merged.len) < 0) {
+    if (restage(rx, s, &merged) < 0)
         why = "the staged file cannot be rewritten";
-        goto out;
-    }
-    {
-        mf_hasher hs;
-        mf_hash_init(&hs);
-        mf_hash_update(&hs, merged.buf, merged.len);
-        s->hash = mf_hash_final(&hs);   /* what the manifest records the host has */
-    }
-    sf_set_mtime(fd, s->mtime_ns);
-    if (fstat(fd, &st) == 0)
-        s->alloc = (uint64_t)allocated(&st);
 out:
     if (fd >= 0)
         close(fd);
@@ -939,9 +952,8 @@ static int host_merge_index(apply_rx *rx, staged *s)
 {
     strbuf host = STRBUF_INIT, pulled = STRBUF_INIT, merged = STRBUF_INIT;
     int ret = 0;
-    struct stat hst, st;
+    struct stat hst;
     bool have_host;
-    char sname[32];
     int fd = open_staged(rx, s);
 
     if (fd < 0 || strbuf_read_fd(&pulled, fd, GITINDEX_MERGE_MAX) < 0)
@@ -953,25 +965,9 @@ static int host_merge_index(apply_rx *rx, staged *s)
     if (!gitindex_merge(pulled.buf, pulled.len, have_host ? host.buf : NULL, host.len,
                         have_host ? (int64_t)hst.st_mtime : 0, &merged, NULL))
         goto out;
-    /* Rewritten in place: the stage is the host's own directory, never the sandbox's. */
-    snprintf(sname, sizeof(sname), "%u", s->idx);
-    fd = openat(rx->stage_fd[s->root], sname, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0 || write_full(fd, merged.buf, merged.len) < 0) {
-        /* Half written: the sandbox's bytes are gone from the stage, so nothing is
-         * committed (the host keeps its index). */
-        ret = -1;
-        goto out;
-    }
-    {
-        mf_hasher hs;
-        mf_hash_init(&hs);
-        mf_hash_update(&hs, merged.buf, merged.len);
-        s->hash = mf_hash_final(&hs);   /* what the manifest records the host has */
-    }
+    /* Half written, nothing is committed (the host keeps its index). */
     s->mtime_ns = apply_index_mtime(s->mtime_ns, have_host ? &hst : NULL);
-    sf_set_mtime(fd, s->mtime_ns);
-    if (fstat(fd, &st) == 0)
-        s->alloc = (uint64_t)allocated(&st);
+    ret = restage(rx, s, &merged);
 out:
     if (fd >= 0)
         close(fd);
