@@ -1,3 +1,10 @@
+/*
+ * sbxsh at a terminal (interactive.h): the prompt, readline with the history file, history
+ * expansion, the `history` and `fc` builtins, Tab completion, Ctrl-C and the keys typed ahead;
+ * interactive_new(), interactive_read(), interactive_builtin(), interactive_free(). May call, as
+ * all of cli/: router/, shell/, session/ (config, the client library, termfilter, the backend
+ * registry's lookup) and common/; never a backend nor sync/ (tests/layers.sh).
+ */
 #include "cli/interactive.h"
 #include "cli/prompt.h"
 #include "common/util.h"

@@ -1,3 +1,11 @@
+/*
+ * The line executor (line.h): a parsed line run part by part, host parts here and sandbox parts
+ * as a one-shot `bash -c` or on the persistent `bash -s`; line_exec_new(), line_exec_command(),
+ * line_exec_finish(), line_route_ctx(). May call router/, shell/, session/ (config, client
+ * library, termfilter, backend lookup) and common/; no backend, no sync/ (tests/layers.sh).
+ * Untrusted: the persistent shell's reports on fd 199, which the sandbox can forge; checked by
+ * shell_read_one_report() and shell_read_report(), the keys typed ahead by take_typeahead().
+ */
 #include "cli/line.h"
 #include "cli/prompt.h"
 #include "cli/view.h"

@@ -1,3 +1,9 @@
+/*
+ * sbxsh's command line (options.h), parsed as bash parses its own: cli_options_parse() keeps
+ * the options that change how bash runs commands, in order, for the sandbox's bash;
+ * cli_options_print_help() and cli_options_print_usage() print --help and the usage line.
+ * Calls only common/ (strvec, util); cli/ may call router/, shell/, session/ and common/.
+ */
 #include "cli/options.h"
 
 #include <stdio.h>

@@ -1,3 +1,10 @@
+/*
+ * bash's prompt escapes (prompt.h), pure: prompt_expand() expands them on the host and makes
+ * bash's second pass, prompt_needs_shell() says when the sandbox's bash must expand a prompt
+ * instead (an unescaped `$` or backquote), prompt_filter() passes the text through
+ * session/termfilter.h for the terminal. Calls only that and common/ (cli/ may call router/,
+ * shell/, session/ and common/).
+ */
 #include "cli/prompt.h"
 #include "session/termfilter.h"
 

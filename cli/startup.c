@@ -1,3 +1,10 @@
+/*
+ * Startup files (startup.h): startup_login_env() runs the host's profile files in the host's
+ * bash for a login shell at a terminal and takes the environment they export as sbxsh's own;
+ * startup_rc_text() gives the text of ~/.sbxshrc (or --rcfile) to run before the first prompt,
+ * or says the sandbox's ~/.bashrc is to be sourced there. Calls common/ (strbuf, util); cli/
+ * may call router/, shell/, session/ and common/, never a backend nor sync/.
+ */
 #include "cli/startup.h"
 #include "common/strbuf.h"
 #include "common/util.h"

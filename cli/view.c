@@ -1,3 +1,11 @@
+/*
+ * A plain host directory's view for the scratch sandbox (view.h): view_build() reads one level
+ * of it with no symlink followed (common/fsat.h), leaving out hidden names, names with a control
+ * byte and files that look like credentials; view_push() sends it as a `bash -s` script through
+ * the client library (session/session.h). cli/ may call router/, shell/, session/ and common/.
+ * Untrusted: nothing of the sandbox's comes back here but the exit status and a spawn failure's
+ * message (sanitized in session/session.c); the view is never pulled back.
+ */
 #include "cli/view.h"
 #include "common/fsat.h"
 #include "common/report.h"

@@ -1,3 +1,8 @@
+/*
+ * arena (arena.h): bump allocation with marks, after dash's stack allocator; arena_alloc(),
+ * arena_strdup(), arena_grow(), arena_get_mark() and arena_pop() to a mark, arena_free().
+ * May call libc and common/ only (common/README.md: sbx-agent links it, built with musl).
+ */
 #include "common/arena.h"
 #include "common/util.h"
 

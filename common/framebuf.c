@@ -1,3 +1,9 @@
+/*
+ * The two buffers of a framed byte stream over a non-blocking fd (framebuf.h): framebuf_fill(),
+ * framebuf_consume() and framebuf_in_compact() for input, framebuf_write() and framebuf_send()
+ * for output. It knows no header: the caller's parser (wire_parse, proto_parse) sizes each
+ * frame. May call libc and common/ only (common/README.md).
+ */
 #include "common/framebuf.h"
 
 #include <errno.h>

@@ -1,3 +1,9 @@
+/*
+ * Small helpers by path for the host's own files (fsutil.h): sbx_rm_rf() (through
+ * common/fsat.h), sbx_write_file_atomic(), sbx_proc_starttime(), sbx_which(), sbx_file_tail().
+ * For the session layer, the local backend, sbx-kube, sbx and sbx-egress; the agent does not
+ * link it. May call libc and common/ only (common/README.md).
+ */
 #include "common/fsutil.h"
 #include "common/fsat.h"
 

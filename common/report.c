@@ -1,3 +1,10 @@
+/*
+ * The one sink for sbxsh's own messages (report.h): sbx_error(), sbx_warning(), sbx_report(),
+ * sbx_report_lines(); and the sanitizers, sbx_sanitize() with its _buf and _inplace forms and
+ * sbx_json_for_terminal(). May call libc and common/ only (common/README.md). Untrusted: the
+ * text a message quotes (the sandbox's file names, an API server's message, a pod's stderr);
+ * sanitize() here writes each control byte, C1 control and invalid UTF-8 byte as \xNN.
+ */
 #include "common/report.h"
 
 #include <stdbool.h>

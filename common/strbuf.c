@@ -1,3 +1,9 @@
+/*
+ * strbuf (strbuf.h): a growable byte string after git's strbuf, whose invariants every function
+ * here keeps (buf never NULL, buf[len] always '\0'); also strbuf_read_fd(),
+ * strbuf_add_shell_quoted() and strbuf_add_json_escaped(). May call libc and common/ only
+ * (common/README.md).
+ */
 #include "common/strbuf.h"
 #include "common/util.h"
 

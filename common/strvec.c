@@ -1,3 +1,8 @@
+/*
+ * strvec (strvec.h): a NULL-terminated, growable array of malloc'd strings (an argv or an
+ * environment) after git's strvec; strvec_push() and its kin, strvec_clear(). May call libc and
+ * common/ only (common/README.md).
+ */
 #include "common/strvec.h"
 #include "common/strbuf.h"
 #include "common/util.h"

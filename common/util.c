@@ -1,3 +1,9 @@
+/*
+ * Helpers every part uses (util.h): the error convention (sbx_errf(), sbx_errno(),
+ * sbx_err_prefix(), which sanitize what they format through common/report.h), allocation that
+ * aborts on out-of-memory (xmalloc() and kin), EINTR-safe I/O (read_full(), write_full()),
+ * read_file(), set_cloexec(), set_nonblock(), now_ns(). May call libc and common/ only.
+ */
 #include "common/util.h"
 #include "common/report.h"
 #include "common/strbuf.h"

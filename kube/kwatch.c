@@ -1,3 +1,10 @@
+/*
+ * The watch stream's framer and event parser (kwatch.h): kwatch_feed() cuts the API server's
+ * bytes into JSON objects, kwatch_parse_event() reads one with cJSON; no libcurl, so
+ * tests/fuzz/fuzz-kwatch.c drives it. May call common/ (and cJSON); kube/ may also include
+ * session/backend.h, session/config.h and sync/resume.h (tests/layers.sh). Untrusted: every
+ * byte here; kwatch_feed() bounds an event's size and depth, kwatch_parse_event() each field.
+ */
 #include "kube/kwatch.h"
 
 #include <string.h>

@@ -1,3 +1,10 @@
+/*
+ * The session configuration (config.h): session_config_load() resolves once, from
+ * AGENT_SANDBOX_*, the command line and the cwd, the code directories, the session name, the
+ * limits, the state and runtime paths and the fingerprint a holder checks clients against;
+ * each backend's section is made by its class's configure hook and kept opaque here. May call
+ * common/ and sync/, and a backend only through backend.h; names none (tests/layers.sh).
+ */
 #include "session/config.h"
 #include "session/backend.h"
 

@@ -1,3 +1,11 @@
+/*
+ * The session holder (holder.h): session_holder_main() keeps the sandbox claimed, one sync_conn
+ * to its sbx-agent and the host manifest, and serves the session's clients on its socket.
+ * May call common/ and sync/ (it drives sync/conn.h); a backend only through backend.h.
+ * Untrusted: the agent's stream, checked by sync_conn and the sync/ code below it (signal acks
+ * bounded by those sent); clients' frames, of our uid (SO_PEERCRED) and each checked by
+ * proto_parse() and the proto_get_*() readers in handle_frame(), a malformed one dropping it.
+ */
 #include "session/holder.h"
 
 #include <errno.h>

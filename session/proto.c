@@ -1,3 +1,11 @@
+/*
+ * The client <-> holder frames on the session socket (proto.h, private to session/):
+ * proto_begin() to proto_end() encode, proto_parse() and proto_get_*() decode. Calls only
+ * common/ (bytes, strbuf, util); session/ may call common/ and sync/. Untrusted: a frame's
+ * bytes, which may carry the sandbox's output; proto_parse() refuses an empty frame or one over
+ * SBX_PROTO_MAX_FRAME, the bounded reader a read past its end, a string over
+ * SBX_PROTO_MAX_STRING, and proto_get_cstr() a NUL.
+ */
 #include "session/proto.h"
 
 #include <string.h>

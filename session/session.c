@@ -1,3 +1,11 @@
+/*
+ * The session client (session.h): session_open() (starting the holder when none runs),
+ * session_run(), session_start(), session_write(), session_read_record(), session_sync(),
+ * session_wait(), session_release(), the tty's pause and resume. May call common/ and sync/; a
+ * backend only through backend.h. Untrusted: the holder's frames carry the sandbox's output and
+ * text; proto_parse() bounds each, messages go out sanitized (sbx_sanitize), and output relayed
+ * to a terminal passes session/termfilter.c.
+ */
 #include "session/session.h"
 #include "session/backend.h"
 

@@ -1,3 +1,10 @@
+/*
+ * The escape-sequence filter for output relayed to a terminal (termfilter.h): plain mode
+ * (session_termfilter_init()) and pty mode (session_termfilter_init_pty()), bytes fed through
+ * session_termfilter_feed(), the modes a program left on turned off by
+ * session_termfilter_pty_reset(). Calls only common/ (report.h's UTF-8 checks). Untrusted:
+ * every byte fed is a sandbox command's output, checked here before it reaches the terminal.
+ */
 #include "session/termfilter.h"
 
 #include "common/report.h"
