@@ -61,8 +61,17 @@ isnt "$(state_of "$pid")" T "a sandbox with a background process is not frozen"
 a=$(C 'cat /tmp/ticks')
 for _ in $(seq 100); do b=$(C 'cat /tmp/ticks'); [ "$b" != "$a" ] && break; sleep 0.1; done
 ok "...and the process keeps running ($a, then $b)" test -n "$a" -a "${b:-0}" -gt "${a:-0}"
-C 'for p in /proc/[0-9]*; do [ "$(cat $p/comm)" = sh ] && kill ${p#/proc/}; done; true'
+C 'for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = sh ] && kill ${p#/proc/}; done; true'
 ok "once it ended, the sandbox is frozen" wait_state "$pid" T
+
+# A holder that dies while its sandbox is frozen: the next holder continues it.
+holder=$(status_field 'd["holder_pid"]')
+ok "frozen again after sbx status" wait_state "$pid" T
+kill -9 "$holder"
+is "$(C 'cat f')" "one
+two" "a new holder's command works on a sandbox its dead holder left frozen"
+is "$(status_field 'd["sandbox"]["id"]')" "$id" "...the same sandbox"
+ok "...frozen again once idle" wait_state "$pid" T
 
 # sbx release of a frozen session.
 "$SBX" release >"$T/rel" 2>&1
