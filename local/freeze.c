@@ -107,15 +107,15 @@ static void signal_checked(pid_t pid, uint64_t start, int sig)
     close(pfd);
 }
 
-/* Whether `runsc ps` shows only the agent (pid 1) and its DNS stub (pid 2, its
- * child). Any doubt (runsc failing, an unexpected line) is "not quiescent". */
-static bool runsc_quiescent(local_backend *lb)
+/* 1 when `runsc ps` shows only the agent (pid 1) and its DNS stub (pid 2, its
+ * child), 0 when it shows anything else (or a line not of that form); -1 with err when
+ * runsc ps failed (not answering within its bound included): not frozen either way. */
+static int runsc_quiescent(local_backend *lb, sbx_err *err)
 {
     strvec argv = {0};
     strbuf out = STRBUF_INIT;
     int status = 0;
-    sbx_err err;
-    bool ok = false;
+    int ok = 0;
     local_runsc_params rp = { .runsc = lb->runtime_path, .state_dir = lb->dir,
                               .network_host = lb->network_host,
                               .allowlist = lb->network_allowlist, .cgroups = lb->runsc_cgroups,
@@ -127,9 +127,14 @@ static bool runsc_quiescent(local_backend *lb)
     strvec_push(&argv, lb->id);
     sbx_run r = { .argv = argv.v, .env = env, .cwd_fd = -1, .stderr_to = SBX_RUN_ERR_NULL,
                   .max = 65536, .over_max_fails = true, .timeout_ms = FREEZE_PS_TIMEOUT_MS };
-    if (sbx_run_capture(&r, &out, &status, &err) < 0 || !WIFEXITED(status) ||
-        WEXITSTATUS(status) != 0)
+    if (sbx_run_capture(&r, &out, &status, err) < 0) {
+        ok = -1;
         goto done;
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        ok = sbx_errf(err, "runsc ps failed (status %d)", sbx_run_exit_code(status));
+        goto done;
+    }
     /* UID PID PPID C TTY STIME TIME CMD: a header, then one line per process */
     char *save = NULL, *line = strtok_r(out.buf, "\n", &save);
     if (!line || strncmp(line, "UID", 3))
@@ -143,7 +148,7 @@ static bool runsc_quiescent(local_backend *lb)
             goto done;
         nproc++;
     }
-    ok = nproc >= 1;
+    ok = nproc >= 1 ? 1 : 0;
 done:
     strbuf_release(&out);
     strvec_clear(&argv);
@@ -154,13 +159,13 @@ int local_freeze(sbx_backend *b, sbx_err *err)
 {
     local_backend *lb = (local_backend *)b;
 
-    (void)err;
     if (lb->runtime != LOCAL_RUNTIME_RUNSC || !local_alive(b))
         return 0;
     if (lb->frozen.n)
         return 1;
-    if (!runsc_quiescent(lb))
-        return 0;
+    int q = runsc_quiescent(lb, err);
+    if (q <= 0)
+        return q;
     collect_tree(lb->pid, lb->starttime, &lb->frozen);
     for (size_t i = 0; i < lb->frozen.n; i++)
         signal_checked(lb->frozen.v[i].pid, lb->frozen.v[i].start, SIGSTOP);
