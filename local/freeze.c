@@ -143,8 +143,11 @@ static int runsc_quiescent(local_backend *lb, sbx_err *err)
     while ((line = strtok_r(NULL, "\n", &save))) {
         char cmd[64] = "";
         long uid, pid, ppid;
-        if (sscanf(line, "%ld %ld %ld %*s %*s %*s %*s %63s", &uid, &pid, &ppid, cmd) != 4 ||
-            strcmp(cmd, "sbx-agent") || !((pid == 1 && ppid == 0) || (pid == 2 && ppid == 1)))
+        int end = 0;
+        /* the whole line: a name with a space after "sbx-agent" is not the agent's */
+        if (sscanf(line, "%ld %ld %ld %*s %*s %*s %*s %63s%n", &uid, &pid, &ppid, cmd, &end) != 4 ||
+            line[end + strspn(line + end, " \t")] != '\0' || strcmp(cmd, "sbx-agent") ||
+            !((pid == 1 && ppid == 0) || (pid == 2 && ppid == 1)))
             goto done;
         nproc++;
     }
