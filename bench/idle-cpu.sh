@@ -9,7 +9,7 @@
 # them. bench/idle.md says how to read it and has the figures.
 #
 #   bench/idle-cpu.sh [--runtimes runsc,bwrap] [--rows sbxsh,bare,ptrace] [--sessions 8]
-#                     [--seconds 60] [--settle 15] [--dir DIR]
+#                     [--seconds 60] [--settle 45] [--dir DIR]
 #
 # Rows (--rows, comma-separated; default: all of them, in this order):
 #   sbxsh   --sessions idle sessions per runtime in --runtimes (`sbxsh -c true`, then nothing)
@@ -24,7 +24,9 @@
 set -u
 runtimes=runsc,bwrap
 rows=sbxsh,bare,ptrace
-sessions=8 seconds=60 settle=15
+# settle 45: past the 30 s after which the holder freezes an idle runsc sandbox (FREEZE_AFTER
+# in session/holder.c), so that what is measured is the idle state, not its first half minute
+sessions=8 seconds=60 settle=45
 dir=/dev/shm
 [ -d "$dir" ] && [ -w "$dir" ] || dir=${TMPDIR:-/tmp}
 usage() {

@@ -64,7 +64,9 @@ static void doctor_runtimes(const sbx_config *cfg, sbx_doctor_finding *finding)
         else if (date && date < LOCAL_RUNSC_IDLE_PARK_DATE)
             finding(1, "an idle runsc sandbox costs CPU here:", "gVisor of %lu-%02lu-%02lu "
                     "polls every 400 us on its systrap platform, about 3%% of a CPU per idle "
-                    "session until AGENT_SANDBOX_IDLE_TIMEOUT (default 30 min) releases it "
+                    "sandbox that cannot be frozen (one running a background process; an "
+                    "idle one without is stopped after 30 s) until "
+                    "AGENT_SANDBOX_IDLE_TIMEOUT (default 30 min) releases it "
                     "(bench/idle-cpu.sh); gVisor from 2026-06-22 on sleeps instead; a "
                     "shorter AGENT_SANDBOX_IDLE_TIMEOUT or sbx release bounds it",
                     date / 10000, date / 100 % 100, date % 100);

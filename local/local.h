@@ -121,6 +121,14 @@ typedef struct sandbox_limits {
     strvec cgroups;                 /* the cgroup directories made for this sandbox */
 } sandbox_limits;
 
+/* The processes an idle runsc sandbox's freeze stopped (freeze.c), each with its start
+ * time, so that thawing signals only those very processes. */
+#define LOCAL_FROZEN_MAX 256
+typedef struct local_frozen {
+    struct { pid_t pid; uint64_t start; } v[LOCAL_FROZEN_MAX];
+    size_t n;
+} local_frozen;
+
 typedef struct local_backend {
     sbx_backend base;
     local_runtime runtime;
@@ -147,6 +155,7 @@ typedef struct local_backend {
     bool claimed;
     sandbox_limits lim;     /* asked for (from cfg); mechanism and cgroups once claimed */
     bool runsc_cgroups;     /* runsc makes the sandbox's cgroup (else --ignore-cgroups) */
+    local_frozen frozen;    /* stopped by local_freeze (n 0: running) */
 } local_backend;
 
 /* ---- the mount plan ---------------------------------------------------- */
@@ -274,6 +283,13 @@ typedef struct local_runsc_params {
 /* runsc's global options, before its command. Pure. */
 void local_runsc_argv(const local_runsc_params *p, strvec *argv);
 int local_start_runsc(local_backend *lb, sbx_err *err);
+
+/* freeze.c: the backend's freeze and thaw ops (runsc only: 0, nothing done, for
+ * bwrap or a sandbox not quiescent), and SIGCONT for the whole tree under a sandbox's
+ * recorded pid (a reattach after a holder that died with it frozen). */
+int local_freeze(sbx_backend *b, sbx_err *err);
+void local_thaw(sbx_backend *b);
+void local_thaw_tree(pid_t pid, uint64_t start);
 
 /* state.c */
 char *local_state_path(local_backend *lb, const char *name);

@@ -2,7 +2,7 @@
 # session/backend.h.
 LOCAL_SRCS := local/local_backend.c local/settings.c local/runtime.c local/mounts.c local/limits.c \
               local/spawn.c local/bwrap.c local/runsc.c local/state.c local/status.c \
-              local/doctor.c local/egress_run.c local/egress.c
+              local/doctor.c local/egress_run.c local/egress.c local/freeze.c
 LIB_SRCS += $(LOCAL_SRCS)
 BACKENDS += local
 

@@ -135,6 +135,9 @@ static int local_claim(sbx_backend *b, bool *reattached, sbx_err *err)
                     session_strvec_equal(&s.egress, &lb->egress) &&
                     session_strvec_equal(&s.code_dirs, &lb->code_dirs);
         if (same && local_state_alive(s.pid, s.starttime)) {
+            /* a holder that died while its sandbox was frozen (freeze.c) left it stopped */
+            if (!strcmp(s.runtime, "runsc"))
+                local_thaw_tree(s.pid, s.starttime);
             free(lb->id);
             lb->id = xstrdup(s.id);
             lb->pid = s.pid;
@@ -324,6 +327,7 @@ static int local_release(sbx_backend *b, sbx_err *err)
     local_backend *lb = (local_backend *)b;
     saved_state s;
 
+    local_thaw(b);  /* nothing of it is used again, but stopped processes are not left */
     if (local_load_state(lb->dir, &s) == 0) {
         stop_sandbox(s.pid, s.starttime, &s.lim.cgroups);
         local_stop_egress(s.egress_pid, s.egress_start);
@@ -373,6 +377,8 @@ static const sbx_backend_ops local_ops = {
     .alive = local_alive,
     .exists = local_exists,
     .release = local_release,
+    .freeze = local_freeze,
+    .thaw = local_thaw,
     .status = local_status,
     .free = local_free,
     .disk_max_bounds = true,    /* local/mounts.c: every one a tmpfs of that size */

@@ -90,6 +90,15 @@ typedef struct sbx_backend_ops {
     /* Whether the session has a running sandbox that claim() would
      * reattach to (without claiming anything). */
     bool (*exists)(sbx_backend *b);
+    /* Optional: called when nobody has used the session for a while (the holder's
+     * FREEZE_AFTER): stops the sandbox's host processes when it is quiescent (holds no
+     * process but the agent's own) and stopping them saves something (locally: runsc,
+     * whose idle Sentry costs CPU). 1: frozen; 0: left running (ask again later); -1:
+     * err. Nothing may talk to the agent until thaw(). */
+    int (*freeze)(sbx_backend *b, sbx_err *err);
+    /* Optional, with freeze: continues what freeze stopped (nothing when it stopped
+     * nothing). */
+    void (*thaw)(sbx_backend *b);
     /* Stops the sandbox and deletes what it had (copies, home, state). */
     int (*release)(sbx_backend *b, sbx_err *err);
     /* Appends a JSON object of facts: backend (its class's name), runtime, id, created

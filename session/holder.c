@@ -94,7 +94,19 @@ typedef struct holder {
     int lock_fd;                /* STATE/SESSION/holder.lock, flocked for our life */
     bool release_ready;         /* ...and it is done: release from the main loop */
     bool quit;
+    /* Freezing an idle sandbox (backend freeze op): after freeze_after_s seconds without
+     * a client the backend is asked; frozen until thaw_sandbox(), which comes before
+     * anything talks to the agent (a client accepted, a release, the holder's exit); not
+     * quiescent: asked again freeze_after_s later (freeze_retry_ns). */
+    unsigned freeze_after_s;
+    bool frozen;
+    uint64_t freeze_retry_ns;
+    unsigned freezes;           /* how many times (sbx status --json) */
 } holder;
+
+/* Seconds without a client before an idle sandbox is frozen (when the backend can and
+ * it is quiescent). SBXSH_TEST_FREEZE_AFTER (a test knob, not a setting) shortens it. */
+#define FREEZE_AFTER 30
 
 static volatile sig_atomic_t got_term;
 
@@ -368,6 +380,18 @@ static void on_exit_cb(void *ctx, uint32_t chan, const sync_exit_status *st)
 
 static void release_now(holder *h);
 static void client_write(holder *h, hclient *c);
+
+/* Continues a frozen sandbox: called before anything may talk to its agent. */
+static void thaw_sandbox(holder *h)
+{
+    if (!h->frozen)
+        return;
+    h->frozen = false;
+    h->freeze_retry_ns = 0;
+    if (h->backend && h->backend->ops->thaw)
+        h->backend->ops->thaw(h->backend);
+    log_msg("sandbox thawed");
+}
 
 /* A sync round ended: the client waiting for it is told (or given the pull's
  * refusal). The holder's own round before a release only marks the release
@@ -673,6 +697,7 @@ static void release_now(holder *h)
 
     h->releasing = false;
     h->release_ready = false;
+    thaw_sandbox(h);
     if (h->conn)
         drop_conn(h);
     if (h->host) {
@@ -724,6 +749,7 @@ static void start_release(holder *h)
 
     if (h->releasing)
         return;
+    thaw_sandbox(h);    /* the pull below talks to the agent */
     /* A new holder (the old one died) reattaches first, to pull. */
     if (!h->conn && !h->backend)
         make_backend(h, &err);
@@ -874,6 +900,7 @@ static void handle_status(holder *h, hclient *c)
     sbx_json_uint(&j, "clients", h->nclients);
     sbx_json_uint(&j, "running", running);
     sbx_json_uint(&j, "idle_timeout", h->cfg->idle_timeout);
+    sbx_json_uint(&j, "freezes", h->freezes);
     sbx_json_begin_arr(&j, "code_dirs");
     for (size_t i = 0; i < h->cfg->code_dirs.n; i++)
         sbx_json_str(&j, NULL, h->cfg->code_dirs.v[i]);
@@ -1165,6 +1192,8 @@ static void accept_clients(holder *h)
             close(fd);
             continue;
         }
+        /* whatever it asks may reach the agent: a frozen sandbox goes on first */
+        thaw_sandbox(h);
         hclient *c = xcalloc(1, sizeof(*c));
         c->fd = fd;
         framebuf_in_init(&c->in);
@@ -1202,6 +1231,20 @@ static bool session_busy(holder *h)
     if (h->nclients || h->releasing)
         return true;
     return false;
+}
+
+/* Whether the sandbox is one to freeze once freeze_due(): nobody uses the session, the
+ * backend can freeze, and the agent connection has nothing half-read. */
+static bool freeze_wanted(holder *h)
+{
+    return !session_busy(h) && !h->frozen && !h->start_failed && h->backend &&
+           h->backend->ops->freeze && (!h->conn || h->conn_dead || sync_conn_timeout(h->conn) < 0);
+}
+
+static uint64_t freeze_due(holder *h)
+{
+    uint64_t due = h->idle_since_ns + (uint64_t)h->freeze_after_s * 1000000000;
+    return due > h->freeze_retry_ns ? due : h->freeze_retry_ns;
 }
 
 /* ---- main loop --------------------------------------------------------- */
@@ -1303,6 +1346,10 @@ static void holder_init(holder *h, const sbx_config *cfg, int listen_fd)
     strvec_pushv(&h->excludes, cfg->excludes.v);
     strvec_pushv(&h->create_paths, cfg->create_paths.v);
     h->idle_since_ns = now_ns();
+    h->freeze_after_s = FREEZE_AFTER;
+    const char *fa = getenv("SBXSH_TEST_FREEZE_AFTER");
+    if (fa && *fa && strtoul(fa, NULL, 10) > 0 && strtoul(fa, NULL, 10) < 86400)
+        h->freeze_after_s = (unsigned)strtoul(fa, NULL, 10);
     agent_setup(h);
 }
 
@@ -1357,6 +1404,8 @@ static size_t holder_pollfds(holder *h, struct pollfd *pfd, size_t *nconn, size_
     if (!session_busy(h) && h->cfg->idle_timeout)
         *timeout = until(*timeout, h->idle_since_ns + (uint64_t)h->cfg->idle_timeout * 1000000000,
                          now);
+    if (freeze_wanted(h))
+        *timeout = until(*timeout, freeze_due(h), now);
     return n;
 }
 
@@ -1416,6 +1465,19 @@ static void holder_timers(holder *h)
         log_msg("idle for %u s: releasing", cfg->idle_timeout);
         start_release(h);
     }
+    if (!h->quit && freeze_wanted(h) && now >= freeze_due(h)) {
+        int r = h->backend->ops->freeze(h->backend, &err);
+        if (r > 0) {
+            h->frozen = true;
+            h->freezes++;
+            log_msg("idle for %u s: sandbox frozen", h->freeze_after_s);
+        } else {
+            if (r < 0)
+                log_msg("cannot freeze the sandbox: %s", err.msg);
+            /* not quiescent (a background process): asked again later */
+            h->freeze_retry_ns = now + (uint64_t)h->freeze_after_s * 1000000000;
+        }
+    }
 }
 
 /* Going: the last replies (a release's) are flushed, the manifest saved, the
@@ -1436,6 +1498,7 @@ static void holder_finish(holder *h)
     }
     if (h->host && sync_host_save(h->host, &err) < 0)
         log_msg("cannot save the host manifest: %s", err.msg);
+    thaw_sandbox(h);    /* the sandbox stays for the next holder: running */
     if (!h->quit)
         unlink(h->sock_path);
     drop_conn(h);
