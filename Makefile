@@ -24,6 +24,7 @@ BINDIR ?= $(PREFIX)/bin
 LIBEXECDIR ?= $(PREFIX)/lib/sbxsh
 MANDIR ?= $(PREFIX)/share/man
 DATADIR ?= $(PREFIX)/share
+SYSCONFDIR ?= $(PREFIX)/etc
 DESTDIR ?=
 
 BUILD ?= build
@@ -37,7 +38,7 @@ WARNINGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototy
             -Wno-unused-parameter -Wformat=2 -Wno-format-nonliteral
 ALL_CFLAGS = -std=gnu11 -D_GNU_SOURCE -I. $(WARNINGS) $(CFLAGS)
 DEPFLAGS = -MMD -MP
-LDLIBS := -lcjson -lreadline -lutil
+LDLIBS := -lcjson -lpcre2-8 -lreadline -lutil
 
 # Filled in by the part fragments.
 LIB_SRCS :=      # libsbx: everything sbxsh and sbx link (no main)

@@ -8,6 +8,7 @@
  */
 #include "cli/line.h"
 #include "cli/prompt.h"
+#include "cli/policy.h"
 #include "cli/view.h"
 #include "common/strbuf.h"
 #include "session/backend.h"
@@ -827,6 +828,7 @@ void line_route_ctx(const sbx_config *cfg, const char *cwd, route_ctx *ctx)
     ctx->cdpath = getenv("CDPATH");
     ctx->sbx = sbx_beside_sbxsh();
     ctx->session = cfg->session;
+    ctx->policy = cli_policy_for(ctx);
 }
 
 /* The context for the next part: from where it runs (x->cwd follows every cd). */

@@ -12,6 +12,7 @@
 #include "cli/options.h"
 #include "shell/parse.h"
 #include "cli/line.h"
+#include "cli/policy.h"
 #include "cli/run.h"
 #include "router/route.h"
 
@@ -143,6 +144,9 @@ int main(int argc, char **argv)
     sbx_err err;
     int status;
 
+    /* sbx policy show|check: sbx execs this (cli/policy.c) */
+    if (argc >= 2 && !strcmp(argv[1], "--policy"))
+        return cli_policy_main(argc - 1, argv + 1);
     cli_options_init(&o);
     if (cli_options_parse(&o, argc, argv, isatty(0) && isatty(2), &err) < 0) {
         fprintf(stderr, "%s: %s\n", o.progname, err.msg);

@@ -3,7 +3,10 @@
  * for the host. Every check that fails says why, in words for people.
  */
 #include "router/builtins.h"
+#include "router/policy.h"
 #include "router/rules.h"
+
+#include "common/report.h"
 
 #include <string.h>
 #include <sys/stat.h>
@@ -572,14 +575,29 @@ static route_where check_cmd(const route_ctx *ctx, const sh_cmd *cmd, rcmd *c, r
         c->kind = RC_FILTER;
     else if (!strcmp(name, "sbx"))
         c->kind = RC_SBX;
-    else {
-        if (strchr(name, '/'))
-            strbuf_addstr(why, "a program given by path");
-        else {
-            route_reason_add(why, name, strlen(name));
-            strbuf_addstr(why, " is not a host command");
-        }
+    else if (strchr(name, '/')) {
+        strbuf_addstr(why, "a program given by path");
         goto out;
+    } else {
+        /* the person's policy, after every built-in rule (router/policy.c): the words
+         * must be exactly what a rule accepts */
+        route_policy_match m;
+        if (!route_policy_match_argv(ctx->policy, ctx, c->argv.v, c->argv.n, &m, why)) {
+            if (m.limit)
+                sbx_warning("%s", why->buf);
+            goto out;
+        }
+        if (cmd->assigns) {
+            strbuf_addf(why, "%s: an assignment before a policy command (its environment is "
+                             "the rule's)", name);
+            goto out;
+        }
+        c->kind = RC_POLICY;
+        c->prog = xstrdup(m.prog);
+        c->pol_rule = m.rule;
+        c->pol_file = m.file;
+        c->pol_line = m.line;
+        c->pol_env = m.env;
     }
     for (const sh_assign *a = cmd->assigns; a; a = a->next)
         if (check_assign(a, c, &val, why) < 0)
@@ -633,6 +651,8 @@ static route_where check_cmd(const route_ctx *ctx, const sh_cmd *cmd, rcmd *c, r
     case RC_SBX:
         if (route_check_sbx(ctx, c, why) < 0)
             goto out;
+        break;
+    case RC_POLICY:
         break;
     }
     if (c->kind == RC_GIT || c->kind == RC_FILTER) {
@@ -743,6 +763,14 @@ route_where route_check(const sh_parse *p, const sh_pipeline *pl, const route_ct
             strbuf_addf(reason, " %s", route_git_sub_names[c->git_sub]);
         if (c->kind == RC_SBX)
             strbuf_addf(reason, " %s", route_sbx_sub_names[c->sbx_sub]);
+        if (c->kind == RC_POLICY) {
+            /* "gh: policy rule gh-pr-view (~/.config/sbxsh/policy:12)": which rule, where */
+            strbuf_addstr(reason, ": policy rule ");
+            strbuf_addstr(reason, c->pol_rule);
+            strbuf_addstr(reason, " (");
+            sbx_sanitize(reason, c->pol_file, strlen(c->pol_file));
+            strbuf_addf(reason, ":%u)", c->pol_line);
+        }
     }
     if (rp->n == 1) {
         switch (rp->cmds[0].kind) {
@@ -760,6 +788,7 @@ route_where route_check(const sh_parse *p, const sh_pipeline *pl, const route_ct
                                                      "its session)"
                                                    : ": within the code directories");
             break;
+        case RC_POLICY: break;
         default: strbuf_addstr(reason, ": builtin glue"); break;
         }
     } else {

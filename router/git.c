@@ -1131,3 +1131,59 @@ out:
     strbuf_release(&abs);
     return ret;
 }
+
+/* ---- sbx policy show ------------------------------------------------------------------ */
+
+/* What each value kind accepts, as a pattern of the policy format (for reading: the code
+ * above is what checks them). */
+static const char *valkind_pattern(valkind v)
+{
+    switch (v) {
+    case V_NUM: return "[0-9]{1,9}";
+    case V_REF: return "[!-,.-~][!-~]*";
+    case V_TEXT: return "[ !-,.-~][ -~]*";
+    case V_SORT: return "-?[a-z:()]+";
+    case V_REBASE: return "true|false|merges";
+    case V_NO: return "no";
+    case V_CHECK_NO: return "check|no";
+    case V_DIR: return "DIR inside a code directory, no symlinks";
+    case V_NONE: break;
+    }
+    return "";
+}
+
+/* The built-in git rules in the policy format (sbxsh-policy(5)), from the tables above, so
+ * that `sbx policy show` prints what the code checks. Options with an optional value are
+ * shown twice: as a flag, and as an option whose value follows `=`. */
+void route_git_rules_text(strbuf *out)
+{
+    strbuf_addstr(out, "# Built in (router/git.c): git's network commands. These rules are code\n"
+                       "# (the security core), shown here in the policy format for reading;\n"
+                       "# a policy file cannot change them. Besides the options below, git\n"
+                       "# runs pinned to the code directory's repository, with\n"
+                       "# -c safe.bareRepository=explicit -c protocol.ext.allow=never, and its\n"
+                       "# operands (repository, refspecs, clone target) are checked by kind\n"
+                       "# (router/README.md, \"git\").\n");
+    for (size_t s = 0; s < ARRAY_SIZE(sub_opts); s++) {
+        strbuf_addf(out, "\nrule builtin-git-%s\n    program git\n    subcommand %s\n",
+                    route_git_sub_names[s], route_git_sub_names[s]);
+        for (const gopt *o = sub_opts[s]; o->sh || o->lng; o++) {
+            for (int form = 0; form < 2; form++) {
+                char name[64];
+                if (form == 0 && !o->lng)
+                    continue;
+                if (form == 1 && !o->sh)
+                    continue;
+                if (form == 0)
+                    snprintf(name, sizeof(name), "--%s", o->lng);
+                else
+                    snprintf(name, sizeof(name), "-%c", o->sh);
+                if (o->arg != A_REQ)
+                    strbuf_addf(out, "    flag %s\n", name);
+                if (o->arg != A_NONE)
+                    strbuf_addf(out, "    option %s %s\n", name, valkind_pattern(o->val));
+            }
+        }
+        strbuf_addstr(out, "    # operands: checked in code (remote, URL, refspec, clone target)\n");
+    }
+}

@@ -58,11 +58,42 @@ static bool session_var(const char *e, size_t n)
  * and for git the switch that makes git itself refuse abbreviated options
  * and the repository pinned (GIT_DIR, GIT_WORK_TREE, GIT_CEILING_DIRECTORIES:
  * git never discovers a repository by walking paths). */
+/* What a policy command keeps of sbxsh's environment besides its rule's `env` names:
+ * where the user's files are, who the user is, the terminal and the locale; nothing that
+ * chooses a program or loads code (PATH is the cut one every host part gets). */
+static bool policy_base_var(const char *e, size_t n)
+{
+    static const char *const names[] = {
+        "HOME", "USER", "LOGNAME", "TERM", "COLORTERM", "NO_COLOR", "TZ", "TMPDIR", "LANG",
+        "LANGUAGE", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME",
+        "XDG_RUNTIME_DIR",
+    };
+    if (n > 3 && !strncmp(e, "LC_", 3))
+        return true;
+    for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+        if (strlen(names[i]) == n && !strncmp(names[i], e, n))
+            return true;
+    return false;
+}
+
+static bool policy_keeps(const rcmd *c, const char *e, size_t n)
+{
+    if (policy_base_var(e, n))
+        return true;
+    for (const char *const *v = c->pol_env; v && *v; v++)
+        if (strlen(*v) == n && !strncmp(*v, e, n))
+            return true;
+    return false;
+}
+
 static void build_env(const route_ctx *ctx, const rcmd *c, strvec *env)
 {
     strbuf path = STRBUF_INIT;
 
     for (char **e = environ; e && *e; e++) {
+        /* a policy command: only the base variables and its rule's names */
+        if (c->kind == RC_POLICY && !policy_keeps(c, *e, strcspn(*e, "=")))
+            continue;
         size_t n = strcspn(*e, "=");
         bool replaced = (n == 4 && !strncmp(*e, "PATH", 4)) ||
                         (n == 3 && !strncmp(*e, "PWD", 3)) ||

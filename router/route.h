@@ -96,6 +96,9 @@ typedef struct route_ctx {
      * `cd`, `cd ~` and `cd ~/DIR`, which then go on the host like `cd DIR`; NULL: those stay
      * the sandbox's. */
     const char *home_cd;
+    /* The host-command policy (router/policy.h): consulted after the built-in rules, for a
+     * program none of them owns; NULL: no policy, every such program is the sandbox's. */
+    const struct route_policy *policy;
 } route_ctx;
 
 struct route_eval;

@@ -1,6 +1,6 @@
 # router/: host-or-sandbox decisions for every part of a line, and the host
 # runner (argv, pipes, echo/printf in-process; never a host shell).
-ROUTER_SRCS := router/builtins.c router/classify.c router/filters.c router/git.c \
+ROUTER_SRCS := router/builtins.c router/classify.c router/filters.c router/git.c router/policy.c \
                router/hostrun.c router/paths.c router/print.c router/sbx.c
 LIB_SRCS += $(ROUTER_SRCS)
 

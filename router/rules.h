@@ -18,6 +18,7 @@ typedef enum rcmd_kind {
     RC_GIT,
     RC_FILTER,
     RC_SBX,                    /* sbx status|ls|release|doctor|exec|--help (sbx.c) */
+    RC_POLICY,                 /* a program a policy rule accepts (policy.c) */
 } rcmd_kind;
 
 /* A redirection the host allows, in the order bash applies them. */
@@ -59,6 +60,12 @@ typedef struct rcmd {
                                   must be a configured remote (else git takes it for a
                                   path, which the sandbox could create meanwhile) */
     int sbx_sub;               /* RC_SBX: which subcommand (sbx.c's enum) */
+    /* RC_POLICY: the rule that accepted the words (borrowed from the policy), its file
+     * and line as shown, and the host variables it keeps; prog is its absolute program */
+    const char *pol_rule;
+    const char *pol_file;
+    unsigned pol_line;
+    const char *const *pol_env;
 } rcmd;
 
 typedef struct rpipe {
@@ -146,6 +153,9 @@ bool route_git_secret(const sh_parse *p, const sh_pipeline *pl, strbuf *sub);
  * itself, and never for push. Returns 0, or -1 with why. */
 int route_check_configured_url(const route_ctx *ctx, const rcmd *c, const char *url,
                                strbuf *why);
+
+/* The built-in git rules in the policy format, for `sbx policy show` (policy.c). */
+void route_git_rules_text(strbuf *out);
 
 /* ---- sbx (sbx.c) ---------------------------------------------------------- */
 

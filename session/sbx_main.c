@@ -6,6 +6,7 @@
  *   sbx status [--session S] [--json]
  *   sbx ls [--json]
  *   sbx doctor
+ *   sbx policy show|check [FILE]   (run by the sbxsh beside sbx: cli/policy.c)
  *   sbx NAME ...       a backend's own commands (its class's commands: render-pool)
  */
 #include <dirent.h>
@@ -56,7 +57,9 @@ static const char usage_head[] =
     "                   show a session: holder, sandbox, agent, sync counters\n"
     "  ls [--json]      list the sessions on this machine\n"
     "  doctor           check the runtime, user namespaces, the agent and the\n"
-    "                   directories, and say what to fix\n";
+    "                   directories, and say what to fix\n"
+    "  policy show | check [FILE]\n"
+    "                   the host-command policy: print the rules, or check the files\n";
 static const char usage_middle[] =
     "\n"
     "  --help, --version\n"
@@ -940,6 +943,31 @@ static int cmd_doctor(int argc, char **argv)
     return problems ? 1 : 0;
 }
 
+/* sbx policy show|check [FILE]: the host-command policy is the router's (sbxsh-policy(5)),
+ * a layer this one does not link against by design, so sbx hands the words to the sbxsh
+ * installed beside it (the same build), which prints them: `sbxsh --policy ...`. */
+static int cmd_policy(int argc, char **argv)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 8);
+    strvec args = STRVEC_INIT;
+
+    if (n <= 0 || exe[0] != '/') {
+        fprintf(stderr, "sbx: policy: cannot find sbxsh beside sbx\n");
+        return 125;
+    }
+    exe[n] = '\0';
+    strcpy(strrchr(exe, '/') + 1, "sbxsh");
+    strvec_push(&args, "sbxsh");
+    strvec_push(&args, "--policy");
+    for (int i = 1; i < argc; i++)
+        strvec_push(&args, argv[i]);
+    execv(exe, args.v);
+    fprintf(stderr, "sbx: policy: %s: %s\n", exe, strerror(errno));
+    strvec_clear(&args);
+    return 125;
+}
+
 int main(int argc, char **argv)
 {
     static const struct {
@@ -947,7 +975,7 @@ int main(int argc, char **argv)
         int (*fn)(int, char **);
     } cmds[] = {
         { "exec", cmd_exec }, { "release", cmd_release }, { "status", cmd_status },
-        { "ls", cmd_ls }, { "doctor", cmd_doctor },
+        { "ls", cmd_ls }, { "doctor", cmd_doctor }, { "policy", cmd_policy },
     };
 
     if (argc < 2) {

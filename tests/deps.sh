@@ -5,7 +5,7 @@
 set -eu
 pkgs="
   build-essential clang libclang-rt-14-dev pkg-config
-  libcjson-dev libreadline-dev libcurl4-openssl-dev libyaml-dev libssl-dev musl-tools
+  libcjson-dev libpcre2-dev libreadline-dev libcurl4-openssl-dev libyaml-dev libssl-dev musl-tools
   bash git openssh-client perl python3 python3-yaml python3-pexpect python3-kubernetes openssl jq curl
   bubblewrap iproute2 util-linux procps psmisc nghttp2-proxy
   rsync tar hyperfine valgrind strace shellcheck debootstrap tmux less vim-tiny
