@@ -19,8 +19,11 @@
  *   out/repo, outside-repo   repositories outside the code directory
  *   home/            HOME
  *   host-bin/sbx     the sbx beside sbxsh (route_ctx.sbx; "@sbx PATH" changes it), and
- *   code/bin/sbx     one the sandbox planted; the session is "demo" 
+ *   code/bin/sbx     one the sandbox planted; the session is "demo"
+ *   host-bin/gh, host-bin/kubectl   programs for the policy's rules ("@policy FILE"), and
+ *   code/bin/gh, code/bin/glab      ones the sandbox planted (glab is only there)
  */
+#include "router/policy.h"
 #include "router/route.h"
 #include "tests/lib/tap.h"
 
@@ -68,7 +71,9 @@ static void make_fixture(void)
     sh("cd '%s' && git init -q code && git init -q out/repo && git init -q outside-repo && "
        "mkdir -p home host-bin code/sub/deeper code/bin && "
        "printf '#!/bin/sh\\n' > host-bin/sbx && chmod +x host-bin/sbx && "
+       "cp host-bin/sbx host-bin/gh && cp host-bin/sbx host-bin/kubectl && "
        "cd code && echo hi > README && cp ../host-bin/sbx bin/sbx && "
+       "cp ../host-bin/sbx bin/gh && cp ../host-bin/sbx bin/glab && "
        "ln -s /etc link-out && ln -s sub link-in && "
        "printf '#!/bin/sh\\necho planted\\n' > bin/git && chmod +x bin/git && "
        "git init -q --bare bare.git && git init -q --bare bare && git init -q other && "
@@ -167,6 +172,7 @@ int main(void)
     const char *code_dirs[1], *sync_paths[1];
     char synced[4200];
     route_ctx ctx;
+    route_policy *policy = NULL;
     int cases = 0;
 
     if (read_file(table, 1 << 20, &text, &len, &err) < 0) {
@@ -200,6 +206,31 @@ int main(void)
                     strbuf_addf(&cwd, "/%s", arg + 1);
                 continue;
             }
+            if (!strncmp(line, "@policy", 7)) {
+                /* the rules for the cases after it (none: no policy), loaded against the
+                 * context as it is now (its PATH resolves the programs) */
+                char *ptext;
+                size_t plen;
+                route_ctx lctx = { .code_dirs = code_dirs, .n_code_dirs = 1,
+                                   .sync_paths = sync_paths, .n_sync_paths = 1,
+                                   .cwd = cwd.buf, .path = path.buf };
+                route_policy_free(policy);
+                policy = NULL;
+                if (!arg)
+                    continue;
+                if (read_file(arg + 1, 1 << 20, &ptext, &plen, &err) < 0) {
+                    printf("Bail out! %s\n", err.msg);
+                    return 255;
+                }
+                expand(ptext, &l);
+                free(ptext);
+                policy = route_policy_new();
+                if (route_policy_load_text(policy, strrchr(arg, '/') + 1, l.buf, l.len, &lctx) < 0) {
+                    printf("Bail out! %s", route_policy_problems(policy));
+                    return 255;
+                }
+                continue;
+            }
             if (!strncmp(line, "@cdpath", 7))
                 target = &cdpath;
             else if (!strncmp(line, "@home", 5))
@@ -231,12 +262,13 @@ int main(void)
             .code_dirs = code_dirs, .n_code_dirs = 1, .sync_paths = sync_paths,
             .n_sync_paths = 1, .cwd = cwd.buf, .path = path.buf, .home = home.buf,
             .cdpath = cdpath.len ? cdpath.buf : NULL,
-            .sbx = sbx.len ? sbx.buf : NULL, .session = "demo",
+            .sbx = sbx.len ? sbx.buf : NULL, .session = "demo", .policy = policy,
         };
         run_case(&ctx, line, &l, tab2, shown.buf);
         cases++;
     }
     diag("%d cases from %s", cases, table);
+    route_policy_free(policy);
     sh("rm -rf '%s'", top);
     free(text);
     strbuf_release(&cwd);
