@@ -1,15 +1,19 @@
 /*
  * route-run: the router and the host runner on their own, for tests.
  *
- *   route-run [--route|--json] [-o pipefail] [-C DIR] [--sbx PATH --session NAME] LINE
+ *   route-run [--route|--json] [-o pipefail] [-C DIR] [--sbx PATH --session NAME]
+ *             [--policy FILE] LINE
  *
  * Routes LINE against the code directories (AGENT_SANDBOX_CODE_DIRS or the
  * cwd's git top level), then either prints the plan (--route, --json) or
  * runs it: host parts through route_run_host() with bash's && || ; rules,
  * host cd carried to later parts. A part that is not HOST is not run: it
  * prints "route-run: sandbox: REASON" and the line stops with status 125.
+ * --policy FILE loads a host-command policy (router/policy.h) as sbxsh loads
+ * AGENT_SANDBOX_POLICY: a file refused, or with errors, exits 125 with its problems.
  */
 #include "session/config.h"
+#include "router/policy.h"
 #include "router/route.h"
 #include "shell/parse.h"
 #include "tests/router/hostline.h"
@@ -26,7 +30,8 @@ int main(int argc, char **argv)
     strvec code_dirs = STRVEC_INIT, sync_paths = STRVEC_INIT;
     strbuf cwd = STRBUF_INIT, out = STRBUF_INIT;
     char buf[PATH_MAX];
-    const char *line, *sbx = NULL, *session = NULL;
+    const char *line, *sbx = NULL, *session = NULL, *policy_file = NULL;
+    route_policy *policy = NULL;
     route_plan plan;
     route_ctx ctx;
     sh_parse p;
@@ -46,10 +51,12 @@ int main(int argc, char **argv)
             sbx = argv[++i];
         else if (!strcmp(argv[i], "--session") && i + 1 < argc - 1)
             session = argv[++i];
+        else if (!strcmp(argv[i], "--policy") && i + 1 < argc - 1)
+            policy_file = argv[++i];
     }
     if (i != argc - 1) {
         fprintf(stderr, "usage: route-run [--route|--json] [-o pipefail] [-C DIR] "
-                        "[--sbx PATH --session NAME] LINE\n");
+                        "[--sbx PATH --session NAME] [--policy FILE] LINE\n");
         return 2;
     }
     line = argv[i];
@@ -67,6 +74,14 @@ int main(int argc, char **argv)
         .cwd = cwd.buf, .path = getenv("PATH"), .home = getenv("HOME"),
         .cdpath = getenv("CDPATH"), .sbx = sbx, .session = session,
     };
+    if (policy_file) {
+        policy = route_policy_new();
+        if (route_policy_load(policy, policy_file, true, &ctx) < 0) {
+            fprintf(stderr, "route-run: %s", route_policy_problems(policy));
+            return 125;
+        }
+        ctx.policy = policy;
+    }
     if (sh_parse_all(&p, line, strlen(line), NULL, true) != SH_OK) {
         sh_parse_format_error(&p, "route-run: ", &out);
         fputs(out.buf, stderr);
@@ -85,5 +100,6 @@ int main(int argc, char **argv)
     strvec_clear(&sync_paths);
     strbuf_release(&cwd);
     strbuf_release(&out);
+    route_policy_free(policy);
     return status;
 }
