@@ -14,7 +14,7 @@ TEST_HELPERS += tests/router/route-run.c tests/router/route-fuzz.c
 ROUTE_FUZZ_SRCS = $(ROUTER_SRCS) $(PARSER_SRCS) $(COMMON_SRCS) common/run.c
 FUZZ_C += tests/fuzz/fuzz-route.c
 build-fuzz/fuzz-route: tests/fuzz/fuzz-route.c $(ROUTE_FUZZ_SRCS) $(wildcard router/*.h shell/*.h common/*.h)
-	$(call fuzz_link,-lcjson)
+	$(call fuzz_link,-lcjson -lpcre2-8)
 fuzz-route: build-fuzz/fuzz-route
 	$(call fuzz_run,route,4096)
 route-fuzz-long: $(BUILD)/tests/router/route-fuzz
@@ -32,3 +32,13 @@ bench-route: $(BUILD)/bench/route-bench
 	$(BUILD)/bench/route-bench
 bench: bench-route
 .PHONY: fuzz-route route-fuzz-long bench-route
+
+# The host-command policy's libFuzzer driver (clang): its parser and the match of words
+# against rules; tests/router/fuzz-policy.t runs it briefly in make check.
+FUZZ_C += tests/fuzz/fuzz-policy.c
+build-fuzz/fuzz-policy: tests/fuzz/fuzz-policy.c $(ROUTE_FUZZ_SRCS) $(wildcard router/*.h shell/*.h common/*.h)
+	$(call fuzz_link,-lcjson -lpcre2-8)
+fuzz-policy: build-fuzz/fuzz-policy
+	$(call fuzz_run,policy,4096)
+fuzz: fuzz-policy
+.PHONY: fuzz-policy
