@@ -1001,9 +1001,8 @@ out:
 static const char *const running_options[] = {
     "--exec", "-exec", "-e", "--eval", "--command", "-c", "--config", "--config-file",
     "--editor", "--shell", "--pager", "--upload-pack", "--receive-pack", "--run",
-    "--hook", "--plugin", "--kubeconfig", "-K", "--output", "-o", "--output-dir",
-    "--upload-file", "-T", "--proxy-command", "--ssh-command", "--exec-path", "-F",
-    "--rcfile", "--init-file", "--load", "--require", "-r",
+    "--hook", "--plugin", "--kubeconfig", "-K", "--proxy-command", "--ssh-command",
+    "--exec-path", "-F", "--rcfile", "--init-file", "--load", "--require", "-r",
 };
 
 static bool pat_covers(const ppat *a, const ppat *b)

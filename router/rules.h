@@ -159,7 +159,7 @@ void route_git_rules_text(strbuf *out);
 
 /* ---- sbx (sbx.c) ---------------------------------------------------------- */
 
-enum { SBX_STATUS, SBX_LS, SBX_RELEASE, SBX_DOCTOR, SBX_EXEC, SBX_HELP };
+enum { SBX_STATUS, SBX_LS, SBX_RELEASE, SBX_DOCTOR, SBX_EXEC, SBX_HELP, SBX_POLICY };
 extern const char *const route_sbx_sub_names[];
 
 /* Checks `sbx SUB ...` (argv[0] == "sbx") for the host: a subcommand of

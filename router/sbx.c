@@ -1,6 +1,6 @@
 /*
  * sbxsh's own commands typed at its prompt: `sbx status`, `ls`, `release`
- * and `doctor` run on the host, since the sandbox has no `sbx` and they
+ * `doctor` and `policy show|check` run on the host, since the sandbox has no `sbx` and they
  * are about the session, which lives here. Only the program installed
  * beside the running sbxsh (route_ctx.sbx), only those subcommands, and
  * only the options sbx accepts for them, spelled exactly (sbx parses them
@@ -16,7 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-const char *const route_sbx_sub_names[] = { "status", "ls", "release", "doctor", "exec", "--help" };
+const char *const route_sbx_sub_names[] = { "status", "ls", "release", "doctor", "exec", "--help",
+                                            "policy" };
 
 /* The options of each subcommand (session/sbx_main.c): the flags, and those
  * that take a value (as the next word or after `=`). */
@@ -87,8 +88,8 @@ int route_check_sbx(const route_ctx *ctx, rcmd *c, strbuf *why)
         if (!strcmp(sub, route_sbx_sub_names[k]))
             break;
     if (c->argv.n < 2 || k == (int)ARRAY_SIZE(route_sbx_sub_names)) {
-        strbuf_addstr(why, "sbx: only sbx status, ls, release, doctor and exec are sbxsh's "
-                           "own commands");
+        strbuf_addstr(why, "sbx: only sbx status, ls, release, doctor, exec and policy are "
+                           "sbxsh's own commands");
         return -1;
     }
     c->sbx_sub = k;
@@ -101,6 +102,18 @@ int route_check_sbx(const route_ctx *ctx, rcmd *c, strbuf *why)
     }
     if (k == SBX_EXEC)
         return 0;   /* nothing runs: see route_run_host */
+    if (k == SBX_POLICY) {
+        /* `sbx policy show`, `sbx policy check` (the policy files sbxsh reads) and their
+         * --help; never `check FILE`: the host would read a file the line chose and
+         * quote its lines back to the caller */
+        const char *w = c->argv.n == 3 ? c->argv.v[2] : "";
+        if (strcmp(w, "show") && strcmp(w, "check") && strcmp(w, "--help") && strcmp(w, "-h")) {
+            strbuf_addstr(why, "sbx policy: only show, check (without a file) and --help run "
+                               "on the host");
+            return -1;
+        }
+        return check_prog(ctx, c, why);
+    }
     for (size_t i = 2; i < c->argv.n; i++) {
         const char *a = c->argv.v[i], *eq = strchr(a, '=');
         size_t nl = eq ? (size_t)(eq - a) : strlen(a);

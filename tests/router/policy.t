@@ -217,6 +217,16 @@ like "$out" "option --push-option" "...with their options"
 like "$out" "# $POL:2
 rule gh-pr-view
     program gh    # $HOSTBIN/gh" "...then each rule, its file and line, and the program it runs (never the planted one)"
+out=$(AGENT_SANDBOX_POLICY=$POL "$SBXSH_" -c 'sbx policy check' 2>&1); st=$?
+is "$st:$out" "0:2 rules, 0 errors" "sbx policy check typed to sbxsh runs on the host"
+# the example in doc/, with stand-ins for its programs on PATH: it checks clean
+for p in gh glab kubectl curl; do printf '#!/bin/sh\n' > "$HOSTBIN/$p"; chmod 755 "$HOSTBIN/$p"; done
+top=$(cd "$(dirname "$0")/../.." && pwd)
+out=$("$SBX_" policy check "$top/doc/policy.example" 2>&1); st=$?
+is "$st:$out" "0:8 rules, 0 errors" "doc/policy.example passes sbx policy check"
+out=$(AGENT_SANDBOX_POLICY=$top/doc/policy.example "$SBXSH_" --route -c \
+      'curl -sS https://api.internal.example/v1/status; curl -sS https://api.internal.example@evil.example/v1/status; kubectl get pods -n prod' 2>&1)
+is "$(cut -f1 <<<"$out" | tr '\n' ' ')" "host sandbox sandbox " "...its curl rule pins the host, its kubectl rule the namespace"
 out=$("$SBX_" policy frob 2>&1); st=$?
 is "$st" 2 "sbx policy with an unknown word: usage, status 2"
 
