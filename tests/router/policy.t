@@ -9,6 +9,7 @@
 . "$(dirname "$0")/../lib/tap.sh"
 
 RUN=${SBXSH_BUILD:-$SBXSH_BIN/build}/tests/router/route-run
+top=$(cd "$(dirname "$0")/../.." && pwd)
 [ -x "$RUN" ] || bail_out "route-run not built ($RUN)"
 
 umask 022
@@ -221,7 +222,6 @@ out=$(AGENT_SANDBOX_POLICY=$POL "$SBXSH_" -c 'sbx policy check' 2>&1); st=$?
 is "$st:$out" "0:2 rules, 0 errors" "sbx policy check typed to sbxsh runs on the host"
 # the example in doc/, with stand-ins for its programs on PATH: it checks clean
 for p in gh glab kubectl curl; do printf '#!/bin/sh\n' > "$HOSTBIN/$p"; chmod 755 "$HOSTBIN/$p"; done
-top=$(cd "$(dirname "$0")/../.." && pwd)
 out=$("$SBX_" policy check "$top/doc/policy.example" 2>&1); st=$?
 is "$st:$out" "0:8 rules, 0 errors" "doc/policy.example passes sbx policy check"
 out=$(AGENT_SANDBOX_POLICY=$top/doc/policy.example "$SBXSH_" --route -c \
