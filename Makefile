@@ -51,7 +51,7 @@ TEST_HELPERS :=  # helper programs the tests run: path/name.c -> $(BUILD)/path/n
 FUZZ_C :=        # libFuzzer drivers: tests/fuzz/fuzz-*.c
 BENCH_C :=       # benchmark programs
 BACKENDS :=      # the sandbox backends built in: a backend's fragment adds its name
-MAN_PAGES := doc/sbxsh.1 doc/sbx.1
+MAN_PAGES := doc/sbxsh.1 doc/sbx.1 doc/sbxsh-policy.5
 
 all:
 
@@ -168,10 +168,11 @@ deps:
 	./tests/deps.sh
 
 install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(MANDIR)/man1
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(MANDIR)/man1 \
+	    $(DESTDIR)$(MANDIR)/man5
 	install -m 755 $(BIN)/sbxsh $(BIN)/sbx $(DESTDIR)$(BINDIR)/
 	install -m 755 $(BIN)/sbx-agent $(BIN)/sbx-agent-static $(DESTDIR)$(LIBEXECDIR)/
-	for m in $(MAN_PAGES); do install -m 644 $$m $(DESTDIR)$(MANDIR)/man1/; done
+	for m in $(MAN_PAGES); do install -m 644 $$m $(DESTDIR)$(MANDIR)/man$${m##*.}/; done
 	$(MAKE) install-completions
 	@grep -qxF '$(BINDIR)/sbxsh' $(DESTDIR)$(SHELLS) 2>/dev/null || \
 	    echo "To make sbxsh a login shell (chsh -s, su -, login), list it in $(SHELLS): make install-shell$(if $(DESTDIR), DESTDIR=$(DESTDIR))$(if $(filter-out /usr/local,$(PREFIX)), PREFIX=$(PREFIX))"
@@ -197,7 +198,7 @@ uninstall-shell:
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/sbxsh $(DESTDIR)$(BINDIR)/sbx
 	rm -rf $(DESTDIR)$(LIBEXECDIR)
-	for m in $(MAN_PAGES); do rm -f $(DESTDIR)$(MANDIR)/man1/$$(basename $$m); done
+	for m in $(MAN_PAGES); do rm -f $(DESTDIR)$(MANDIR)/man$${m##*.}/$$(basename $$m); done
 	$(MAKE) uninstall-completions
 
 clean:
