@@ -43,6 +43,7 @@ __attribute__((constructor)) static void tap_isolate(void)
         unsetenv(name); /* moves the entries after it down: i is the next one now */
     }
     unsetenv("XDG_STATE_HOME");
+    unsetenv("XDG_CONFIG_HOME");   /* the person's host-command policy (docs/policy.md) */
 }
 
 static inline void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

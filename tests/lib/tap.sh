@@ -30,10 +30,11 @@ SBX_TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/sbxsh-test.XXXXXX")
 tap_cleanup() { rm -rf "$SBX_TEST_TMP"; }
 trap tap_cleanup EXIT
 
-# (XDG_STATE_HOME: where the state directory goes when AGENT_SANDBOX_STATE_DIR is not set.)
+# (XDG_STATE_HOME: where the state directory goes when AGENT_SANDBOX_STATE_DIR is not set;
+# XDG_CONFIG_HOME: where the person's host-command policy is, docs/policy.md.)
 if [ -z "${SBX_TEST_ISOLATED:-}" ]; then
     # shellcheck disable=SC2046 # the names: words, none empty
-    unset $(compgen -e AGENT_SANDBOX_) XDG_STATE_HOME
+    unset $(compgen -e AGENT_SANDBOX_) XDG_STATE_HOME XDG_CONFIG_HOME
     export HOME=$SBX_TEST_TMP/home AGENT_SANDBOX_STATE_DIR=$SBX_TEST_TMP/state
     mkdir -p "$HOME"
     export SBX_TEST_ISOLATED=1
