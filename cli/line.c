@@ -1935,9 +1935,9 @@ static char *host_last_arg(const sh_pipeline *pl)
     return strbuf_detach(&sb, NULL);
 }
 
-/* Is this host part one that must run on the host (a git network command,
- * where the credentials are, or sbxsh's own sbx, which the sandbox does not
- * have), rather than glue that could run anywhere? */
+/* Is this host part one that must run on the host (a git network command or a command
+ * of the person's policy, where the credentials are, or sbxsh's own sbx, which the
+ * sandbox does not have), rather than glue that could run anywhere? */
 static bool part_needs_host(const route_part *part)
 {
     if (part->secret)
@@ -1948,8 +1948,11 @@ static bool part_needs_host(const route_part *part)
         return true;
     for (const sh_cmd *c = part->pipe->cmds; c; c = c->next) {
         strbuf name = STRBUF_INIT;
+        /* git, sbx, and a program of the person's policy (any HOST program the built-in
+         * glue does not own): these have what the sandbox lacks, the credentials */
         bool git = c->kind == SH_SIMPLE && c->words && sh_word_static_value(c->words, &name) &&
-                   (!strcmp(name.buf, "git") || !strcmp(name.buf, "sbx"));
+                   (!strcmp(name.buf, "git") || !strcmp(name.buf, "sbx") ||
+                    !route_policy_builtin_name(name.buf));
         strbuf_release(&name);
         if (git)
             return true;

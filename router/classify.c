@@ -582,9 +582,17 @@ static route_where check_cmd(const route_ctx *ctx, const sh_cmd *cmd, rcmd *c, r
         /* the person's policy, after every built-in rule (router/policy.c): the words
          * must be exactly what a rule accepts */
         route_policy_match m;
+        size_t start = why->len;
         if (!route_policy_match_argv(ctx->policy, ctx, c->argv.v, c->argv.n, &m, why)) {
-            if (m.limit)
-                sbx_warning("%s", why->buf);
+            if (m.limit) {
+                /* once per command, though the plan and the runner both check it */
+                static strbuf last = STRBUF_INIT;
+                if (strcmp(last.buf, why->buf + start)) {
+                    sbx_warning("%s", why->buf + start);
+                    strbuf_reset(&last);
+                    strbuf_addstr(&last, why->buf + start);
+                }
+            }
             goto out;
         }
         if (cmd->assigns) {

@@ -135,6 +135,32 @@ out=$(AGENT_SANDBOX_POLICY=$POL "$SBXSH_" -c 'gh pr view 12 | tr a-z A-Z' 2>&1);
 is "$st:$out" "0:GH RAN" "sbxsh -c: the policy command runs on the host, piped into a filter"
 is "$(tr '\0' ' ' < "$REC.argv")" "pr view 12 " "...with its words"
 
+# ... and a mixed line in a real sandbox: the refused command runs there (the sandbox's PATH
+# starts with the code directory's bin/, where its own gh is), the accepted one on the host
+runtime=
+if command -v bwrap >/dev/null && bwrap --ro-bind / / --unshare-user --unshare-pid true 2>/dev/null; then
+    runtime=bwrap
+elif command -v runsc >/dev/null; then
+    runtime=runsc
+fi
+if [ -n "$runtime" ]; then
+    export XDG_RUNTIME_DIR=$SBX_TEST_TMP/run AGENT_SANDBOX_STATE_DIR=$SBX_TEST_TMP/state
+    export AGENT_SANDBOX_SESSION=policy-t AGENT_SANDBOX_LOCAL_RUNTIME=$runtime
+    mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
+    trap '"$SBX_" release --session policy-t >/dev/null 2>&1; tap_cleanup' EXIT
+    SBX_=$SBXSH_BIN/sbx
+    rm -f "$REC".*
+    out=$(AGENT_SANDBOX_POLICY=$POL "$SBXSH_" -c 'gh pr view 12x; gh pr view 12' 2>&1); st=$?
+    is "$st:$out" "0:planted gh
+gh ran" "a mixed line ($runtime): the refused gh ran in the sandbox (its own gh), the accepted one on the host"
+    is "$(tr '\0' ' ' < "$REC.argv")" "pr view 12 " "...and the host's gh got only the accepted words"
+    "$SBX_" release --session policy-t >/dev/null 2>&1
+    unset AGENT_SANDBOX_SESSION AGENT_SANDBOX_LOCAL_RUNTIME
+else
+    skip "no sandbox runtime here (bubblewrap with namespaces, or runsc): the mixed line is not run"
+    skip "(same)"
+fi
+
 # the person's default file: $XDG_CONFIG_HOME/sbxsh/policy, else ~/.config/sbxsh/policy
 mkdir -p "$HOME/.config/sbxsh" && cp "$POL" "$HOME/.config/sbxsh/policy"
 out=$("$SBXSH_" --route -c 'gh pr view 12' 2>&1)
