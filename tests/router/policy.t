@@ -7,6 +7,7 @@
 # directory, a link into the code directory), `sbx policy check|show`, and a pattern with
 # catastrophic backtracking stopped by pcre2's limit.
 . "$(dirname "$0")/../lib/tap.sh"
+. "$(dirname "$0")/../lib/user.sh"
 
 RUN=${SBXSH_BUILD:-$SBXSH_BIN/build}/tests/router/route-run
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -147,7 +148,7 @@ if [ -n "$runtime" ]; then
     export XDG_RUNTIME_DIR=$SBX_TEST_TMP/run AGENT_SANDBOX_STATE_DIR=$SBX_TEST_TMP/state
     export AGENT_SANDBOX_SESSION=policy-t AGENT_SANDBOX_LOCAL_RUNTIME=$runtime
     mkdir -p "$XDG_RUNTIME_DIR" && chmod 700 "$XDG_RUNTIME_DIR"
-    trap '"$SBX_" release --session policy-t >/dev/null 2>&1; tap_cleanup' EXIT
+    trap '"$SBX_" release --session policy-t >/dev/null 2>&1; test_user_del; tap_cleanup' EXIT
     SBX_=$SBXSH_BIN/sbx
     rm -f "$REC".*
     out=$(AGENT_SANDBOX_POLICY=$POL "$SBXSH_" -c 'gh pr view 12x; gh pr view 12' 2>&1); st=$?
@@ -195,6 +196,19 @@ refused_file "$CODE/link-out" "it is named through $CODE/link-out, inside the co
 refused_file "$SBX_TEST_TMP/no-such-policy" "No such file" "AGENT_SANDBOX_POLICY naming a missing file"
 mkdir -p "$SBX_TEST_TMP/pdir"
 refused_file "$SBX_TEST_TMP/pdir" "not a regular file" "a directory"
+
+# ---- as an ordinary user: its own file is used; root does not use a file that user owns ----
+if test_user_add pol "$HOSTBIN/gh" "$POL"; then
+    trap '"$SBXSH_BIN/sbx" release --session policy-t >/dev/null 2>&1; test_user_del; tap_cleanup' EXIT
+    out=$(as_test_user "mkdir -p .config/sbxsh && cp '$POL' .config/sbxsh/policy && chmod 600 .config/sbxsh/policy && mkdir -p 'odd dir' && cd 'odd dir' && PATH='$HOSTBIN':\$PATH '$SBXSH_' --route -c 'gh pr view 12'" 2>&1)
+    is "$out" "host	gh: policy rule gh-pr-view (~/.config/sbxsh/policy:2)	gh pr view 12" \
+        "an ordinary user's own ~/.config/sbxsh/policy (mode 0600) is used"
+    refused_file "$TEST_HOME/.config/sbxsh/policy" "owned by another user" "root given a file another user owns"
+else
+    skip "no test user: $TEST_USER_WHY"
+    skip "(same)"
+    skip "(same)"
+fi
 
 # ---- sbx policy check | show -------------------------------------------------------------
 SBX_=$SBXSH_BIN/sbx
