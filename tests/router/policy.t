@@ -166,8 +166,8 @@ fi
 mkdir -p "$HOME/.config/sbxsh" && cp "$POL" "$HOME/.config/sbxsh/policy"
 out=$("$SBXSH_" --route -c 'gh pr view 12' 2>&1)
 is "$out" "host	gh: policy rule gh-pr-view (~/.config/sbxsh/policy:2)	gh pr view 12" \
-    "~/.config/sbxsh/policy is read when AGENT_SANDBOX_POLICY is unset"
-out=$(AGENT_SANDBOX_POLICY= "$SBXSH_" --route -c 'gh pr view 12' 2>&1)
+    "the person's ~/.config/sbxsh/policy is read when AGENT_SANDBOX_POLICY is unset"
+out=$(AGENT_SANDBOX_POLICY='' "$SBXSH_" --route -c 'gh pr view 12' 2>&1)
 like "$out" "^sandbox	gh is not a host command" "AGENT_SANDBOX_POLICY= (empty): no policy file"
 rm -r "$HOME/.config/sbxsh"
 
