@@ -351,7 +351,10 @@ static bool fixed_word(const char *s, size_t n)
     return n > 0;
 }
 
-static void pattern_from(route_policy *pol, ppat *p, const char *rest, unsigned line)
+/* A pattern that does not compile is a problem of the load (said once, as a warning, and
+ * by sbx policy check); its rule stays, and the pattern accepts nothing. */
+static void pattern_from(route_policy *pol, ppat *p, const char *rest, unsigned line,
+                         size_t file, const char *rule)
 {
     const char *s = rest + strspn(rest, " \t");
     size_t n = strlen(s);
@@ -360,6 +363,8 @@ static void pattern_from(route_policy *pol, ppat *p, const char *rest, unsigned 
     p->src = xstrndup(s, n);
     p->line = line;
     pat_compile(pol, p);
+    if (!p->code)
+        problem(pol, file, line, "rule %s: pattern %s %s", rule, p->src, p->error);
 }
 
 /* The program: resolved now on the host PATH (route_find_host_program: never a file that
@@ -560,7 +565,7 @@ static int load_text(route_policy *pol, const char *name, const char *real, cons
             o->max = max;
             o->line = lineno;
             if (valued)
-                pattern_from(pol, &o->pat, s, lineno);
+                pattern_from(pol, &o->pat, s, lineno, file, r->name);
         } else if (kwn >= 7 && !strncmp(kw, "operand", 7) && (kwn == 7 || kw[7] == '*')) {
             size_t nl2;
             unsigned max;
@@ -576,7 +581,7 @@ static int load_text(route_policy *pol, const char *name, const char *real, cons
             op = &r->ops[r->n_ops++];
             memset(op, 0, sizeof(*op));
             op->max = max;
-            pattern_from(pol, &op->pat, s, lineno);
+            pattern_from(pol, &op->pat, s, lineno, file, r->name);
         } else if (KW("env")) {
             const char *t;
             size_t tn;
@@ -1037,17 +1042,6 @@ static bool shadows(const prule *a, const prule *b)
     return true;
 }
 
-static void check_pat(const route_policy *pol, const prule *r, const ppat *p, strbuf *out,
-                      size_t *errors)
-{
-    if (p->code)
-        return;
-    strbuf_addf(out, "%s:%u: rule %s: pattern ", pol->files.v[r->file], p->line, r->name);
-    sbx_sanitize(out, p->src, strlen(p->src));
-    strbuf_addf(out, " %s\n", p->error);
-    (*errors)++;
-}
-
 size_t route_policy_check(const route_policy *pol, strbuf *out)
 {
     size_t errors = 0;
@@ -1070,9 +1064,8 @@ size_t route_policy_check(const route_policy *pol, strbuf *out)
                         r->name, r->program, r->prog_why);
             errors++;
         }
+        /* (patterns that do not compile are problems of the load, above) */
         for (size_t i = 0; i < r->n_opts; i++) {
-            if (r->opts[i].valued)
-                check_pat(pol, r, &r->opts[i].pat, out, &errors);
             for (size_t j = 0; j < ARRAY_SIZE(running_options); j++)
                 if (!strcmp(r->opts[i].name, running_options[j])) {
                     strbuf_addf(out, "%s:%u: rule %s: %s: an option that runs a program or "
@@ -1081,8 +1074,6 @@ size_t route_policy_check(const route_policy *pol, strbuf *out)
                     errors++;
                 }
         }
-        for (size_t i = 0; i < r->n_ops; i++)
-            check_pat(pol, r, &r->ops[i].pat, out, &errors);
         for (size_t j = 0; j < k; j++)
             if (!pol->rules[j].bad && shadows(&pol->rules[j], r)) {
                 strbuf_addf(out, "%s:%u: rule %s: never used: rule %s (%s:%u) before it accepts "

@@ -249,6 +249,11 @@ like "$out" "bad:19: rule runs-programs: --exec: an option that runs a program" 
 like "$out" "bad:21: rule missing: program no-such-program-here not found on the host PATH" "...a program not found"
 like "$out" "bad:24: frobnicate: not a keyword" "...a syntax error"
 like "$out" "6 errors?$|[0-9]+ errors$" "...and a count"
+out=$(AGENT_SANDBOX_POLICY=$SBX_TEST_TMP/bad "$SBXSH_" --route -c 'gh pr list --limit 5' 2>&1)
+like "$out" "sbxsh: warning: .*bad:8: rule broken: pattern \[0-9 does not compile" \
+    "sbxsh warns of a pattern that does not compile when it loads the policy"
+like "$out" "sandbox	gh: no policy rule allows it; nearest broken .*does not compile" \
+    "...and the rule accepts nothing there: the command stays in the sandbox"
 out=$("$SBX_" policy check "$POL" 2>&1); st=$?
 is "$st:$out" "0:2 rules, 0 errors" "sbx policy check: a good file"
 out=$(AGENT_SANDBOX_POLICY=$POL "$SBX_" policy show 2>&1); st=$?
