@@ -592,6 +592,15 @@ static int load_text(route_policy *pol, const char *name, const char *real, cons
                     r->bad = true;
                     goto next;
                 }
+                /* PATH is always the cut one (no entry inside the code directories, where
+                 * the sandbox could plant what the program runs), PWD the held cwd */
+                if ((tn == 4 && !strncmp(t, "PATH", 4)) || (tn == 3 && !strncmp(t, "PWD", 3))) {
+                    problem(pol, file, lineno, "env %.*s: sbxsh sets it (PATH without the code "
+                                               "directories, PWD the current directory)",
+                            (int)tn, t);
+                    r->bad = true;
+                    goto next;
+                }
                 strvec_pushn(&r->env, t, tn);
                 any = true;
             }
