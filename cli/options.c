@@ -317,6 +317,8 @@ void cli_options_print_help(const char *progname)
         "  --session NAME   the session (default: $AGENT_SANDBOX_SESSION, else derived from\n"
         "                   the code directories and the state directory)\n"
         "  --help, --version\n"
+        "  --policy show|check [FILE]\n"
+        "                   the host-command policy (what `sbx policy` runs; sbxsh-policy(5))\n"
         "\n"
         "Environment:\n"
         "  AGENT_SANDBOX_BACKEND        local (default) or kube (a pod from a Kubernetes\n"
