@@ -936,6 +936,17 @@ static bool try_rule(const route_policy *pol, const prule *r, char *const *argv,
     return true;
 }
 
+/* The program, or what it resolves to, lies in this context's code directories or sync
+ * paths (a program found while another session's were the code directories may be a
+ * link into this one's). */
+static bool prog_in_synced(const route_ctx *ctx, const char *prog)
+{
+    char real[PATH_MAX];
+    if (route_in_synced(ctx, prog))
+        return true;
+    return !realpath(prog, real) || route_in_synced(ctx, real);
+}
+
 static const char *base_name(const char *p)
 {
     const char *s = strrchr(p, '/');
@@ -970,7 +981,7 @@ bool route_policy_match_argv(const route_policy *pol, const route_ctx *ctx,
             strbuf_reset(&cur.why);
             strbuf_addf(&cur.why, "its file %s is inside the code directories",
                         pol->reals.v[r->file]);
-        } else if (ctx && route_in_synced(ctx, r->prog)) {
+        } else if (ctx && prog_in_synced(ctx, r->prog)) {
             /* resolved outside the code directories at load, but this session's may differ */
             strbuf_reset(&cur.why);
             strbuf_addf(&cur.why, "its program %s is inside the code directories", r->prog);
