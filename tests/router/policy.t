@@ -31,6 +31,8 @@ cat > "$HOSTBIN/gh" <<EOF
 { printf '%s\0' "\$@"; } > "$REC.argv"
 env > "$REC.env"
 pwd -P > "$REC.pwd"
+# pr view 99: what a hostile server could make it print: the clipboard (OSC 52), a colour
+[ "\${3:-}" = 99 ] && printf 'a\033]52;c;R0lUUFdO\007b\033[31mred\033[0m\n'
 echo "gh ran"
 EOF
 chmod 755 "$HOSTBIN/gh"
@@ -159,6 +161,21 @@ gh ran" "a mixed line ($runtime): the refused gh ran in the sandbox (its own gh)
     unset AGENT_SANDBOX_SESSION AGENT_SANDBOX_LOCAL_RUNTIME
 else
     skip "no sandbox runtime here (bubblewrap with namespaces, or runsc): the mixed line is not run"
+    skip "(same)"
+fi
+
+# at a terminal, a policy command's output passes the terminal filter: the clipboard
+# sequence is dropped, the colour kept (tests/local/ptyrun.py runs sbxsh on a pty)
+if command -v python3 >/dev/null && python3 -c 'import pty' 2>/dev/null; then
+    AGENT_SANDBOX_POLICY=$POL timeout 60 python3 "$top/tests/local/ptyrun.py" -- "$SBXSH_" -c 'gh pr view 99' \
+        > "$SBX_TEST_TMP/pty.raw" 2>&1
+    hex=$(od -An -v -tx1 "$SBX_TEST_TMP/pty.raw" | tr -d ' \n')
+    ok "on a terminal: the output reached it" grep -q "gh ran" "$SBX_TEST_TMP/pty.raw"
+    ok "...without the OSC 52 (clipboard) sequence gh printed" test "${hex/1b5d3532/}" = "$hex"
+    ok "...with its SGR colour" test "${hex/1b5b33316d/}" != "$hex"
+else
+    skip "python3 with pty is not installed: the terminal filter is not checked"
+    skip "(same)"
     skip "(same)"
 fi
 
