@@ -395,10 +395,15 @@ static void end_rule(route_policy *pol, prule *r, const route_ctx *ctx)
     resolve_program(r, ctx);
 }
 
+/* A file's name as every message shows it: sanitized once here (a name is the host's, but
+ * may hold any byte), so that no output of the policy's quotes a control byte raw. */
 static void add_file(route_policy *pol, const char *name, const char *real)
 {
-    strvec_push(&pol->files, name);
+    strbuf shown = STRBUF_INIT;
+    sbx_sanitize(&shown, name, strlen(name));
+    strvec_push(&pol->files, shown.buf);
     strvec_push(&pol->reals, real);
+    strbuf_release(&shown);
 }
 
 static int load_text(route_policy *pol, const char *name, const char *real, const char *text,
@@ -823,13 +828,18 @@ static void fail_word(attempt *a, size_t i, const char *word, const char *fmt, .
 static void fail_pattern(attempt *a, size_t i, const char *word, const char *what,
                          const ppat *p, int m)
 {
+    /* the pattern as a reason shows it: one printable line (a tab in it would split
+     * --route's columns) */
+    strbuf pat = STRBUF_INIT;
+    sbx_sanitize(&pat, p->src, strlen(p->src));
     if (m == PM_LIMIT) {
         a->limit = true;
-        fail_word(a, i, word, "%s: pattern %.40s %s", what, p->src,
+        fail_word(a, i, word, "%s: pattern %.40s %s", what, pat.buf,
                   p->code ? "hit pcre2's match limit" : p->error);
     } else {
-        fail_word(a, i, word, "does not match %s pattern %.60s", what, p->src);
+        fail_word(a, i, word, "does not match %s pattern %.60s", what, pat.buf);
     }
+    strbuf_release(&pat);
 }
 
 /*
