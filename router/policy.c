@@ -1040,6 +1040,14 @@ static const char *const running_options[] = {
     "--exec-path", "-F", "--rcfile", "--init-file", "--load", "--require", "-r",
 };
 
+/* Programs whose words are programs or code: a rule for one hands the command line a host
+ * shell (sbx policy check says so; a rule may still be written, as the person decides). */
+static const char *const running_programs[] = {
+    "sh", "bash", "dash", "zsh", "ksh", "fish", "csh", "tcsh", "busybox", "python", "python3",
+    "perl", "ruby", "node", "nodejs", "deno", "bun", "php", "lua", "env", "xargs", "sudo",
+    "doas", "su", "ssh", "nohup", "timeout", "nice", "setsid", "stdbuf", "npx", "make",
+};
+
 static bool pat_covers(const ppat *a, const ppat *b)
 {
     return !strcmp(a->src, b->src) || !strcmp(a->src, ".*") || !strcmp(a->src, "(?s).*");
@@ -1094,6 +1102,13 @@ size_t route_policy_check(const route_policy *pol, strbuf *out)
                         r->name, r->program, r->prog_why);
             errors++;
         }
+        for (size_t j = 0; j < ARRAY_SIZE(running_programs); j++)
+            if (!strcmp(base_name(r->program), running_programs[j])) {
+                strbuf_addf(out, "%s:%u: rule %s: program %s runs the programs or code its "
+                                 "words name: a host shell for the sandbox\n",
+                            file, r->program_line, r->name, r->program);
+                errors++;
+            }
         /* (patterns that do not compile are problems of the load, above) */
         for (size_t i = 0; i < r->n_opts; i++) {
             for (size_t j = 0; j < ARRAY_SIZE(running_options); j++)

@@ -257,6 +257,8 @@ rule planted
 rule env-path
     program gh
     env PATH
+rule shell
+    program bash
 EOF
 printf '#!/bin/sh\n' > "$CODE/bin/glab-planted"; chmod 755 "$CODE/bin/glab-planted"
 chmod 644 "$SBX_TEST_TMP/bad"
@@ -269,6 +271,7 @@ like "$out" "bad:19: rule runs-programs: --exec: an option that runs a program" 
 like "$out" "bad:21: rule missing: program no-such-program-here not found on the host PATH" "...a program not found"
 like "$out" "bad:24: frobnicate: not a keyword" "...a syntax error"
 like "$out" "bad:27: env PATH: sbxsh sets it" "...a rule that would keep the host's whole PATH"
+like "$out" "bad:29: rule shell: program bash runs the programs or code its words name" "...a program that runs code"
 like "$out" "6 errors?$|[0-9]+ errors$" "...and a count"
 out=$(AGENT_SANDBOX_POLICY=$SBX_TEST_TMP/bad "$SBXSH_" --route -c 'gh pr list --limit 5' 2>&1)
 like "$out" "sbxsh: warning: .*bad:8: rule broken: pattern \[0-9 does not compile" \
