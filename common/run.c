@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -90,7 +91,10 @@ static void close_others(const sbx_run *r, int cap, int epw)
     if (syscall(SYS_close_range, (unsigned)hi + 1, ~0U, 0) == 0)
         return;
 #endif
-    for (fd = hi + 1; fd < 65536; fd++)
+    /* (a kernel without close_range: up to the fd limit, which bounds what can be open) */
+    struct rlimit rl;
+    int top = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ? (int)rl.rlim_cur : 65536;
+    for (fd = hi + 1; fd < top; fd++)
         close(fd);
 }
 
