@@ -34,17 +34,18 @@ static uint64_t now_ms(void)
  * one never overwrites another that is still to be placed. */
 #define RUN_FD_HIGH 64
 
-/* *fd copied (close-on-exec) to RUN_FD_HIGH or up (3 or up under a low fd limit); false
- * when it could not be. A negative fd stays as it is. */
-static bool lift(int *fd)
+/* *fd copied (close-on-exec) to RUN_FD_HIGH or up, else (a low fd limit) to low or up, low
+ * being above every number the child is given; false when it could not be. A negative fd
+ * stays as it is. */
+static bool lift(int *fd, int low)
 {
     int h;
 
     if (*fd < 0)
         return true;
-    h = fcntl(*fd, F_DUPFD_CLOEXEC, RUN_FD_HIGH);
+    h = low < RUN_FD_HIGH ? fcntl(*fd, F_DUPFD_CLOEXEC, RUN_FD_HIGH) : -1;
     if (h < 0)
-        h = fcntl(*fd, F_DUPFD_CLOEXEC, 3);
+        h = fcntl(*fd, F_DUPFD_CLOEXEC, low);
     if (h < 0)
         return false;
     *fd = h;
@@ -53,11 +54,11 @@ static bool lift(int *fd)
 
 /* lift for a pipe of run.c's own: the original is closed (the exec-error pipe's write end
  * must have no second copy, or the parent would wait on it past the exec). */
-static bool lift_own(int *fd)
+static bool lift_own(int *fd, int low)
 {
     int orig = *fd;
 
-    if (!lift(fd))
+    if (!lift(fd, low))
         return false;
     if (orig >= 0)
         close(orig);
@@ -133,7 +134,7 @@ static void child_signals(const sbx_run *r)
 static void child(const sbx_run *r, char *const *env, pid_t parent, int nul, int outw,
                   int errw, int epw)
 {
-    int e, cwd = r->cwd_fd, cap = r->capture_fd > 0 ? r->capture_fd : 1;
+    int e, cwd = r->cwd_fd, cap = r->capture_fd > 0 ? r->capture_fd : 1, low = 3;
     int from[SBX_RUN_FDS];
     char *const *argv = r->argv;
 
@@ -154,17 +155,24 @@ static void child(const sbx_run *r, char *const *env, pid_t parent, int nul, int
             _exit(0);       /* the intermediate: reaped by the caller at once */
     }
 
-    for (size_t i = 0; i < r->nfds && i < SBX_RUN_FDS; i++)
+    if (outw < 0)
+        cap = -1;           /* no output pipe: no fd is the capture's */
+    if (cap >= low)
+        low = cap + 1;
+    for (size_t i = 0; i < r->nfds && i < SBX_RUN_FDS; i++) {
         from[i] = r->fds[i].from;
-    if (!lift_own(&nul) || !lift_own(&outw) || !lift_own(&errw) || !lift_own(&epw) ||
-        !lift(&cwd))
+        if (r->fds[i].to >= low)
+            low = r->fds[i].to + 1;
+    }
+    if (!lift_own(&nul, low) || !lift_own(&outw, low) || !lift_own(&errw, low) ||
+        !lift_own(&epw, low) || !lift(&cwd, low))
         goto fail;
     for (size_t i = 0; i < r->nfds && i < SBX_RUN_FDS; i++)
-        if (!lift(&from[i]))
+        if (!lift(&from[i], low))
             goto fail;
     if (nul < 0 || (r->stdin_inherit ? 0 : dup2(nul, 0)) < 0 ||
         (outw >= 0 && dup2(outw, cap) < 0) ||
-        (cap != 1 || outw < 0 ? (r->stdout_null ? dup2(nul, 1) : 0) : 0) < 0)
+        (cap != 1 ? (r->stdout_null ? dup2(nul, 1) : 0) : 0) < 0)
         goto fail;
     switch (r->stderr_to) {
     case SBX_RUN_ERR_NULL: e = dup2(nul, 2); break;

@@ -56,7 +56,7 @@ typedef struct sbx_run {
     /* Double fork: the child is nobody's (no zombie waits on us, it outlives us);
      * sbx_run_start returns once it has execed (or fn has started), with no pid. */
     bool daemon;
-    bool parent_death_kill; /* killed when we end (PR_SET_PDEATHSIG), never outlives us */
+    bool parent_death_kill; /* killed when we end (PR_SET_PDEATHSIG); not with daemon */
     bool stdout_null;       /* with no output read: stdout /dev/null, not ours */
     int capture_fd;         /* the child's fd the output pipe is; 0: 1 (its stdout) */
     sbx_run_fd fds[SBX_RUN_FDS];    /* placed last; kept when those from 3 up are closed */

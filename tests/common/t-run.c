@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -186,6 +187,21 @@ int main(void)
     char *placed[] = { "/bin/sh", "-c", "echo placed >&5", NULL };
     sbx_run pl = { .argv = placed, .cwd_fd = -1, .fds = { { pfd[1], 5 } }, .nfds = 1 };
     ok(sbx_run_start(&pl, &pid, NULL, &err) == 0, "fds: one of ours placed at 5");
+    close(pfd[1]);
+    ok(slurp(pfd[0], &out) && !strcmp(out.buf, "placed\n") &&
+           sbx_run_wait(pid, &st, &err) == 0 && sbx_run_exit_code(st) == 0,
+       "...where the child writes it");
+
+    /* under an fd limit below the high place the child's fds first move to: the same */
+    struct rlimit was, low;
+    getrlimit(RLIMIT_NOFILE, &was);
+    low = was;
+    low.rlim_cur = 16;
+    ok(pipe(pfd) == 0 && setrlimit(RLIMIT_NOFILE, &low) == 0, "a pipe, and a limit of 16 fds");
+    pl.fds[0].from = pfd[1];
+    ok(sbx_run_start(&pl, &pid, NULL, &err) == 0, "fds: placed at 5 under that limit (%s)",
+       err.msg);
+    setrlimit(RLIMIT_NOFILE, &was);
     close(pfd[1]);
     ok(slurp(pfd[0], &out) && !strcmp(out.buf, "placed\n") &&
            sbx_run_wait(pid, &st, &err) == 0 && sbx_run_exit_code(st) == 0,
