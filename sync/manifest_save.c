@@ -62,8 +62,8 @@ uint64_t mf_config_id(const mf_tree *t)
 /* Writes the tree to path atomically: a temp file beside it, renamed over it, so a crash
  * leaves the old state or the new one, never half of one (a half file would load as a
  * tree that misses entries, and their files would look deleted on one side). The hash
- * at the end lets mf_load tell a torn file from a whole one (not a forgery: it is no MAC); O_NOFOLLOW keeps
- * the write from going through a symlink planted at the temp name. */
+ * at the end lets mf_load tell a torn file from a whole one (not a forgery: it is no
+ * MAC); O_NOFOLLOW keeps the write from going through a symlink planted at the temp name. */
 int mf_save(mf_tree *t, const char *path, uint64_t pair_id, uint64_t seq_a, uint64_t seq_b,
             sbx_err *err)
 {
