@@ -15,35 +15,10 @@
 # included), alternating and steady. Sessions live under --dir (default /dev/shm).
 set -u
 runs=10 files=10000 runtimes=bwrap,runsc dir=/dev/shm
-[ -d "$dir" ] && [ -w "$dir" ] || dir=${TMPDIR:-/tmp}
-usage() { sed -n '/^#   bench/p' "$0" | sed 's/^# *//' >&2; exit 2; }
-while [ $# -gt 0 ]; do
-    case $1 in
-    --runs | --files | --runtimes | --dir) [ $# -ge 2 ] || usage; printf -v "${1#--}" %s "$2"; shift 2 ;;
-    -*) usage ;;
-    *) break ;;
-    esac
-done
-if [ $# -lt 1 ] || ! [[ $runs =~ ^[1-9][0-9]*$ && $files =~ ^[1-9][0-9]*$ ]]; then usage; fi
-builds=() dirs=()
-for d in "$@"; do
-    d=$(cd "$d" && pwd) || exit 1
-    if ! [ -x "$d/sbxsh" ] || ! [ -x "$d/sbx" ]; then echo "$0: $d has no built sbxsh (make)" >&2; exit 1; fi
-    # shellcheck disable=SC2059
-    builds+=("$(printf "\\$(printf %o $((65 + ${#builds[@]})))")")
-    dirs+=("$d")
-done
-rts=()
-for rt in ${runtimes//,/ }; do
-    command -v "$rt" >/dev/null && rts+=("$rt") || echo "$0: $rt is not installed: left out" >&2
-done
-
-work=$(mktemp -d "$dir/sbx-index-ab.XXXXXX") || exit 1
-export HOME=$work/home XDG_RUNTIME_DIR=$work/run AGENT_SANDBOX_STATE_DIR=$work/state
-export AGENT_SANDBOX_IDLE_TIMEOUT=15m GIT_CONFIG_NOSYSTEM=1
-unset AGENT_SANDBOX_SESSION AGENT_SANDBOX_CODE_DIRS AGENT_SANDBOX_LOCAL_RUNTIME
-mkdir -p "$HOME" "$XDG_RUNTIME_DIR"
-chmod 700 "$XDG_RUNTIME_DIR"
+. "$(dirname "$0")/lib.sh"
+ab_setup "runs files runtimes dir" "runs files" "$@"
+ab_work index-ab
+export GIT_CONFIG_NOSYSTEM=1
 printf '[user]\n\tname = B\n\temail = b@example.com\n' > "$HOME/.gitconfig"
 
 # The repository once, then a copy per column (cp -a: the same files, each copy its own inodes).

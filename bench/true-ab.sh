@@ -14,36 +14,10 @@
 # under --dir (default /dev/shm) and are released on exit.
 set -u
 runs=100 clients=1 runtimes=bwrap,runsc dir=/dev/shm
-[ -d "$dir" ] && [ -w "$dir" ] || dir=${TMPDIR:-/tmp}
-usage() { sed -n '/^#   bench/p' "$0" | sed 's/^# *//' >&2; exit 2; }
-while [ $# -gt 0 ]; do
-    case $1 in
-    --runs | --clients | --runtimes | --dir) [ $# -ge 2 ] || usage; printf -v "${1#--}" %s "$2"; shift 2 ;;
-    -*) usage ;;
-    *) break ;;
-    esac
-done
-if [ $# -lt 1 ] || ! [[ $runs =~ ^[1-9][0-9]*$ && $clients =~ ^[1-9][0-9]*$ ]]; then usage; fi
-builds=() dirs=()
-for d in "$@"; do
-    d=$(cd "$d" && pwd) || exit 1
-    if ! [ -x "$d/sbxsh" ] || ! [ -x "$d/sbx" ]; then echo "$0: $d has no built sbxsh (make)" >&2; exit 1; fi
-    # the build's letter: A, B, C... (an octal escape made from its index)
-    # shellcheck disable=SC2059
-    builds+=("$(printf "\\$(printf %o $((65 + ${#builds[@]})))")")
-    dirs+=("$d")
-done
-rts=()
-for rt in ${runtimes//,/ }; do
-    command -v "$rt" >/dev/null && rts+=("$rt") || echo "$0: $rt is not installed: left out" >&2
-done
-
-work=$(mktemp -d "$dir/sbx-true-ab.XXXXXX") || exit 1
-export HOME=$work/home XDG_RUNTIME_DIR=$work/run AGENT_SANDBOX_STATE_DIR=$work/state
-export AGENT_SANDBOX_IDLE_TIMEOUT=15m
-unset AGENT_SANDBOX_SESSION AGENT_SANDBOX_CODE_DIRS AGENT_SANDBOX_LOCAL_RUNTIME
-mkdir -p "$HOME" "$XDG_RUNTIME_DIR" "$work/proj"
-chmod 700 "$XDG_RUNTIME_DIR"
+. "$(dirname "$0")/lib.sh"
+ab_setup "runs clients runtimes dir" "runs clients" "$@"
+ab_work true-ab
+mkdir -p "$work/proj"
 cd "$work/proj" && git init -q && for i in $(seq 1000); do echo "$i" > "f$i"; done
 cols=(host)
 declare -A cmd

@@ -7,6 +7,7 @@
  */
 #include "cli/interactive.h"
 #include "cli/prompt.h"
+#include "common/run.h"
 #include "common/util.h"
 #include "session/termfilter.h"
 
@@ -759,8 +760,10 @@ static int fc_run_editor(interactive *ia, const char *editor, const char *dir, c
     strvec argv = STRVEC_INIT, env = STRVEC_INIT;
     strbuf prog = STRBUF_INIT, path = STRBUF_INIT;
     struct sigaction ign, old_int, old_quit;
+    sigset_t dfl;
     route_ctx ctx;
-    int st = 127, ws;
+    sbx_err err;
+    int st = 127, ws = 0;
     pid_t pid;
 
     for (const char *p = editor; *p;) {
@@ -796,26 +799,28 @@ static int fc_run_editor(interactive *ia, const char *editor, const char *dir, c
     sigemptyset(&ign.sa_mask);
     sigaction(SIGINT, &ign, &old_int);
     sigaction(SIGQUIT, &ign, &old_quit);
-    pid = fork();
-    if (pid == 0) {
-        /* Ctrl-Z stays ignored (as for sandbox commands): nothing here would resume it */
-        signal(SIGINT, SIG_DFL);
-        signal(SIGQUIT, SIG_DFL);
-        signal(SIGPIPE, SIG_DFL);
-        if (chdir(dir) < 0)
-            _exit(126);
-        execve(prog.buf, argv.v, env.v);
+    /* at the terminal, with our fds; SIGINT, SIGQUIT and SIGPIPE the editor's own, Ctrl-Z
+     * still ignored (as for sandbox commands): nothing here would resume it. The directory
+     * is held by an O_PATH fd (a search permission is all a chdir needs too). */
+    sigemptyset(&dfl);
+    sigaddset(&dfl, SIGINT);
+    sigaddset(&dfl, SIGQUIT);
+    sigaddset(&dfl, SIGPIPE);
+    sbx_run run = { .argv = argv.v, .file = prog.buf, .env = env.v, .stdin_inherit = true,
+                    .stderr_to = SBX_RUN_ERR_INHERIT, .keep_fds = true, .sig_inherit = true,
+                    .sig_default = &dfl,
+                    .cwd_fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC) };
+    if (run.cwd_fd < 0) {
+        st = 126;
+    } else if (sbx_run_start(&run, &pid, NULL, &err) < 0) {
         fprintf(stderr, "%s: fc: %s: %s\n", name, prog.buf, strerror(errno));
-        _exit(errno == ENOENT ? 127 : 126);
-    }
-    if (pid < 0) {
-        fprintf(stderr, "%s: fc: fork: %s\n", name, strerror(errno));
-        st = 1;
+        st = errno == ENOENT ? 127 : 126;
     } else {
-        while (waitpid(pid, &ws, 0) < 0 && errno == EINTR)
-            ;
+        sbx_run_wait(pid, &ws, &err);
         st = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
     }
+    if (run.cwd_fd >= 0)
+        close(run.cwd_fd);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGQUIT, &old_quit, NULL);
 out:

@@ -10,6 +10,7 @@
 #include "cli/prompt.h"
 #include "cli/policy.h"
 #include "cli/view.h"
+#include "common/run.h"
 #include "common/strbuf.h"
 #include "session/backend.h"
 #include "session/config.h"
@@ -1731,6 +1732,16 @@ static int open_relay_pty(int term_fd, int pfd[2])
     return 0;
 }
 
+/* The relay as run.h's child function: it takes its fds itself (relay_main). */
+typedef struct relay_fds {
+    int in, out;
+} relay_fds;
+
+static int relay_child(void *ctx)
+{
+    relay_main(((relay_fds *)ctx)->in, ((relay_fds *)ctx)->out);
+}
+
 /* Puts the pipes and relays in place; r->saved[] says what to put back. */
 static int relay_start(host_relay *r, sbx_err *err)
 {
@@ -1746,6 +1757,12 @@ static int relay_start(host_relay *r, sbx_err *err)
     for (int fd = 1; fd <= 2; fd++) {
         int pfd[2];
         pid_t pid;
+        relay_fds rf;
+        /* a fork as it was: our signals and fds, which relay_main sets itself */
+        sbx_run run = { .fn = relay_child, .file = "the terminal relay", .ctx = &rf,
+                        .cwd_fd = -1, .stdin_inherit = true,
+                        .stderr_to = SBX_RUN_ERR_INHERIT, .keep_fds = true,
+                        .sig_inherit = true };
 
         if (!(fd == 1 ? tty1 : tty2) || (fd == 2 && one))
             continue;
@@ -1754,15 +1771,11 @@ static int relay_start(host_relay *r, sbx_err *err)
          * processing is off, the real terminal does its own. Else a pipe. */
         if (open_relay_pty(fd, pfd) < 0 && pipe2(pfd, O_CLOEXEC) < 0)
             return sbx_errno(err, "pipe");
-        pid = fork();
-        if (pid < 0) {
+        rf = (relay_fds){ pfd[0], fd };
+        if (sbx_run_start(&run, &pid, NULL, err) < 0) {
             close(pfd[0]);
             close(pfd[1]);
-            return sbx_errno(err, "fork");
-        }
-        if (pid == 0) {
-            close(pfd[1]);
-            relay_main(pfd[0], fd);
+            return -1;
         }
         r->pids[r->npids++] = pid;
         close(pfd[0]);

@@ -6,6 +6,7 @@
  * may call router/, shell/, session/ and common/, never a backend nor sync/.
  */
 #include "cli/startup.h"
+#include "common/run.h"
 #include "common/strbuf.h"
 #include "common/util.h"
 
@@ -32,36 +33,22 @@ static bool not_imported(const char *name, size_t len)
 
 void startup_login_env(const cli_options *o)
 {
-    int pfd[2];
-    pid_t pid;
+    /* what the profile files print reaches the terminal, as at a bash login (stdin,
+     * stdout, stderr, signals and fds ours); the environment comes on fd 3 */
+    char *argv[] = { "-bash", "-c", "env -0 >&3", NULL };
+    sbx_run run = { .argv = argv, .file = "bash", .path_search = true, .cwd_fd = -1,
+                    .stdin_inherit = true, .stderr_to = SBX_RUN_ERR_INHERIT,
+                    .keep_fds = true, .sig_inherit = true, .capture_fd = 3,
+                    .max = (size_t)16 << 20 };
     strbuf env = STRBUF_INIT;
+    sbx_err err;
     int status;
 
     if (!o->login || o->noprofile || o->mode != SH_INPUT_INTERACTIVE)
         return;
-    if (pipe2(pfd, O_CLOEXEC) < 0)
-        return;
     fflush(NULL);
-    pid = fork();
-    if (pid < 0) {
-        close(pfd[0]);
-        close(pfd[1]);
-        return;
-    }
-    if (pid == 0) {
-        /* what the profile files print reaches the terminal, as at a bash login; the
-         * environment comes on fd 3 */
-        if (dup2(pfd[1], 3) < 0)
-            _exit(127);
-        execlp("bash", "-bash", "-c", "env -0 >&3", (char *)NULL);
-        _exit(127);
-    }
-    close(pfd[1]);
-    strbuf_read_fd(&env, pfd[0], (size_t)16 << 20);
-    close(pfd[0]);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if (sbx_run_capture(&run, &env, &status, &err) < 0 || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0) {
         strbuf_release(&env);
         return;
     }

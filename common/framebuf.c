@@ -28,6 +28,10 @@ void framebuf_in_reset(framebuf_in *in)
     in->off = 0;
 }
 
+/* One read of at most room bytes (EINTR retried) appended to the input: the caller's
+ * room is its bound on what a peer can make it buffer in one go; the parser's frame limit
+ * (SYNC_MAX_FRAME, the proto's) bounds the whole, since a frame is consumed as soon as it
+ * is complete. Returns read(2)'s result: 0 at EOF, -1 with EAGAIN when nothing is there. */
 ssize_t framebuf_fill(framebuf_in *in, int fd, size_t room)
 {
     for (;;) {
@@ -42,12 +46,16 @@ ssize_t framebuf_fill(framebuf_in *in, int fd, size_t room)
     }
 }
 
+/* The caller parsed n bytes: they are skipped, not moved (compaction is lazy, below). */
 void framebuf_consume(framebuf_in *in, size_t n)
 {
     in->off += n;
 }
 
-/* Shared by both directions: buf's first *off bytes are done with. */
+/* Shared by both directions: buf's first *off bytes are done with. Emptied when all is
+ * done, else moved down only past FRAMEBUF_COMPACT_AT, so that a stream of small frames
+ * costs no memmove of the rest per frame (quadratic in a burst), and a long-lived
+ * connection does not grow its buffer without end. */
 static void compact(strbuf *buf, size_t *off)
 {
     if (*off == buf->len) {
@@ -82,7 +90,9 @@ void framebuf_out_reset(framebuf_out *o)
     o->off = 0;
 }
 
-/* The loop of framebuf_write() and framebuf_send(): flags < 0 means write(2). */
+/* The loop of framebuf_write() and framebuf_send(): flags < 0 means write(2). Writes until
+ * the queue is empty or the fd would block (EAGAIN: the rest waits for POLLOUT, never a
+ * blocking write that a peer which stops reading could hang us on); -1 for a real error. */
 static int flush(framebuf_out *o, int fd, int flags)
 {
     int rc = 0;
@@ -108,6 +118,7 @@ int framebuf_write(framebuf_out *o, int fd)
     return flush(o, fd, -1);
 }
 
+/* send(2) with flags (MSG_NOSIGNAL: a peer gone is EPIPE, not a SIGPIPE that kills us). */
 int framebuf_send(framebuf_out *o, int fd, int flags)
 {
     return flush(o, fd, flags < 0 ? 0 : flags);

@@ -200,62 +200,210 @@ static int open_unreadable(int dirfd, const char *name)
     return fd;
 }
 
-/* rm -rf of name in parent; *dev is the file system it stays on (0: take the top's). Returns
- * 0 or an errno value, the first failure's (the rest of the tree is still removed). */
-static int rm_tree(int parent, const char *name, dev_t *dev)
-{
-    struct stat st;
-    struct dirent *de;
-    int fd, e = 0;
-    DIR *d;
+/*
+ * rm -rf, as a loop over an explicit stack of levels rather than a recursion: a tree the
+ * sandbox made can be deeper than our fd limit (and than our stack), and neither may stop
+ * its removal. Each level keeps its name in the level above, its identity (device and
+ * inode) and the names in it whose removal failed; only the deepest RM_HELD levels keep
+ * their directory open (fewer when the fd limit is lower: EMFILE lets the oldest go).
+ *
+ * The walk down is by openat(O_NOFOLLOW) from a held fd, as always. The walk back up to a
+ * level let go is through "..", the one step that could leave the tree: the sandbox may
+ * have moved the directory we are in elsewhere meanwhile, and ".." is then its new parent,
+ * possibly outside the held fd. So a level reopened through ".." must be the directory it
+ * was (same device and inode), and must still hold the one we came from under its name;
+ * anything else stops the whole removal (ESTALE), and what is left stays. A reopened level
+ * is read again from its start: what was removed is gone, what failed is skipped.
+ */
+#define RM_HELD 32
 
-    /* a file, a symlink (removed as itself, never followed), a device...: one unlink */
+typedef struct rm_level {
+    char *name;             /* in the level above */
+    dev_t dev;
+    ino_t ino;
+    DIR *d;                 /* NULL: let go, reopened through ".." on the way back */
+    char **failed;          /* names in it not removed: not tried again when reread */
+    size_t nfailed, afailed;
+} rm_level;
+
+typedef struct rm_walk {
+    rm_level *lv;
+    size_t n, alloc;
+    size_t lo;              /* levels [lo, n) are held; those below lo are let go */
+    dev_t dev;              /* the file system it stays on */
+    int first;              /* the first failure's errno */
+} rm_walk;
+
+static void rm_fail(rm_walk *w, int e)
+{
+    if (!w->first)
+        w->first = e;
+}
+
+static bool rm_failed(const rm_level *l, const char *name)
+{
+    for (size_t i = 0; i < l->nfailed; i++)
+        if (!strcmp(l->failed[i], name))
+            return true;
+    return false;
+}
+
+static void rm_note_failed(rm_level *l, const char *name)
+{
+    if (l->nfailed == l->afailed) {
+        l->afailed = l->afailed ? 2 * l->afailed : 4;
+        l->failed = xrealloc(l->failed, l->afailed * sizeof(*l->failed));
+    }
+    l->failed[l->nfailed++] = xstrdup(name);
+}
+
+static void rm_level_free(rm_level *l)
+{
+    if (l->d)
+        closedir(l->d);
+    for (size_t i = 0; i < l->nfailed; i++)
+        free(l->failed[i]);
+    free(l->failed);
+    free(l->name);
+}
+
+/* Lets the oldest held level go (never the deepest, which the walk reads); false when
+ * there is none. */
+static bool rm_let_go(rm_walk *w)
+{
+    if (w->n < 2 || w->lo >= w->n - 1)
+        return false;
+    closedir(w->lv[w->lo].d);
+    w->lv[w->lo++].d = NULL;
+    return true;
+}
+
+/* Removes name in parent when it is not a directory (a file, a symlink removed as itself,
+ * never followed, a device...); a directory is opened into *d instead. 0 (removed, or
+ * gone), or an errno value. */
+static int rm_open(rm_walk *w, int parent, const char *name, DIR **d, struct stat *st)
+{
+    int fd;
+
+    *d = NULL;
     if (unlinkat(parent, name, 0) == 0 || errno == ENOENT)
         return 0;
     if (errno != EISDIR && errno != EPERM)      /* EPERM: POSIX's word for a directory */
         return errno;
-    /* O_NOFOLLOW: a symlink swapped in since the unlink is not followed into */
-    fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0 && errno == EACCES)
-        fd = open_unreadable(parent, name);
+    for (;;) {
+        /* O_NOFOLLOW: a symlink swapped in since the unlink is not followed into */
+        fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 && errno == EACCES)
+            fd = open_unreadable(parent, name);
+        if (fd >= 0 || (errno != EMFILE && errno != ENFILE) || !rm_let_go(w))
+            break;
+    }
     if (fd < 0)
         return errno == ENOENT ? 0 : errno;
     /* another file system mounted here (a bind the sandbox's tree holds, /proc in a
      * rootfs): its files are not ours to remove; the mount point stays, and so its
      * parents, which then fail with ENOTEMPTY, as rm --one-file-system does */
-    if (fstat(fd, &st) < 0) {
-        e = errno;
+    if (fstat(fd, st) < 0 || (w->dev && st->st_dev != w->dev && (errno = EXDEV)) ||
+        !(*d = fdopendir(fd))) {
+        int e = errno;
         close(fd);
         return e;
     }
-    if (!*dev)
-        *dev = st.st_dev;
-    if (st.st_dev != *dev) {
+    if (!w->dev)
+        w->dev = st->st_dev;
+    return 0;
+}
+
+/* The level above the deepest, reopened through ".." when it was let go (see above): its
+ * fd, or -1 (ESTALE when it is not the directory it was). */
+static int rm_parent_fd(rm_walk *w, int top)
+{
+    rm_level *cur = &w->lv[w->n - 1], *up;
+    struct stat st, here;
+    int fd;
+
+    if (w->n == 1)
+        return top;
+    up = &w->lv[w->n - 2];
+    if (up->d)
+        return dirfd(up->d);
+    fd = openat(dirfd(cur->d), "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    if (fstat(fd, &st) < 0 || st.st_dev != up->dev || st.st_ino != up->ino ||
+        fstatat(fd, cur->name, &here, AT_SYMLINK_NOFOLLOW) < 0 || here.st_dev != cur->dev ||
+        here.st_ino != cur->ino || !(up->d = fdopendir(fd))) {
         close(fd);
-        return EXDEV;
+        errno = ESTALE;
+        return -1;
     }
-    if (!(d = fdopendir(fd))) {
-        e = errno;
-        close(fd);
+    w->lo = w->n - 2;
+    return fd;
+}
+
+static void rm_push(rm_walk *w, const char *name, DIR *d, const struct stat *st)
+{
+    if (w->n == w->alloc) {
+        w->alloc = w->alloc ? 2 * w->alloc : 16;
+        w->lv = xrealloc(w->lv, w->alloc * sizeof(*w->lv));
+    }
+    w->lv[w->n++] = (rm_level){ .name = xstrdup(name), .dev = st->st_dev, .ino = st->st_ino,
+                                .d = d };
+    if (w->n - w->lo > RM_HELD)
+        rm_let_go(w);
+}
+
+/* rm -rf of name in top. Returns 0 or an errno value, the first failure's (the rest of the
+ * tree is still removed, but after an ESTALE). */
+static int rm_tree(int top, const char *name)
+{
+    rm_walk w = { 0 };
+    struct stat st;
+    DIR *d;
+    int e = rm_open(&w, top, name, &d, &st);
+
+    if (e || !d)
         return e;
-    }
-    while ((de = readdir(d))) {
-        int r;
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+    rm_push(&w, name, d, &st);
+    while (w.n) {
+        rm_level *cur = &w.lv[w.n - 1];
+        struct dirent *de = readdir(cur->d);
+
+        if (de) {
+            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+                rm_failed(cur, de->d_name))
+                continue;
+            if ((e = rm_open(&w, dirfd(cur->d), de->d_name, &d, &st))) {
+                rm_fail(&w, e);
+                rm_note_failed(cur, de->d_name);
+            } else if (d) {
+                rm_push(&w, de->d_name, d, &st);
+            }
             continue;
-        if ((r = rm_tree(dirfd(d), de->d_name, dev)) && !e)
-            e = r;
+        }
+        /* the end of the deepest level: it is removed from the one above */
+        int up = rm_parent_fd(&w, top);
+        if (up < 0) {
+            rm_fail(&w, errno);
+            break;
+        }
+        if (unlinkat(up, cur->name, AT_REMOVEDIR) < 0 && errno != ENOENT) {
+            rm_fail(&w, errno);
+            if (w.n > 1)
+                rm_note_failed(&w.lv[w.n - 2], cur->name);
+        }
+        rm_level_free(cur);
+        w.n--;
     }
-    closedir(d);
-    if (unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT && !e)
-        e = errno;
-    return e;
+    while (w.n)
+        rm_level_free(&w.lv[--w.n]);
+    free(w.lv);
+    return w.first;
 }
 
 int sbx_rm_beneath(int dirfd, const char *name)
 {
-    dev_t dev = 0;
-    int e = rm_tree(dirfd, name, &dev);
+    int e = rm_tree(dirfd, name);
 
     if (e) {
         errno = e;

@@ -39,7 +39,8 @@ void sbx_fsat_walk_only(void);
  * crosses into another file system (a mount point beneath stays, and so does its parent),
  * opens up a directory the sandbox made unreadable (chmod 000) and walks it. A missing
  * name is success. 0, or -1 with errno from the first failure (the rest is still tried).
- * One fd per level of depth is held while it walks. */
+ * It holds a few fds whatever the depth (a tree deeper than the fd limit is removed too),
+ * and stops (ESTALE) where the sandbox moved a directory away under it. */
 int sbx_rm_beneath(int dirfd, const char *name);
 
 /* mkdir -p of an absolute or relative path, mode for what it makes. It follows symlinks

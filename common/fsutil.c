@@ -17,6 +17,10 @@
 
 #include "common/strbuf.h"
 
+/* rm -rf of a path whose parent is sbxsh's own (a session's state, the agent's directory
+ * that the sandbox writes): the parent by its path, everything below by fd with no link
+ * followed and no mount crossed (sbx_rm_beneath), so that a symlink the sandbox left in
+ * the tree removes the link, never the host files it points to. A missing path is 0. */
 int sbx_rm_rf(const char *path, sbx_err *err)
 {
     char *copy = xstrdup(path), *slash, *name;
@@ -44,6 +48,9 @@ int sbx_rm_rf(const char *path, sbx_err *err)
     return r;
 }
 
+/* Writes path whole or not at all: a temp file beside it (O_NOFOLLOW: not through a link
+ * planted at that name), fsync'ed before the rename over path, so that a crash or a full
+ * disk leaves the old content, never a torn file that the next reader takes for state. */
 int sbx_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode,
                           sbx_err *err)
 {
@@ -70,6 +77,9 @@ int sbx_write_file_atomic(const char *path, const void *data, size_t len, mode_t
     return 0;
 }
 
+/* A process's start time (clock ticks since boot, /proc/PID/stat's field 22), 0 when it
+ * is gone or a zombie. With the pid it names one process for good: what sbxsh records of
+ * a sandbox or a proxy, so that a reused pid is never signalled (or taken for alive). */
 uint64_t sbx_proc_starttime(pid_t pid)
 {
     char path[64], buf[1024];
@@ -105,12 +115,16 @@ uint64_t sbx_proc_starttime(pid_t pid)
     return start;
 }
 
+/* A regular file we may execute (a directory named like the program is not one). */
 static bool is_exec(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
 }
 
+/* The program name as PATH finds it (then the system directories), or NULL. Relative
+ * PATH entries are skipped: "." or "bin" would find a program in whatever directory sbxsh
+ * runs in, a code directory the sandbox writes. */
 char *sbx_which(const char *name)
 {
     const char *path = getenv("PATH");
@@ -134,6 +148,8 @@ char *sbx_which(const char *name)
     return NULL;
 }
 
+/* The last max bytes of a file (a log), for a message; "" when it cannot be read. The
+ * caller shows it through the report sink, which escapes what the sandbox wrote there. */
 char *sbx_file_tail(const char *path, size_t max)
 {
     char *buf = xmalloc(max + 1);

@@ -48,13 +48,6 @@ char *kube_find_tool(const char *agent_path, sbx_err *err)
     return NULL;
 }
 
-/* Closes every fd from first up (in a child before exec). */
-static void close_from(int first)
-{
-    for (int fd = first; fd < 1024; fd++)
-        close(fd);
-}
-
 static void forget_credential(kube_backend *kb)
 {
     if (kb->credential)
@@ -313,27 +306,23 @@ static int kube_open_stream(sbx_backend *b, int *rfd, int *wfd, sbx_err *err)
     strvec_push(&argv, "--");
     for (size_t i = 0; i < kb->agent_args.n; i++)
         strvec_push(&argv, kb->agent_args.v[i]);
-    pid = fork();
-    if (pid < 0) {
+    /* the stream on its stdin and stdout, the credential at 3, stderr ours (the holder's
+     * log); our signals but SIGPIPE: the holder ignores SIGINT and SIGHUP, so does this
+     * child */
+    sigset_t dfl;
+    sigemptyset(&dfl);
+    sigaddset(&dfl, SIGPIPE);
+    sbx_run run = { .argv = argv.v, .cwd_fd = -1, .stderr_to = SBX_RUN_ERR_INHERIT,
+                    .sig_inherit = true, .sig_default = &dfl,
+                    .fds = { { sv[1], 0 }, { sv[1], 1 }, { cred[0], 3 } },
+                    .nfds = cred[0] >= 0 ? 3 : 2 };
+    if (sbx_run_start(&run, &pid, NULL, err) < 0) {
         strvec_clear(&argv);
         close(sv[0]);
         close(sv[1]);
         if (cred[0] >= 0)
             close(cred[0]);
-        return sbx_errno(err, "fork");
-    }
-    if (pid == 0) {
-        if (dup2(sv[1], 0) < 0 || dup2(sv[1], 1) < 0)
-            _exit(127);
-        /* (dup2 onto itself keeps close-on-exec: cleared by hand then) */
-        if (cred[0] >= 0 && (cred[0] == 3 ? fcntl(3, F_SETFD, 0) : dup2(cred[0], 3)) < 0)
-            _exit(127);
-        close_from(cred[0] >= 0 ? 4 : 3);
-        signal(SIGPIPE, SIG_DFL);
-        /* the holder ignores SIGINT and SIGHUP: so does this child (inherited) */
-        execv(argv.v[0], argv.v);
-        dprintf(2, "sbxsh: cannot run %s: %s\n", argv.v[0], strerror(errno));
-        _exit(127);
+        return -1;
     }
     strvec_clear(&argv);
     close(sv[1]);

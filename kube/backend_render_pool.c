@@ -256,21 +256,32 @@ static void cpu_request(const char *limit, char *out, size_t outsz)
         snprintf(out, outsz, "%s", limit);
 }
 
-/* The start every object shares: its kind, the tenant's name and namespace, sbxsh's labels,
- * up to "spec:". */
-static void print_head(const char *kind, const struct opts *o)
+/* The start every object in the tenant's namespace shares: an optional comment, its
+ * apiVersion and kind, its name there and sbxsh's labels (the tenant's among them). */
+static void print_meta(const char *comment, const char *api, const char *kind, const char *name,
+                       const struct opts *o)
 {
     printf("---\n"
-           "apiVersion: extensions.agents.x-k8s.io/v1beta1\n"
+           "%s"
+           "apiVersion: %s\n"
            "kind: %s\n"
            "metadata:\n"
-           "  name: sbx-%s\n"
+           "  name: %s\n"
            "  namespace: %s\n"
            "  labels:\n"
            "    app.kubernetes.io/managed-by: sbxsh\n"
-           "    sbxsh.dev/tenant: %s\n"
-           "spec:\n",
-           kind, o->tenant, o->ns, o->tenant);
+           "    sbxsh.dev/tenant: %s\n",
+           comment ? comment : "", api, kind, name, o->ns, o->tenant);
+}
+
+/* The start of the template and the pool: sbx-TENANT, up to "spec:". */
+static void print_head(const char *kind, const struct opts *o)
+{
+    char name[128];
+
+    snprintf(name, sizeof(name), "sbx-%s", o->tenant);
+    print_meta(NULL, "extensions.agents.x-k8s.io/v1beta1", kind, name, o);
+    printf("spec:\n");
 }
 
 /*
@@ -305,29 +316,12 @@ static void print_access(const struct opts *o)
            "# No Pod Security Admission label: the package cache is a hostPath volume, which even\n"
            "# the \"baseline\" level refuses; admission.yaml enforces what matters instead.\n",
            o->ns, o->tenant);
-    printf("---\n"
-           "apiVersion: v1\n"
-           "kind: ServiceAccount\n"
-           "metadata:\n"
-           "  name: sbxsh-agent-host\n"
-           "  namespace: %s\n"
-           "  labels:\n"
-           "    app.kubernetes.io/managed-by: sbxsh\n"
-           "    sbxsh.dev/tenant: %s\n"
-           "# make-kubeconfig.sh asks for bound, expiring tokens; no long-lived Secret token.\n"
-           "automountServiceAccountToken: false\n",
-           o->ns, o->tenant);
-    printf("---\n"
-           "# Exactly the verbs sbxsh uses, in this namespace only (sbx doctor asks each).\n"
-           "apiVersion: rbac.authorization.k8s.io/v1\n"
-           "kind: Role\n"
-           "metadata:\n"
-           "  name: sbxsh-agent-host\n"
-           "  namespace: %s\n"
-           "  labels:\n"
-           "    app.kubernetes.io/managed-by: sbxsh\n"
-           "    sbxsh.dev/tenant: %s\n"
-           "rules:\n"
+    print_meta(NULL, "v1", "ServiceAccount", "sbxsh-agent-host", o);
+    printf("# make-kubeconfig.sh asks for bound, expiring tokens; no long-lived Secret token.\n"
+           "automountServiceAccountToken: false\n");
+    print_meta("# Exactly the verbs sbxsh uses, in this namespace only (sbx doctor asks each).\n",
+               "rbac.authorization.k8s.io/v1", "Role", "sbxsh-agent-host", o);
+    printf("rules:\n"
            "- apiGroups: [\"extensions.agents.x-k8s.io\"]\n"
            "  resources: [\"sandboxclaims\"]\n"
            "  verbs: [\"create\", \"get\", \"list\", \"watch\", \"patch\", \"delete\"]\n"
@@ -342,18 +336,9 @@ static void print_access(const struct opts *o)
            "  verbs: [\"get\"]\n"
            "- apiGroups: [\"\"]\n"
            "  resources: [\"pods/exec\"]\n"
-           "  verbs: [\"create\", \"get\"]\n",
-           o->ns, o->tenant);
-    printf("---\n"
-           "apiVersion: rbac.authorization.k8s.io/v1\n"
-           "kind: RoleBinding\n"
-           "metadata:\n"
-           "  name: sbxsh-agent-host\n"
-           "  namespace: %s\n"
-           "  labels:\n"
-           "    app.kubernetes.io/managed-by: sbxsh\n"
-           "    sbxsh.dev/tenant: %s\n"
-           "roleRef:\n"
+           "  verbs: [\"create\", \"get\"]\n");
+    print_meta(NULL, "rbac.authorization.k8s.io/v1", "RoleBinding", "sbxsh-agent-host", o);
+    printf("roleRef:\n"
            "  apiGroup: rbac.authorization.k8s.io\n"
            "  kind: Role\n"
            "  name: sbxsh-agent-host\n"
@@ -361,7 +346,7 @@ static void print_access(const struct opts *o)
            "- kind: ServiceAccount\n"
            "  name: sbxsh-agent-host\n"
            "  namespace: %s\n",
-           o->ns, o->tenant, o->ns);
+           o->ns);
 }
 
 static void print_template(const struct opts *o)

@@ -55,6 +55,9 @@ static void curl_init_once(void)
 
 /* ---- small pieces ---------------------------------------------------------------------- */
 
+/* Percent-encodes all but RFC 3986's unreserved characters, for a name or a selector put
+ * into a path or a query: a '/', '?' or '&' in it must not change which resource is asked
+ * for or add a parameter. */
 char *kube_url_escape(const char *s)
 {
     static const char hex[] = "0123456789ABCDEF";
@@ -438,7 +441,9 @@ static void set_blob(CURL *h, CURLoption opt, const char *data, size_t len)
 }
 
 /* The TLS, proxy and connection settings, the same for the REST handle and for each
- * CONNECT_ONLY handle of an exec. */
+ * CONNECT_ONLY handle of an exec. Only http and https whatever a URL says (and redirects
+ * are not followed at all); no signals (libcurl's alarm for DNS timeouts would hit our
+ * own handlers); verification off only when the kubeconfig says insecure-skip-tls-verify. */
 static void apply_settings(kube_client *c, CURL *h)
 {
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -739,6 +744,8 @@ typedef struct body_sink {
     bool too_big;
 } body_sink;
 
+/* An answer's body, up to KC_MAX_BODY: past it the transfer is aborted (too_big), so a
+ * server cannot make us hold an unbounded body. */
 static size_t body_write(char *data, size_t size, size_t n, void *ctx)
 {
     body_sink *s = ctx;
@@ -834,6 +841,8 @@ static int retry_wait(kube_client *c, retry_state *rs, long retry_after_s, uint6
     return 0;
 }
 
+/* The server's Retry-After (the header, or the Status's retryAfterSeconds), bounded: an
+ * hour at most, so a server cannot park us for a day; -1 when it gave none. */
 static long retry_after(kube_client *c, const kube_response *r)
 {
     curl_off_t ra = -1;
@@ -859,6 +868,11 @@ static int gave_up(kube_client *c, retry_state *rs, sbx_err *err)
     return -1;
 }
 
+/* One REST request with client-go's retry policy: 429, 500, 502-504 and transport failures
+ * are tried again within the retry budget (backoff, or the server's Retry-After), a 401
+ * once with a new credential; a POST only after a failure to connect, where it cannot
+ * have reached the server (transport_retryable), so a create is never made twice. A
+ * non-2xx answer becomes an error from its Status object. */
 int kube_request(kube_client *c, const char *method, const char *path,
                  const char *content_type, const char *body, kube_response *resp,
                  sbx_err *err)
@@ -1012,6 +1026,9 @@ static int watch_object(void *ctx, const char *json, size_t len, sbx_err *err)
     return 0;
 }
 
+/* The watch's bytes as they come: a non-200 answer's body is kept (64 KiB at most) for the
+ * error, a 200's goes through the event framer (kwatch_feed bounds each event); any
+ * failure aborts the transfer (returning less than len). */
 static size_t watch_write(char *data, size_t size, size_t n, void *ctx)
 {
     watch_state *w = ctx;
@@ -1274,6 +1291,10 @@ static void add_b64_field(strbuf *out, const char *s)
     sbx_base64_encode(s, strlen(s), out);
 }
 
+/* The plugin's credential as one line ("EXPIRES TOKEN CERT KEY", each base64 or '-'), for
+ * the next sbx-kube of the session, so that a plugin that asks for a browser login is not
+ * run again for every command. It travels on a pipe (kube/backend.c), never in a file or
+ * an argument. */
 int kube_client_export_credential(kube_client *c, strbuf *out)
 {
     if (!c->t.exec || !c->have_cred)
@@ -1308,6 +1329,8 @@ static int take_b64_field(char **p, char **out)
     return 0;
 }
 
+/* The line kube_client_export_credential made: every field checked (base64, no NUL, a
+ * token or a whole certificate and key), the copy zeroed before it is freed. */
 int kube_client_import_credential(kube_client *c, const char *text)
 {
     if (!c->t.exec)

@@ -337,6 +337,9 @@ static int flush_all(kube_exec *x, const char *what, sbx_err *err)
 
 /* ---- setup -------------------------------------------------------------------------------- */
 
+/* Percent-encodes all but RFC 3986's unreserved characters: an argument holding '&', '='
+ * or '#' would otherwise add query parameters of its own (another container, tty=true)
+ * or cut the command short. */
 static void add_escaped(strbuf *sb, const char *s)
 {
     for (; *s; s++) {
@@ -349,6 +352,8 @@ static void add_escaped(strbuf *sb, const char *s)
     }
 }
 
+/* The pods/exec request's path: one command= per argument (the API server's argv, no
+ * shell), the streams wanted. Every name and argument escaped (add_escaped). */
 char *kube_exec_path(const char *ns, const char *pod, const char *container,
                      const char *const *argv, const kube_exec_opts *o)
 {
@@ -651,7 +656,10 @@ static char *printable(const char *s, size_t n)
     return r;
 }
 
-/* Channel 3: the metav1.Status that says how the command ended. */
+/* Channel 3: the metav1.Status that says how the command ended. It becomes sbxsh's exit
+ * status, so it is read as client-go reads it and no looser: Success is 0, a
+ * NonZeroExitCode's ExitCode cause a decimal of at most 255; anything else is a failure
+ * whose message (printable only) is shown, never a status made up from it. */
 static void take_status(kube_exec *x, const uint8_t *p, size_t n)
 {
     x->status_seen = true;
@@ -708,7 +716,11 @@ static void take_status(kube_exec *x, const uint8_t *p, size_t n)
     cJSON_Delete(j);
 }
 
-/* One decoded event: 1 output for the caller, KUBE_EXEC_DONE, 0 go on, -1. */
+/* One decoded event: 1 output for the caller, KUBE_EXEC_DONE, 0 go on, -1. Only channels 1
+ * and 2 reach the caller's stdout and stderr and 3 ends the command: the server cannot
+ * write into stdin's channel or invent another.
+ * Pings are answered, but a peer that pings faster than it reads the pongs is cut off
+ * (the pongs would pile up in our memory). */
 static int handle(kube_exec *x, const ws_event *ev, int *channel, const void **data,
                   size_t *len, sbx_err *err)
 {
@@ -779,6 +791,10 @@ static int handle(kube_exec *x, const ws_event *ev, int *channel, const void **d
     return 0;
 }
 
+/* The next output or the end, without blocking: queued frames go out first (a pong, a
+ * window), then whole frames are decoded from what arrived and one read is made when
+ * none is left. A stream that ends before the status is a lost connection, never a
+ * success: the command's outcome is unknown. */
 int kube_exec_recv(kube_exec *x, int *channel, const void **data, size_t *len, sbx_err *err)
 {
     if (x->failed) {

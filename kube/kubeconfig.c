@@ -162,6 +162,8 @@ static int kc_map(kc_file *f, yaml_node_t *map, const char *mpath, const char *k
     return 0;
 }
 
+/* The absolute directory of path: what a relative path inside the file is relative to
+ * (taken once, at load, so that a later chdir does not move what the file names). */
 static char *kc_abs_dir(const char *path)
 {
     char *copy = xstrdup(path), *slash = strrchr(copy, '/'), *dir;
@@ -205,7 +207,8 @@ static void kc_file_free(kc_file *f)
 }
 
 /* Reads and parses one file; a missing file is 1 when missing_ok; -2 when it cannot be
- * read, -1 when it is not a kubeconfig. */
+ * read, -1 when it is not a kubeconfig. Bounded (KC_MAX_FILE) before libyaml sees it:
+ * KUBECONFIG may name any file, and a huge one must be an error, not our memory. */
 static int kc_file_load(kc_file *f, const char *path, bool missing_ok, sbx_err *err)
 {
     char *data;
@@ -329,12 +332,17 @@ static void kc_file_names(const kc_set *s, strbuf *sb)
 
 /* ---- the target ------------------------------------------------------------------------ */
 
+/* Whether TLS material holds a PEM block at all: a path that names some other file
+ * (a typo, or the wrong variable) is refused with its name rather than handed to OpenSSL,
+ * whose error would not say which key of which file was wrong. */
 static bool looks_pem(const char *s, size_t n)
 {
     return memmem(s, n, "-----BEGIN ", 11) != NULL;
 }
 
-/* One piece of TLS material: the file named by key, or the base64 of key-data. */
+/* One piece of TLS material: the file named by key, or the base64 of key-data. Both set is
+ * an error (which one kubectl would use is not obvious to the person); a file is read now,
+ * bounded (KC_MAX_PEM), so a wrong path is an error naming the key. */
 static int kc_pem(kc_file *f, yaml_node_t *map, const char *mpath, const char *key,
                   char **out, size_t *outlen, sbx_err *err)
 {
@@ -383,6 +391,7 @@ static int kc_pem(kc_file *f, yaml_node_t *map, const char *mpath, const char *k
     return 0;
 }
 
+/* A copy without surrounding blanks and newlines (a token file ends with one). */
 static char *trim_dup(const char *s, size_t n)
 {
     while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' ' || s[n - 1] == '\t'))
@@ -392,6 +401,10 @@ static char *trim_dup(const char *s, size_t n)
     return xstrndup(s, n);
 }
 
+/* The context's cluster: its server (http or https only: any other scheme in a URL given
+ * to libcurl could read a local file or reach another protocol), the CA it is verified
+ * with, or insecure-skip-tls-verify (never both: which one wins would be a guess), the
+ * name TLS checks, and a proxy of a kind we support. */
 static int kc_cluster(kc_file *f, const kc_entry *e, kube_target *t, sbx_err *err)
 {
     char mpath[64];
@@ -583,6 +596,10 @@ static int kc_auth_provider(kc_file *f, yaml_node_t *ap, const char *mpath, kube
     return 0;
 }
 
+/* The context's user: one kind of credential (a token or a token file, a username and
+ * password, a client certificate and key, an exec plugin, or the oidc auth-provider).
+ * Impersonation is refused rather than ignored: ignoring it would act with more rights
+ * than the person asked for (the identity's own instead of the impersonated one's). */
 static int kc_user(kc_file *f, const kc_entry *e, kube_target *t, sbx_err *err)
 {
     char mpath[64];
@@ -638,6 +655,9 @@ static int kc_user(kc_file *f, const kc_entry *e, kube_target *t, sbx_err *err)
     return 0;
 }
 
+/* The target from the merged files: the context AGENT_SANDBOX_KUBE_CONTEXT names (else
+ * current-context), its cluster and user, its namespace unless AGENT_SANDBOX_NAMESPACE
+ * says otherwise. Each missing piece is an error naming the file and key. */
 static int kc_build(kc_set *s, const kube_load_opts *o, kube_target *t, sbx_err *err)
 {
     const char *want = o->context && *o->context ? o->context : s->current;
@@ -710,6 +730,9 @@ static bool incluster_possible(const kube_load_opts *o)
     return r;
 }
 
+/* The pod's own service account (sbxsh running inside a cluster): the API server from
+ * the variables Kubernetes sets, the token, CA and namespace from the mounted secret
+ * (each bounded); an IPv6 host is bracketed in the URL. */
 static int incluster_load(const kube_load_opts *o, kube_target *t, sbx_err *err)
 {
     const char *h = getenv("KUBERNETES_SERVICE_HOST"), *p = getenv("KUBERNETES_SERVICE_PORT");
@@ -756,6 +779,10 @@ static kc_file *kc_add_file(kc_set *s)
     return &s->files[s->nfiles++];
 }
 
+/* Where the configuration comes from, in kubectl's order: AGENT_SANDBOX_KUBECONFIG alone
+ * (it must exist), else KUBECONFIG's files (missing ones skipped, each file once), else
+ * ~/.kube/config; then the merge (the first file to define a name wins), and the service
+ * account when nothing was configured at all. */
 int kube_target_load(const kube_load_opts *o, kube_target *t, sbx_err *err)
 {
     kc_set s;
@@ -921,7 +948,9 @@ void kube_target_copy(kube_target *d, const kube_target *s)
 #define EXEC_MAX_STDOUT (1u << 20)
 #define EXEC_STDERR_TAIL 2048
 
-/* RFC 3339 ("2026-12-01T16:00:00Z", "...T16:00:00.123+01:00") to unix seconds. */
+/* RFC 3339 ("2026-12-01T16:00:00Z", "...T16:00:00.123+01:00") to unix seconds. Strict
+ * (a plugin's expirationTimestamp decides when a token is asked for again): every field
+ * in range and nothing after the zone, else -1 and the credential is refused. */
 static int parse_rfc3339(const char *s, int64_t *out)
 {
     struct tm tm;
@@ -987,6 +1016,9 @@ static char *exec_info(const kube_target *t, bool interactive)
     return s;
 }
 
+/* Whether our environment entry is replaced for the plugin: by the kubeconfig's env, or
+ * KUBERNETES_EXEC_INFO, which is always ours (a stale one from our environment must not
+ * tell the plugin about another cluster). */
 static bool env_overridden(const char *entry, const strvec *env)
 {
     const char *eq = strchr(entry, '=');
@@ -999,6 +1031,9 @@ static bool env_overridden(const char *entry, const strvec *env)
     return false;
 }
 
+/* The error for a plugin that failed: pre, then the last 400 bytes of its stderr on one
+ * line, its control bytes replaced (what a plugin prints must not reach the terminal as
+ * escapes through our message). */
 static void stderr_tail(strbuf *sb, const char *pre, sbx_err *err)
 {
     /* The last line or two of what the plugin said: usually the reason. */
@@ -1018,6 +1053,10 @@ static void stderr_tail(strbuf *sb, const char *pre, sbx_err *err)
     free(tail);
 }
 
+/* The plugin's stdout as an ExecCredential: of the apiVersion the kubeconfig asked for
+ * (another version's fields may mean other things), with a token or a whole client
+ * certificate and key, and a valid expiry when it gives one. Its output holds a secret:
+ * the caller zeroes the buffer. */
 static int parse_credential(const kube_target *t, const char *out, size_t len,
                             kube_credential *cred, sbx_err *err)
 {
@@ -1075,6 +1114,11 @@ out:
     return r;
 }
 
+/* Runs the kubeconfig's exec plugin for a credential, as client-go does: our environment
+ * with the kubeconfig's env over it and KUBERNETES_EXEC_INFO, our terminal only when its
+ * interactiveMode asks for it and there is one. Bounded in time (timeout_ms, and the
+ * caller's interruption) and in output (1 MiB): a plugin that hangs or floods must not
+ * hang or fill sbxsh. */
 int kube_exec_credential_poll(const kube_target *t, bool (*interrupted)(void *ctx), void *ctx,
                               unsigned timeout_ms, kube_credential *cred, sbx_err *err)
 {

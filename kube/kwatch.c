@@ -33,6 +33,13 @@ static bool is_ws(char c)
     return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
+/* The framer, a small state machine over the bytes as they come (an event may be cut
+ * anywhere by the transport): depth counts the open braces and brackets, in_str and esc
+ * follow a JSON string so that a brace inside one does not count. An event is handed to
+ * fn when its outer '}' closes. Its size (max) and nesting (KWATCH_MAX_DEPTH) are bounded
+ * here, before cJSON sees it: a server (or whatever answers on its address) could
+ * otherwise send an endless object to hold our memory, or one nested deep enough to
+ * exhaust cJSON's recursion. */
 int kwatch_feed(kwatch_framer *f, const char *data, size_t n, kwatch_object_fn *fn, void *ctx,
                 sbx_err *err)
 {
@@ -96,6 +103,10 @@ static const char *json_str(const cJSON *o, const char *key)
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
+/* One event: its type must be one of the watch API's, its object an object; an ERROR's
+ * code a plausible HTTP status (it decides a retry), the others' resourceVersion kept
+ * for the next watch to resume from. Strings point into ev->root (freed with it), and are
+ * shown only through sbx_errf, which escapes what the server put in them. */
 int kwatch_parse_event(const char *json, size_t len, kwatch_event *ev, sbx_err *err)
 {
     static const char *const types[] = { "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR" };

@@ -226,7 +226,13 @@ static bool is_control(unsigned op)
     return op & 0x8;
 }
 
-/* The 2 fixed bytes are in: check what they alone decide. */
+/* The 2 fixed bytes are in: check what they alone decide. Each rule is RFC 6455's and is
+ * enforced rather than tolerated because the frame boundaries are what keeps the exec
+ * channels apart: reserved bits or an unknown opcode mean the two ends disagree about the
+ * stream (an extension we did not agree to, or bytes out of step), a long or fragmented
+ * control frame could hide data between a message's fragments, and a frame masked the
+ * wrong way for its direction is not from the peer the handshake was made with (or is
+ * an intermediary's replay). */
 static int head_done(ws_decoder *d, sbx_err *err)
 {
     uint8_t b0 = d->head[0], b1 = d->head[1];
@@ -267,7 +273,10 @@ static int head_done(ws_decoder *d, sbx_err *err)
     return 0;
 }
 
-/* The whole header is in: the length rules, then get ready for the payload. */
+/* The whole header is in: the length rules, then get ready for the payload. A length in a
+ * longer form than it needs is refused (two encodings of one frame are how a filter and a
+ * receiver are made to disagree), and a message's length is checked against max_message
+ * before any byte of it is stored: the peer declares, we allocate only as bytes arrive. */
 static int ext_done(ws_decoder *d, sbx_err *err)
 {
     unsigned len7 = d->head[1] & 0x7f;
@@ -351,6 +360,10 @@ static int frame_done(ws_decoder *d, ws_event *ev, sbx_err *err)
     return 1;
 }
 
+/* The decoder's loop over the states above, as many bytes as are there: it returns at
+ * the first complete event (1, with *used the bytes taken; the caller calls again with
+ * the rest), when the bytes run out (0), or at a violation (-1, and FAILED for good). A
+ * control frame is delivered between a message's fragments, as RFC 6455 allows. */
 int ws_decode(ws_decoder *d, const void *buf, size_t len, size_t *used, ws_event *ev,
               sbx_err *err)
 {
@@ -482,6 +495,9 @@ static bool has_crlf(const char *s)
     return strpbrk(s, "\r\n") != NULL;
 }
 
+/* The HTTP/1.1 upgrade request. A CR or LF in any field (a host, a path, a header from a
+ * kubeconfig) is refused: it would end the header and let whatever follows be read as
+ * another header or request (header injection, request splitting). */
 int ws_upgrade_request(strbuf *out, const char *host, const char *path, const char *key,
                        const char *const *protocols, const char *const *headers,
                        sbx_err *err)
@@ -510,7 +526,9 @@ int ws_upgrade_request(strbuf *out, const char *host, const char *path, const ch
     return 0;
 }
 
-/* A header's value (trimmed), its name matched case-insensitively; the first one. */
+/* A header's value (trimmed), its name matched case-insensitively; the first one, and in
+ * *count how many there are (a duplicated Sec-WebSocket-Accept is refused: two values are
+ * two answers, one of which was not checked). */
 static bool header_get(const char *head, size_t n, const char *name, const char **v,
                        size_t *vlen, int *count)
 {
@@ -575,7 +593,9 @@ static void quote(char *dst, size_t cap, const char *s, size_t n)
     dst[j] = '\0';
 }
 
-/* Decodes a chunked body; returns 1 complete (into out), 0 more needed, -1 malformed. */
+/* Decodes a chunked body; returns 1 complete (into out), 0 more needed, -1 malformed. Only
+ * for a refusal's Status object, and bounded by WS_MAX_RESPONSE_BODY in total and per chunk
+ * (a chunk size line over 32 bytes is malformed): a server cannot make us buffer more. */
 static int dechunk(const char *p, size_t n, strbuf *out)
 {
     size_t i = 0;
@@ -623,6 +643,12 @@ static int refused(int status, const char *reason, size_t reason_len, const char
                     what[0] ? ": " : "", what);
 }
 
+/* The server's answer to the upgrade: 0 while the head (or a refusal's body) is still
+ * coming, within WS_MAX_RESPONSE_HEAD; -1 with the refusal's reason (a non-101 status,
+ * quoted printable-only from its Status object), or with what a 101 lacked; 1 with res
+ * filled. A 101 counts only with Upgrade, Connection and a single Sec-WebSocket-Accept
+ * that matches our key: anything else is not a WebSocket server that read our request
+ * (a proxy's cached or canned answer), and frames from it must not be trusted. */
 int ws_parse_upgrade_response(const void *buf, size_t len, bool eof, const char *key,
                               const char *const *protocols, ws_upgrade_result *res,
                               sbx_err *err)

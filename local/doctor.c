@@ -31,13 +31,21 @@ static int run_quiet(char *const argv[], char *line, size_t linesz)
 }
 
 /* Whether this process may make a user namespace (bubblewrap needs one). */
+static int try_userns(void *ctx)
+{
+    return unshare(CLONE_NEWUSER) == 0 ? 0 : 1;
+}
+
+/* (in a child: the namespace is not ours to keep) */
 static bool userns_works(void)
 {
-    pid_t pid = fork();
-    if (pid == 0)
-        _exit(unshare(CLONE_NEWUSER) == 0 ? 0 : 1);
+    sbx_run run = { .fn = try_userns, .file = "a user namespace test", .cwd_fd = -1 };
+    sbx_err err;
+    pid_t pid;
     int st;
-    return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+
+    return sbx_run_start(&run, &pid, NULL, &err) == 0 && sbx_run_wait(pid, &st, &err) == 0 &&
+           WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
 /* Which runtimes are installed and whether each starts a sandbox here: a missing or

@@ -1,4 +1,14 @@
-/* The egress allowlist's policy and request parser (see egress.h). */
+/*
+ * The egress allowlist's policy and request parser (egress.h), for sbx-egress, the host
+ * process through which a sandbox with AGENT_SANDBOX_LOCAL_NETWORK=allowlist reaches the
+ * network. The request comes from the sandbox, so it is hostile: the proxy must never
+ * become a way to reach this machine or its network (the cloud metadata service at
+ * 169.254.169.254, a database on 10.x, the host's own 127.0.0.1), nor a host the person did
+ * not list. Hence: requests name hosts, never addresses (an address would bypass the list
+ * by spelling), a name must be one the list allows, and every address it resolves to is
+ * checked again before the connection (a listed name that resolves to a private address,
+ * DNS rebinding, is refused unless the person listed that range).
+ */
 #include "local/egress.h"
 
 #include <arpa/inet.h>
@@ -49,6 +59,8 @@ bool local_egress_is_ip_literal(const char *s)
     return inet_pton(AF_INET6, s, buf) == 1 || inet_aton(s, &a4) == 1;
 }
 
+/* A port: 1 to 65535 in plain decimal digits only (strtoul would take " +80" or "0x50",
+ * spellings under which a refused port could pass a comparison). */
 static int parse_port(const char *s, unsigned *out)
 {
     unsigned long v = 0;
@@ -65,6 +77,10 @@ static int parse_port(const char *s, unsigned *out)
     return 0;
 }
 
+/* One entry of AGENT_SANDBOX_EGRESS (the person's, not the sandbox's): a CIDR range with
+ * a '/', else [*.]name[:port]. An address without a prefix is refused with the CIDR to
+ * write instead: the proxy only admits requests by name, so a listed address alone would
+ * never match, and the person would think it was allowed. */
 static int parse_entry(local_egress_policy *p, const char *entry, sbx_err *err)
 {
     char buf[300];
@@ -161,6 +177,11 @@ void local_egress_policy_free(local_egress_policy *p)
     memset(p, 0, sizeof(*p));
 }
 
+/* Whether a request's host and port are on the list. The name is checked again here as
+ * the list's names were (no address, a valid name, lower case), so that two spellings of
+ * one host cannot differ in the answer. A wildcard matches only below its domain
+ * ("*.example.com" takes a.example.com, not example.com nor badexample.com). Ports 80 and
+ * 443 are every listed host's; another only when the entry names it. */
 bool local_egress_host_allowed(const local_egress_policy *p, const char *host, unsigned port)
 {
     char name[256];
@@ -181,6 +202,7 @@ bool local_egress_host_allowed(const local_egress_policy *p, const char *host, u
     return false;
 }
 
+/* Whether address a (4 or 16 bytes, network order) is in net/prefix. */
 static bool in_net(const uint8_t *a, const uint8_t *net, unsigned prefix)
 {
     unsigned full = prefix / 8, rest = prefix % 8;
@@ -215,6 +237,7 @@ static const char *special_v4(const uint8_t *a)
     return NULL;
 }
 
+/* The IPv6 ones; NAT64 and 6to4 embed an IPv4 address that could be a private one. */
 static const char *special_v6(const uint8_t *a)
 {
     static const uint8_t zero[16], one[16] = { [15] = 1 };
@@ -237,6 +260,10 @@ static const char *special_v6(const uint8_t *a)
     return NULL;
 }
 
+/* Whether the proxy may connect to sa, an address a listed name resolved to (checked at
+ * connect time, on the address that will be used): a range the person listed, else any
+ * public address. An IPv4-mapped IPv6 address is judged as the IPv4 one it is, or
+ * ::ffff:127.0.0.1 would pass as "not special". */
 bool local_egress_addr_allowed(const local_egress_policy *p, const struct sockaddr *sa,
                              const char **why)
 {
@@ -275,12 +302,17 @@ bool local_egress_addr_allowed(const local_egress_policy *p, const struct sockad
 
 /* ---- requests ------------------------------------------------------------------------- */
 
+/* RFC 9110's token characters (a method is a token). */
 static bool is_tchar(char c)
 {
     return isalnum((unsigned char)c) || strchr("!#$%&'*+-.^_`|~", c);
 }
 
-/* host[:port] from an authority of n bytes; default_port when none. */
+/* host[:port] from an authority of n bytes; default_port when none. A bracketed IPv6
+ * literal, a second ':' (an unbracketed one) and any IPv4 spelling are refused (names
+ * only, see the top); so is a user name ("user@host"), which some servers and proxies
+ * read differently from us, the classic way to make a checked host and the connected one
+ * differ. */
 static int split_authority(const char *s, size_t n, local_egress_req *r, unsigned default_port,
                            bool port_required, const char **why)
 {
@@ -324,6 +356,12 @@ static int split_authority(const char *s, size_t n, local_egress_req *r, unsigne
     return 0;
 }
 
+/* The request's head, as the sandbox sent it: 1 while it is incomplete (and under
+ * SBX_EGRESS_HEAD_MAX: a head that never ends cannot hold the proxy's memory), -1 with why,
+ * or 0 with the method, host, port and where the target and version are (the proxy
+ * rewrites only those). Exactly one request line of three parts, a token method, HTTP/1.0
+ * or 1.1, and no control byte or space in the target: anything looser could be read one
+ * way here and another way by the server behind (request smuggling). */
 int local_egress_parse_request(const char *buf, size_t len, local_egress_req *r, const char **why)
 {
     const char *end, *sp1, *sp2, *eol;

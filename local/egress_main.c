@@ -40,6 +40,7 @@
 
 #include "common/strbuf.h"
 #include "common/fsutil.h"
+#include "common/run.h"
 
 #define SBX_EGRESS_CONNS 64
 #define HEAD_TIMEOUT_MS 15000
@@ -287,6 +288,22 @@ static bool watched_alive(pid_t pid, uint64_t starttime)
     return pid <= 0 || sbx_proc_starttime(pid) == starttime;
 }
 
+/* A connection's process (run.h's child function). */
+typedef struct conn_child {
+    int c, lfd, pidfd;
+} conn_child;
+
+static int serve_child(void *ctx)
+{
+    conn_child *cc = ctx;
+
+    close(cc->lfd);
+    if (cc->pidfd >= 0)
+        close(cc->pidfd);
+    serve_one(cc->c);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *sock = NULL, *allow = NULL;
@@ -399,18 +416,16 @@ int main(int argc, char **argv)
             close(c);
             continue;
         }
-        pid_t parent = getpid(), pid = fork();
-        if (pid == 0) {
-            close(lfd);
-            if (pidfd >= 0)
-                close(pidfd);
-            prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-            if (getppid() != parent)
-                _exit(0);
-            serve_one(c);
-            _exit(0);
-        }
-        if (pid > 0)
+        /* one process per connection, which dies with us (no connection outlives the
+         * proxy, whose end is the sandbox's), with our fds and signals but the listening
+         * socket and the pidfd */
+        conn_child cc = { c, lfd, pidfd };
+        sbx_run run = { .fn = serve_child, .ctx = &cc, .file = "a connection", .cwd_fd = -1,
+                        .stdin_inherit = true, .stderr_to = SBX_RUN_ERR_INHERIT,
+                        .keep_fds = true, .sig_inherit = true, .parent_death_kill = true };
+        pid_t pid;
+        sbx_err why;
+        if (sbx_run_start(&run, &pid, NULL, &why) == 0)
             nchildren++;
         close(c);
     }

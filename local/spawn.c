@@ -4,6 +4,7 @@
  * under its rlimits from before exec.
  */
 #include "local/local.h"
+#include "common/run.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -69,124 +70,139 @@ static void pump_log(int in, int out)
     }
 }
 
+/* The pump as run.h's child function: SIGHUP, SIGINT and SIGTERM are not its to end on
+ * (it ends at end of file, when the sandbox's last writer is gone). */
+typedef struct pump_fds {
+    int in, out;
+} pump_fds;
+
+static int pump_child(void *ctx)
+{
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+    pump_log(((pump_fds *)ctx)->in, ((pump_fds *)ctx)->out);
+    return 0;
+}
+
 /* A pipe whose read end a detached pump drains into log (above); gives the
- * write end, or -1 (errno set). */
+ * write end, or -1 (errno set). The pump is nobody's child (double fork) and keeps
+ * none of our fds but the pipe's read end and the log. */
 static int start_log_pump(const char *log)
 {
-    int p[2];
+    int p[2], out, r, e;
+    pid_t pid;
+    sbx_err err;
+
     if (pipe2(p, O_CLOEXEC) < 0)
         return -1;
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(p[0]);
+    out = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    pump_fds pf = { p[0], out };
+    sbx_run run = { .fn = pump_child, .ctx = &pf, .file = "the log pump", .cwd_fd = -1,
+                    .daemon = true, .stdout_null = true, .sig_inherit = true,
+                    .fds = { { p[0], p[0] }, { out, out } }, .nfds = out >= 0 ? 2 : 1 };
+    r = sbx_run_start(&run, &pid, NULL, &err);
+    e = errno;
+    close(p[0]);
+    if (out >= 0)
+        close(out);
+    if (r < 0) {
         close(p[1]);
+        errno = e;
         return -1;
     }
-    if (pid == 0) {
-        if (fork() != 0)
-            _exit(0);
-        int out = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
-        for (int fd = 0; fd < 1024; fd++)
-            if (fd != p[0] && fd != out)
-                close(fd);
-        signal(SIGHUP, SIG_IGN);
-        signal(SIGINT, SIG_IGN);
-        signal(SIGTERM, SIG_IGN);
-        pump_log(p[0], out);
-        _exit(0);
-    }
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-        ;
-    close(p[0]);
     return p[1];
 }
 
+/* What the runtime's child does between run.h's set-up and the exec, in order: join the
+ * sandbox's cgroup (so that it and everything it starts count there, the pump too),
+ * apply the rlimit fallback, put the log pump on stdout and stderr, and for bwrap make
+ * the network namespace with its DNS sockets (or fall back to bwrap's own). Messages go
+ * to the log file (its stdout and stderr until the pump takes them). */
+typedef struct spawn_child {
+    const char *log;
+    const spawn_opts *o;
+    strvec fallback;
+} spawn_child;
+
+static int spawn_before_exec(void *ctx, char *const **argv)
+{
+    spawn_child *c = ctx;
+    const spawn_opts *o = c->o;
+    int e;
+
+    for (size_t i = 0; i < o->njoin; i++) {
+        int fd = open(o->join[i], O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0 || dprintf(fd, "%d\n", (int)getpid()) < 0) {
+            e = errno;
+            dprintf(2, "sbxsh: cannot join the sandbox's cgroup %s: %s\n", o->join[i],
+                    strerror(e));
+            errno = e;
+            return -1;
+        }
+        close(fd);
+    }
+    if (o->rlimits)
+        local_apply_rlimits(o->rlimits);
+    /* From here on the runtime's output goes through the pump; until here (a
+     * failed join) it went to the file, a few bytes of ours. Without a pump
+     * the runtime does not run: its output would be unbounded. */
+    int piped = start_log_pump(c->log);
+    if (piped < 0 || dup2(piped, 1) < 0 || dup2(piped, 2) < 0) {
+        e = errno;
+        dprintf(2, "sbxsh: cannot start the sandbox's log pump: %s\n", strerror(e));
+        errno = e;
+        return -1;
+    }
+    close(piped);
+    if (o->dns_netns && local_dns_netns() < 0) {
+        /* fail closed: bwrap's own namespace, and no stub (the agent says so) */
+        dprintf(2, "sbxsh: cannot make the sandbox's network namespace for its DNS "
+                "stub (%s); lookups will not say that the sandbox has no network\n",
+                strerror(errno));
+        strvec_push(&c->fallback, (*argv)[0]);
+        strvec_push(&c->fallback, "--unshare-net");
+        for (size_t i = 1; (*argv)[i]; i++)
+            strvec_push(&c->fallback, (*argv)[i]);
+        *argv = c->fallback.v;
+    }
+    return 0;
+}
+
 /* Runs argv as a new session with stdin /dev/null, stdout and stderr
- * going to log through a log pump (above, at most SBX_LOG_MAX of it), and none of our fds but o->pass_fds. With wait: waits
- * for it and gives its status in *status. Without: double-forks, so that
- * the child is nobody's zombie, and returns once the intermediate process
- * is gone. A child that cannot join its cgroup does not run (fails closed). */
+ * going to log through a log pump (above, at most SBX_LOG_MAX of it), and none of our fds
+ * but o->pass_fds (at 3, 4, 5). With wait: waits for it and gives its status in *status.
+ * Without: double-forks, so that the child is nobody's zombie, and returns once it has
+ * execed. A child that cannot join its cgroup does not run (fails closed): -1, with the
+ * reason in the log too. */
 int local_spawn(char *const argv[], char *const envp[], const char *log, const spawn_opts *o,
                  bool wait, int *status, sbx_err *err)
 {
     static const spawn_opts none = { { -1, -1, -1 }, NULL, 0, NULL, false };
-    if (!o)
-        o = &none;
-    pid_t pid = fork();
-    if (pid < 0)
-        return sbx_errno(err, "fork");
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        int out = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-        int keep = 3;
-        setsid();
-        if (!wait && fork() != 0)
-            _exit(0);
-        if (null < 0 || out < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
-            _exit(127);
-        for (size_t i = 0; i < o->njoin; i++) {
-            int fd = open(o->join[i], O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-            if (fd < 0 || dprintf(fd, "%d\n", (int)getpid()) < 0) {
-                dprintf(2, "sbxsh: cannot join the sandbox's cgroup %s: %s\n", o->join[i],
-                        strerror(errno));
-                _exit(127);
-            }
-            close(fd);
-        }
-        if (o->rlimits)
-            local_apply_rlimits(o->rlimits);
-        /* From here on the runtime's output goes through the pump; until here (a
-         * failed join) it went to the file, a few bytes of ours. Without a pump
-         * the runtime does not run: its output would be unbounded. */
-        int piped = start_log_pump(log);
-        if (piped < 0 || dup2(piped, 1) < 0 || dup2(piped, 2) < 0) {
-            dprintf(2, "sbxsh: cannot start the sandbox's log pump: %s\n", strerror(errno));
-            _exit(127);
-        }
-        close(piped);
-        /* Move the passed fds out of the way before placing them at 3, 4, 5. */
-        int tmp[3] = { -1, -1, -1 };
-        for (int i = 0; i < 3; i++)
-            if (o->pass_fds[i] >= 0 && (tmp[i] = fcntl(o->pass_fds[i], F_DUPFD_CLOEXEC, 10)) < 0)
-                _exit(127);
-        for (int i = 0; i < 3; i++)
-            if (tmp[i] >= 0) {
-                if (dup2(tmp[i], 3 + i) < 0)
-                    _exit(127);
-                keep = 4 + i;
-            }
-        char *const *args = argv;
-        strvec fallback = {0};
-        if (o->dns_netns) {
-            if (local_dns_netns() == 0) {
-                keep = 8;
-            } else {
-                /* fail closed: bwrap's own namespace, and no stub (the agent says so) */
-                dprintf(2, "sbxsh: cannot make the sandbox's network namespace for its DNS "
-                        "stub (%s); lookups will not say that the sandbox has no network\n",
-                        strerror(errno));
-                strvec_push(&fallback, argv[0]);
-                strvec_push(&fallback, "--unshare-net");
-                for (size_t i = 1; argv[i]; i++)
-                    strvec_push(&fallback, argv[i]);
-                args = fallback.v;
-            }
-        }
-        for (int fd = keep; fd < 1024; fd++)
-            close(fd);
-        signal(SIGPIPE, SIG_DFL);
-        execve(argv[0], args, envp);
-        dprintf(2, "sbxsh: cannot run %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    int st;
-    while (waitpid(pid, &st, 0) < 0) {
-        if (errno != EINTR)
-            return sbx_errno(err, "waitpid");
-    }
-    if (status)
-        *status = st;
-    return 0;
+    spawn_child c = { log, o ? o : &none, STRVEC_INIT };
+    sigset_t dfl;
+    pid_t pid;
+    int out, r;
+
+    o = c.o;
+    out = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (out < 0)
+        return sbx_errno(err, "cannot open %s", log);
+    /* our signals but SIGPIPE, which the runtime gets as its default */
+    sigemptyset(&dfl);
+    sigaddset(&dfl, SIGPIPE);
+    sbx_run run = { .argv = argv, .env = envp, .cwd_fd = -1, .setsid = true, .daemon = !wait,
+                    .sig_inherit = true, .sig_default = &dfl,
+                    .before_exec = spawn_before_exec, .ctx = &c,
+                    .fds = { { out, 1 }, { out, 2 } }, .nfds = 2 };
+    for (int i = 0; i < 3; i++)
+        if (o->pass_fds[i] >= 0)
+            run.fds[run.nfds++] = (sbx_run_fd){ o->pass_fds[i], 3 + i };
+    r = sbx_run_start(&run, &pid, NULL, err);
+    close(out);
+    if (r < 0 || !wait)
+        return r;
+    return sbx_run_wait(pid, status, err);
 }
 
 void local_agent_argv(local_backend *lb, strvec *argv)

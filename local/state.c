@@ -19,6 +19,9 @@ char *local_state_path(local_backend *lb, const char *name)
     return xasprintf("%s/%s", lb->dir, name);
 }
 
+/* Writes sandbox.json atomically (a crash leaves the old file or the new one: a torn one
+ * would lose the pid, and the sandbox would be left running, found by nobody), 0600 in
+ * the session's private state directory. */
 int local_save_state(local_backend *lb, sbx_err *err)
 {
     cJSON *o = cJSON_CreateObject(), *dirs = cJSON_CreateArray();
@@ -70,7 +73,6 @@ void local_saved_state_free(saved_state *s)
     strvec_clear(&s->lim.cgroups);
 }
 
-/* Reads sandbox.json (written by us, but bounded all the same). */
 /* A non-negative number member of a JSON object (the limits in sandbox.json). */
 static bool json_count(const cJSON *o, const char *name, unsigned long long *out)
 {
@@ -81,6 +83,12 @@ static bool json_count(const cJSON *o, const char *name, unsigned long long *out
     return true;
 }
 
+/* Reads sandbox.json (written by us, but bounded all the same: 1 MiB, each member checked
+ * for its type and range, strings cut to their fields). The file decides what a later
+ * sbxsh kills and writes, so every value that leads to an action is checked again where
+ * it is used too: a pid only with its start time (local_state_alive), a cgroup only under
+ * sbxsh's own cgroups, with no ".." (local_cg_dir_ok). -1 unless the runtime, id and pid
+ * are there. */
 int local_load_state(const char *dir, saved_state *s)
 {
     char *path = xasprintf("%s/sandbox.json", dir);
@@ -164,11 +172,14 @@ int local_load_state(const char *dir, saved_state *s)
     return r;
 }
 
+/* Whether pid is still the process that was recorded: the pid and its start time (pids
+ * are reused; a pid alone could make release kill some other process of the person's). */
 bool local_state_alive(pid_t pid, uint64_t starttime)
 {
     return pid > 0 && starttime && sbx_proc_starttime(pid) == starttime;
 }
 
+/* The class's peek hook: `sbx status` of a session without a holder, from the file. */
 int local_peek(const char *state_dir, strbuf *json)
 {
     saved_state s;
@@ -181,6 +192,9 @@ int local_peek(const char *state_dir, strbuf *json)
     return 0;
 }
 
+/* The class's adopt hook: a session keeps the shape it was made with (runtime, network,
+ * egress list, limits), so a later call without the variables joins it rather than
+ * being refused as another configuration. */
 int local_adopt(const char *state_dir, sbx_config *cfg)
 {
     saved_state s;

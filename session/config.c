@@ -143,6 +143,10 @@ static bool not_a_project(const char *real, const char **why)
     return false;
 }
 
+/* The code directories: AGENT_SANDBOX_CODE_DIRS's, else the repository around cwd (as git
+ * finds it), else cwd itself; none where cwd is no project (the home directory, /, /tmp:
+ * not_a_project), so that a command typed there never syncs a whole home into the
+ * sandbox. Resolved (realpath): the sync and the router compare them by components. */
 int session_resolve_code_dirs(const char *env_value, const char *cwd, strvec *out, sbx_err *err)
 {
     char real[PATH_MAX];
@@ -250,6 +254,9 @@ char *session_name_derive(const strvec *code_dirs, const char *state_root)
     return strbuf_detach(&sb, NULL);
 }
 
+/* A session name becomes a file name in the state and run directories and a part of a
+ * socket path: letters, digits and '.', '_', '-' only, not starting with a separator, so it
+ * can never be "..", hold a '/' or start like an option. */
 int session_name_check(const char *name, sbx_err *err)
 {
     size_t n = strlen(name);
@@ -389,6 +396,8 @@ static const char *env_nonempty(const char *name)
     return v && *v ? v : NULL;
 }
 
+/* Paths a variable lists (sync paths, task files): absolute, without "/../" (a prefix
+ * check on them would be fooled) and shorter than PATH_MAX. */
 static int check_abs_list(const strvec *sv, const char *var, sbx_err *err)
 {
     for (size_t i = 0; i < sv->n; i++)
@@ -627,6 +636,9 @@ static bool is_exec_file(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
 }
 
+/* The sbx-agent to put in the sandbox: AGENT_SANDBOX_AGENT (an absolute path only: a
+ * relative one would resolve against whatever directory sbxsh runs in, a code directory
+ * the sandbox writes), else beside this program, else the installed one. */
 char *session_find_agent(sbx_err *err)
 {
     static const char *const names[] = { "sbx-agent-static", "sbx-agent" };
@@ -698,6 +710,9 @@ char *session_find_libexec(const char *agent_path, const char *name)
     return NULL;
 }
 
+/* Makes path a directory of ours alone: created 0700, then checked with lstat (a
+ * symlink someone planted there, or a directory of another uid in a shared /tmp, would
+ * give them our sockets and state) and made 0700 if it was wider. */
 int session_private_dir(const char *path, sbx_err *err)
 {
     struct stat st;

@@ -35,6 +35,7 @@
 #include "session/termfilter.h"
 #include "sync/conn.h"
 #include "common/framebuf.h"
+#include "common/run.h"
 
 #define MAX_FDS 16
 /* Credit is returned in batches of at least this much (or when a queue
@@ -685,69 +686,67 @@ static int sock_connect(const char *path)
     return fd;
 }
 
+/* The holder's start, as run.h's child function: a session leader's child (double fork,
+ * nobody's zombie), in /, stdin and stdout /dev/null, stderr the session's log, the
+ * listening socket at 3 and no other fd of ours (a pipe's write end kept in a long-lived
+ * process would keep its reader from EOF), default signals and an empty mask. */
+typedef struct holder_start {
+    sbx_config *cfg;
+    char *dir;
+} holder_start;
+
+static int holder_child(void *ctx)
+{
+    holder_start *h = ctx;
+
+    free(h->dir);
+    set_cloexec(3, true);
+    /* ps and pgrep show it as what it is, not as the command that happened to start it. */
+    prctl(PR_SET_NAME, "sbx-holder", 0, 0, 0);
+    return session_holder_main(h->cfg, 3);
+}
+
 /* Forks the holder, which inherits the listening socket and nothing else of
  * ours. The socket is bound and listening before the fork, so our connect
  * right after cannot miss it. */
 static int start_holder(sbx_config *cfg, const char *sock_path, sbx_err *err)
 {
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    char *dir = session_state_dir(cfg);
-    int lfd = -1;
+    char *dir = session_state_dir(cfg), *log = NULL;
+    holder_start hs = { cfg, dir };
+    int lfd = -1, lg = -1, root = -1, r = -1;
     pid_t pid;
 
     if (session_private_dir(cfg->state_root, err) < 0 || session_private_dir(dir, err) < 0)
-        goto fail;
+        goto out;
     unlink(sock_path);
     snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
     lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 128) < 0) {
         sbx_errno(err, "cannot listen on %s", sock_path);
-        goto fail;
+        goto out;
     }
-    pid = fork();
-    if (pid < 0) {
-        sbx_errno(err, "fork");
-        goto fail;
+    log = session_log_path(cfg);
+    lg = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (lg < 0 || root < 0) {
+        sbx_errno(err, "cannot open %s", lg < 0 ? log : "/");
+        goto out;
     }
-    if (pid == 0) {
-        sigset_t none;
-        setsid();
-        free(dir);
-        if (fork() != 0)
-            _exit(0);
-        char *log = session_log_path(cfg);
-        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-        int lg = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-        free(log);
-        if (null < 0 || lg < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(lg, 2) < 0 ||
-            dup2(lfd, 3) < 0)
-            _exit(1);
-        /* Nothing of the caller's may stay open in a long-lived process: a
-         * pipe's write end kept here would keep its reader from EOF. */
-        for (int fd = 4; fd < 65536; fd++)
-            close(fd);
-        set_cloexec(3, true);
-        for (int sig = 1; sig < NSIG; sig++)
-            signal(sig, SIG_DFL);
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        if (chdir("/") < 0)
-            _exit(1);
-        /* ps and pgrep show it as what it is, not as the command that
-         * happened to start it. */
-        prctl(PR_SET_NAME, "sbx-holder", 0, 0, 0);
-        _exit(session_holder_main(cfg, 3));
-    }
-    close(lfd);
-    free(dir);
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-        ;
-    return 0;
-fail:
+    sbx_run run = { .fn = holder_child, .ctx = &hs, .file = "sbx-holder", .cwd_fd = root,
+                    .setsid = true, .daemon = true, .stdout_null = true,
+                    .fds = { { lg, 2 }, { lfd, 3 } }, .nfds = 2 };
+    r = sbx_run_start(&run, &pid, NULL, err);
+out:
     if (lfd >= 0)
         close(lfd);
+    if (lg >= 0)
+        close(lg);
+    if (root >= 0)
+        close(root);
+    free(log);
     free(dir);
-    return -1;
+    return r;
 }
 
 /* P_HELLO: the protocol version, the fingerprint of the session's shape (a

@@ -15,7 +15,9 @@ static void in_child_default(int sig)
     raise(sig);
 }
 
-static void on_sigchld(int sig)
+/* SIGCHLD ('c': reap) and SIGTERM, SIGINT ('t': the loop ends at its next turn, and saves
+ * the state): a byte on the signal pipe that the loop polls, never more work in a handler. */
+static void on_signal(int sig)
 {
     int saved = errno;
     if (getpid() != agent_pid) {
@@ -23,24 +25,8 @@ static void on_sigchld(int sig)
         errno = saved;
         return;
     }
-    ssize_t r = write(sig_pipe[1], "c", 1);
+    ssize_t r = write(sig_pipe[1], sig == SIGCHLD ? "c" : "t", 1);
     (void)r;
-    (void)sig;
-    errno = saved;
-}
-
-/* SIGTERM, SIGINT: the loop ends at its next turn (and saves the state). */
-static void on_term(int sig)
-{
-    int saved = errno;
-    if (getpid() != agent_pid) {
-        in_child_default(sig);
-        errno = saved;
-        return;
-    }
-    ssize_t r = write(sig_pipe[1], "t", 1);
-    (void)r;
-    (void)sig;
     errno = saved;
 }
 
@@ -638,10 +624,10 @@ static void agent_init(agent *a, const agent_opts *o)
         exit(1);
     }
     memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_sigchld;
+    sa.sa_handler = on_signal;
     sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
     sigaction(SIGCHLD, &sa, NULL);
-    sa.sa_handler = on_term;
+    sa.sa_handler = on_signal;
     sa.sa_flags = SA_RESTART;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);

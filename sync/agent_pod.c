@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/run.h"
 #include "common/strbuf.h"
 #include "common/strvec.h"
 #include "common/util.h"
@@ -84,19 +85,29 @@ static int sock_listen(const char *path)
     return fd;
 }
 
-/* Detaches the calling child from the exec: a new session, stdin /dev/null, stdout and
- * stderr to the log beside the socket. */
-static void detach_stdio(const char *log)
+/* Starts run detached from the exec (run.h): a new session, a double fork (nobody's
+ * zombie, it outlives the exec), stdin /dev/null, stdout and stderr to the log beside the
+ * socket (/dev/null when it cannot be opened). 0, or -1 with a message on stderr. */
+static int start_detached(sbx_run *run, const char *log)
 {
-    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-    int lg = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    setsid();
-    if (null >= 0)
-        dup2(null, 0);
-    dup2(lg >= 0 ? lg : null, 1);
-    dup2(lg >= 0 ? lg : null, 2);
-    signal(SIGHUP, SIG_IGN);
-    signal(SIGPIPE, SIG_IGN);
+    int lg = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600), r;
+    sbx_err err;
+    pid_t pid;
+
+    run->cwd_fd = -1;
+    run->setsid = true;
+    run->daemon = true;
+    run->stdout_null = true;
+    if (lg >= 0) {
+        run->fds[run->nfds++] = (sbx_run_fd){ lg, 1 };
+        run->fds[run->nfds++] = (sbx_run_fd){ lg, 2 };
+    }
+    r = sbx_run_start(run, &pid, NULL, &err);
+    if (lg >= 0)
+        close(lg);
+    if (r < 0)
+        fprintf(stderr, "sbx-agent: %s\n", err.msg);
+    return r;
 }
 
 /* Connects to the agent on sock, starting `self --listen sock daemon_args...` first when
@@ -109,28 +120,24 @@ static int agent_fd(const char *self, const char *sock, bool start, char *const 
             fprintf(stderr, "sbx-agent: cannot connect to %s: %s\n", sock, strerror(errno));
         return fd;
     }
+    /* the agent's daemon: default signals but SIGHUP (the exec's end is not its) and
+     * SIGPIPE (a peer gone is an error it handles), none of our fds */
     char *log = xasprintf("%s.log", sock);
-    pid_t pid = fork();
-    if (pid < 0) {
-        fprintf(stderr, "sbx-agent: fork: %s\n", strerror(errno));
-        free(log);
-        return -1;
-    }
-    if (pid == 0) {
-        detach_stdio(log);
-        if (fork() != 0)
-            _exit(0);
-        strvec argv = { 0 };
-        strvec_push(&argv, self);
-        strvec_push(&argv, "--listen");
-        strvec_push(&argv, sock);
-        strvec_pushv(&argv, daemon_args);
-        execv(self, argv.v);
-        fprintf(stderr, "sbx-agent: cannot start %s: %s\n", self, strerror(errno));
-        _exit(127);
-    }
+    strvec argv = { 0 };
+    sigset_t ign;
+    sigemptyset(&ign);
+    sigaddset(&ign, SIGHUP);
+    sigaddset(&ign, SIGPIPE);
+    strvec_push(&argv, self);
+    strvec_push(&argv, "--listen");
+    strvec_push(&argv, sock);
+    strvec_pushv(&argv, daemon_args);
+    sbx_run run = { .argv = argv.v, .keep_ignored = &ign };
+    int r = start_detached(&run, log);
+    strvec_clear(&argv);
     free(log);
-    waitpid(pid, NULL, 0);
+    if (r < 0)
+        return -1;
     for (int waited = 0; waited < AGENT_START_WAIT_MS; waited += 5) {
         if ((fd = sock_connect(sock)) >= 0)
             return fd;
@@ -251,6 +258,28 @@ static int keeper_loop(keeper *k)
     }
 }
 
+static void run_keeper(int lfd, int gfd, uint64_t id, const char *path);
+
+/* The keeper's process (run.h's child function, detached): our fds but the exec lock,
+ * our signals but SIGHUP and SIGPIPE ignored. */
+typedef struct keeper_start {
+    int lfd, gfd, lk;
+    uint64_t id;
+    const char *path;
+} keeper_start;
+
+static int keeper_child(void *ctx)
+{
+    keeper_start *ks = ctx;
+
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
+    if (ks->lk >= 0)
+        close(ks->lk);
+    run_keeper(ks->lfd, ks->gfd, ks->id, ks->path);
+    return 0;
+}
+
 static void run_keeper(int lfd, int gfd, uint64_t id, const char *path)
 {
     keeper k = { .lfd = lfd, .afd = -1, .gfd = gfd, .alone_since = time(NULL) };
@@ -296,18 +325,11 @@ int agent_pod_connect(const char *self, const char *sock, bool start, const char
                 fprintf(stderr, "sbx-agent: cannot listen on %s: %s\n", kpath, strerror(errno));
             if (lfd >= 0) {
                 char *log = xasprintf("%s.log", sock);
-                pid_t pid = fork();
-                if (pid == 0) {
-                    detach_stdio(log);
-                    if (fork() != 0)
-                        _exit(0);
-                    if (lk >= 0)
-                        close(lk);
-                    run_keeper(lfd, gfd, id, kpath);
-                }
+                keeper_start ks = { lfd, gfd, lk, id, kpath };
+                sbx_run run = { .fn = keeper_child, .ctx = &ks, .file = "the keeper",
+                                .keep_fds = true, .sig_inherit = true };
+                start_detached(&run, log);
                 free(log);
-                if (pid > 0)
-                    waitpid(pid, NULL, 0);
                 close(lfd);
                 fd = sock_connect(kpath);
             }

@@ -3,7 +3,10 @@
 #include "sync/conn_int.h"
 #include "common/fsat.h"
 
-/* An absolute path, normalized: no empty, "." or ".." component, no trailing '/'. */
+/* An absolute path, normalized: no empty, "." or ".." component, no trailing '/'. ".." is
+ * refused rather than resolved: every overlap and containment check below compares paths
+ * by their components (inside()), and "/a/b/../c" would pass as inside /a/b while it names
+ * /a/c; resolving it here by text would be wrong across a symlink. */
 int conn_path_normalize(const char *in, const char *what, strbuf *out, sbx_err *err)
 {
     const char *p = in;
@@ -59,7 +62,11 @@ static void add_root(sync_host *h, uint8_t kind, const char *base, size_t base_l
     r->kind = kind;
 }
 
-/* Removes staging directories that a holder which died mid-sync left at a root. */
+/* Removes staging directories that a holder which died mid-sync left at a root (half a
+ * pull that was never committed). Only a stage whose pid is gone: a live holder's (this
+ * one's, or another session's on the same code directory) is in use. The sandbox cannot
+ * have made one (sf_is_internal_name refuses the prefix in a pull), and the removal never
+ * follows a link (sbx_rm_beneath). */
 static void remove_stale_stages(const char *base)
 {
     DIR *d = opendir(base);
@@ -78,6 +85,12 @@ static void remove_stale_stages(const char *base)
     closedir(d);
 }
 
+/* The host side's sync state for a configuration: its roots (code directories, then sync
+ * paths, task files and create paths), the limits a pull is held to, and the manifest,
+ * loaded from the state file when it matches. Overlapping code directories are refused
+ * (one file would be two manifest entries, applied twice); a sync path inside a code
+ * directory is dropped (already synced); a create path overlapping one is refused (it
+ * would be synced both ways there). */
 int sync_host_new(const sync_config *cfg, sync_host **out, sbx_err *err)
 {
     sync_host *h = xcalloc(1, sizeof(*h));
@@ -225,6 +238,8 @@ fail:
     return -1;
 }
 
+/* Whether an absolute (normalized) path is synced by some root: under its base by
+ * components and within its pattern. */
 bool conn_path_synced(const sync_host *h, const char *path)
 {
     for (size_t i = 0; i < h->nroots; i++) {
@@ -243,6 +258,9 @@ bool conn_path_synced(const sync_host *h, const char *path)
     return false;
 }
 
+/* State made for more roots (a client named more sync paths) takes over the old one's
+ * records, pairing and quota counts, so that nothing already synced looks changed (and is
+ * sent again) on either side. */
 void sync_host_adopt(sync_host *h, sync_host *old)
 {
     mf_adopt_roots(h->tree, old->tree);
@@ -276,6 +294,7 @@ void sync_host_free(sync_host *h)
     free(h);
 }
 
+/* Writes the manifest when a round changed it (atomically: mf_save). */
 int sync_host_save(sync_host *h, sbx_err *err)
 {
     if (!h->state_file || !h->dirty)

@@ -4,6 +4,11 @@
 
 /* ---- requests ----------------------------------------------------------------------------- */
 
+/* A RUN: checked here as the agent will check it (wire_get_run), so that a caller's
+ * mistake is an error naming it rather than a frame the agent refuses, which ends the
+ * whole stream. The refreshes first: the sandbox sees the person's current git config and
+ * rc files when the command starts. The RUN is queued behind its push (it->push), so the
+ * command sees the host's latest tree. */
 int sync_conn_run(sync_conn *c, uint32_t chan, const sync_run_req *req, sbx_err *err)
 {
     uint16_t fds[SYNC_MAX_FDS];
@@ -78,7 +83,8 @@ int sync_conn_run(sync_conn *c, uint32_t chan, const sync_run_req *req, sbx_err 
         f->window = f->out ? SYNC_OUTPUT_WINDOW : SYNC_INPUT_WINDOW;
     }
     if (req->tty) {
-        /* The terminal: fd 0 in, fd 1 out, whatever the map said about 0-2. */
+        /* The terminal: fd 0 in, fd 1 out, whatever the map said about 0-2 (a pty has one
+         * output, stderr included). */
         size_t k = 0;
         for (size_t i = 0; i < ch->nfds; i++)
             if (ch->fds[i].fd > 2)
@@ -102,6 +108,9 @@ static conn_fd *lookup_fd(sync_conn *c, uint32_t chan, int fd, conn_chan **chp)
     return fd >= 0 ? conn_find_fd(ch, (unsigned)fd) : NULL;
 }
 
+/* Input for a command's fd, at most its window (what the agent said it can take): the
+ * rest waits for a CREDIT (want_writable), so that a command that does not read cannot make
+ * the agent buffer without bound. Returns what was taken, or -1 for no such open input. */
 ssize_t sync_conn_write(sync_conn *c, uint32_t chan, int fd, const void *buf, size_t len)
 {
     conn_chan *ch;
@@ -136,6 +145,8 @@ int sync_conn_eof(sync_conn *c, uint32_t chan, int fd)
     return 0;
 }
 
+/* A signal for the command (Ctrl-C, a forwarded SIGTERM), in the channel's order: it goes
+ * after the RUN (conn_chan_out), never before the command exists. */
 int sync_conn_signal(sync_conn *c, uint32_t chan, int signo)
 {
     conn_chan *ch = conn_find_chan(c, chan, NULL);
@@ -151,6 +162,8 @@ int sync_conn_signal(sync_conn *c, uint32_t chan, int signo)
     return 0;
 }
 
+/* Refuses the pull in progress as a whole (the person's Ctrl-C during it): what is staged
+ * is removed and nothing of it is committed (apply_refuse); 1 when there was one to stop. */
 int sync_conn_abort_pull(sync_conn *c, const char *why)
 {
     if (c->dead)
@@ -210,6 +223,10 @@ int sync_conn_close_output(sync_conn *c, uint32_t chan, int fd)
     return 0;
 }
 
+/* The caller consumed n bytes of a command's output: the window the agent may fill again.
+ * Capped so that the window never exceeds SYNC_OUTPUT_WINDOW (a caller counting twice must
+ * not let the agent send more than the host buffers); credits are batched
+ * (conn_send_credit) so a byte-at-a-time reader does not cost a frame per byte. */
 int sync_conn_credit(sync_conn *c, uint32_t chan, int fd, size_t n)
 {
     conn_chan *ch;
@@ -226,6 +243,7 @@ int sync_conn_credit(sync_conn *c, uint32_t chan, int fd, size_t n)
     return 0;
 }
 
+/* A sync round without a command (before a host part): push, then the agent's pull. */
 int sync_conn_sync(sync_conn *c, uint64_t id)
 {
     conn_item *it;
@@ -246,6 +264,8 @@ int sync_conn_sync(sync_conn *c, uint64_t id)
     return 0;
 }
 
+/* A file sbxsh writes into the sandbox (not synced back): bounded in size, its path
+ * normalized to an absolute one without "." or ".." first. */
 int sync_conn_put_file(sync_conn *c, const char *path, unsigned mode, const void *data,
                        size_t len, sbx_err *err)
 {

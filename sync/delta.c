@@ -1,4 +1,14 @@
-/* Streaming a delta as frames; see delta.h. */
+/*
+ * Streaming a delta as frames (delta.h): the push, the host's changes into the sandbox
+ * (the agent streams its pull with the same code). What leaves the host here is what the
+ * sandbox gets to read, so the sending side filters: a repository's config goes through
+ * the key allowlist (gitconfig_filter_repo), and the .git files that carry remote URLs
+ * lose their secrets (cred_filtered). Every file is read by fd, opened beneath its root
+ * with no link followed, so a symlink swapped in since the scan sends nothing from
+ * outside the tree. The sender is a state machine, tx->state: 0 before DELTA_BEGIN, 1
+ * sending (entries one by one, a file's content in CHUNK and HOLE frames between them,
+ * as much as the caller's limit allows per call), 2 after DELTA_END.
+ */
 #include "sync/delta.h"
 #include "sync/gitcred.h"
 #include "sync/gitpolicy.h"
@@ -228,7 +238,8 @@ static bool cred_filtered(delta_tx *tx, const mf_op *op, int fd)
     return true;
 }
 
-/* Starts sending op: appends its ENTRY frame (with inline content). false: skip it. */
+/* Starts sending op: appends its ENTRY frame (with inline content). false: skip it (gone
+ * since the scan, unreadable, or shorter than it was: the next scan sees it again). */
 static bool start_op(delta_tx *tx, const mf_op *op, strbuf *out)
 {
     wire_entry e = { .op = op->op, .ftype = op->type, .root = op->root,
@@ -323,6 +334,9 @@ static bool start_op(delta_tx *tx, const mf_op *op, strbuf *out)
     }
 }
 
+/* Ends the delta early (the host cancelled the pull): a file under way is cancelled, the
+ * rest is not sent, and DELTA_END counts only what was, so the receiver's count check
+ * still holds. */
 void delta_tx_cancel(delta_tx *tx, strbuf *out)
 {
     if (tx->state == 2)
@@ -344,6 +358,10 @@ void delta_tx_cancel(delta_tx *tx, strbuf *out)
     tx->state = 2;
 }
 
+/* Appends frames to out until it holds limit bytes or the delta is done (true): the
+ * caller's limit is its output window, so a large delta never sits whole in memory. At
+ * the end, the entries whose content did not get through are marked changed for the next
+ * scan, and the unreadable ones reported, before DELTA_END. */
 bool delta_tx_fill(delta_tx *tx, strbuf *out, size_t limit)
 {
     if (tx->state == 0) {

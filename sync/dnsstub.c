@@ -9,6 +9,7 @@
  * spends about 70 s in its fetch-retries); the notice is what tells the user at once.
  */
 #include "sync/dnsstub.h"
+#include "common/run.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -567,6 +568,27 @@ static void serve(int udp, int tcp, int rlfd, const dnsstub_opts *o, int pipefd)
     }
 }
 
+/* The stub's process (run.h's child function): a broken pipe is an error to handle,
+ * SIGTERM ends it, Ctrl-C is for the commands. */
+typedef struct stub_child {
+    int udp, tcp, rlfd;
+    const dnsstub_opts *o;
+    int *p;
+} stub_child;
+
+static int stub_child_main(void *ctx)
+{
+    stub_child *sc = ctx;
+
+    close(sc->p[0]);
+    notice_pipe = sc->p[1];
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_IGN);
+    serve(sc->udp, sc->tcp, sc->rlfd, sc->o, sc->p[1]);
+    return 0;
+}
+
 int dnsstub_start(const dnsstub_opts *o)
 {
     int udp = -1, tcp = -1, rlfd = -1, p[2];
@@ -615,22 +637,17 @@ int dnsstub_start(const dnsstub_opts *o)
         perror("sbx-agent: pipe");
         return -1;
     }
-    pid = fork();
-    if (pid < 0) {
-        perror("sbx-agent: fork");
+    /* the stub's process dies with the agent; ours but the pipe's read end otherwise */
+    stub_child sc = { udp, tcp, rlfd, o, p };
+    sbx_run run = { .fn = stub_child_main, .ctx = &sc, .file = "the DNS stub", .cwd_fd = -1,
+                    .stdin_inherit = true, .stderr_to = SBX_RUN_ERR_INHERIT,
+                    .keep_fds = true, .sig_inherit = true, .parent_death_kill = true };
+    sbx_err err;
+    if (sbx_run_start(&run, &pid, NULL, &err) < 0) {
+        fprintf(stderr, "sbx-agent: %s\n", err.msg);
         close(p[0]);
         close(p[1]);
         return -1;
-    }
-    if (pid == 0) {
-        close(p[0]);
-        notice_pipe = p[1];
-        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-        signal(SIGPIPE, SIG_IGN);
-        signal(SIGTERM, SIG_DFL);
-        signal(SIGINT, SIG_IGN);
-        serve(udp, tcp, rlfd, o, p[1]);
-        _exit(0);
     }
     close(p[1]);
     if (udp >= 0)

@@ -1,4 +1,13 @@
-/* Credentials in pushed .git files, and putting them back on a pull; see gitcred.h. */
+/*
+ * Credentials in pushed .git files, and putting them back on a pull (gitcred.h). A fetch
+ * from https://user:TOKEN@host writes that URL into reflogs, FETCH_HEAD and merge
+ * messages; pushed as they are, the token would be readable by anything in the sandbox.
+ * So the push strips it (common/urlcred.h), and when such a file comes back on a pull the
+ * host's own lines are put back where the sandbox returned them unchanged, so that the
+ * round trip does not leave the person's history with the secret cut out. Only a line
+ * that matches a stripped host line exactly gets its original: the sandbox cannot make
+ * the host write a secret into a line it did not have.
+ */
 #include "sync/gitcred.h"
 #include "common/urlcred.h"
 #include "common/util.h"
@@ -13,6 +22,8 @@ static bool name_starts(const char *s, size_t n, const char *lit)
     return n >= m && !memcmp(s, lit, m);
 }
 
+/* Whether the push filters rel: a reflog (anything under a .git's logs/) or FETCH_HEAD,
+ * MERGE_MSG, SQUASH_MSG (and their variants named with those prefixes). */
 bool git_push_strips_credentials(const char *rel, size_t len)
 {
     bool in_git = false, in_logs = false;
@@ -71,6 +82,9 @@ static bool next_line(const char *t, size_t len, size_t *pos, const char **line,
     return true;
 }
 
+/* pulled with each line that equals the stripped form of a host line with a secret
+ * replaced by that host line; the count replaced. Lookups by a sorted table (a reflog of
+ * 100,000 lines is not a quadratic scan). */
 size_t gitcred_restore(const char *host, size_t host_len, const char *pulled, size_t pulled_len,
                        strbuf *out)
 {

@@ -1,4 +1,14 @@
-/* .git allowlists and git config filtering; see gitpolicy.h. */
+/*
+ * .git allowlists and git config filtering (gitpolicy.h). A repository's .git is code the
+ * host runs: git reads its config (core.fsmonitor, core.pager, aliases run programs),
+ * runs its hooks, follows its gitdir and commondir files and alternates. So a pull may
+ * write into .git only what git's own history work produces (objects, refs, reflogs, the
+ * index, merge and rebase state), each by the exact shape git gives it, its content
+ * checked again on the staged file; everything else the sandbox puts there stays in the
+ * sandbox. The other way, the host's git config reaches the sandbox only through
+ * allowlists of keys that name no program, helper or file, so the sandbox learns nothing
+ * it could run or read on the host's behalf (a credential helper, an include path).
+ */
 #include "sync/gitpolicy.h"
 #include "sync/wire.h"
 #include "common/util.h"
@@ -183,6 +193,13 @@ static const char *below_git_refusal(const comp *c, size_t nc, int ftype)
     return NULL;
 }
 
+/* Why a pull may not write rel (a path in a code directory) as ftype, or NULL. Outside
+ * any .git: NULL (the other checks apply). A .git below the top of a code directory is
+ * refused whole: it would be a nested repository the host's git walks into (a submodule's
+ * config and hooks). A case variant (.GIT) is refused: a case-insensitive host would read
+ * it as .git. .git itself must be a directory (a gitfile would point git at a repository
+ * elsewhere on the host). Inside: no symlink (git would follow it out), no lock file (a
+ * stale one blocks the host's git), and only git_dirs' trees and git_files' names. */
 const char *git_pull_refusal(const char *rel, size_t len, int ftype)
 {
     size_t i = 0, depth = 0;
@@ -253,11 +270,13 @@ const char *git_pull_refusal(const char *rel, size_t len, int ftype)
            "written into .git from the sandbox";
 }
 
+/* Whether rel is the top .git or inside it (the only .git a pull may write). */
 bool git_path_in_git(const char *rel, size_t len)
 {
     return len >= 4 && !memcmp(rel, ".git", 4) && (len == 4 || rel[4] == '/');
 }
 
+/* No file with an exec bit in .git: an executable there is a hook waiting for a name. */
 const char *git_pull_exec_refusal(const char *rel, size_t len)
 {
     return git_path_in_git(rel, len) ? "no executable file is written into .git from the sandbox"
@@ -287,6 +306,10 @@ static int read_bounded(int fd, size_t max, strbuf *out)
     }
 }
 
+/* A ref file as git writes one: an object id, or "ref: refs/..." (a symbolic ref) with no
+ * control byte, blank or backslash in it, and a newline; nothing else and no NUL, so that
+ * the host's git reads exactly the value that was checked, and a symbolic ref names a ref
+ * (git itself refuses the other malformed names when it resolves one). */
 bool git_ref_parse(const char *text, size_t len, const char **val, size_t *val_len, bool *symref)
 {
     if (len < 2 || text[len - 1] != '\n' || memchr(text, '\0', len))
@@ -412,6 +435,12 @@ static bool starts_with(const char *s, size_t n, const char *pre)
     return n >= k && !memcmp(s, pre, k);
 }
 
+/* Why the staged file fd may not be committed at rel in .git, or NULL: its content must
+ * be what git keeps under that name (checked on the fd the commit will rename, after the
+ * sandbox can no longer change it). Binary files by their signature, so that a "pack" is
+ * not a config or a script git would be made to parse as something else; text files
+ * parsed whole within a size bound (a 4 GiB "ref" must not be read into memory), refs and
+ * packed-refs line by line, since the host's git acts on what they name. */
 const char *git_pull_content_refusal(const char *rel, size_t len, int fd)
 {
     enum { REF, REFLOG, PACKED, TEXT, OIDS, NONE } kind = NONE;
@@ -530,6 +559,9 @@ bool git_packed_find(const char *text, size_t len, const char *ref, size_t ref_l
     return false;
 }
 
+/* The names that, together, make git take a directory for a repository (HEAD with refs/
+ * or commondir): a pull must not assemble one outside .git, where the host's git would
+ * find it by walking up and run its config (sync/hostwrite.c's repo_shape_refusal). */
 bool git_repo_shape_name(const char *name, size_t len)
 {
     return (len == 4 && !strncasecmp(name, "HEAD", 4)) ||
@@ -549,6 +581,8 @@ static bool shape_has(int dfd, const char *name, const char *adding, size_t addi
     return errno != ENOENT && errno != ENOTDIR;
 }
 
+/* Whether dfd would look like a repository with adding added (an error other than "not
+ * there" counts as there: in doubt, refuse). */
 bool git_dir_is_repo_shape(int dfd, const char *adding, size_t adding_len)
 {
     return shape_has(dfd, "HEAD", adding, adding_len) &&
@@ -556,6 +590,8 @@ bool git_dir_is_repo_shape(int dfd, const char *adding, size_t adding_len)
             shape_has(dfd, "commondir", adding, adding_len));
 }
 
+/* A sync path (a file outside the code directories, ~/.config/...) takes no .git at any
+ * depth: there is no repository there whose history a pull could be carrying. */
 const char *git_pull_refusal_syncpath(const char *rel, size_t len)
 {
     size_t i = 0;
@@ -570,6 +606,8 @@ const char *git_pull_refusal_syncpath(const char *rel, size_t len)
     return NULL;
 }
 
+/* Whether rel is a repository's config (config or config.worktree under a .git, in any
+ * letter case of .git): what gitconfig_filter_repo filters before it reaches the sandbox. */
 bool git_is_repo_config(const char *rel, size_t len)
 {
     size_t dir_len;
@@ -595,6 +633,9 @@ bool git_is_repo_config(const char *rel, size_t len)
 
 /* ---- credentials in URLs ----------------------------------------------------------------- */
 
+/* Whether text holds a URL with a password or token before its '@' (user:secret@host, or a
+ * bare user on http(s) and ftp(s), which is a token): a config setting whose value holds
+ * one is left out of what the sandbox gets (filter_config), where anything could read it. */
 bool git_url_has_credentials(const char *url, size_t len)
 {
     for (size_t i = 0; i < len; i++) {

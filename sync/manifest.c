@@ -61,6 +61,9 @@ uint64_t mf_hash_final(mf_hasher *hs)
     return h;
 }
 
+/* The content hash of an open file, read by pread to its end (EINTR retried): by fd, so
+ * that it is the hash of the file the caller opened and checked, whatever is renamed over
+ * its name meanwhile. */
 int mf_hash_fd(int fd, uint64_t *out)
 {
     char buf[65536];
@@ -83,6 +86,8 @@ int mf_hash_fd(int fd, uint64_t *out)
     return 0;
 }
 
+/* The wall clock, in the file system's terms (ctimes are wall-clock times): what the
+ * racy check compares a ctime with. */
 int64_t mf_now_ns(void)
 {
     struct timespec ts;
@@ -101,6 +106,8 @@ uint64_t mf_hash_str(uint64_t h, const void *s, size_t len)
 
 /* ---- nodes ------------------------------------------------------------------------------- */
 
+/* A node with its name stored inline (one allocation per entry: a tree of 100,000 files
+ * is that many nodes), not watched yet (wd -1). */
 mf_node *mf_node_new(const char *name, size_t len, uint8_t type)
 {
     mf_node *n = xcalloc(1, sizeof(*n) + len + 1);
@@ -112,6 +119,8 @@ mf_node *mf_node_new(const char *name, size_t len, uint8_t type)
 }
 
 
+/* Frees n and its subtree, dropping their inotify watches (a watch left on a forgotten
+ * directory would keep reporting into a node that is gone). */
 void mf_node_free(mf_tree *t, mf_node *n)
 {
     if (!n)
@@ -182,6 +191,8 @@ void mf_node_set_stat(mf_node *n, const struct stat *st, int64_t ref_ns)
         n->flags |= MF_RACY;
 }
 
+/* The four kinds the sync knows; a fifo, socket or device is MF_OTHER, which is never
+ * synced (its "content" is not a file's). */
 uint8_t mf_stat_type(const struct stat *st)
 {
     if (S_ISREG(st->st_mode))
@@ -193,6 +204,13 @@ uint8_t mf_stat_type(const struct stat *st)
     return MF_OTHER;
 }
 
+/* Whether the file behind st differs from what n recorded, as git decides for its index:
+ * any change of type, size, mtime, ctime, inode or mode is a change; equal stats are
+ * believed, except for a racy entry (written within the file system's timestamp
+ * granularity of its stat, so a second write could leave every field equal), whose
+ * content is hashed again (by an O_NOFOLLOW open beneath dirfd) when a hash was recorded,
+ * and which counts as changed otherwise. A wrong "unchanged" would lose a write; a wrong
+ * "changed" only costs a transfer, so every doubt is "changed". */
 bool mf_changed(const mf_node *n, const struct stat *st, int dirfd, const char *name)
 {
     if (!n || !st)
@@ -345,6 +363,9 @@ mf_root *mf_root_at(mf_tree *t, size_t i)
     return i < t->nroots ? &t->roots[i] : NULL;
 }
 
+/* Root i's directory fd, opened once and held (every walk beneath it is *at() from it,
+ * fsat.h). The root's own path is configuration (a code directory), never a path the
+ * other side sent, which is why a plain open and mkdir -p are right for it. */
 int mf_root_fd(mf_tree *t, size_t i, bool create)
 {
     mf_root *r = &t->roots[i];
@@ -361,6 +382,8 @@ int mf_root_fd(mf_tree *t, size_t i, bool create)
     return r->fd;
 }
 
+/* Turns inotify watching on or off. On starts with a full scan (need_full): only a scan
+ * puts the watches in place, and what happened before them is unknown. */
 int mf_watch(mf_tree *t, bool on)
 {
     if (!on) {
@@ -393,6 +416,11 @@ void mf_invalidate(mf_tree *t)
 
 /* ---- recording what we applied ----------------------------------------------------------- */
 
+/* Records that an applier wrote rel (st as it stat'ed the result, hash its content when
+ * known), making the directories on the way, and replacing a node of another type: the
+ * next scan then sees our own write as unchanged rather than sending it back to the side
+ * it came from. Racy until mf_seal (mf_changed says why). A new directory is queued for
+ * the next scan to watch (its changes are otherwise unseen). */
 mf_node *mf_record(mf_tree *t, size_t root, const char *rel, size_t len, const struct stat *st,
                    uint64_t hash, bool hashed)
 {
@@ -455,6 +483,8 @@ mf_node *mf_record(mf_tree *t, size_t root, const char *rel, size_t len, const s
     return n;
 }
 
+/* After a round: the entries it wrote stop being racy once their ctime is older than the
+ * timestamp granularity (a later write would now show in the stat). */
 void mf_seal(mf_tree *t)
 {
     int64_t now = mf_now_ns();
@@ -468,6 +498,9 @@ void mf_seal(mf_tree *t)
     t->npending = 0;
 }
 
+/* Makes rel look changed to the next scan whatever its stat (size UINT64_MAX, no hash): a
+ * delta that carried it was lost, so the other side may not have it; sending it again is
+ * cheap, losing it is not. */
 void mf_invalidate_path(mf_tree *t, size_t root, const char *rel, size_t len, uint8_t type)
 {
     mf_node *n = mf_lookup(t, root, rel, len);
@@ -484,6 +517,7 @@ void mf_invalidate_path(mf_tree *t, size_t root, const char *rel, size_t len, ui
     mf_dirty_node_entry(t, n);
 }
 
+/* Drops rel and its subtree from the manifest (it was removed by an applier). */
 void mf_forget(mf_tree *t, size_t root, const char *rel, size_t len)
 {
     mf_node *n = mf_lookup(t, root, rel, len);
@@ -497,6 +531,8 @@ void mf_forget(mf_tree *t, size_t root, const char *rel, size_t len)
     mf_node_free(t, n);
 }
 
+/* Whether rel is left out of the sync by an ignore file (its own directory's or any
+ * ancestor's, the deepest deciding, as git's .gitignore) or the global excludes. */
 bool mf_excluded(mf_tree *t, size_t root, const char *rel, size_t len, bool is_dir)
 {
     mf_node *n;
@@ -537,6 +573,10 @@ bool mf_excluded(mf_tree *t, size_t root, const char *rel, size_t len, bool is_d
     }
 }
 
+/* Whether rel is within root's sync pattern (a code root: everything; a sync path's glob,
+ * or a task file's or create path's exact components, one level at a time); *partial when
+ * rel is a directory on the way to what the pattern names, not yet inside it. A component
+ * over SYNC_MAX_NAME is outside (it could not be a name the pattern holds). */
 bool mf_in_pattern(const mf_tree *t, size_t root, const char *rel, size_t len, bool *partial)
 {
     const mf_root *r;

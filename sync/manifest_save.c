@@ -24,6 +24,8 @@ static void save_node(strbuf *out, const mf_node *n, unsigned depth)
         save_node(out, n->kids[i], depth + 1);
 }
 
+/* The entries of every root (the tops not counted), by an explicit stack: a tree is at
+ * most SYNC_MAX_DEPTH deep (mf_load and the scans refuse deeper), so the stack is fixed. */
 size_t mf_count(const mf_tree *t)
 {
     size_t total = 0;
@@ -57,6 +59,11 @@ uint64_t mf_config_id(const mf_tree *t)
     return t->config_id;
 }
 
+/* Writes the tree to path atomically: a temp file beside it, renamed over it, so a crash
+ * leaves the old state or the new one, never half of one (a half file would load as a
+ * tree that misses entries, and their files would look deleted on one side). The hash
+ * at the end lets mf_load tell a torn file from a whole one (not a forgery: it is no
+ * MAC); O_NOFOLLOW keeps the write from going through a symlink planted at the temp name. */
 int mf_save(mf_tree *t, const char *path, uint64_t pair_id, uint64_t seq_a, uint64_t seq_b,
             sbx_err *err)
 {
@@ -97,6 +104,8 @@ int mf_save(mf_tree *t, const char *path, uint64_t pair_id, uint64_t seq_a, uint
     return ret;
 }
 
+/* The ids alone, without the tree (the agent's start: whether the host and it still
+ * agree on where the pairing is); *ok false for a missing or damaged file. */
 void mf_peek(const char *path, uint64_t *pair_id, uint64_t *seq_a, uint64_t *seq_b, bool *ok)
 {
     char *buf;
@@ -119,6 +128,14 @@ void mf_peek(const char *path, uint64_t *pair_id, uint64_t *seq_a, uint64_t *seq
     free(buf);
 }
 
+/* Loads a saved tree into t (its roots configured as when it was saved, config_id). A
+ * state file is data, not trusted structure: the agent's lives inside the sandbox, where
+ * anything may rewrite it, and any file may be torn by a crash. So a wrong magic, hash or
+ * configuration is ignored (a full scan rebuilds the state), and so is a well-hashed file
+ * whose nodes do not form a tree (a depth that jumps, a child under a non-directory,
+ * children unsorted or twice, an unknown type, a name over SYNC_MAX_NAME): nothing of it
+ * is kept (mf_clear). Even a good one is only a hint: need_full makes the next scan check
+ * every entry against the disk. */
 int mf_load(mf_tree *t, const char *path, uint64_t *pair_id, uint64_t *seq_a,
             uint64_t *seq_b, bool *loaded, sbx_err *err)
 {

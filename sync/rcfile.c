@@ -1,5 +1,12 @@
-/* The user's startup files for the sandbox's HOME: the secret filter and the sourced
- * files; see rcfile.h. */
+/*
+ * The user's startup files for the sandbox's HOME: the secret filter and the sourced
+ * files (rcfile.h). A ~/.bashrc often exports tokens (GITHUB_TOKEN=..., an API key), and
+ * what reaches the sandbox can be read by anything running there, a prompt-injected agent
+ * first. So the files go in filtered, in three passes: values of assignments whose name
+ * looks like a secret's, tokens of known shapes anywhere, and URL credentials. It is a
+ * filter by name and shape, so in doubt it removes (a name too long to read is taken for
+ * a secret's); the credential places it will not read at all are listed below.
+ */
 #include "sync/rcfile.h"
 #include "common/urlcred.h"
 
@@ -49,11 +56,14 @@ static bool word_sep(int c)
 
 /* ---- secret names --------------------------------------------------------------------- */
 
+/* Whether needle occurs in the upper-cased name. */
 static bool has_sub(const char *up, const char *needle)
 {
     return strstr(up, needle) != NULL;
 }
 
+/* Whether a variable's name says it holds a secret: any of parts anywhere in it, or one
+ * of the short words as a whole component (KEY would otherwise match MONKEY, AUTH AUTHOR). */
 bool rc_secret_name(const char *name, size_t len)
 {
     char up[256];
@@ -359,6 +369,8 @@ static size_t filter_assignments(const char *t, size_t len, strbuf *out)
 
 /* ---- tokens of known shapes ----------------------------------------------------------- */
 
+/* The length of the run at t[i] of letters and digits (and alphabet_extra's bytes), or of
+ * upper-case letters and digits only. */
 static size_t run_of(const char *t, size_t len, size_t i, const char *alphabet_extra,
                      bool upper_digits_only)
 {
@@ -399,6 +411,10 @@ static size_t token_at(const char *t, size_t len, size_t i)
     return 0;
 }
 
+/* The second pass: tokens of a known shape (GitHub, GitLab, OpenAI-style, Slack, AWS
+ * access keys) removed wherever they stand, in an alias, a function or a comment, where
+ * no variable name gives them away. Only at a word's start, so that a longer word that
+ * happens to contain "sk-" is left alone. */
 static size_t filter_tokens(const char *t, size_t len, strbuf *out)
 {
     size_t removed = 0;
@@ -415,6 +431,7 @@ static size_t filter_tokens(const char *t, size_t len, strbuf *out)
     return removed;
 }
 
+/* The three passes (see the top); the count of values removed. */
 size_t rc_filter(const char *text, size_t len, strbuf *out)
 {
     strbuf a = STRBUF_INIT, b = STRBUF_INIT;
@@ -428,6 +445,10 @@ size_t rc_filter(const char *text, size_t len, strbuf *out)
 
 /* ---- sourced files ------------------------------------------------------------------------ */
 
+/* Whether a file a startup file sources may go into the sandbox's HOME with it: a plain
+ * relative path in the home directory (no '.', '..', empty component or NUL, which could
+ * name a file outside it), and not under a credential place (a `source ~/.aws/env` must
+ * not carry the keys in). */
 bool rc_path_allowed(const char *rel, size_t len)
 {
     if (!len || rel[0] == '/' || rel[len - 1] == '/')
@@ -551,6 +572,8 @@ static bool home_word(const char *w, size_t n, strbuf *rel)
     return rel->len > 0;
 }
 
+/* Whether the token after prev starts a command (so "source" there is the builtin, not an
+ * argument such as `echo source`). */
 static bool command_position(const char *prev, size_t n)
 {
     static const char *const kw[] = { ";", "&", "&&", "||", "|", "(", "{", "!", "then",
@@ -563,6 +586,10 @@ static bool command_position(const char *prev, size_t n)
     return false;
 }
 
+/* The files text sources by a literal path in the home directory (`. ~/.bash_env`,
+ * `source "$HOME/x"`): they go in too (filtered), or the sandbox's shell would fail on a
+ * missing file. Found by reading tokens, never by running anything; a path built at run
+ * time is not followed. */
 void rc_sourced(const char *text, size_t len, strvec *rel)
 {
     strbuf p = STRBUF_INIT;

@@ -1,9 +1,17 @@
-/* The resumable stream's frames and bookkeeping (resume.h); no I/O here. */
+/*
+ * The resumable stream's frames and bookkeeping (resume.h); no I/O here. Its state is
+ * three counters in stream bytes: base (the first byte still held, unacknowledged), sent
+ * (the next to frame: back to base on a new transport, so everything held is resent) and
+ * received (what arrived from the peer, which the next HELLO or ACK reports). The pod's
+ * end may be the sandbox's own program, so what the peer reports is checked against what
+ * this end really sent before it moves anything.
+ */
 #include "sync/resume.h"
 #include "common/bytes.h"
 
 #include <string.h>
 
+/* A frame's header (len, type, three zero bytes) and its payload. */
 static void frame(strbuf *out, int type, const void *payload, size_t len)
 {
     unsigned char h[RS_HDR] = { 0 };
@@ -28,6 +36,9 @@ void rs_free(rs_stream *s)
     strbuf_release(&s->in);
 }
 
+/* A new transport: the half-read frame of the old one is dropped (its bytes will come
+ * again, resent from the count this HELLO gives), and nothing is sent until the peer's
+ * HELLO says how much it has. */
 void rs_new_transport(rs_stream *s, strbuf *out)
 {
     unsigned char p[16];
@@ -82,7 +93,10 @@ void rs_close(strbuf *out)
     frame(out, RS_CLOSE, NULL, 0);
 }
 
-/* The peer has everything below upto: drop it. */
+/* The peer has everything below upto: drop it. A count below base is a peer that lost
+ * acknowledged bytes (it restarted: the stream cannot be resumed, those bytes are gone
+ * here); one beyond what was queued is a lie, which would otherwise make this end skip
+ * bytes it never sent. Both end the stream. */
 static int trim(rs_stream *s, uint64_t upto, const char **why)
 {
     if (upto < s->base) {
@@ -100,6 +114,11 @@ static int trim(rs_stream *s, uint64_t upto, const char **why)
     return 0;
 }
 
+/* The peer's bytes: whole frames are handled, the stream's DATA appended to deliver, and a
+ * partial frame kept for the next call. The header is checked before its payload is
+ * waited for (a length over RS_MAX_DATA, or nonzero pad bytes, is a peer out of step or
+ * hostile: waiting for 4 GiB would hold the memory), and a HELLO must come first and name
+ * this stream (a keeper of another session must not be spliced in). */
 int rs_input(rs_stream *s, const void *buf, size_t len, strbuf *deliver, const char **why)
 {
     size_t off = 0;

@@ -1,4 +1,10 @@
-/* Safe operations beneath a root; see safefs.h. */
+/*
+ * Safe operations beneath a root (safefs.h): the checks every path the agent sends passes
+ * before the host acts on it, and the small file-system steps the host's apply
+ * (sync/hostwrite.c) and the agent's (sync/agent_apply.c) build on. The sandbox is assumed
+ * to send any bytes as a path and to change anything beneath the root at any moment, so
+ * nothing here trusts a name it did not just check or an entry it did not just open.
+ */
 #include "sync/safefs.h"
 #include "sync/wire.h"
 #include "common/fsat.h"
@@ -12,6 +18,13 @@
 #include <time.h>
 #include <unistd.h>
 
+/* A relative path as the wire carries it, refused unless every component is a plain name.
+ * Each refusal is an attack the host would otherwise act on: an absolute path or a ".."
+ * names a file outside the tree (a pull writing ~/.bashrc), a NUL cuts the name the C
+ * calls see short of the one that was checked, an empty component ("a//b") or "." gives
+ * two spellings of one file (a second, unchecked manifest entry for it), and the length,
+ * name and depth limits keep a hostile path from costing unbounded memory or stack in the
+ * walks that follow. The first 200 bytes at most are quoted back (a message stays short). */
 int sf_check_relpath(const char *p, size_t len, sbx_err *err)
 {
     size_t depth = 0, start = 0;
@@ -42,6 +55,9 @@ int sf_check_relpath(const char *p, size_t len, sbx_err *err)
     return 0;
 }
 
+/* The names the appliers make for themselves (a temp file, a pull's stage directory): the
+ * sandbox may not send one, or it could make the host commit, or clean up, a file of its
+ * choosing as if it were the host's own half-written one; the scans skip them too. */
 bool sf_is_internal_name(const char *name, size_t len)
 {
     return (len >= sizeof(SF_TEMP_PREFIX) - 1 &&
@@ -50,6 +66,7 @@ bool sf_is_internal_name(const char *name, size_t len)
             !memcmp(name, SF_STAGE_PREFIX, sizeof(SF_STAGE_PREFIX) - 1));
 }
 
+/* "a/b/c" into the directory "a/b" and the name "c" (no copy); a path already checked. */
 void sf_split(const char *rel, size_t len, size_t *dir_len, const char **name)
 {
     size_t i = len;
@@ -59,10 +76,14 @@ void sf_split(const char *rel, size_t len, size_t *dir_len, const char **name)
     *dir_len = i ? i - 1 : 0;
 }
 
+/* The directory an entry goes in, as an O_PATH fd: every later step is an *at() call on
+ * it, so a symlink the sandbox swaps in for a directory after this open changes nothing
+ * (the fd is the directory that was opened, beneath the root, with no link followed). */
 int sf_open_dir(int rootfd, const char *rel, size_t rel_len, bool create, sbx_err *err)
 {
     int fd;
 
+    /* (checked again here: a caller that skipped sf_check_relpath still cannot walk far) */
     if (rel_len > SYNC_MAX_PATH) {
         errno = ENAMETOOLONG;
         return sbx_errno(err, "open directory");
@@ -76,6 +97,9 @@ int sf_open_dir(int rootfd, const char *rel, size_t rel_len, bool create, sbx_er
     return fd;
 }
 
+/* A name unlikely to be taken (pid, a counter, the clock), under SF_TEMP_PREFIX, which the
+ * sandbox cannot send (sf_is_internal_name). Unlikely is enough: sf_mktemp creates it with
+ * O_EXCL and tries again when it is taken. */
 void sf_tempname(char *name, size_t namesz)
 {
     static unsigned counter;
@@ -85,6 +109,8 @@ void sf_tempname(char *name, size_t namesz)
              (unsigned long)(ts.tv_nsec ^ ts.tv_sec));
 }
 
+/* O_EXCL | O_NOFOLLOW: a name the sandbox made first (a file to be overwritten, or a
+ * symlink to a host file for our write to go through) is never opened, only skipped. */
 int sf_mktemp(int dirfd, char *name, size_t namesz, mode_t mode)
 {
     for (int tries = 0; tries < 100; tries++) {
@@ -98,6 +124,10 @@ int sf_mktemp(int dirfd, char *name, size_t namesz, mode_t mode)
     return -1;
 }
 
+/* Whether two open files hold the same bytes: 1, 0, or -1 on a read error. Compared by
+ * pread on fds already opened (and checked) by the caller, never by name, so the answer is
+ * about the files that will be used. A conflict that is no conflict (both sides wrote the
+ * same bytes) is then not reported. */
 int sf_same_content(int fd_a, int fd_b)
 {
     char a[65536], b[65536];
@@ -119,6 +149,7 @@ int sf_same_content(int fd_a, int fd_b)
     }
 }
 
+/* Copies from's whole content to to's current offset, by fds (see sf_same_content). */
 int sf_copy_fd(int from, int to)
 {
     char buf[65536];
@@ -168,6 +199,9 @@ int sf_conflict_place(int dirfd, const char *name, char *out, size_t outsz,
     return -1;
 }
 
+/* A rename that never replaces what is at newname: the host's conflict copies and new
+ * files must not overwrite a file that appeared there since the check (the sandbox's own
+ * racing write, or a person's), which plain rename() would do silently. */
 int sf_rename_noreplace(int olddirfd, const char *oldname, int newdirfd, const char *newname)
 {
     struct stat st;
@@ -187,6 +221,8 @@ int sf_rename_noreplace(int olddirfd, const char *oldname, int newdirfd, const c
     return renameat(olddirfd, oldname, newdirfd, newname);
 }
 
+/* The entry's mtime (nanoseconds, negative before 1970: the remainder made positive), set
+ * on the open fd; the manifest compares mtimes, so a pulled file keeps the sandbox's. */
 int sf_set_mtime(int fd, int64_t mtime_ns)
 {
     struct timespec ts[2];
@@ -200,6 +236,7 @@ int sf_set_mtime(int fd, int64_t mtime_ns)
     return futimens(fd, ts);
 }
 
+/* A stat's times in nanoseconds, as the manifest keeps them. */
 int64_t sf_stat_mtime(const struct stat *st)
 {
     return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;

@@ -1,4 +1,13 @@
-/* The wire protocol's frames and messages; see wire.h and PROTOCOL.md. */
+/*
+ * The wire protocol's frames and messages (wire.h, PROTOCOL.md): the encoders both sides
+ * use and the decoders. The host decodes what the agent sends (HELLO, ENTRY, EXIT, HOLE,
+ * SYNC_DONE, WARN...) and the agent may be the sandbox's own program, so every decoder here
+ * treats its payload as hostile: each field is read through the bounded reader (a read
+ * past the end turns it bad, never reads memory), each count is checked against what is
+ * left before anything is allocated for it, each enumeration against its known values,
+ * and a frame with bytes after its last field is refused. A refused frame ends the
+ * stream (the caller marks the connection failed); nothing of it is acted on.
+ */
 #include "sync/wire.h"
 
 #include <string.h>
@@ -32,6 +41,11 @@ const char *wire_type_name(unsigned type)
     return NULL;
 }
 
+/* One frame's header from buf: 0 until the whole frame is there, 1 with f filled, -1 for
+ * a header the peer should never send. The type is checked first (a stream out of step
+ * shows as an unknown type, not as a huge length), and the length against SYNC_MAX_FRAME
+ * before the caller buffers that much: a peer cannot make us hold more than one maximal
+ * frame by announcing a larger one. */
 int wire_parse(const uint8_t *buf, size_t avail, wire_frame *f, sbx_err *err)
 {
     if (avail < WIRE_HEADER)
@@ -58,6 +72,8 @@ void wire_cstr(strbuf *out, const char *s)
     wire_str(out, s ? s : "", s ? strlen(s) : 0);
 }
 
+/* A frame's header with its length left 0, filled in by wire_end once the payload is
+ * written after it; returns where the header starts. */
 size_t wire_begin(strbuf *out, unsigned type, unsigned fd, uint32_t chan)
 {
     size_t at = out->len;
@@ -167,6 +183,8 @@ int wire_get_config(const wire_frame *f, wire_config *c, sbx_err *err)
     c->push_seq = wire_get_u64(&r);
     c->pull_seq = wire_get_u64(&r);
     c->nroots = wire_get_u32(&r);
+    /* a count is believed only as far as the bytes left could hold it (a root is at least
+     * 9 bytes): a 4-billion count in a short frame must not become a huge allocation */
     if (r.bad || c->nroots > SYNC_MAX_ROOTS || c->nroots > r.left / 9)
         return short_payload(f, err);
     c->roots = xcalloc(c->nroots ? c->nroots : 1, sizeof(*c->roots));
@@ -240,7 +258,9 @@ void wire_put_run(strbuf *out, uint32_t chan, uint32_t flags, uint16_t rows, uin
     wire_end(out, at);
 }
 
-/* Reads a string list into NUL-terminated strings packed in mem (advancing *pos). */
+/* Reads a string list into NUL-terminated strings packed in mem (advancing *mem). A string
+ * with a NUL inside is refused: the command would run with an argument (or a variable)
+ * cut short of the one the host sent. */
 static bool get_strv(wire_rd *r, size_t *count, char ***vec, char **mem)
 {
     uint32_t n = wire_get_u32(r);
@@ -292,6 +312,8 @@ int wire_get_run(const wire_frame *f, wire_run *run, sbx_err *err)
         goto bad;
     if (!get_strv(&r, &run->envc, &run->env, &mem))
         goto bad;
+    /* the command's fds: each below 1024, each once, and a shared output only after the
+     * output it shares (the agent would otherwise index a channel that does not exist) */
     run->nfds = wire_get_u16(&r);
     if (run->nfds > WIRE_MAX_FDS)
         goto bad;
@@ -357,10 +379,17 @@ int wire_get_entry(const wire_frame *f, wire_entry *e, sbx_err *err)
      * one over-long path made in the sandbox drop the whole round, and every later one. */
     if (!wire_get_str(&r, SYNC_MAX_FRAME, &e->path, &e->path_len))
         return short_payload(f, err);
+    /* What the appliers switch on must be a value they know: an unknown operation or file
+     * type would fall into a default branch that was never meant for sandbox input. */
     if (e->op != WIRE_OP_PUT && e->op != WIRE_OP_DELETE)
         return sbx_errf(err, "malformed ENTRY frame: unknown operation %u", e->op);
     if (e->ftype < WIRE_REG || e->ftype > WIRE_LNK)
         return sbx_errf(err, "malformed ENTRY frame: unknown file type %u", e->ftype);
+    /* The content announced (size) and the content inline (data_len) must agree with the
+     * kind: a deletion or a directory carries none, a symlink's target comes whole and
+     * NUL-free (a NUL would make the link point somewhere other than what was checked), a
+     * file's first chunk no larger than the file or a chunk. The applier then never writes
+     * more than an entry announced (sync/apply.c counts the rest). */
     e->data = r.p;
     e->data_len = r.left;
     if (e->op == WIRE_OP_DELETE || e->ftype == WIRE_DIR) {
@@ -407,7 +436,10 @@ int wire_get_exit(const wire_frame *f, wire_exit *x, sbx_err *err)
         return -1;
     if (x->full & ~WIRE_FULL_ALL)
         return sbx_errf(err, "malformed EXIT frame: full %u", x->full);
-    /* The kinds are sync_exit_kind's values: exited 0, signaled 1, spawn failed 2. */
+    /* The kinds are sync_exit_kind's values: exited 0, signaled 1, spawn failed 2. Each
+     * code is checked against what a real process can report, because it becomes sbxsh's
+     * own exit status ($?): a sandbox must not make the host see a status no command
+     * could have (a negative one, a signal 0, a status over 255). */
     if (x->kind > 2 || x->core > 1)
         return sbx_errf(err, "malformed EXIT frame: kind %u", x->kind);
     if (x->kind == 0 && (x->code < 0 || x->code > 255))
@@ -419,6 +451,8 @@ int wire_get_exit(const wire_frame *f, wire_exit *x, sbx_err *err)
     return 0;
 }
 
+/* PUT_FILE (host to agent): a file the agent writes inside the sandbox; the rest of the
+ * payload is its content. */
 int wire_get_put_file(const wire_frame *f, wire_put_file *p, sbx_err *err)
 {
     wire_rd r;
@@ -448,6 +482,8 @@ void wire_put_hole(strbuf *out, uint64_t n)
     wire_end(out, at);
 }
 
+/* HOLE: n bytes of zeros in a sparse file; an empty one would be a frame that moves the
+ * entry nowhere, so a peer could send them forever without progress. */
 int wire_get_hole(const wire_frame *f, uint64_t *n, sbx_err *err)
 {
     if (wire_get_u64_one(f, n, err) < 0)
@@ -503,6 +539,9 @@ int wire_get_winsize(const wire_frame *f, uint16_t *rows, uint16_t *cols, sbx_er
     return trailing(f, &r, err);
 }
 
+/* Text the agent sent (a WARN, an EXIT's message), made safe to print: cut at
+ * SYNC_MAX_TEXT and its control bytes escaped (common/report.h), so that the sandbox
+ * cannot reach the terminal with an escape sequence through sbxsh's own messages. */
 void wire_sanitize(char *out, size_t outsz, const void *text, size_t len)
 {
     if (len > SYNC_MAX_TEXT)

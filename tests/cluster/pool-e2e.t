@@ -6,24 +6,13 @@
 # for a session (claim, watch, exec, release) and sbx doctor finds nothing to fix.
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../kube/fake.sh"
-top=$(cd "$(dirname "$0")/../.." && pwd)
-C=$top/cluster
-
-[ -x "$SBXSH_BIN/sbx-kube" ] || skip_all "the kube backend is not built here (no sbx-kube)"
-command -v kubectl >/dev/null || skip_all "kubectl is not installed"
-why=$(fake_skip_reason)
-[ -n "$why" ] && skip_all "the fake API server cannot run pods: $why"
-fake_start --namespace default --cold-start-ms 300 || bail_out "the fake did not start"
+fake_cluster_start
 export XDG_RUNTIME_DIR=$SBX_TEST_TMP/run
 mkdir -p "$XDG_RUNTIME_DIR"
 chmod 700 "$XDG_RUNTIME_DIR"
-unset KUBECACHEDIR
 trap '"$SBX" release --session pool-e2e >/dev/null 2>&1; fake_kill; tap_cleanup' EXIT
 
 admin() { KUBECONFIG=$FAKE_KUBECONFIG kubectl --request-timeout=60s "$@"; }
-for f in runtimeclass.yaml admission.yaml; do
-    admin apply -f "$C/$f" >/dev/null || bail_out "cannot apply cluster/$f"
-done
 "$SBX" render-pool --tenant acme --image registry.example/sbx:1 --replicas 1 >"$SBX_TEST_TMP/pool.yaml"
 out=$(admin apply -f "$SBX_TEST_TMP/pool.yaml" 2>&1); rc=$?
 is "$rc" 0 "the rendered pool is applied" || diag "$out"

@@ -9,15 +9,8 @@
 # kubectl cannot get B's claim or exec into B's pod, and `kubectl auth can-i` agrees.
 . "$(dirname "$0")/../lib/tap.sh"
 . "$(dirname "$0")/../kube/fake.sh"
-top=$(cd "$(dirname "$0")/../.." && pwd)
-C=$top/cluster
-
-[ -x "$SBXSH_BIN/sbx-kube" ] || skip_all "the kube backend is not built here (no sbx-kube)"
-command -v kubectl >/dev/null || skip_all "kubectl is not installed"
-why=$(fake_skip_reason)
-[ -n "$why" ] && skip_all "the fake API server cannot run pods: $why"
-fake_start --namespace default --cold-start-ms 300 || bail_out "the fake did not start"
-unset KUBECACHEDIR KUBECONFIG
+fake_cluster_start
+unset KUBECONFIG
 export AGENT_SANDBOX_BACKEND=kube
 
 # Each tenant's agent host: its HOME, runtime and state directories, its kubeconfig, a
@@ -44,9 +37,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-for f in runtimeclass.yaml admission.yaml; do
-    admin apply -f "$C/$f" >/dev/null || bail_out "cannot apply cluster/$f"
-done
 for t in acme beta; do
     host $t
     "$SBX" render-pool --tenant $t --image registry.example/sbx:1 --replicas 1 >"$SBX_TEST_TMP/$t.yaml"

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -93,6 +94,28 @@ static void walk_checks(int root, const char *how)
     ok(sbx_rm_beneath(root, "new") == 0 && !exists("root/new"), "%s: rm -rf beneath", how);
 }
 
+/* A chain of depth directories "d" in name beneath root, each with a file and a sibling
+ * directory "s" holding a file (so that a level let go and read again has more to remove
+ * after its deep branch, in whatever order readdir gives). Two fds held at a time. */
+static int deep_tree(int root, const char *name, int depth)
+{
+    int fd = openat(root, ".", O_RDONLY | O_DIRECTORY), next;
+
+    for (int i = 0; i < depth && fd >= 0; i++) {
+        const char *n = i ? "d" : name;
+        if (mkdirat(fd, n, 0755) < 0 || (next = openat(fd, n, O_RDONLY | O_DIRECTORY)) < 0)
+            return -1;
+        close(fd);
+        fd = next;
+        close(openat(fd, "f", O_CREAT | O_WRONLY, 0644));
+        if (mkdirat(fd, "s", 0755) < 0)
+            return -1;
+        close(openat(fd, "s/f", O_CREAT | O_WRONLY, 0644));
+    }
+    close(fd);
+    return fd < 0 ? -1 : 0;
+}
+
 int main(void)
 {
     int root, fd;
@@ -131,6 +154,18 @@ int main(void)
     chmod(at("root/locked"), 0);
     ok(sbx_rm_beneath(root, "locked") == 0 && !exists("root/locked"),
        "rm -rf beneath opens up and removes unreadable directories");
+
+    /* a tree deeper than the fd limit (as the sandbox may make one): removed whole */
+    struct rlimit was, low;
+    ok(deep_tree(root, "deep", 400) == 0, "a tree 400 directories deep");
+    getrlimit(RLIMIT_NOFILE, &was);
+    low = was;
+    low.rlim_cur = 20;
+    setrlimit(RLIMIT_NOFILE, &low);
+    fd = sbx_rm_beneath(root, "deep");
+    setrlimit(RLIMIT_NOFILE, &was);
+    ok(fd == 0 && !exists("root/deep"), "rm -rf beneath removes it under a limit of 20 fds (%s)",
+       fd ? strerror(errno) : "0");
     close(root);
 
     sbx_err err;

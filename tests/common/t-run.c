@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,6 +32,35 @@ static unsigned long sig_ignored(const strbuf *status)
 {
     const char *p = strchr(status->buf, '\t');
     return p ? strtoull(p + 1, NULL, 16) & 0x7fffffffu : ~0ul;
+}
+
+/* A child function: writes its ctx's text on fd 1, exits 7. */
+static int say(void *ctx)
+{
+    write_full(1, ctx, strlen(ctx));
+    return 7;
+}
+
+/* A before_exec that swaps the argv for its ctx's. */
+static int swap_argv(void *ctx, char *const **argv)
+{
+    *argv = ctx;
+    return 0;
+}
+
+static int refuse(void *ctx, char *const **argv)
+{
+    errno = EPERM;
+    return -1;
+}
+
+/* Reads fd to EOF into out; the bytes read. */
+static size_t slurp(int fd, strbuf *out)
+{
+    strbuf_reset(out);
+    strbuf_read_fd(out, fd, 1 << 20);
+    close(fd);
+    return out->len;
 }
 
 static void count_chunk(void *ctx, const char *buf, size_t n)
@@ -136,6 +166,82 @@ int main(void)
     r.ctx = &seen;
     ok(sh("echo 12345", &r, &out, &st, &err) == 0 && seen == 6 && out.len == 0,
        "on_output gets the output instead of the buffer");
+
+    /* sbx_run_start: the child is not waited for there */
+    pid_t pid = -1;
+    int ofd = -1;
+    sbx_run f = { .fn = say, .ctx = "from fn\n", .file = "say", .cwd_fd = -1 };
+    ok(sbx_run_start(&f, &pid, &ofd, &err) == 0 && pid > 0 && slurp(ofd, &out) &&
+           !strcmp(out.buf, "from fn\n") && sbx_run_wait(pid, &st, &err) == 0 &&
+           sbx_run_exit_code(st) == 7,
+       "the child function mode runs fn in the child and exits with what it returns");
+    ok(sbx_run_wait(pid, &st, &err) < 0 && errno == ECHILD, "sbx_run_wait: reaped once");
+
+    int pfd[2];
+    char *fd3[] = { "/bin/sh", "-c", "echo on-three >&3; echo on-one", NULL };
+    sbx_run c3 = { .argv = fd3, .cwd_fd = -1, .capture_fd = 3, .stdout_null = true };
+    strbuf_reset(&out);
+    ok(sbx_run_capture(&c3, &out, &st, &err) == 0 && !strcmp(out.buf, "on-three\n"),
+       "capture_fd: the output pipe is the child's fd 3 (stdout /dev/null)");
+    ok(pipe(pfd) == 0, "a pipe");
+    char *placed[] = { "/bin/sh", "-c", "echo placed >&5", NULL };
+    sbx_run pl = { .argv = placed, .cwd_fd = -1, .fds = { { pfd[1], 5 } }, .nfds = 1 };
+    ok(sbx_run_start(&pl, &pid, NULL, &err) == 0, "fds: one of ours placed at 5");
+    close(pfd[1]);
+    ok(slurp(pfd[0], &out) && !strcmp(out.buf, "placed\n") &&
+           sbx_run_wait(pid, &st, &err) == 0 && sbx_run_exit_code(st) == 0,
+       "...where the child writes it");
+
+    /* under an fd limit below the high place the child's fds first move to: the same */
+    struct rlimit was, low;
+    getrlimit(RLIMIT_NOFILE, &was);
+    low = was;
+    low.rlim_cur = 16;
+    ok(pipe(pfd) == 0 && setrlimit(RLIMIT_NOFILE, &low) == 0, "a pipe, and a limit of 16 fds");
+    pl.fds[0].from = pfd[1];
+    ok(sbx_run_start(&pl, &pid, NULL, &err) == 0, "fds: placed at 5 under that limit (%s)",
+       err.msg);
+    setrlimit(RLIMIT_NOFILE, &was);
+    close(pfd[1]);
+    ok(slurp(pfd[0], &out) && !strcmp(out.buf, "placed\n") &&
+           sbx_run_wait(pid, &st, &err) == 0 && sbx_run_exit_code(st) == 0,
+       "...where the child writes it");
+
+    char *daemon[] = { "/bin/sh", "-c", "echo $PPID $$ >&3", NULL };
+    ok(pipe(pfd) == 0, "a pipe");
+    sbx_run dm = { .argv = daemon, .cwd_fd = -1, .daemon = true, .setsid = true,
+                   .fds = { { pfd[1], 3 } }, .nfds = 1 };
+    ok(sbx_run_start(&dm, &pid, NULL, &err) == 0 && pid == 0, "daemon: started, no pid");
+    close(pfd[1]);
+    ok(slurp(pfd[0], &out) && atoi(out.buf) != getpid(), "...and it is not our child (%s)",
+       out.buf);
+    ok(waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD, "...nor is the intermediate left");
+
+    char *ign[] = { "/bin/sh", "-c", "grep SigIgn /proc/self/status", NULL };
+    sigset_t dfl;
+    sigemptyset(&dfl);
+    sigaddset(&dfl, SIGPIPE);
+    sbx_run si = { .argv = ign, .cwd_fd = -1, .sig_inherit = true, .sig_default = &dfl };
+    strbuf_reset(&out);
+    ok(sbx_run_capture(&si, &out, &st, &err) == 0 && sig_ignored(&out) == 1u << (SIGINT - 1),
+       "sig_inherit: ours kept (SIGINT ignored) but sig_default's (SIGPIPE) (%.*s)",
+       (int)out.len - 1, out.buf);
+
+    char *first[] = { "/nonexistent/first", NULL }, *second[] = { "/bin/echo", "swapped", NULL };
+    sbx_run be = { .argv = first, .cwd_fd = -1, .before_exec = swap_argv, .ctx = second };
+    strbuf_reset(&out);
+    ok(sbx_run_capture(&be, &out, &st, &err) == 0 && !strcmp(out.buf, "swapped\n"),
+       "before_exec runs in the child and may replace the argv");
+    be.before_exec = refuse;
+    errno = 0;
+    ok(sbx_run_start(&be, &pid, NULL, &err) < 0 && errno == EPERM,
+       "before_exec failing: -1 with its errno (%s)", err.msg);
+    m.fn = NULL;
+    errno = 0;
+    ok(sbx_run_start(&m, &pid, NULL, &err) < 0 && errno == ENOENT,
+       "sbx_run_start of a program not found: -1 with ENOENT");
+    ok(waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD, "no child is left behind");
+
     strbuf_release(&out);
     strbuf_release(&errs);
     return done_testing();

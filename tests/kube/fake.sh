@@ -16,6 +16,11 @@
 #   FAKE_H2_URL, FAKE_H2_KUBECONFIG (the fake's, pointed at it) and FAKE_H2_LOG (one line a
 #   request: "ALPN METHOD PATH STATUS USER-AGENT"); stopped with the fake. Returns 1 when
 #   nghttpx is missing (the caller skips) or does not answer within 30 s.
+# fake_cluster_start: the start of the tests that apply cluster/'s manifests
+#   (tests/cluster/tenants.t, pool-e2e.t): skips without sbx-kube, kubectl or a fake that
+#   can run pods, starts the fake (namespace default, pods ready after 300 ms), applies
+#   cluster/'s RuntimeClass and admission policy as the admin, and unsets KUBECACHEDIR;
+#   sets C to cluster/'s directory.
 
 FAKE_BIN=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/fake-apiserver
 
@@ -120,4 +125,19 @@ fake_kill() {
     kill -TERM "$FAKE_PID" 2>/dev/null
     for _ in $(seq 100); do kill -0 "$FAKE_PID" 2>/dev/null || return 0; sleep 0.1; done
     kill -KILL "$FAKE_PID" 2>/dev/null
+}
+
+fake_cluster_start() {
+    local why f
+    C=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../cluster" && pwd)
+    [ -x "$SBXSH_BIN/sbx-kube" ] || skip_all "the kube backend is not built here (no sbx-kube)"
+    command -v kubectl >/dev/null || skip_all "kubectl is not installed"
+    why=$(fake_skip_reason)
+    [ -n "$why" ] && skip_all "the fake API server cannot run pods: $why"
+    fake_start --namespace default --cold-start-ms 300 || bail_out "the fake did not start"
+    unset KUBECACHEDIR
+    for f in runtimeclass.yaml admission.yaml; do
+        KUBECONFIG=$FAKE_KUBECONFIG HOME=$SBX_TEST_TMP/admin kubectl --request-timeout=60s \
+            apply -f "$C/$f" >/dev/null || bail_out "cannot apply cluster/$f"
+    done
 }

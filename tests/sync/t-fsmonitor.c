@@ -59,38 +59,56 @@ int main(void)
     free(p);
     ok(!strncmp(t0, "sbx1:0000000000001234:", 22), "the token carries the instance (%s)", t0);
 
-    fsm_note(&s, 0, "a/f", 3, false, false);
-    fsm_note(&s, 0, "w/x", 3, false, false);
-    p = ask(&s, t0, dir, "", t1, sizeof(t1));
-    is_str(p, "a/f;w/x;", "the paths changed since the token");
-    free(p);
-    p = ask(&s, t1, dir, "", t2, sizeof(t2));
-    is_str(p, "", "nothing since the newer token");
-    free(p);
-    p = ask(&s, t0, dir, "w", t2, sizeof(t2));
-    is_str(p, "x;", "relative to a work tree below the root, and only what is in it");
-    free(p);
-    fsm_note(&s, 0, "w", 1, true, false);
-    p = ask(&s, t1, dir, "w", t2, sizeof(t2));
-    is_str(p, "/;", "the work tree's own directory changed: everything");
-    free(p);
-    fsm_note(&s, 0, ".git/index", 10, false, false);
-    p = ask(&s, t2, dir, "", t1, sizeof(t1));
-    is_str(p, "", "what happens in .git is not named");
-    free(p);
+    /* The journal's story, a step a row: what happens first, then git's question. */
+    static const struct {
+        const char *noted;      /* paths noted first, ';' between, a trailing '/': a directory */
+        int lost;               /* 1 or 0: fsm_lost(on or off) first; -1: not */
+        bool scan;              /* fsm_scanned first */
+        const char *token;      /* asked with this; NULL: with t[from] */
+        int from, to;           /* the answer's new token goes to t[to] */
+        const char *prefix, *want, *what;
+    } steps[] = {
+        { "a/f;w/x", -1, false, NULL, 0, 1, "", "a/f;w/x;", "the paths changed since the token" },
+        { NULL, -1, false, NULL, 1, 2, "", "", "nothing since the newer token" },
+        { NULL, -1, false, NULL, 0, 2, "w", "x;",
+          "relative to a work tree below the root, and only what is in it" },
+        { "w/", -1, false, NULL, 1, 2, "w", "/;",
+          "the work tree's own directory changed: everything" },
+        { ".git/index", -1, false, NULL, 2, 1, "", "", "what happens in .git is not named" },
+        /* repeated events for one path: one entry, unless a token was given out between */
+        { "d1;d1", -1, false, NULL, 1, 2, "", "d1;", "the same path twice in a row: named once" },
+        { "d1", -1, false, NULL, 2, 1, "", "d1;",
+          "again after a token was given out: named for that token" },
+        { NULL, -1, false, "sbx1:0000000000001234:99999999", 0, 2, "", "/;",
+          "a token from the future: everything" },
+        { NULL, -1, false, "sbx1:0000000000001234:1x", 0, 2, "", "/;",
+          "a malformed token: everything" },
+        /* lost events: older tokens are everything, newer ones work again */
+        { NULL, 1, false, NULL, 1, 2, "", "/;", "after lost events, an older token: everything" },
+        { "b", -1, false, NULL, 2, 1, "", "b;", "a token given after: the list" },
+        { NULL, 0, false, NULL, 1, 2, "", "/;", "watching off: everything" },
+        { NULL, -1, true, NULL, 2, 0, "", "/;",
+          "a token from before the scan that watched everything again: everything" },
+    };
+    char *t[3] = { t0, t1, t2 };
+    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+        for (const char *n = steps[i].noted; n && *n;) {
+            size_t len = strcspn(n, ";");
+            bool isdir = n[len - 1] == '/';
+            fsm_note(&s, 0, n, isdir ? len - 1 : len, isdir, false);
+            n += len + (n[len] == ';');
+        }
+        if (steps[i].lost >= 0)
+            fsm_lost(&s, steps[i].lost);
+        if (steps[i].scan)
+            fsm_scanned(&s, true, bases, 1);
+        p = ask(&s, steps[i].token ? steps[i].token : t[steps[i].from], dir, steps[i].prefix,
+                t[steps[i].to], sizeof(t0));
+        is_str(p, steps[i].want, "%s", steps[i].what);
+        free(p);
+    }
 
-    /* Repeated events for one path: one entry, unless a token was given out between. */
-    fsm_note(&s, 0, "d1", 2, false, false);
-    fsm_note(&s, 0, "d1", 2, false, false);
-    p = ask(&s, t1, dir, "", t2, sizeof(t2));
-    is_str(p, "d1;", "the same path twice in a row: named once");
-    free(p);
-    fsm_note(&s, 0, "d1", 2, false, false);
-    p = ask(&s, t2, dir, "", t1, sizeof(t1));
-    is_str(p, "d1;", "again after a token was given out: named for that token");
-    free(p);
-
-    /* Another instance's token, and a token from the future. */
+    /* another instance's token (a restarted agent) */
     {
         fsm_state o;
         fsm_init(&o, 0x9999);
@@ -100,30 +118,6 @@ int main(void)
         free(p);
         fsm_release(&o);
     }
-    p = ask(&s, "sbx1:0000000000001234:99999999", dir, "", t2, sizeof(t2));
-    is_str(p, "/;", "a token from the future: everything");
-    free(p);
-    p = ask(&s, "sbx1:0000000000001234:1x", dir, "", t2, sizeof(t2));
-    is_str(p, "/;", "a malformed token: everything");
-    free(p);
-
-    /* Lost events: older tokens are everything, newer ones work again. */
-    fsm_lost(&s, true);
-    p = ask(&s, t1, dir, "", t2, sizeof(t2));
-    is_str(p, "/;", "after lost events, an older token: everything");
-    free(p);
-    fsm_note(&s, 0, "b", 1, false, false);
-    p = ask(&s, t2, dir, "", t1, sizeof(t1));
-    is_str(p, "b;", "a token given after: the list");
-    free(p);
-    fsm_lost(&s, false);
-    p = ask(&s, t1, dir, "", t2, sizeof(t2));
-    is_str(p, "/;", "watching off: everything");
-    free(p);
-    fsm_scanned(&s, true, bases, 1);
-    p = ask(&s, t2, dir, "", t0, sizeof(t0));
-    is_str(p, "/;", "a token from before the scan that watched everything again: everything");
-    free(p);
 
     /* A fresh directory (made, not watched yet): it and every directory in it, each time. */
     {
