@@ -1,0 +1,68 @@
+/*
+ * libsbxsh's example (libsbxsh(3), docs/library.md): runs each argument as a command line
+ * in the session of the current directory, printing its output as it comes and then its
+ * exit code and how much of the output was kept.
+ *
+ *     cc -o example doc/libsbxsh-example.c $(pkg-config --cflags --libs sbxsh)
+ *     ./example 'git status --short' 'make -j2 test'
+ *
+ * `make check` builds it against the build tree's library (tests/lib/lib-example.t runs
+ * it). SBXSH_EXAMPLE_PROGRAM names the sbxsh to run lines with (default: the installed).
+ */
+#include <sbxsh.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Output as it comes: the command's stdout to ours, its stderr to ours. */
+static int print_output(void *ctx, int stream, const void *data, size_t len)
+{
+    (void)ctx;
+    fwrite(data, 1, len, stream == SBXSH_STDERR ? stderr : stdout);
+    return 0;   /* non-zero would cancel the run */
+}
+
+int main(int argc, char **argv)
+{
+    sbxsh_error err;
+    sbxsh_options *o = sbxsh_options_new();
+    sbxsh_run_options *r = sbxsh_run_options_new();
+    const char *program = getenv("SBXSH_EXAMPLE_PROGRAM");
+    sbxsh *h;
+    int status = 0;
+
+    if (!o || !r)
+        return 125;
+    if (program && sbxsh_options_set_program(o, program, &err) < 0)
+        goto fail;
+    if (sbxsh_open(o, &h, &err) < 0)
+        goto fail;
+    sbxsh_options_free(o);
+    o = NULL;
+    printf("libsbxsh %s, session %s\n", sbxsh_version(), sbxsh_session(h));
+    sbxsh_run_options_set_output(r, print_output, NULL, NULL);
+    sbxsh_run_options_set_capture(r, 4096, NULL);    /* keep 2 KiB of each end */
+    sbxsh_run_options_set_timeout_ms(r, 600000, NULL);
+    for (int i = 1; i < argc; i++) {
+        sbxsh_result *res;
+        if (sbxsh_run(h, argv[i], r, &res, &err) < 0) {
+            sbxsh_close(h);
+            goto fail;
+        }
+        fflush(stdout);
+        printf("[%s] exit %d, %llu bytes of output%s\n", argv[i], sbxsh_result_exit_code(res),
+               (unsigned long long)sbxsh_result_total(res, SBXSH_OUTPUT),
+               sbxsh_result_truncated(res, SBXSH_OUTPUT) ? " (truncated in the result)" : "");
+        status = sbxsh_result_exit_code(res);
+        sbxsh_result_free(res);
+    }
+    sbxsh_run_options_free(r);
+    sbxsh_close(h);
+    return status;
+fail:
+    fprintf(stderr, "example: %s (%s)\n", err.message, sbxsh_code_name(err.code));
+    sbxsh_options_free(o);
+    sbxsh_run_options_free(r);
+    return 125;
+}
