@@ -555,6 +555,37 @@ fail_pipes:
     return -1;
 }
 
+/*
+ * write() to the stdin pipe without a SIGPIPE: a command that does not read its stdin (or
+ * stops) closes the pipe, and the write's SIGPIPE would kill the caller's process, which
+ * may not ignore it. SIGPIPE is blocked in this thread for the write, and the one the write
+ * raised (a thread-directed signal) is taken back with sigtimedwait before the mask is
+ * restored, unless one was pending already (then it is the caller's, and stays).
+ */
+static ssize_t write_nosigpipe(int fd, const void *data, size_t n)
+{
+    sigset_t pipe_set, old, pending;
+    bool was_pending;
+    ssize_t r;
+    int e;
+
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    sigpending(&pending);
+    was_pending = sigismember(&pending, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    r = write(fd, data, n);
+    e = errno;
+    if (r < 0 && e == EPIPE && !was_pending) {
+        struct timespec zero = { 0, 0 };
+        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
+            ;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = e;
+    return r;
+}
+
 /* Reads what fd has now into the callback; returns 0 at end of file, 1 when more may
  * come, -1 on error. */
 static int pump(child *c, int fd, int stream, char *chunk, size_t chunk_size, bool *cancel)
@@ -679,7 +710,8 @@ static int run_child(sbxsh *h, child *c, sbxsh_error *err)
         if (ix_in >= 0 && p[ix_in].revents) {
             /* the stdin bytes as the pipe takes them; a reader gone (EPIPE, POLLERR) ends
              * it, as a shell's here-string would end */
-            ssize_t n = write(in_w, (const char *)c->stdin_data + in_off, c->stdin_len - in_off);
+            ssize_t n = write_nosigpipe(in_w, (const char *)c->stdin_data + in_off,
+                                        c->stdin_len - in_off);
             if (n > 0)
                 in_off += (size_t)n;
             if ((n < 0 && errno != EAGAIN && errno != EINTR) || in_off == c->stdin_len ||

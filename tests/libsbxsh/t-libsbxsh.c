@@ -309,6 +309,21 @@ static void caps(sbxsh *h)
     ok(res && !strcmp(sbxsh_result_data(res, SBXSH_STDOUT, NULL), "200000\n"),
        "stdin from a buffer: the command reads all of it, then end of file");
     sbxsh_result_free(res);
+    /* a command that reads none of it: the pipe closes under the library's write, and the
+     * SIGPIPE must not reach this process (which, as C programs do, does not ignore it) */
+    big = malloc(4 << 20);
+    memset(big, 'y', 4 << 20);
+    sbxsh_run_options_set_stdin_buffer(r, big, 4 << 20, NULL);
+    free(big);
+    res = run(h, "head -c 3; echo", r);
+    ok(res && !strcmp(sbxsh_result_data(res, SBXSH_STDOUT, NULL), "yyy\n") &&
+           sbxsh_result_exit_code(res) == 0,
+       "stdin the command stops reading: its result, and no SIGPIPE here");
+    sbxsh_result_free(res);
+    res = run(h, "true", r);
+    ok(res && sbxsh_result_exit_code(res) == 0, "stdin the command never reads");
+    sbxsh_result_free(res);
+    sbxsh_run_options_set_stdin_buffer(r, "", 0, NULL);
     char file[4300];
     snprintf(file, sizeof(file), "%s/stdin.txt", tmp);
     int fd = open(file, O_CREAT | O_TRUNC | O_RDWR, 0600);
