@@ -1329,6 +1329,12 @@ EXPORT int sbxsh_open(const sbxsh_options *o, sbxsh **out, sbxsh_error *err)
     slash = strrchr(h->sbx, '/');
     strcpy(slash + 1, "sbx");
 
+    /* a clear word for a program that is not there: posix_spawn may report a failed exec
+     * only as the child's 127 (it does so where it cannot vfork, as under valgrind) */
+    if (access(h->program, X_OK) < 0) {
+        fail(err, SBXSH_E_SBXSH, "cannot run %s: %s", h->program, strerror(errno));
+        goto fail;
+    }
     /* sbxsh checks the configuration as a run would, and names the session */
     if (sbxsh_argv(h, h->program, &argv, args) < 0) {
         fail_errno(err, "out of memory");
