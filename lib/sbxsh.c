@@ -466,6 +466,7 @@ typedef struct child {
     size_t stdin_len;
     uint64_t timeout_ms;
     int cancel_r;                 /* readable: cancel (-1: none) */
+    int cancel_fd;                /* the caller's: readable, cancel (-1: none) */
     /* called with each piece of output; non-zero: cancel */
     int (*out)(void *ctx, int stream, const char *data, size_t len);
     void *ctx;
@@ -636,8 +637,9 @@ static int run_child(sbxsh *h, child *c, sbxsh_error *err)
     }
 
     while (!exited) {
-        struct pollfd p[5];
+        struct pollfd p[6];
         int np = 0, ix_out = -1, ix_err = -1, ix_in = -1, ix_cancel = -1, ix_pid = -1;
+        int ix_cancel_fd = -1;
         int timeout = -1;
         uint64_t now = mono_ns();
 
@@ -682,6 +684,10 @@ static int run_child(sbxsh *h, child *c, sbxsh_error *err)
             ix_cancel = np;
             p[np++] = (struct pollfd){ .fd = c->cancel_r, .events = POLLIN };
         }
+        if (c->cancel_fd >= 0 && !terminating) {
+            ix_cancel_fd = np;
+            p[np++] = (struct pollfd){ .fd = c->cancel_fd, .events = POLLIN };
+        }
         if (pidfd >= 0) {
             ix_pid = np;
             p[np++] = (struct pollfd){ .fd = pidfd, .events = POLLIN };
@@ -721,6 +727,9 @@ static int run_child(sbxsh *h, child *c, sbxsh_error *err)
             }
         }
         if (ix_cancel >= 0 && p[ix_cancel].revents)
+            cancel = true;
+        /* the caller's fd is theirs: readable (or hung up) is the word, nothing is read */
+        if (ix_cancel_fd >= 0 && p[ix_cancel_fd].revents)
             cancel = true;
         if ((ix_pid >= 0 && p[ix_pid].revents) || pidfd < 0) {
             int ws;
@@ -960,10 +969,12 @@ struct sbxsh_run_options {
     size_t capture;
     sbxsh_output_fn fn;
     void *ctx;
+    int cancel_fd;
 };
 
 static const sbxsh_run_options default_run = {
     .stdin_fd = -1,
+    .cancel_fd = -1,
     .capture = SBXSH_DEFAULT_CAPTURE,
 };
 
@@ -1051,6 +1062,17 @@ EXPORT int sbxsh_run_options_set_output(sbxsh_run_options *r, sbxsh_output_fn fn
     return 0;
 }
 
+EXPORT int sbxsh_run_options_set_cancel_fd(sbxsh_run_options *r, int fd, sbxsh_error *err)
+{
+    if (!r)
+        return fail(err, SBXSH_E_INVALID, "no run options");
+    if (fd >= 0 && fcntl(fd, F_GETFD) < 0)
+        return fail(err, SBXSH_E_INVALID, "cancel fd %d is not open", fd);
+    r->cancel_fd = fd < 0 ? -1 : fd;
+    ok(err);
+    return 0;
+}
+
 /* ---- running --------------------------------------------------------------------------- */
 
 /* A run's output: the three captures and the caller's callback. */
@@ -1113,6 +1135,7 @@ static int run_locked(sbxsh *h, const char *const *argv, const sbxsh_run_options
     c->stdin_len = r->stdin_len;
     c->timeout_ms = r->timeout_ms;
     c->cancel_r = cp[0];
+    c->cancel_fd = r->cancel_fd;
     c->out = sink_out;
     c->ctx = sink;
     set_running(h, true, cp[1]);

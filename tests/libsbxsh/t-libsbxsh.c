@@ -412,6 +412,26 @@ static void timeout_and_cancel(sbxsh *h)
     ok(res && !strcmp(sbxsh_result_data(res, SBXSH_STDOUT, NULL), "again\n"),
        "the handle runs lines after a cancel");
     sbxsh_result_free(res);
+
+    /* a cancel fd made readable before the run: the run is cancelled, none is lost */
+    int cfd[2];
+    if (pipe(cfd) < 0 || write(cfd[1], "c", 1) != 1)
+        diag("pipe failed");
+    r = sbxsh_run_options_new();
+    ok(sbxsh_run_options_set_cancel_fd(r, cfd[0], NULL) == 0, "a cancel fd is taken");
+    res = run(h, "sleep 120; echo never", r);
+    ok(res && sbxsh_result_cancelled(res) && !strstr(sbxsh_result_data(res, SBXSH_STDOUT, NULL), "never"),
+       "a cancel fd readable before the run cancels it");
+    sbxsh_result_free(res);
+    char got;
+    ok(read(cfd[0], &got, 1) == 1 && got == 'c', "the caller's byte is still there (not read)");
+    sbxsh_run_options_set_cancel_fd(r, -1, NULL);
+    res = run(h, "echo after", r);
+    ok(res && !sbxsh_result_cancelled(res), "without it, the next run runs");
+    sbxsh_result_free(res);
+    sbxsh_run_options_free(r);
+    close(cfd[0]);
+    close(cfd[1]);
 }
 
 /* ---- two threads, two sessions --------------------------------------------------------- */
