@@ -383,7 +383,7 @@ static void timeout_and_cancel(sbxsh *h)
     cancel_run c = { .h = h };
     pthread_t t;
 
-    sbxsh_run_options_set_timeout_ms(r, 1500, NULL);
+    sbxsh_run_options_set_timeout_ms(r, 4000, NULL);   /* room for "before" under load */
     res = run(h, "echo before; sleep 120; echo after", r);
     ok(res && sbxsh_result_timed_out(res) && !sbxsh_result_cancelled(res),
        "a line past its timeout is ended, and says so");
