@@ -47,4 +47,24 @@ while IFS= read -r line; do
 done <"$log"
 ok "unittest ran the module's tests ($n)" test "$n" -ge 14
 is "$rc" 0 "unittest passed" || diag "$(cat "$log")"
+
+# As an agent runs it: an ordinary user, a repository with a space and an accent in its name,
+# the session named by sbxsh, released at the end.
+. "$(dirname "$0")/../lib/user.sh"
+if test_user_add pyt "$lib" "$top/lib/python/sbxsh/__init__.py"; then
+    trap 'end_session; test_user_del; tap_cleanup' EXIT
+    out=$(as_test_user "set -e; d=\"\$HOME/my repo é\"; mkdir -p \"\$d\"; cd \"\$d\"; git init -q
+        PYTHONPATH=$top/lib/python SBXSH_LIBRARY=$lib $py -c '
+from sbxsh import Sandbox
+with Sandbox(program=\"$SBXSH_BIN/sbxsh\") as sb:
+    r = sb.execute(\"echo made >\\\"new file.txt\\\"; id -u; pwd\")
+    print(r[\"exit_code\"], r[\"stdout\"], end=\"\")
+    sb.release()
+'; stat -c '%U %s' \"\$d/new file.txt\"" 2>&1)
+    is "$out" "0 $(id -u "$TEST_USER")
+$TEST_HOME/my repo é
+$TEST_USER 5" "as an ordinary user: the line ran as that user in the repository, its file came back"
+else
+    skip "$TEST_USER_WHY"
+fi
 done_testing
