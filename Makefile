@@ -13,7 +13,7 @@
 #   make fuzz         the fuzz drivers, longer runs: FUZZ_SECONDS each (default 60; libFuzzer, clang)
 #   make bench        the benchmarks quoted in docs/performance.md
 #   make deps         installs every Debian package the project needs (root if one is missing)
-#   make install      PREFIX=/usr/local DESTDIR=
+#   make install      PREFIX=/usr/local DESTDIR= (the programs, libsbxsh and its Python module)
 #   make install-shell   adds $(BINDIR)/sbxsh to /etc/shells (once; DESTDIR respected)
 #   make uninstall    takes away what make install put (the same PREFIX and DESTDIR);
 #                     make uninstall-shell takes $(BINDIR)/sbxsh out of /etc/shells
@@ -90,6 +90,7 @@ include local/local.mk
 include kube/kube.mk
 include session/session.mk
 include cli/cli.mk
+include lib/lib.mk
 include completions/completions.mk
 include tests/tests.mk
 include bench/bench.mk
@@ -174,6 +175,7 @@ install: all
 	install -m 755 $(BIN)/sbx-agent $(BIN)/sbx-agent-static $(DESTDIR)$(LIBEXECDIR)/
 	for m in $(MAN_PAGES); do install -m 644 $$m $(DESTDIR)$(MANDIR)/man$${m##*.}/; done
 	$(MAKE) install-completions
+	$(MAKE) install-lib
 	@grep -qxF '$(BINDIR)/sbxsh' $(DESTDIR)$(SHELLS) 2>/dev/null || \
 	    echo "To make sbxsh a login shell (chsh -s, su -, login), list it in $(SHELLS): make install-shell$(if $(DESTDIR), DESTDIR=$(DESTDIR))$(if $(filter-out /usr/local,$(PREFIX)), PREFIX=$(PREFIX))"
 
@@ -200,6 +202,7 @@ uninstall:
 	rm -rf $(DESTDIR)$(LIBEXECDIR)
 	for m in $(MAN_PAGES); do rm -f $(DESTDIR)$(MANDIR)/man$${m##*.}/$$(basename $$m); done
 	$(MAKE) uninstall-completions
+	$(MAKE) uninstall-lib
 
 clean:
 	rm -rf build build-asan build-clang build-fuzz $(PROGRAMS)

@@ -98,6 +98,8 @@ void route_print(const route_plan *plan, const sh_parse *p, const route_ctx *ctx
     sbx_json_init(&j, out);
     sbx_json_begin_obj(&j, NULL);
     sbx_json_str(&j, "cwd", ctx->cwd ? ctx->cwd : "");
+    /* the session the line would run in (libsbxsh names a handle's session from it) */
+    sbx_json_str(&j, "session", ctx->session ? ctx->session : "");
     sbx_json_begin_arr(&j, "code_dirs");
     for (size_t i = 0; i < ctx->n_code_dirs; i++)
         sbx_json_str(&j, NULL, ctx->code_dirs[i]);

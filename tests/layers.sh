@@ -24,6 +24,10 @@ declare -A allowed=(
     # (and sync/resume.h: the resumable stream whose pod-side end is sbx-agent's)
     [kube]="kube session/backend.h session/config.h sync/resume.h common"
     [cli]="cli router shell session common"
+    # libsbxsh runs lines with the sbxsh program and links nothing of the other layers
+    [lib]="lib"
+    # doc/'s example is a user's program: <sbxsh.h>, installed, and nothing of the tree
+    [doc]="doc"
 )
 skip=" tests bench build build-asan build-clang build-fuzz "
 
@@ -41,6 +45,7 @@ declare -A prefixes=(
     [local]="local_"
     [kube]="kube_ kt_ kwatch_ ws_"
     [cli]="cli_ interactive_ line_ prompt_ startup_ view_"
+    [lib]="sbxsh_"
 )
 
 bad=0
@@ -99,6 +104,9 @@ if [ -d "$build" ]; then
         objs=()
         for c in "$dir"/*.c; do
             o=$build/${c%.c}.o
+            [ -f "$o" ] && objs+=("$o")
+            # the library's position-independent objects (lib/lib.mk)
+            o=$build/pic/${c%.c}.o
             [ -f "$o" ] && objs+=("$o")
         done
         [ "$dir" = session ] && [ -f "$build/session/backends.o" ] && objs+=("$build/session/backends.o")
