@@ -26,6 +26,8 @@ declare -A allowed=(
     [cli]="cli router shell session common"
     # libsbxsh runs lines with the sbxsh program and links nothing of the other layers
     [lib]="lib"
+    # sbx mcp: a front end on libsbxsh's public header
+    [mcp]="mcp lib/sbxsh.h common"
 )
 skip=" tests bench build build-asan build-clang build-fuzz "
 
@@ -44,6 +46,7 @@ declare -A prefixes=(
     [kube]="kube_ kt_ kwatch_ ws_"
     [cli]="cli_ interactive_ line_ prompt_ startup_ view_"
     [lib]="sbxsh_"
+    [mcp]="mcp_"
 )
 
 bad=0
