@@ -29,13 +29,17 @@ complete -c sbxsh -s o -x -a 'allexport braceexpand emacs errexit errtrace funct
 complete -c sbxsh -s O -x -a 'autocd cdspell checkwinsize dotglob expand_aliases extglob failglob globstar inherit_errexit lastpipe nocaseglob nocasematch nullglob xpg_echo' -d 'shopt option'
 
 # sbx
-set -l sbx_cmds exec release status ls doctor render-pool
+set -l sbx_cmds exec release status ls doctor render-pool mcp
 complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a exec -d 'Run a command in a sandbox'
 complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a release -d 'Pull the last changes, stop and delete the sandbox'
 complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a status -d 'Show a session'
 complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a ls -d 'List the sessions'
 complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a doctor -d 'Check what sbxsh needs here'
 complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a render-pool -d 'Print a Kubernetes warm pool'
+complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a mcp -d 'Serve the Model Context Protocol on stdio'
+complete -c sbx -n "__fish_seen_subcommand_from mcp" -l session -x -a '(__sbxsh_sessions)' -d 'The session'
+complete -c sbx -n "__fish_seen_subcommand_from mcp" -l cwd -x -a '(__fish_complete_directories)' -d 'Where commands run'
+complete -c sbx -n "__fish_seen_subcommand_from mcp" -l output-limit -x -d 'Characters kept of each stream'
 complete -c sbx -n "__fish_seen_subcommand_from render-pool" -l tenant -x -d 'The tenant'
 complete -c sbx -n "__fish_seen_subcommand_from render-pool" -l image -x -d 'The runtime image'
 complete -c sbx -n "__fish_seen_subcommand_from render-pool" -l runtime -x -a 'gvisor kata' -d 'The runtime class'

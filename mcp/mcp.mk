@@ -9,6 +9,13 @@ $(BIN)/sbx-mcp: $(call obj,$(MCP_MAIN)) $(MCP_OBJS) $(BUILD)/libsbxsh.a $(BUILD)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ -lcjson -lpthread -lm
 
+# Installed beside sbx-agent, where `sbx mcp` looks (session_find_libexec).
+install: install-mcp
+install-mcp: $(BIN)/sbx-mcp
+	install -d $(DESTDIR)$(LIBEXECDIR)
+	install -m 755 $(BIN)/sbx-mcp $(DESTDIR)$(LIBEXECDIR)/
+.PHONY: install-mcp
+
 # The unit test of the parser and the output escaping links the server's pure parts.
 TEST_C += tests/mcp/t-mcp.c
 $(BUILD)/tests/mcp/t-mcp.t: tests/mcp/t-mcp.c $(BUILD)/mcp/rpc.o $(BUILD)/mcp/text.o $(BUILD)/libsbx.a
