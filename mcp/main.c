@@ -31,7 +31,7 @@ static const char usage[] =
     "line), for an MCP client (an agent, an editor) that starts this command. Its tools:\n"
     "  execute_command   run a command line as `sbxsh -c` (arguments: command, and\n"
     "                    timeout in seconds); returns exit_code, stdout and stderr\n"
-    "  session_status    the session's status, as `sbx status --json`\n"
+    "  session_status    the session's status (what sbx status prints, as JSON)\n"
     "  release_session   release the session, as `sbx release`\n"
     "\n"
     "  --session S       the session (default: sbxsh's, from the directory)\n"
