@@ -32,3 +32,12 @@ fuzz-mcp: build-fuzz/fuzz-mcp
 	$(call fuzz_run,mcp,65536)
 fuzz: fuzz-mcp
 .PHONY: fuzz-mcp
+
+# The server's per-call overhead against `sbxsh -c` on each local runtime (bench/mcp.py;
+# bench/mcp.md says how to read it).
+MCP_BENCH_RUNS ?= 50
+MCP_BENCH_RUNTIMES ?= bwrap,runsc
+bench-mcp: all
+	bench/mcp.py --runs $(MCP_BENCH_RUNS) --runtimes $(MCP_BENCH_RUNTIMES) $(BIN)
+bench: bench-mcp
+.PHONY: bench-mcp
