@@ -72,7 +72,7 @@ typedef struct call {
 } call;
 
 struct server {
-    int out_fd, wake_rd, wake_wr;
+    int out_fd, stop_fd, wake_rd, wake_wr;
     pthread_mutex_t out_mu;
     bool out_broken;            /* out_fd refused a write: the client is gone */
     pthread_mutex_t mu;         /* everything below */
@@ -89,12 +89,33 @@ struct server {
 
 /* ---- output ------------------------------------------------------------------------- */
 
-/* Writes one protocol line (taken). The only writer of out_fd. */
+/* Writes one protocol line (taken). The only writer of out_fd, which is non-blocking: a
+ * client that stops reading without closing would otherwise hold a writer (and out_mu, and
+ * so every other writer) forever; here a writer waits for room or for stop_fd (a signal),
+ * and gives up on the client at the latter. */
 static void send_line(server *s, char *line)
 {
+    size_t len = strlen(line), off = 0;
     pthread_mutex_lock(&s->out_mu);
-    if (!s->out_broken && write_full(s->out_fd, line, strlen(line)) < 0)
-        s->out_broken = true;
+    while (!s->out_broken && off < len) {
+        ssize_t n = write(s->out_fd, line + off, len - off);
+        if (n > 0) {
+            off += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN) {
+            struct pollfd p[2] = { { .fd = s->out_fd, .events = POLLOUT },
+                                   { .fd = s->stop_fd, .events = POLLIN } };
+            if (poll(p, 2, -1) < 0 && errno != EINTR)
+                s->out_broken = true;
+            else if (p[1].revents)
+                s->out_broken = true;
+            continue;
+        }
+        s->out_broken = true;       /* EPIPE: the client is gone */
+    }
     pthread_mutex_unlock(&s->out_mu);
     free(line);
 }
@@ -642,7 +663,7 @@ static void close_calls(server *s, int stop_fd, bool cancel)
 
 int mcp_server_run(int in_fd, int out_fd, int stop_fd, const mcp_server_opts *o, sbx_err *err)
 {
-    server s = { .out_fd = out_fd, .cap = o->output_cap ? o->output_cap : MCP_OUTPUT_CAP_DEFAULT,
+    server s = { .out_fd = out_fd, .stop_fd = stop_fd, .cap = o->output_cap ? o->output_cap : MCP_OUTPUT_CAP_DEFAULT,
                  .structured = true };
     sbxsh_error e = { 0 };
     int pfd[2], rc = 0;
@@ -665,6 +686,7 @@ int mcp_server_run(int in_fd, int out_fd, int stop_fd, const mcp_server_opts *o,
         return sbx_errno(err, "pipe");
     }
     s.wake_rd = pfd[0], s.wake_wr = pfd[1];
+    set_nonblock(out_fd, true);
     s.session = xstrdup(sbxsh_session(h));
     s.idle = xmalloc(sizeof(*s.idle) * (s.idle_alloc = POOL_MAX));
     s.idle[s.nidle++] = h;
@@ -681,9 +703,12 @@ int mcp_server_run(int in_fd, int out_fd, int stop_fd, const mcp_server_opts *o,
         pthread_mutex_lock(&s.out_mu);
         bool broken = s.out_broken;
         pthread_mutex_unlock(&s.out_mu);
-        if (broken) {
-            sbx_errf(err, "the client stopped reading the answers (stdout)");
-            rc = -1;
+        if (broken) {       /* a signal (stop_fd) gave up on a full stdout: no failure */
+            struct pollfd st = { .fd = stop_fd, .events = POLLIN };
+            if (poll(&st, 1, 0) <= 0) {
+                sbx_errf(err, "the client stopped reading the answers (stdout)");
+                rc = -1;
+            }
             break;
         }
         struct pollfd p[3] = { { .fd = in_fd, .events = POLLIN },
