@@ -184,15 +184,3 @@ char *mcp_rpc_error(const cJSON *id, int code, const char *text)
     cJSON_AddItemToObject(msg, "error", e);
     return print_line(msg);
 }
-
-char *mcp_rpc_notification(const char *method, cJSON *params)
-{
-    cJSON *msg = cJSON_CreateObject();
-    if (!msg)
-        xdie_oom();
-    cJSON_AddStringToObject(msg, "jsonrpc", "2.0");
-    cJSON_AddStringToObject(msg, "method", method);
-    if (params)
-        cJSON_AddItemToObject(msg, "params", params);
-    return print_line(msg);
-}

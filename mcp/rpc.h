@@ -54,7 +54,5 @@ bool mcp_rpc_utf8_ok(const char *s, size_t len);
  * NULL for {}) or an error. id may be NULL (JSON null: the request's id could not be read). */
 char *mcp_rpc_result(const cJSON *id, cJSON *result);
 char *mcp_rpc_error(const cJSON *id, int code, const char *msg);
-/* A notification of ours (params taken, may be NULL). */
-char *mcp_rpc_notification(const char *method, cJSON *params);
 
 #endif

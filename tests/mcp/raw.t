@@ -56,4 +56,16 @@ is "$(j '.responses["15"].result.structuredContent.released')" true "release_ses
 is "$(j '.responses["22"].result.structuredContent.stdout')" '"late\n"' \
    "a call running at the end of input is answered (in a new sandbox after the release)"
 is "$(j '.order[-1]')" '"22"' "and last"
+
+# the command line: a usage error is 2; a session sbxsh refuses is sbx's own failure, 125,
+# said on stderr, with nothing on stdout
+"$SBX" mcp --no-such-option </dev/null >"$SBX_TEST_TMP/o" 2>"$SBX_TEST_TMP/e"
+is "$?" 2 "sbx mcp --no-such-option: status 2"
+"$SBX" mcp --session 'bad name!' </dev/null >"$SBX_TEST_TMP/o" 2>"$SBX_TEST_TMP/e"
+is "$?" 125 "a bad session name: status 125"
+like "$(cat "$SBX_TEST_TMP/e")" '^sbx mcp: .*session' "said on stderr"
+is "$(wc -c <"$SBX_TEST_TMP/o")" 0 "nothing on stdout"
+"$SBX" mcp --cwd "$SBX_TEST_TMP/nowhere" </dev/null >"$SBX_TEST_TMP/o" 2>"$SBX_TEST_TMP/e"
+is "$?" 125 "a --cwd that does not exist: status 125"
+like "$("$SBX" mcp --help)" 'execute_command' "sbx mcp --help names the tools"
 done_testing
