@@ -100,9 +100,9 @@ int main(int argc, char **argv)
             char *end;
             errno = 0;
             unsigned long v = strtoul(optarg, &end, 10);
-            if (errno || end == optarg || *end || optarg[0] == '-' || v < 200 || v > 100000000) {
+            if (errno || end == optarg || *end || optarg[0] == '-' || v < 200 || v > 10000000) {
                 fprintf(stderr, "sbx mcp: --output-limit wants a number of characters from "
-                        "200 to 100000000\n");
+                        "200 to 10000000\n");
                 return 2;
             }
             o.output_cap = v;

@@ -230,8 +230,8 @@ static cJSON *tool_execute(server *s, call *c)
     sbxsh_run_options *ro = sbxsh_run_options_new();
     if (!ro)
         xdie_oom();
-    /* what the collector keeps: head and tail of 2 bytes per character each, at least
-     * the characters the cap keeps even when every one is 4 bytes of UTF-8 */
+    /* the collector keeps 2 * cap bytes of each end: the half of the cap in characters
+     * that mcp_text_cap keeps there, even when every character is 4 bytes of UTF-8 */
     if (sbxsh_run_options_set_capture(ro, 4 * s->cap, &e) < 0 ||
         sbxsh_run_options_set_timeout_ms(ro, timeout_ms, &e) < 0) {
         sbxsh_run_options_free(ro);

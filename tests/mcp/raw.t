@@ -53,7 +53,13 @@ is "$(j '.responses["21"].result')" '{}' "the server answers on after a cancel"
 is "$(j '.responses["14"].result.structuredContent.session')" "\"$AGENT_SANDBOX_SESSION\"" \
    "session_status: the session's status"
 is "$(j '.responses["15"].result.structuredContent.released')" true "release_session: released"
-is "$(j '.responses["22"].result.structuredContent.stdout')" '"late\n"' \
+is "$(j '.responses["16"].result.protocolVersion')" '"2025-11-25"' \
+   "initialize with a version not spoken: the newest"
+is "$(j '.responses["17"].result.protocolVersion')" '"2024-11-05"' "initialize with 2024-11-05: taken"
+is "$(j '[.responses["18"].result.tools[] | has("outputSchema")] | any')" false \
+   "2024-11-05: no outputSchema"
+is "$(j '.responses["22"].result | has("structuredContent")')" false "nor structuredContent"
+is "$(j '.responses["22"].result.content[0].text | fromjson | .stdout')" '"late\n"' \
    "a call running at the end of input is answered (in a new sandbox after the release)"
 is "$(j '.order[-1]')" '"22"' "and last"
 

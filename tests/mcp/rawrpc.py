@@ -109,6 +109,12 @@ send({"jsonrpc": "2.0", "method": "notifications/cancelled",
 ask(req(21, "ping"))
 ask(req(14, "tools/call", {"name": "session_status"}))
 ask(req(15, "tools/call", {"name": "release_session", "arguments": {}}))
+# versions: one this server does not speak gets its newest; an old one is taken, and its
+# results have no structuredContent (2025-06-18 brought it)
+init = {"capabilities": {}, "clientInfo": {"name": "rawrpc", "version": "1"}}
+ask(req(16, "initialize", {"protocolVersion": "1999-01-01", **init}))
+ask(req(17, "initialize", {"protocolVersion": "2024-11-05", **init}))
+ask(req(18, "tools/list"))
 # a call still running at the end of input is answered, then the server exits
 send(call(22, "sleep 1; echo late"))
 proc.stdin.close()
