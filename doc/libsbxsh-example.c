@@ -5,9 +5,10 @@
  *
  *     cc -o example doc/libsbxsh-example.c $(pkg-config --cflags --libs sbxsh)
  *     ./example 'git status --short' 'make -j2 test'
+ *     ./example --program ./sbxsh 'ls'      # another sbxsh than the installed one
  *
- * `make check` builds it against the build tree's library (tests/lib/lib-example.t runs
- * it). SBXSH_EXAMPLE_PROGRAM names the sbxsh to run lines with (default: the installed).
+ * `make check` builds it against the build tree's library (tests/libsbxsh/example.t runs
+ * it).
  */
 #include <sbxsh.h>
 
@@ -28,12 +29,16 @@ int main(int argc, char **argv)
     sbxsh_error err;
     sbxsh_options *o = sbxsh_options_new();
     sbxsh_run_options *r = sbxsh_run_options_new();
-    const char *program = getenv("SBXSH_EXAMPLE_PROGRAM");
+    const char *program = NULL;
     sbxsh *h;
-    int status = 0;
+    int status = 0, first = 1;
 
     if (!o || !r)
         return 125;
+    if (argc > 2 && !strcmp(argv[1], "--program")) {
+        program = argv[2];
+        first = 3;
+    }
     if (program && sbxsh_options_set_program(o, program, &err) < 0)
         goto fail;
     if (sbxsh_open(o, &h, &err) < 0)
@@ -44,7 +49,7 @@ int main(int argc, char **argv)
     sbxsh_run_options_set_output(r, print_output, NULL, NULL);
     sbxsh_run_options_set_capture(r, 4096, NULL);    /* keep 2 KiB of each end */
     sbxsh_run_options_set_timeout_ms(r, 600000, NULL);
-    for (int i = 1; i < argc; i++) {
+    for (int i = first; i < argc; i++) {
         sbxsh_result *res;
         if (sbxsh_run(h, argv[i], r, &res, &err) < 0) {
             sbxsh_close(h);

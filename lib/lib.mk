@@ -63,3 +63,19 @@ uninstall-lib:
 	rm -rf $(DESTDIR)$(PYTHONDIR)/sbxsh
 
 .PHONY: install-lib uninstall-lib
+
+# Its tests: C (tests/libsbxsh/t-*.c, linked with libsbxsh.a, not libsbx), the Python
+# module's (tests/libsbxsh/python.t), the example (tests/libsbxsh/example.t).
+TEST_C += tests/libsbxsh/t-libsbxsh.c
+$(BUILD)/tests/libsbxsh/%.t: tests/libsbxsh/%.c $(BUILD)/libsbxsh.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -MF $(BUILD)/tests/libsbxsh/$*.d -MT $@ $(LDFLAGS) -o $@ $< \
+	    $(BUILD)/libsbxsh.a -lpthread
+
+# The example of libsbxsh(3), built as a user builds it (<sbxsh.h>, the library): make check
+# builds it, tests/libsbxsh/example.t runs it.
+LIBSBXSH_EXAMPLE = $(BUILD)/doc/libsbxsh-example
+$(LIBSBXSH_EXAMPLE): doc/libsbxsh-example.c $(LIBSBXSH_SO)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Ilib $(LDFLAGS) -o $@ $< -L$(BUILD) -lsbxsh -Wl,-rpath,$(abspath $(BUILD))
+check check-units: $(LIBSBXSH_EXAMPLE)

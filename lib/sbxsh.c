@@ -1378,17 +1378,17 @@ EXPORT int sbxsh_status(sbxsh *h, char **json, sbxsh_error *err)
             fail_errno(err, "out of memory");
             goto out;
         }
-        snprintf(j, n, "{\"session\":\"%s\",\"running\":false}", h->session);
+        snprintf(j, n, "{\"session\":\"%s\",\"active\":false}", h->session);
         *json = j;
     } else if (st == 0 && out.p && out.p[0] == '{') {
-        /* the holder's JSON, with "running": true put first */
+        /* the holder's JSON, with "active": true put first */
         size_t n = out.len + 32;
         char *j = malloc(n);
         if (!j) {
             fail_errno(err, "out of memory");
             goto out;
         }
-        snprintf(j, n, "{\"running\":true%s%s", out.p[1] == '}' ? "" : ",", out.p + 1);
+        snprintf(j, n, "{\"active\":true%s%s", out.p[1] == '}' ? "" : ",", out.p + 1);
         *json = j;
     } else {
         fail(err, SBXSH_E_SBXSH, "%s", message_of(&msg, "sbx status failed"));

@@ -212,8 +212,8 @@ void sbxsh_result_free(sbxsh_result *res);
 /* ---- the session ----------------------------------------------------------------------- */
 
 /* The session's status as `sbx status --json` prints it (the holder, the sandbox, the
- * sync counters), into *json (free with sbxsh_free). When no holder runs, the JSON says so
- * ("running": false). */
+ * sync counters), into *json (free with sbxsh_free), with "active": true first; when no
+ * holder runs the session, {"session": NAME, "active": false}. */
 int sbxsh_status(sbxsh *h, char **json, sbxsh_error *err);
 
 /* Releases the session (as `sbx release`: the sandbox's last changes pulled back, the

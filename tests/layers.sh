@@ -26,6 +26,8 @@ declare -A allowed=(
     [cli]="cli router shell session common"
     # libsbxsh runs lines with the sbxsh program and links nothing of the other layers
     [lib]="lib"
+    # doc/'s example is a user's program: <sbxsh.h>, installed, and nothing of the tree
+    [doc]="doc"
     # sbx mcp: a front end on libsbxsh's public header
     [mcp]="mcp lib/sbxsh.h common"
 )
