@@ -3,8 +3,8 @@
 # client would: malformed lines get JSON-RPC errors and the server reads on; a notification
 # gets no answer; a command's bytes that are not UTF-8, its NULs, its terminal escapes and a
 # line of it shaped like a message all stay inside the result's strings; a timeout and a
-# cancellation stop their commands; at the end of input the running call is answered; and
-# every byte on stdout is a protocol message.
+# cancellation stop their commands; calls run concurrently; at the end of input the running
+# call is answered; and every byte on stdout is a protocol message.
 . "$(dirname "$0")/../integration/lib.sh"
 
 command -v python3 >/dev/null || skip_all "python3 is not installed (make deps)"
@@ -46,6 +46,9 @@ is "$(j '.responses["11"].result.content[0].text | fromjson | .exit_code')" 7 \
    "the text content is the same result as JSON"
 is "$(j '.responses["12"].result.structuredContent.timed_out')" true "timeout 1: the command was stopped"
 
+is "$(j '.responses["30"].result.structuredContent | [.stdout, .timed_out]')" '["a\n",false]' \
+   "two calls run at once: the first saw the second's file"
+is "$(j '[.order[] | select(. == "30" or . == "31")]')" '["31","30"]' "and was answered after it"
 is "$(j '[.responses["13"].result.tools[].name]')" \
    '["execute_command","session_status","release_session"]' "tools/list: the three tools"
 is "$(j '.responses["20"]')" null "a cancelled call is not answered"
