@@ -41,9 +41,10 @@ ln -s "$sdk/node_modules" "$SBX_TEST_TMP/node_modules"
 
 setup_session "mcp-sdk-$$"
 cd "$CODE" || bail_out "no code directory"
-git init -q -b main . && echo one >one.txt && git add one.txt &&
-    git -c user.name=T -c user.email=t@example.com commit -qm "first commit" ||
+if ! { git init -q -b main . && echo one >one.txt && git add one.txt &&
+        git -c user.name=T -c user.email=t@example.com commit -qm "first commit"; }; then
     bail_out "cannot make the repository"
+fi
 
 res=$SBX_TEST_TMP/sdk.json
 node "$SBX_TEST_TMP/client.mjs" "$res" "$SBX" "$CODE" 2>"$SBX_TEST_TMP/node.err"
