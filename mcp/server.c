@@ -26,6 +26,11 @@
  * cancelled yet (sbxsh_cancel() says 0): the reader retries every 50 ms until the run
  * starts (then the cancel lands) or the call ends. A cancelled call is not answered (the
  * protocol's rule: the client has stopped waiting).
+ *
+ * Progress (a tools/call with params._meta.progressToken): the reader wakes each second a
+ * call with a token runs and sends notifications/progress with the seconds it has run, so
+ * that a client whose timeout resets on progress does not cancel a long build. The output
+ * is not streamed (the answer has it); the notification says the call is alive.
  */
 #include "server.h"
 
@@ -54,6 +59,7 @@ const char *const mcp_protocol_versions[] = {
 #define STRUCTURED_SINCE "2025-06-18"
 
 #define POOL_MAX 4              /* idle handles kept */
+#define PROGRESS_EVERY_NS 1000000000ull
 #define TIMEOUT_MAX_S 604800.0  /* a tool call's timeout: at most a week */
 
 typedef struct server server;
@@ -69,6 +75,11 @@ typedef struct call {
     bool cancelled;         /* notifications/cancelled named it: no answer */
     bool cancel_landed;     /* sbxsh_cancel() reached its run */
     bool done;              /* answered (or not): the reader joins it */
+    /* progress (the request's params._meta.progressToken): a notifications/progress each
+     * second while the call runs, sent by the reader */
+    cJSON *progress_token;  /* a copy, or NULL */
+    uint64_t start_ns, next_progress_ns;
+    bool answered;          /* under out_mu: the answer is out, so no progress after it */
 } call;
 
 struct server {
@@ -89,14 +100,13 @@ struct server {
 
 /* ---- output ------------------------------------------------------------------------- */
 
-/* Writes one protocol line (taken). The only writer of out_fd, which is non-blocking: a
- * client that stops reading without closing would otherwise hold a writer (and out_mu, and
- * so every other writer) forever; here a writer waits for room or for stop_fd (a signal),
- * and gives up on the client at the latter. */
-static void send_line(server *s, char *line)
+/* Writes line under out_mu. out_fd is non-blocking: a client that stops reading without
+ * closing would otherwise hold a writer (and out_mu, and so every other writer) forever;
+ * here a writer waits for room or for stop_fd (a signal), and gives up on the client at
+ * the latter. */
+static void write_locked(server *s, const char *line)
 {
     size_t len = strlen(line), off = 0;
-    pthread_mutex_lock(&s->out_mu);
     while (!s->out_broken && off < len) {
         ssize_t n = write(s->out_fd, line + off, len - off);
         if (n > 0) {
@@ -116,8 +126,24 @@ static void send_line(server *s, char *line)
         }
         s->out_broken = true;       /* EPIPE: the client is gone */
     }
+}
+
+/* Writes one protocol line (taken): the only way anything reaches out_fd. answered, when
+ * given, is set in the same critical section, so that a progress notification (which
+ * checks it there) never follows its call's answer. */
+static void send_line_as(server *s, char *line, bool *answered)
+{
+    pthread_mutex_lock(&s->out_mu);
+    write_locked(s, line);
+    if (answered)
+        *answered = true;
     pthread_mutex_unlock(&s->out_mu);
     free(line);
+}
+
+static void send_line(server *s, char *line)
+{
+    send_line_as(s, line, NULL);
 }
 
 static cJSON *text_content(const char *text)
@@ -338,7 +364,7 @@ static void *call_main(void *arg)
     bool cancelled = c->cancelled;
     pthread_mutex_unlock(&s->mu);
     if (result && !cancelled)
-        send_line(s, mcp_rpc_result(c->id, result));
+        send_line_as(s, mcp_rpc_result(c->id, result), &c->answered);
     else
         cJSON_Delete(result);
 
@@ -509,6 +535,13 @@ static char *tools_call(server *s, const mcp_msg *m)
     c->id = cJSON_Duplicate(m->id, true);
     c->tool = xstrdup(name->valuestring);
     c->args = cJSON_IsObject(args) ? cJSON_Duplicate(args, true) : cJSON_CreateObject();
+    const cJSON *meta = cJSON_GetObjectItemCaseSensitive(m->params, "_meta");
+    const cJSON *token = cJSON_GetObjectItemCaseSensitive(meta, "progressToken");
+    if (cJSON_IsString(token) || cJSON_IsNumber(token)) {
+        c->progress_token = cJSON_Duplicate(token, true);
+        c->start_ns = now_ns();
+        c->next_progress_ns = c->start_ns + PROGRESS_EVERY_NS;
+    }
     pthread_mutex_lock(&s->mu);
     c->next = s->calls;
     s->calls = c;
@@ -522,6 +555,7 @@ static char *tools_call(server *s, const mcp_msg *m)
         pthread_mutex_unlock(&s->mu);
         cJSON_Delete(c->id);
         cJSON_Delete(c->args);
+        cJSON_Delete(c->progress_token);
         free(c->tool);
         free(c);
         return mcp_rpc_error(m->id, MCP_ERR_INTERNAL, "sbx: cannot start a thread for the call");
@@ -573,6 +607,7 @@ static void reap(server *s)
         pthread_mutex_lock(&s->mu);
         cJSON_Delete(c->id);
         cJSON_Delete(c->args);
+        cJSON_Delete(c->progress_token);
         free(c->tool);
         free(c);
         p = &s->calls;      /* the list may have changed while unlocked */
@@ -623,6 +658,60 @@ static void handle_line(server *s, const char *line, size_t len)
     if (reply)
         send_line(s, reply);
     mcp_msg_free(&m);
+}
+
+/* Sends the progress notifications due, and returns the milliseconds until the next one
+ * (-1: none). The reader's alone: it is the one that frees calls, so a call found here
+ * lives until the notification is written; each is written under out_mu only while its
+ * answer is not out (call.answered). Progress is the seconds the call has run, which only
+ * grows, as the protocol asks. */
+static int progress_tick(server *s)
+{
+    uint64_t now = now_ns(), next = 0;
+    call *due[MCP_CALLS_MAX];
+    char *lines[MCP_CALLS_MAX];
+    size_t n = 0;
+
+    pthread_mutex_lock(&s->mu);
+    for (call *c = s->calls; c; c = c->next) {
+        if (!c->progress_token || c->done || c->cancelled)
+            continue;
+        if (now >= c->next_progress_ns && n < MCP_CALLS_MAX) {
+            unsigned long long secs = (now - c->start_ns) / 1000000000ull;
+            cJSON *params = cJSON_CreateObject(), *msg = cJSON_CreateObject();
+            char text[64];
+            snprintf(text, sizeof(text), "running for %llu s", secs);
+            cJSON_AddItemToObject(params, "progressToken", cJSON_Duplicate(c->progress_token, true));
+            cJSON_AddNumberToObject(params, "progress", (double)secs);
+            cJSON_AddStringToObject(params, "message", text);
+            cJSON_AddStringToObject(msg, "jsonrpc", "2.0");
+            cJSON_AddStringToObject(msg, "method", "notifications/progress");
+            cJSON_AddItemToObject(msg, "params", params);
+            char *body = cJSON_PrintUnformatted(msg);
+            cJSON_Delete(msg);
+            if (!body)
+                xdie_oom();
+            lines[n] = xasprintf("%s\n", body);
+            cJSON_free(body);
+            due[n++] = c;
+            while (c->next_progress_ns <= now)
+                c->next_progress_ns += PROGRESS_EVERY_NS;
+        }
+        if (!next || c->next_progress_ns < next)
+            next = c->next_progress_ns;
+    }
+    pthread_mutex_unlock(&s->mu);
+
+    for (size_t i = 0; i < n; i++) {
+        pthread_mutex_lock(&s->out_mu);
+        if (!due[i]->answered)
+            write_locked(s, lines[i]);
+        pthread_mutex_unlock(&s->out_mu);
+        free(lines[i]);
+    }
+    if (!next)
+        return -1;
+    return next > now ? (int)((next - now) / 1000000 + 1) : 0;
 }
 
 /* ---- the loop ------------------------------------------------------------------------- */
@@ -714,7 +803,10 @@ int mcp_server_run(int in_fd, int out_fd, int stop_fd, const mcp_server_opts *o,
         struct pollfd p[3] = { { .fd = in_fd, .events = POLLIN },
                                { .fd = s.wake_rd, .events = POLLIN },
                                { .fd = stop_fd, .events = POLLIN } };
-        int n = poll(p, 3, waiting ? 50 : -1);
+        int timeout = progress_tick(&s);
+        if (waiting && (timeout < 0 || timeout > 50))
+            timeout = 50;
+        int n = poll(p, 3, timeout);
         if (n < 0 && errno != EINTR) {
             rc = sbx_errno(err, "poll");
             break;

@@ -3,8 +3,9 @@
 # client would: malformed lines get JSON-RPC errors and the server reads on; a notification
 # gets no answer; a command's bytes that are not UTF-8, its NULs, its terminal escapes and a
 # line of it shaped like a message all stay inside the result's strings; a timeout and a
-# cancellation stop their commands; calls run concurrently; at the end of input the running
-# call is answered; and every byte on stdout is a protocol message.
+# cancellation stop their commands; calls run concurrently; a progressToken gets progress
+# notifications; at the end of input the running call is answered; and every byte on stdout
+# is a protocol message.
 . "$(dirname "$0")/../integration/lib.sh"
 
 command -v python3 >/dev/null || skip_all "python3 is not installed (make deps)"
@@ -49,6 +50,15 @@ is "$(j '.responses["12"].result.structuredContent.timed_out')" true "timeout 1:
 is "$(j '.responses["30"].result.structuredContent | [.stdout, .timed_out]')" '["a\n",false]' \
    "two calls run at once: the first saw the second's file"
 is "$(j '[.order[] | select(. == "30" or . == "31")]')" '["31","30"]' "and was answered after it"
+p40='[.notifications[] | select(.params.progressToken == "p40") | .params.progress]'
+ok "a call with a progressToken gets notifications/progress while it runs" \
+   test "$(j "$p40 | length")" -ge 1
+is "$(j "$p40 | . == (sort | unique)")" true "their progress only grows"
+is "$(j '.responses["40"].result.structuredContent.stdout')" '"done-40\n"' "then its answer"
+is "$(j '(.order | index("40")) > (.order | rindex("progress:p40"))')" true \
+   "and no progress after the answer"
+is "$(j '[.notifications[] | select(.params.progressToken != "p40")] | length')" 0 \
+   "no progress for calls that asked none"
 is "$(j '[.responses["13"].result.tools[].name]')" \
    '["execute_command","session_status","release_session"]' "tools/list: the three tools"
 is "$(j '.responses["20"]')" null "a cancelled call is not answered"

@@ -22,7 +22,7 @@ result_path, argv = sys.argv[1], sys.argv[2:]
 proc = subprocess.Popen(argv + ["mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                         stderr=subprocess.PIPE)
 out = bytearray()
-responses, order, bad, null_errors = {}, [], [], []
+responses, order, bad, null_errors, notifications = {}, [], [], [], []
 
 
 def send(obj_or_bytes):
@@ -54,12 +54,24 @@ def pump(until_id, limit=120):
             except Exception:
                 bad.append(line.decode("utf-8", errors="backslashreplace"))
                 continue
+            if "method" in msg and "id" not in msg:     # a notification of the server's
+                notifications.append(msg)
+                order.append("progress:" + str(msg.get("params", {}).get("progressToken")))
+                continue
             key = json.dumps(msg.get("id"))
             if msg.get("id") is None:
                 null_errors.append(msg.get("error", {}).get("code"))
             responses[key] = msg
             order.append(key)
     return False
+
+
+def pump_until(cond, limit=120):
+    """Reads until cond() holds."""
+    deadline = time.monotonic() + limit
+    while not cond() and time.monotonic() < deadline:
+        pump("never", 1)
+    return cond()
 
 
 def ask(obj, limit=120):
@@ -107,6 +119,14 @@ send(call(30, "until [ -e flag-30 ]; do sleep 0.1; done; echo a", timeout=120))
 send(call(31, "touch flag-30; echo b"))
 pump(json.dumps(30), 150)
 ask(req(13, "tools/list"))
+# progress: a call with a progressToken, waiting for a file, gets notifications/progress
+# until the file is made (by a second call sent once the first notification is in)
+c40 = call(40, "until [ -e flag-40 ]; do sleep 0.1; done; echo done-40", timeout=120)
+c40["params"]["_meta"] = {"progressToken": "p40"}
+send(c40)
+pump_until(lambda: any(n["params"].get("progressToken") == "p40" for n in notifications))
+ask(call(41, "touch flag-40"))
+pump(json.dumps(40), 150)
 # a call cancelled at once (perhaps before its run began), then one answered
 send(call(20, "sleep 300; touch cancelled-marker"))
 send({"jsonrpc": "2.0", "method": "notifications/cancelled",
@@ -133,4 +153,4 @@ except subprocess.TimeoutExpired:
 stderr = proc.stderr.read().decode("utf-8", errors="backslashreplace")
 with open(result_path, "w") as f:
     json.dump({"lines_ok": not bad and not out, "bad_lines": bad, "responses": responses,
-               "order": order, "null_errors": null_errors, "exit": rc, "exited": exited, "stderr": stderr[-2000:]}, f)
+               "order": order, "null_errors": null_errors, "notifications": notifications, "exit": rc, "exited": exited, "stderr": stderr[-2000:]}, f)

@@ -4,7 +4,8 @@
 # tests/mcp/sdk/package-lock.json, installed with `npm ci --ignore-scripts` into the build
 # directory once). It connects (version negotiation), lists the tools, runs a command in a
 # git repository and gets its output and exit code (and the file it made, on the host),
-# gets 1 MB of output back truncated as documented, cancels a call, and closes.
+# gets 1 MB of output back truncated as documented, gets progress for a call that waits,
+# cancels a call, and closes.
 . "$(dirname "$0")/../integration/lib.sh"
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -75,6 +76,8 @@ is "$(j "$big.stdout | split(\"\\n\")[-2:] | join(\"|\")")" "THE-END|" "the tail
 like "$(j "$big.stdout")" $'\n\\[\\.\\.\\. [0-9]+ bytes omitted \\.\\.\\.\\]\n' "a line says what was left out"
 
 is "$(j .status.structuredContent.session)" "$AGENT_SANDBOX_SESSION" "session_status names the session"
+ok "a call with onprogress gets progress notifications" test "$(j '.progress | length')" -ge 1
+is "$(j .waited.structuredContent.stdout)" waited "and then its result"
 like "$(j .cancelled)" "^rejected: .*" "a call aborted by the client: cancelled"
 is "$(j .after.structuredContent.stdout)" after "the server runs calls after a cancel"
 pid=$(j .pid)

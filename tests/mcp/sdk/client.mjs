@@ -36,6 +36,20 @@ try {
   out.big = await run('yes 0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmn | ' +
                       'head -c 1048576; echo; echo THE-END');
   out.status = await client.callTool({ name: 'session_status', arguments: {} });
+  // progress: the SDK asks for it with onprogress; the call waits for a file that a second
+  // call makes once the first notification is in
+  let firstProgress;
+  const progressed = new Promise((resolve) => { firstProgress = resolve; });
+  out.progress = [];
+  const waiting = client.callTool(
+    { name: 'execute_command',
+      arguments: { command: 'until [ -e flag-sdk ]; do sleep 0.1; done; echo waited', timeout: 120 } },
+    undefined,
+    { onprogress: (p) => { out.progress.push(p.progress); firstProgress(); },
+      resetTimeoutOnProgress: true, timeout: 120000 });
+  await progressed;
+  await run('touch flag-sdk');
+  out.waited = await waiting;
   // a cancelled call (the SDK sends notifications/cancelled when its signal aborts)
   const ac = new AbortController();
   const cancelled = client.callTool({ name: 'execute_command', arguments: { command: 'sleep 300; echo never' } },
