@@ -28,3 +28,15 @@ KUBE_BENCH_RUNS ?= 10
 bench-kube: all
 	bench/kube.sh --runs $(KUBE_BENCH_RUNS)
 .PHONY: bench-kube
+
+# libsbxsh and its Python module against `sbxsh -c` per call (issue 24; bench/library.sh).
+LIBRARY_BENCH_RUNS ?= 30
+LIBRARY_BENCH_RUNTIMES ?= bwrap,runsc
+BENCH_C += bench/library-bench.c
+$(BUILD)/bench/library-bench: bench/library-bench.c $(BUILD)/libsbxsh.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libsbxsh.a -lpthread
+bench-library: all $(BUILD)/bench/library-bench
+	SBXSH_BUILD=$(abspath $(BUILD)) bench/library.sh --runs $(LIBRARY_BENCH_RUNS) \
+	    --runtimes $(LIBRARY_BENCH_RUNTIMES)
+.PHONY: bench-library

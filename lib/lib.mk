@@ -24,6 +24,15 @@ $(BUILD)/pic/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(LIBSBXSH_CFLAGS) $(DEPFLAGS) -c -o $@ $<
 
+# A stamp named after BINDIR, as session/session.mk's: `make install PREFIX=/usr` after a
+# plain `make` rebuilds the object, so the installed library runs the installed sbxsh.
+LIBSBXSH_STAMP := $(BUILD)/pic/lib/bindir$(subst /,_,$(BINDIR)).stamp
+$(BUILD)/pic/lib/sbxsh.o: $(LIBSBXSH_STAMP)
+$(LIBSBXSH_STAMP):
+	@mkdir -p $(dir $@)
+	@rm -f $(BUILD)/pic/lib/bindir*.stamp
+	@touch $@
+
 $(LIBSBXSH_SO): $(LIBSBXSH_OBJS) lib/libsbxsh.map
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libsbxsh.so.$(SBXSH_SOVERSION) \
 	    -Wl,--version-script=lib/libsbxsh.map -Wl,-z,defs -o $@ $(LIBSBXSH_OBJS) -lpthread

@@ -61,7 +61,7 @@ else
 fi
 
 # The man pages render without warnings.
-for m in "$top"/doc/*.1; do
+for m in "$top"/doc/*.1 "$top"/doc/*.3; do
     out=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$m" 2>&1 >/dev/null)
     is "$out" "" "$(basename "$m") renders without warnings"
 done
@@ -82,10 +82,16 @@ if "${mk[@]}" install DESTDIR="$dest" PREFIX=/usr >"$SBX_TEST_TMP/install.log" 2
     for f in usr/bin/sbxsh usr/bin/sbx usr/lib/sbxsh/sbx-agent usr/lib/sbxsh/sbx-agent-static \
              usr/share/man/man1/sbxsh.1 usr/share/man/man1/sbx.1 \
              usr/share/bash-completion/completions/sbxsh usr/share/zsh/vendor-completions/_sbxsh \
-             usr/share/fish/vendor_completions.d/sbx.fish; do
+             usr/share/fish/vendor_completions.d/sbx.fish \
+             usr/lib/libsbxsh.so.1 usr/lib/libsbxsh.so usr/lib/libsbxsh.a usr/include/sbxsh.h \
+             usr/lib/pkgconfig/sbxsh.pc usr/share/man/man3/libsbxsh.3 \
+             usr/lib/python3/dist-packages/sbxsh/__init__.py; do
         ok "make install puts $f" test -e "$dest/$f"
     done
     ok "the installed sbx looks for its agent under PREFIX" grep -q /usr/lib/sbxsh "$dest/usr/bin/sbx"
+    ok "the installed libsbxsh runs the installed sbxsh" grep -q /usr/bin/sbxsh "$dest/usr/lib/libsbxsh.so.1"
+    ok "the installed Python module loads the installed library" \
+       grep -qx '_LIBDIR = "/usr/lib"' "$dest/usr/lib/python3/dist-packages/sbxsh/__init__.py"
     "${mk[@]}" uninstall DESTDIR="$dest" PREFIX=/usr >/dev/null 2>&1
     is "$(find "$dest" -type f -o -type l)" "" "make uninstall takes every file away"
 else
