@@ -80,6 +80,7 @@ dest=$SBX_TEST_TMP/dest
 mk=(env -u MAKEFLAGS -u MFLAGS make -s -j2 -C "$top" BUILD="$SBX_TEST_TMP/build" BIN="$SBX_TEST_TMP/bin")
 if "${mk[@]}" install DESTDIR="$dest" PREFIX=/usr >"$SBX_TEST_TMP/install.log" 2>&1; then
     for f in usr/bin/sbxsh usr/bin/sbx usr/lib/sbxsh/sbx-agent usr/lib/sbxsh/sbx-agent-static \
+             usr/lib/sbxsh/sbx-mcp \
              usr/share/man/man1/sbxsh.1 usr/share/man/man1/sbx.1 \
              usr/share/bash-completion/completions/sbxsh usr/share/zsh/vendor-completions/_sbxsh \
              usr/share/fish/vendor_completions.d/sbx.fish \
