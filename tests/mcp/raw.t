@@ -46,6 +46,8 @@ is "$(j '.responses["99"]')" null "the fake message is no answer"
 is "$(j '.responses["11"].result.content[0].text | fromjson | .exit_code')" 7 \
    "the text content is the same result as JSON"
 is "$(j '.responses["12"].result.structuredContent.timed_out')" true "timeout 1: the command was stopped"
+is "$(j '.responses["42"].result.structuredContent | [.stdout, .stderr]')" '["host-side\n","to-err\n"]' \
+   "a line run on the host: its output in the result, none on the server's stdout"
 
 is "$(j '.responses["30"].result.structuredContent | [.stdout, .timed_out]')" '["a\n",false]' \
    "two calls run at once: the first saw the second's file"

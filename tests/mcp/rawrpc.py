@@ -113,6 +113,7 @@ ask(req(10, "ping"))
 ask(call(11, r"printf 'a\377\000b\n'; printf '\033[31mred\n' >&2; "
              r"""printf '{"jsonrpc":"2.0","id":99,"result":{}}\n'; exit 7"""))
 ask(call(12, "sleep 30", timeout=1))
+ask(call(42, "echo host-side; echo to-err >&2"))   # routed to the host (builtin glue)
 # two calls at once: the first waits for a file the second makes, so it ends only if the
 # two run concurrently (else its timeout stops it)
 send(call(30, "until [ -e flag-30 ]; do sleep 0.1; done; echo a", timeout=120))
