@@ -23,7 +23,7 @@ python3 "$here/rawrpc.py" "$res" "$SBX" 2>"$SBX_TEST_TMP/rawrpc.err"
 j() { jq -c "$@" "$res"; }
 
 is "$(j .lines_ok)" true "every line on stdout is a JSON-RPC 2.0 message"
-is "$(j .exited)" true "the server exits after its input ends (the cancelled sleep 300 ended)"
+is "$(j .exited)" true "the server exits after its input ends (the cancelled sleep 3000 ended)"
 is "$(j .exit)" 0 "with status 0"
 is "$(j '.responses["1"].result.protocolVersion')" '"2025-06-18"' "initialize: the client's version"
 is "$(j '.responses["2"].result')" '{}' "ping: {}"

@@ -18,16 +18,18 @@ const transport = new StdioClientTransport({
 let stderr = '';
 transport.stderr.on('data', (d) => { stderr += d; });
 const client = new Client({ name: 'sbxsh-sdk-test', version: '1.0.0' });
+// bounds far above what any call here takes, for a loaded machine (the SDK's default: 60 s)
+const slow = { timeout: 300000 };
 const run = (command, extra = {}) =>
-  client.callTool({ name: 'execute_command', arguments: { command, ...extra } });
+  client.callTool({ name: 'execute_command', arguments: { command, ...extra } }, undefined, slow);
 
 // the version the client agreed to (the SDK hands it to transports that take it)
 transport.setProtocolVersion = (v) => { out.protocolVersion = v; };
 try {
-  await client.connect(transport);
+  await client.connect(transport, slow);
   out.server = client.getServerVersion();
   out.capabilities = client.getServerCapabilities();
-  out.tools = (await client.listTools()).tools.map((t) => t.name);
+  out.tools = (await client.listTools(undefined, slow)).tools.map((t) => t.name);
   // a command in the git repository: git's view, output on both streams, an exit code,
   // and a file it makes comes back to the host
   out.git = await run('git log --format=%s; git status --short | wc -l; ' +
@@ -35,7 +37,7 @@ try {
   // 1 MB of output, then a last line: head and tail kept, marked truncated
   out.big = await run('yes 0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmn | ' +
                       'head -c 1048576; echo; echo THE-END');
-  out.status = await client.callTool({ name: 'session_status', arguments: {} });
+  out.status = await client.callTool({ name: 'session_status', arguments: {} }, undefined, slow);
   // progress: the SDK asks for it with onprogress; the call waits for a file that a second
   // call makes once the first notification is in
   let firstProgress;
@@ -43,17 +45,17 @@ try {
   out.progress = [];
   const waiting = client.callTool(
     { name: 'execute_command',
-      arguments: { command: 'until [ -e flag-sdk ]; do sleep 0.1; done; echo waited', timeout: 120 } },
+      arguments: { command: 'until [ -e flag-sdk ]; do sleep 0.1; done; echo waited', timeout: 300 } },
     undefined,
     { onprogress: (p) => { out.progress.push(p.progress); firstProgress(); },
-      resetTimeoutOnProgress: true, timeout: 120000 });
+      resetTimeoutOnProgress: true, timeout: 300000 });
   await progressed;
   await run('touch flag-sdk');
   out.waited = await waiting;
   // a cancelled call (the SDK sends notifications/cancelled when its signal aborts)
   const ac = new AbortController();
   const cancelled = client.callTool({ name: 'execute_command', arguments: { command: 'sleep 300; echo never' } },
-                                    undefined, { signal: ac.signal });
+                                    undefined, { signal: ac.signal, timeout: 300000 });
   setTimeout(() => ac.abort('test'), 300);
   out.cancelled = await cancelled.then(() => 'answered', (e) => `rejected: ${e?.message ?? e}`);
   out.after = await run('echo after');
