@@ -160,11 +160,20 @@ int main(int argc, char **argv)
                    "where a sbxsh in your terminal has them; set XDG_RUNTIME_DIR=%s in the "
                    "client's \"env\" for this server", (unsigned)getuid(), userrun, userrun);
 
+    /* --cwd as given may be relative (`--cwd ../proj`): libsbxsh takes absolute paths */
+    char *cwd = NULL;
+    if (o.cwd && !(cwd = realpath(o.cwd, NULL))) {
+        sbx_report("sbx mcp", "--cwd %s: %s", o.cwd, strerror(errno));
+        return SBX_EXIT_INTERNAL;
+    }
+    o.cwd = cwd;
+
     char *program = sbxsh_beside_self();
     o.program = program;
     sbx_err err;
     int rc = mcp_server_run(in_fd, out_fd, sp[0], &o, &err);
     free(program);
+    free(cwd);
     if (rc < 0)
         die(err.msg);
     return 0;

@@ -89,4 +89,7 @@ is "$(wc -c <"$SBX_TEST_TMP/o")" 0 "nothing on stdout"
 "$SBX" mcp --cwd "$SBX_TEST_TMP/nowhere" </dev/null >"$SBX_TEST_TMP/o" 2>"$SBX_TEST_TMP/e"
 is "$?" 125 "a --cwd that does not exist: status 125"
 like "$("$SBX" mcp --help)" 'execute_command' "sbx mcp --help names the tools"
+got=$(cd "$CODE/.." && printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"execute_command","arguments":{"command":"pwd"}}}' |
+      "$SBX" mcp --cwd "$(basename "$CODE")" | jq -r .result.structuredContent.stdout)
+is "$got" "$CODE" "a relative --cwd: commands run there"
 done_testing
