@@ -15,13 +15,33 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-/* Output as it comes: the command's stdout to ours, its stderr to ours. */
+/* Output as it comes: the command's stdout to ours, its stderr to ours. It is the sandbox's
+ * bytes: to a terminal, control bytes but newline and tab are shown as \xNN, so that nothing
+ * the sandbox wrote drives the terminal (its title, its clipboard, answers typed back);
+ * to a pipe or a file, as they are. */
 static int print_output(void *ctx, int stream, const void *data, size_t len)
 {
+    FILE *f = stream == SBXSH_STDERR ? stderr : stdout;
+    const unsigned char *p = data;
     (void)ctx;
-    fwrite(data, 1, len, stream == SBXSH_STDERR ? stderr : stdout);
-    return 0;   /* non-zero would cancel the run */
+    if (!isatty(fileno(f))) {
+        fwrite(data, 1, len, f);
+        return 0;   /* non-zero would cancel the run */
+    }
+    for (size_t i = 0; i < len; i++) {
+        /* C0 controls, DEL, and the C1 controls as UTF-8 (U+0080..U+009F: \xc2\x80..) */
+        if ((p[i] < 0x20 && p[i] != '\n' && p[i] != '\t') || p[i] == 0x7f) {
+            fprintf(f, "\\x%02x", p[i]);
+        } else if (p[i] == 0xc2 && i + 1 < len && p[i + 1] >= 0x80 && p[i + 1] < 0xa0) {
+            fprintf(f, "\\xc2\\x%02x", p[i + 1]);
+            i++;
+        } else {
+            fputc(p[i], f);
+        }
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)

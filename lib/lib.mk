@@ -88,3 +88,15 @@ $(LIBSBXSH_EXAMPLE): doc/libsbxsh-example.c $(LIBSBXSH_SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Ilib $(LDFLAGS) -o $@ $< -L$(BUILD) -lsbxsh -Wl,-rpath,$(abspath $(BUILD))
 check check-units: $(LIBSBXSH_EXAMPLE)
+
+# The captures under libFuzzer (clang): `make fuzz-capture`; tests/libsbxsh/fuzz-capture.t
+# runs it for a few seconds.
+FUZZ_C += tests/fuzz/fuzz-capture.c
+# (the driver includes lib/sbxsh.c, for its static capture functions: one .c to compile)
+build-fuzz/fuzz-capture: tests/fuzz/fuzz-capture.c lib/sbxsh.c lib/sbxsh.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ tests/fuzz/fuzz-capture.c -lpthread
+fuzz-capture: build-fuzz/fuzz-capture
+	$(call fuzz_run,capture,8192)
+fuzz: fuzz-capture
+.PHONY: fuzz-capture

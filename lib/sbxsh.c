@@ -466,6 +466,7 @@ typedef struct child {
     size_t stdin_len;
     uint64_t timeout_ms;
     int cancel_r;                 /* readable: cancel (-1: none) */
+    int cancel_fd;                /* the caller's: readable, cancel (-1: none) */
     /* called with each piece of output; non-zero: cancel */
     int (*out)(void *ctx, int stream, const char *data, size_t len);
     void *ctx;
@@ -555,6 +556,37 @@ fail_pipes:
     return -1;
 }
 
+/*
+ * write() to the stdin pipe without a SIGPIPE: a command that does not read its stdin (or
+ * stops) closes the pipe, and the write's SIGPIPE would kill the caller's process, which
+ * may not ignore it. SIGPIPE is blocked in this thread for the write, and the one the write
+ * raised (a thread-directed signal) is taken back with sigtimedwait before the mask is
+ * restored, unless one was pending already (then it is the caller's, and stays).
+ */
+static ssize_t write_nosigpipe(int fd, const void *data, size_t n)
+{
+    sigset_t pipe_set, old, pending;
+    bool was_pending;
+    ssize_t r;
+    int e;
+
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    sigpending(&pending);
+    was_pending = sigismember(&pending, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    r = write(fd, data, n);
+    e = errno;
+    if (r < 0 && e == EPIPE && !was_pending) {
+        struct timespec zero = { 0, 0 };
+        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
+            ;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = e;
+    return r;
+}
+
 /* Reads what fd has now into the callback; returns 0 at end of file, 1 when more may
  * come, -1 on error. */
 static int pump(child *c, int fd, int stream, char *chunk, size_t chunk_size, bool *cancel)
@@ -605,8 +637,9 @@ static int run_child(sbxsh *h, child *c, sbxsh_error *err)
     }
 
     while (!exited) {
-        struct pollfd p[5];
+        struct pollfd p[6];
         int np = 0, ix_out = -1, ix_err = -1, ix_in = -1, ix_cancel = -1, ix_pid = -1;
+        int ix_cancel_fd = -1;
         int timeout = -1;
         uint64_t now = mono_ns();
 
@@ -651,6 +684,10 @@ static int run_child(sbxsh *h, child *c, sbxsh_error *err)
             ix_cancel = np;
             p[np++] = (struct pollfd){ .fd = c->cancel_r, .events = POLLIN };
         }
+        if (c->cancel_fd >= 0 && !terminating) {
+            ix_cancel_fd = np;
+            p[np++] = (struct pollfd){ .fd = c->cancel_fd, .events = POLLIN };
+        }
         if (pidfd >= 0) {
             ix_pid = np;
             p[np++] = (struct pollfd){ .fd = pidfd, .events = POLLIN };
@@ -679,7 +716,8 @@ static int run_child(sbxsh *h, child *c, sbxsh_error *err)
         if (ix_in >= 0 && p[ix_in].revents) {
             /* the stdin bytes as the pipe takes them; a reader gone (EPIPE, POLLERR) ends
              * it, as a shell's here-string would end */
-            ssize_t n = write(in_w, (const char *)c->stdin_data + in_off, c->stdin_len - in_off);
+            ssize_t n = write_nosigpipe(in_w, (const char *)c->stdin_data + in_off,
+                                        c->stdin_len - in_off);
             if (n > 0)
                 in_off += (size_t)n;
             if ((n < 0 && errno != EAGAIN && errno != EINTR) || in_off == c->stdin_len ||
@@ -689,6 +727,9 @@ static int run_child(sbxsh *h, child *c, sbxsh_error *err)
             }
         }
         if (ix_cancel >= 0 && p[ix_cancel].revents)
+            cancel = true;
+        /* the caller's fd is theirs: readable (or hung up) is the word, nothing is read */
+        if (ix_cancel_fd >= 0 && p[ix_cancel_fd].revents)
             cancel = true;
         if ((ix_pid >= 0 && p[ix_pid].revents) || pidfd < 0) {
             int ws;
@@ -928,10 +969,12 @@ struct sbxsh_run_options {
     size_t capture;
     sbxsh_output_fn fn;
     void *ctx;
+    int cancel_fd;
 };
 
 static const sbxsh_run_options default_run = {
     .stdin_fd = -1,
+    .cancel_fd = -1,
     .capture = SBXSH_DEFAULT_CAPTURE,
 };
 
@@ -1019,6 +1062,17 @@ EXPORT int sbxsh_run_options_set_output(sbxsh_run_options *r, sbxsh_output_fn fn
     return 0;
 }
 
+EXPORT int sbxsh_run_options_set_cancel_fd(sbxsh_run_options *r, int fd, sbxsh_error *err)
+{
+    if (!r)
+        return fail(err, SBXSH_E_INVALID, "no run options");
+    if (fd >= 0 && fcntl(fd, F_GETFD) < 0)
+        return fail(err, SBXSH_E_INVALID, "cancel fd %d is not open", fd);
+    r->cancel_fd = fd < 0 ? -1 : fd;
+    ok(err);
+    return 0;
+}
+
 /* ---- running --------------------------------------------------------------------------- */
 
 /* A run's output: the three captures and the caller's callback. */
@@ -1081,6 +1135,7 @@ static int run_locked(sbxsh *h, const char *const *argv, const sbxsh_run_options
     c->stdin_len = r->stdin_len;
     c->timeout_ms = r->timeout_ms;
     c->cancel_r = cp[0];
+    c->cancel_fd = r->cancel_fd;
     c->out = sink_out;
     c->ctx = sink;
     set_running(h, true, cp[1]);
@@ -1297,6 +1352,12 @@ EXPORT int sbxsh_open(const sbxsh_options *o, sbxsh **out, sbxsh_error *err)
     slash = strrchr(h->sbx, '/');
     strcpy(slash + 1, "sbx");
 
+    /* a clear word for a program that is not there: posix_spawn may report a failed exec
+     * only as the child's 127 (it does so where it cannot vfork, as under valgrind) */
+    if (access(h->program, X_OK) < 0) {
+        fail(err, SBXSH_E_SBXSH, "cannot run %s: %s", h->program, strerror(errno));
+        goto fail;
+    }
     /* sbxsh checks the configuration as a run would, and names the session */
     if (sbxsh_argv(h, h->program, &argv, args) < 0) {
         fail_errno(err, "out of memory");

@@ -172,6 +172,11 @@ int sbxsh_run_options_set_capture(sbxsh_run_options *r, size_t cap, sbxsh_error 
 /* Streams the output to fn as it comes (besides what the result keeps). */
 int sbxsh_run_options_set_output(sbxsh_run_options *r, sbxsh_output_fn fn, void *ctx,
                                  sbxsh_error *err);
+/* Cancels the run (as sbxsh_cancel) once fd is readable or hung up: the caller's (an eventfd,
+ * a pipe's read end), watched and never read or closed; -1: none. Unlike sbxsh_cancel, it
+ * cannot miss a run that has not started yet: an fd made readable before sbxsh_run() is
+ * called cancels that run at once. */
+int sbxsh_run_options_set_cancel_fd(sbxsh_run_options *r, int fd, sbxsh_error *err);
 
 typedef struct sbxsh_result sbxsh_result;
 

@@ -16,6 +16,11 @@ is "$(head -n 1 <<<"$out")" "libsbxsh 0.1.0, session $AGENT_SANDBOX_SESSION" "it
 like "$out" $'one\n\\[cat "a file.txt"\\] exit 0, 4 bytes of output' "a line's output streams, then its summary"
 like "$out" '\[seq 5000 \| tail -n 1; exit 4\] exit 4, 5 bytes of output' "the second line's status"
 is "$rc" 4 "the example exits with the last line's status"
+# at a terminal (script(1) gives it one), the sandbox's control bytes are shown, not obeyed
+out=$(cd "$CODE" && script -qec "$(printf '%q ' "$ex" --program "$SBXSH_BIN/sbxsh" \
+      'printf "a\033]0;T\007b\n" >f.txt; cat f.txt')" /dev/null </dev/null)
+like "$out" 'a\\x1b\]0;T\\x07b' "at a terminal, an escape sequence from the sandbox is shown as text"
+unlike "$out" $'\e]0;' "and never written raw"
 out=$(cd "$CODE" && "$ex" --program /nonexistent/sbxsh true 2>&1)
 is "$?/$out" "125/example: cannot run /nonexistent/sbxsh: No such file or directory (SBXSH_E_SBXSH)" \
    "an error is a value with a message"

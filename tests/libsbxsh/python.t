@@ -20,9 +20,16 @@ git -C "$CODE" -c user.name=T -c user.email=t@example.com commit -qm one
 
 # the module as the tree has it; the library and sbxsh as built. The variables say where
 # (the test's own SBXSH_TEST_*; SBXSH_LIBRARY is the module's, docs/library.md).
+# A library built with ASan (make check-asan) needs its runtime loaded first: python3 is
+# not built with it. Python's own allocations are not the library's to check for leaks.
+preload=
+if asan=$(ldd "$lib" | awk '/libasan/ { print $3 }') && [ -n "$asan" ]; then
+    preload=$asan
+    export ASAN_OPTIONS=detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}
+fi
 log=$SBX_TEST_TMP/unittest.log
 (cd "$SBX_TEST_TMP" &&
- PYTHONPATH=$top/lib/python:$top/tests/libsbxsh SBXSH_LIBRARY=$lib \
+ LD_PRELOAD=$preload PYTHONPATH=$top/lib/python:$top/tests/libsbxsh SBXSH_LIBRARY=$lib \
  SBXSH_TEST_PROGRAM=$SBXSH_BIN/sbxsh SBXSH_TEST_CODE=$CODE SBXSH_TEST_SESSION=$AGENT_SANDBOX_SESSION \
  "$py" -m unittest -v test_sbxsh) >"$log" 2>&1
 rc=$?

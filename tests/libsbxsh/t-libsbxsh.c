@@ -309,6 +309,21 @@ static void caps(sbxsh *h)
     ok(res && !strcmp(sbxsh_result_data(res, SBXSH_STDOUT, NULL), "200000\n"),
        "stdin from a buffer: the command reads all of it, then end of file");
     sbxsh_result_free(res);
+    /* a command that reads none of it: the pipe closes under the library's write, and the
+     * SIGPIPE must not reach this process (which, as C programs do, does not ignore it) */
+    big = malloc(4 << 20);
+    memset(big, 'y', 4 << 20);
+    sbxsh_run_options_set_stdin_buffer(r, big, 4 << 20, NULL);
+    free(big);
+    res = run(h, "head -c 3; echo", r);
+    ok(res && !strcmp(sbxsh_result_data(res, SBXSH_STDOUT, NULL), "yyy\n") &&
+           sbxsh_result_exit_code(res) == 0,
+       "stdin the command stops reading: its result, and no SIGPIPE here");
+    sbxsh_result_free(res);
+    res = run(h, "true", r);
+    ok(res && sbxsh_result_exit_code(res) == 0, "stdin the command never reads");
+    sbxsh_result_free(res);
+    sbxsh_run_options_set_stdin_buffer(r, "", 0, NULL);
     char file[4300];
     snprintf(file, sizeof(file), "%s/stdin.txt", tmp);
     int fd = open(file, O_CREAT | O_TRUNC | O_RDWR, 0600);
@@ -397,6 +412,26 @@ static void timeout_and_cancel(sbxsh *h)
     ok(res && !strcmp(sbxsh_result_data(res, SBXSH_STDOUT, NULL), "again\n"),
        "the handle runs lines after a cancel");
     sbxsh_result_free(res);
+
+    /* a cancel fd made readable before the run: the run is cancelled, none is lost */
+    int cfd[2];
+    if (pipe(cfd) < 0 || write(cfd[1], "c", 1) != 1)
+        diag("pipe failed");
+    r = sbxsh_run_options_new();
+    ok(sbxsh_run_options_set_cancel_fd(r, cfd[0], NULL) == 0, "a cancel fd is taken");
+    res = run(h, "sleep 120; echo never", r);
+    ok(res && sbxsh_result_cancelled(res) && !strstr(sbxsh_result_data(res, SBXSH_STDOUT, NULL), "never"),
+       "a cancel fd readable before the run cancels it");
+    sbxsh_result_free(res);
+    char got;
+    ok(read(cfd[0], &got, 1) == 1 && got == 'c', "the caller's byte is still there (not read)");
+    sbxsh_run_options_set_cancel_fd(r, -1, NULL);
+    res = run(h, "echo after", r);
+    ok(res && !sbxsh_result_cancelled(res), "without it, the next run runs");
+    sbxsh_result_free(res);
+    sbxsh_run_options_free(r);
+    close(cfd[0]);
+    close(cfd[1]);
 }
 
 /* ---- two threads, two sessions --------------------------------------------------------- */

@@ -90,6 +90,7 @@ def _declare(lib):
         "sbxsh_run_options_set_timeout_ms": (i, [p, u64, e]),
         "sbxsh_run_options_set_capture": (i, [p, ctypes.c_size_t, e]),
         "sbxsh_run_options_set_output": (i, [p, _OUTPUT_FN, p, e]),
+        "sbxsh_run_options_set_cancel_fd": (i, [p, i, e]),
         "sbxsh_run": (i, [p, s, p, ctypes.POINTER(p), e]),
         "sbxsh_cancel": (i, [p]),
         "sbxsh_result_exit_code": (i, [p]),
@@ -350,11 +351,15 @@ class Run:
         self._q = queue.Queue(maxsize=64)
         self._decoders = {s: codecs.getincrementaldecoder("utf-8")("replace") for s in _NAMES}
         self._closing = False
+        self._cancel_w = None
         self.result = None
         self._error = None
         self._r = sandbox._run_options(timeout, stdin, capture, True)
         self._cb = _OUTPUT_FN(self._on_output)
         sandbox._lib.sbxsh_run_options_set_output(self._r, self._cb, None, None)
+        # close() writes to this pipe: the run is cancelled even if it has not started yet
+        self._cancel_r, self._cancel_w = os.pipe()
+        sandbox._lib.sbxsh_run_options_set_cancel_fd(self._r, self._cancel_r, None)
         self._thread = threading.Thread(target=self._work, args=(cmd,), daemon=True)
         self._thread.start()
 
@@ -375,6 +380,7 @@ class Run:
         finally:
             self._sb._lib.sbxsh_run_options_free(self._r)
             self._r = None
+            os.close(self._cancel_r)
             self._q.put(self._END)
 
     def __iter__(self):
@@ -385,6 +391,7 @@ class Run:
             item = self._q.get()
             if item is self._END:
                 self._thread.join()
+                self.close()
                 self._q.put(self._END)   # iterating again ends again
                 if self._error is not None:
                     err, self._error = self._error, None
@@ -401,16 +408,22 @@ class Run:
 
     def close(self):
         """Cancels the line if it still runs and waits for its end."""
-        if self._thread.is_alive():
-            self._closing = True
-            while self._thread.is_alive():
-                # again each time: the line may not have started when this was first asked
-                self._sb.cancel()
+        if self._cancel_w is not None:
+            if self._thread.is_alive():
+                self._closing = True
                 try:
-                    self._q.get(timeout=0.1)
-                except queue.Empty:
-                    pass
-            self._thread.join()
+                    os.write(self._cancel_w, b"c")
+                except OSError:
+                    pass   # the run ended meanwhile and closed its end
+                # the callback may wait for room in the queue: make it until the run ends
+                while self._thread.is_alive():
+                    try:
+                        self._q.get(timeout=1)
+                    except queue.Empty:
+                        pass
+                self._thread.join()
+            os.close(self._cancel_w)
+            self._cancel_w = None
 
     def __enter__(self):
         return self
