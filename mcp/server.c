@@ -15,17 +15,16 @@
  *
  * Threads: the caller's thread reads the input, answers everything but tools/call itself
  * (those answers need no sandbox), and starts one thread per tools/call. A call's thread
- * takes a libsbxsh handle of its own from a pool (a handle runs one line at a time, and
- * sbxsh_cancel() stops whatever runs on its handle, so sharing one would make a
- * cancellation hit the wrong call), runs the tool, writes its answer, and wakes the reader
- * through wake_fd so that the reader joins it. Every write to out_fd is one whole line
+ * takes a libsbxsh handle of its own from a pool (a handle runs one line at a time: calls
+ * sharing one would wait for each other), runs the tool, writes its answer, and wakes the
+ * reader through wake_fd so that the reader joins it. Every write to out_fd is one whole line
  * under out_mu, so concurrent answers never interleave.
  *
- * Cancellation (notifications/cancelled, params.requestId): the call is marked, and its
- * run cancelled. A run between taking its handle and starting inside libsbxsh cannot be
- * cancelled yet (sbxsh_cancel() says 0): the reader retries every 50 ms until the run
- * starts (then the cancel lands) or the call ends. A cancelled call is not answered (the
- * protocol's rule: the client has stopped waiting).
+ * Cancellation (notifications/cancelled, params.requestId): the call is marked, and a
+ * byte is written to its cancel pipe, whose read end is the run's libsbxsh cancel fd: a
+ * run not started yet is cancelled as it starts, one running is stopped (SIGTERM, then
+ * after libsbxsh's grace, SIGKILL). A cancelled call is not answered (the protocol's rule:
+ * the client has stopped waiting).
  *
  * Progress (a tools/call with params._meta.progressToken): the reader wakes each second a
  * call with a token runs and sends notifications/progress with the seconds it has run, so
@@ -70,10 +69,10 @@ typedef struct call {
     cJSON *id;              /* the request's id (a copy) */
     char *tool;
     cJSON *args;            /* the arguments (a copy), or NULL */
-    sbxsh *h;               /* the handle while the tool runs on it */
+    int cancel_rd, cancel_wr;   /* a pipe: a byte written cancels the run (libsbxsh's
+                                 * cancel fd, which no run can miss, started or not) */
     pthread_t thread;
     bool cancelled;         /* notifications/cancelled named it: no answer */
-    bool cancel_landed;     /* sbxsh_cancel() reached its run */
     bool done;              /* answered (or not): the reader joins it */
     /* progress (the request's params._meta.progressToken): a notifications/progress each
      * second while the call runs, sent by the reader */
@@ -232,7 +231,7 @@ static void add_output(server *s, cJSON *obj, const sbxsh_result *res, int strea
     strbuf_release(&sb);
 }
 
-/* Runs c->args.command on c's own handle; c->h is set while it runs, for a cancel. */
+/* Runs c->args.command on a handle of its own; c->cancel_rd cancels it. */
 static cJSON *tool_execute(server *s, call *c)
 {
     const cJSON *cmd = cJSON_GetObjectItemCaseSensitive(c->args, "command");
@@ -259,26 +258,23 @@ static cJSON *tool_execute(server *s, call *c)
     /* the collector keeps 2 * cap bytes of each end: the half of the cap in characters
      * that mcp_text_cap keeps there, even when every character is 4 bytes of UTF-8 */
     if (sbxsh_run_options_set_capture(ro, 4 * s->cap, &e) < 0 ||
-        sbxsh_run_options_set_timeout_ms(ro, timeout_ms, &e) < 0) {
+        sbxsh_run_options_set_timeout_ms(ro, timeout_ms, &e) < 0 ||
+        sbxsh_run_options_set_cancel_fd(ro, c->cancel_rd, &e) < 0) {
         sbxsh_run_options_free(ro);
         give_handle(s, h, gen);
         return tool_error("sbx: %s", e.message);
     }
-    pthread_mutex_lock(&s->mu);
-    c->h = h;
-    bool cancelled = c->cancelled;
-    pthread_mutex_unlock(&s->mu);
-
     sbxsh_result *res = NULL;
-    int rc = cancelled ? -1 : sbxsh_run(h, cmd->valuestring, ro, &res, &e);
-
-    pthread_mutex_lock(&s->mu);
-    c->h = NULL;
-    pthread_mutex_unlock(&s->mu);
+    int rc = sbxsh_run(h, cmd->valuestring, ro, &res, &e);
     sbxsh_run_options_free(ro);
     give_handle(s, h, gen);
-    if (cancelled)
+    pthread_mutex_lock(&s->mu);
+    bool cancelled = c->cancelled;
+    pthread_mutex_unlock(&s->mu);
+    if (cancelled) {
+        sbxsh_result_free(res);
         return NULL;
+    }
     if (rc < 0)
         return tool_error("sbx: the command could not be run: %s", e.message);
 
@@ -530,8 +526,12 @@ static char *tools_call(server *s, const mcp_msg *m)
         return mcp_rpc_error(m->id, MCP_ERR_INTERNAL,
                              "sbx: too many tool calls running at once (16): wait for one to end");
 
+    int cp[2];
+    if (pipe2(cp, O_CLOEXEC | O_NONBLOCK) < 0)
+        return mcp_rpc_error(m->id, MCP_ERR_INTERNAL, "sbx: cannot make a pipe for the call");
     call *c = xcalloc(1, sizeof(*c));
     c->srv = s;
+    c->cancel_rd = cp[0], c->cancel_wr = cp[1];
     c->id = cJSON_Duplicate(m->id, true);
     c->tool = xstrdup(name->valuestring);
     c->args = cJSON_IsObject(args) ? cJSON_Duplicate(args, true) : cJSON_CreateObject();
@@ -556,6 +556,8 @@ static char *tools_call(server *s, const mcp_msg *m)
         cJSON_Delete(c->id);
         cJSON_Delete(c->args);
         cJSON_Delete(c->progress_token);
+        close(c->cancel_rd);
+        close(c->cancel_wr);
         free(c->tool);
         free(c);
         return mcp_rpc_error(m->id, MCP_ERR_INTERNAL, "sbx: cannot start a thread for the call");
@@ -563,32 +565,23 @@ static char *tools_call(server *s, const mcp_msg *m)
     return NULL;
 }
 
+/* Marks c cancelled and stops its run (or the run it is about to start). Under s->mu. */
+static void cancel_one(call *c)
+{
+    if (c->cancelled)
+        return;
+    c->cancelled = true;
+    char b = 'x';
+    if (write(c->cancel_wr, &b, 1) < 0) { /* a full pipe holds a cancel already */ }
+}
+
 /* Cancels the running call whose id is requestId (an unknown or finished one is ignored,
  * as the protocol says: the cancel and the answer crossed). Under s->mu. */
 static void cancel_call(server *s, const cJSON *request_id)
 {
-    for (call *c = s->calls; c; c = c->next) {
-        if (c->done || !cJSON_Compare(c->id, request_id, true))
-            continue;
-        c->cancelled = true;
-        if (c->h && !c->cancel_landed)
-            c->cancel_landed = sbxsh_cancel(c->h) > 0;
-    }
-}
-
-/* Retries the cancels that found no run yet; whether any is still waiting. Under s->mu. */
-static bool retry_cancels(server *s)
-{
-    bool waiting = false;
-    for (call *c = s->calls; c; c = c->next) {
-        if (!c->cancelled || c->cancel_landed || c->done)
-            continue;
-        if (c->h)
-            c->cancel_landed = sbxsh_cancel(c->h) > 0;
-        if (!c->cancel_landed)
-            waiting = true;
-    }
-    return waiting;
+    for (call *c = s->calls; c; c = c->next)
+        if (!c->done && cJSON_Compare(c->id, request_id, true))
+            cancel_one(c);
 }
 
 /* Joins the calls that ended. Under s->mu (a call's thread takes it only briefly). */
@@ -608,6 +601,8 @@ static void reap(server *s)
         cJSON_Delete(c->id);
         cJSON_Delete(c->args);
         cJSON_Delete(c->progress_token);
+        close(c->cancel_rd);
+        close(c->cancel_wr);
         free(c->tool);
         free(c);
         p = &s->calls;      /* the list may have changed while unlocked */
@@ -727,18 +722,18 @@ static void close_calls(server *s, int stop_fd, bool cancel)
     for (;;) {
         if (cancel)
             for (call *c = s->calls; c; c = c->next)
-                c->cancelled = true;
-        retry_cancels(s);
+                cancel_one(c);
         reap(s);
         if (!s->calls)
             break;
         pthread_mutex_unlock(&s->mu);
         struct pollfd p[2] = { { .fd = s->wake_rd, .events = POLLIN },
                                { .fd = stop_fd, .events = POLLIN } };
-        if (poll(p, 2, cancel ? 50 : -1) > 0) {
+        /* stop_fd stays readable once signalled: watched only until it has been */
+        if (poll(p, cancel ? 1 : 2, -1) > 0) {
             char b[64];
             if (p[0].revents && read(s->wake_rd, b, sizeof(b)) < 0) { /* drained */ }
-            if (p[1].revents)
+            if (!cancel && p[1].revents)
                 cancel = true;
         }
         pthread_mutex_lock(&s->out_mu);
@@ -787,7 +782,6 @@ int mcp_server_run(int in_fd, int out_fd, int stop_fd, const mcp_server_opts *o,
     for (;;) {
         pthread_mutex_lock(&s.mu);
         reap(&s);
-        bool waiting = retry_cancels(&s);
         pthread_mutex_unlock(&s.mu);
         pthread_mutex_lock(&s.out_mu);
         bool broken = s.out_broken;
@@ -803,10 +797,7 @@ int mcp_server_run(int in_fd, int out_fd, int stop_fd, const mcp_server_opts *o,
         struct pollfd p[3] = { { .fd = in_fd, .events = POLLIN },
                                { .fd = s.wake_rd, .events = POLLIN },
                                { .fd = stop_fd, .events = POLLIN } };
-        int timeout = progress_tick(&s);
-        if (waiting && (timeout < 0 || timeout > 50))
-            timeout = 50;
-        int n = poll(p, 3, timeout);
+        int n = poll(p, 3, progress_tick(&s));
         if (n < 0 && errno != EINTR) {
             rc = sbx_errno(err, "poll");
             break;
