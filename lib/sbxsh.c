@@ -782,8 +782,6 @@ static int capture_init(capture *k, size_t cap)
     memset(k, 0, sizeof(*k));
     k->tail_cap = cap / 2;
     k->head_cap = cap - k->tail_cap;
-    if (k->tail_cap && !(k->ring = malloc(k->tail_cap)))
-        return -1;
     return 0;
 }
 
@@ -797,8 +795,11 @@ static int capture_add(capture *k, const char *d, size_t n)
         d += take;
         n -= take;
     }
-    if (!k->tail_cap)
+    if (!k->tail_cap || !n)
         return 0;
+    /* the ring only once the head is full: a large cap costs nothing for a short output */
+    if (!k->ring && !(k->ring = malloc(k->tail_cap)))
+        return -1;
     if (n >= k->tail_cap) {
         memcpy(k->ring, d + n - k->tail_cap, k->tail_cap);
         k->ring_len = k->tail_cap;

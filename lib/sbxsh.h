@@ -133,7 +133,8 @@ const char *sbxsh_session(const sbxsh *h);
 
 /* Ends the handle: waits for a run in progress on it to end (cancel it first to make that
  * quick), then frees it. The session stays (other clients may use it; its idle timeout
- * releases it): sbxsh_release() ends it. h may be NULL. */
+ * releases it): sbxsh_release() ends it. h may be NULL. No other call on h may start or be
+ * in progress in another thread once close has begun (sbxsh_cancel included). */
 void sbxsh_close(sbxsh *h);
 
 /* ---- running a line -------------------------------------------------------------------- */

@@ -135,7 +135,7 @@ static bool runnable(const char *line)
     static const char *const no[] = { "@", "://", "clone", "sbx", "sudo", "rm ", "while", "sleep",
                                       "source", "python", "pytest", "git add", "commit", "time ",
                                       "RANDOM", "date", "read ", "ssh", "<NL>", "<CR>", "<TAB>",
-                                      "<NUL>", "<ESC>", "::", "fd:", "ext:", "TRACE", "push .", "9999", "mkdir", "touch", ">", "checkout",
+                                      "<NUL>", "<ESC>", "::", "fd:", "ext:", "TRACE", "push .", "9999", "%(", "mkdir", "touch", ">", "checkout",
                                       "switch", "stash", "git tag", "branch -", "init", "config",
                                       "reset", "merge", "rebase", "cherry", "worktree", "gc",
                                       "submodule", "$$", "ps ", "kill", "top", "exec", "cd -" };
@@ -383,7 +383,7 @@ static void timeout_and_cancel(sbxsh *h)
     cancel_run c = { .h = h };
     pthread_t t;
 
-    sbxsh_run_options_set_timeout_ms(r, 1500, NULL);
+    sbxsh_run_options_set_timeout_ms(r, 4000, NULL);   /* room for "before" under load */
     res = run(h, "echo before; sleep 120; echo after", r);
     ok(res && sbxsh_result_timed_out(res) && !sbxsh_result_cancelled(res),
        "a line past its timeout is ended, and says so");
@@ -464,18 +464,22 @@ static void *two_thread(void *arg)
 
 static void two_sessions(void)
 {
-    two a = { code_a, sess_a, "alpha", 0 }, b = { code_b, sess_b, "beta", 0 };
-    pthread_t ta, tb;
+    two a = { code_a, sess_a, "alpha", 0 }, b = { code_b, sess_b, "beta", 0 },
+        g = { code_a, sess_a, "gamma", 0 };
+    pthread_t ta, tb, tg;
     char path[4300], *text = NULL;
     size_t len;
     FILE *f;
 
     pthread_create(&ta, NULL, two_thread, &a);
     pthread_create(&tb, NULL, two_thread, &b);
+    pthread_create(&tg, NULL, two_thread, &g);
     pthread_join(ta, NULL);
     pthread_join(tb, NULL);
+    pthread_join(tg, NULL);
     is_int(a.good, 4, "thread A ran its 4 lines in its session");
     is_int(b.good, 4, "thread B ran its 4 lines in its session, at the same time");
+    is_int(g.good, 4, "and a third thread, a second handle on A's session, beside A's");
     snprintf(path, sizeof(path), "%s/made-beta.txt", code_b);
     f = fopen(path, "r");
     if (f) {

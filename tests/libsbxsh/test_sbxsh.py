@@ -75,7 +75,7 @@ class TestShape(unittest.TestCase):
         self.assertEqual(self.sb.execute("cat; echo end")["stdout"], "end\n")
 
     def test_timeout(self):
-        r = self.sb.execute("echo before; sleep 120", timeout=1)
+        r = self.sb.execute("echo before; sleep 120", timeout=4)   # room for "before" under load
         self.assertTrue(r["timed_out"])
         self.assertNotEqual(r["exit_code"], 0)
         self.assertEqual(r["stdout"], "before\n")
