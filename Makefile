@@ -91,6 +91,7 @@ include kube/kube.mk
 include session/session.mk
 include cli/cli.mk
 include lib/lib.mk
+include mcp/mcp.mk
 include completions/completions.mk
 include tests/tests.mk
 include bench/bench.mk

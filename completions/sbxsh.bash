@@ -47,7 +47,7 @@ _sbx()
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
     local cmd=${COMP_WORDS[1]}
     if ((COMP_CWORD == 1)); then
-        COMPREPLY=($(compgen -W "exec release status ls doctor policy render-pool --help --version" -- "$cur"))
+        COMPREPLY=($(compgen -W "exec release status ls doctor policy render-pool mcp --help --version" -- "$cur"))
         return
     fi
     if [[ $prev == --session ]]; then
@@ -74,6 +74,12 @@ _sbx()
             COMPREPLY=($(compgen -W "show check --help" -- "$cur"))
         elif [[ ${COMP_WORDS[2]} == check ]] && ((COMP_CWORD == 3)); then
             COMPREPLY=($(compgen -f -- "$cur"))
+        fi ;;
+    mcp)
+        if [[ $prev == --cwd ]]; then
+            COMPREPLY=($(compgen -d -- "$cur"))
+        elif [[ $prev != --output-limit ]]; then
+            COMPREPLY=($(compgen -W "--session --cwd --output-limit --help --version" -- "$cur"))
         fi ;;
     render-pool)
         # after an option that takes a value: the value (only --runtime's are known)

@@ -29,7 +29,7 @@ complete -c sbxsh -s o -x -a 'allexport braceexpand emacs errexit errtrace funct
 complete -c sbxsh -s O -x -a 'autocd cdspell checkwinsize dotglob expand_aliases extglob failglob globstar inherit_errexit lastpipe nocaseglob nocasematch nullglob xpg_echo' -d 'shopt option'
 
 # sbx
-set -l sbx_cmds exec release status ls doctor policy render-pool
+set -l sbx_cmds exec release status ls doctor policy render-pool mcp
 complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a exec -d 'Run a command in a sandbox'
 complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a release -d 'Pull the last changes, stop and delete the sandbox'
 complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a status -d 'Show a session'
@@ -38,6 +38,10 @@ complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a doctor -d '
 complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a policy -d 'Show or check the host-command policy'
 complete -c sbx -f -n "__fish_seen_subcommand_from policy; and not __fish_seen_subcommand_from show check" -a 'show check' -d 'sbx policy'
 complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a render-pool -d 'Print a Kubernetes warm pool'
+complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a mcp -d 'Serve the Model Context Protocol on stdio'
+complete -c sbx -n "__fish_seen_subcommand_from mcp" -l session -x -a '(__sbxsh_sessions)' -d 'The session'
+complete -c sbx -n "__fish_seen_subcommand_from mcp" -l cwd -x -a '(__fish_complete_directories)' -d 'Where commands run'
+complete -c sbx -n "__fish_seen_subcommand_from mcp" -l output-limit -x -d 'Characters kept of each stream'
 complete -c sbx -n "__fish_seen_subcommand_from render-pool" -l tenant -x -d 'The tenant'
 complete -c sbx -n "__fish_seen_subcommand_from render-pool" -l image -x -d 'The runtime image'
 complete -c sbx -n "__fish_seen_subcommand_from render-pool" -l runtime -x -a 'gvisor kata' -d 'The runtime class'

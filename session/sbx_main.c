@@ -59,7 +59,10 @@ static const char usage_head[] =
     "  doctor           check the runtime, user namespaces, the agent and the\n"
     "                   directories, and say what to fix\n"
     "  policy show | check [FILE]\n"
-    "                   the host-command policy: print the rules, or check the files\n";
+    "                   the host-command policy: print the rules, or check the files\n"
+    "  mcp [--session S] [--cwd DIR]\n"
+    "                   serve the Model Context Protocol on stdin and stdout, for an\n"
+    "                   agent or an editor (its tool execute_command runs lines as sbxsh)\n";
 static const char usage_middle[] =
     "\n"
     "  --help, --version\n"
@@ -968,6 +971,25 @@ static int cmd_policy(int argc, char **argv)
     return 125;
 }
 
+/* ---- mcp --------------------------------------------------------------- */
+
+/* sbx mcp: the MCP server is a program of its own, sbx-mcp (mcp/main.c), because it is
+ * built on libsbxsh, a layer above this one; found as the agent is, beside this program
+ * or in LIBEXECDIR. Its options are its own (sbx mcp --help). */
+static int cmd_mcp(int argc, char **argv)
+{
+    char *prog = session_find_libexec(NULL, "sbx-mcp");
+    (void)argc;
+    if (!prog)
+        die125("sbx-mcp not found beside sbx nor in its libexec directory; run `make` "
+               "(or `make install`)");
+    argv[0] = "sbx-mcp";
+    execv(prog, argv);
+    sbx_report("sbx", "cannot run %s: %s", prog, strerror(errno));
+    free(prog);
+    return SBX_EXIT_INTERNAL;
+}
+
 int main(int argc, char **argv)
 {
     static const struct {
@@ -976,6 +998,7 @@ int main(int argc, char **argv)
     } cmds[] = {
         { "exec", cmd_exec }, { "release", cmd_release }, { "status", cmd_status },
         { "ls", cmd_ls }, { "doctor", cmd_doctor }, { "policy", cmd_policy },
+        { "mcp", cmd_mcp },
     };
 
     if (argc < 2) {

@@ -9,11 +9,16 @@ pkgs="
   bash git openssh-client perl python3 python3-yaml python3-pexpect python3-kubernetes openssl jq curl
   bubblewrap iproute2 util-linux procps psmisc nghttp2-proxy
   rsync tar hyperfine valgrind strace shellcheck debootstrap tmux less vim-tiny
+  nodejs
 "
 missing=""
 for p in $pkgs; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing="$missing $p"
 done
+# npm installs the MCP TypeScript SDK that tests/mcp/sdk.t drives `sbx mcp` with. Debian's
+# nodejs comes without it (the npm package); NodeSource's nodejs has its own and conflicts
+# with Debian's npm, so the package only when the command is missing.
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
 
 # gVisor. Debian 12's own runsc (2022-12) has only the ptrace platform, where every system
 # call of a sandboxed program costs 30-100 us: `git status` of 10,000 files 15x the host's,

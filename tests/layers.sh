@@ -28,6 +28,8 @@ declare -A allowed=(
     [lib]="lib"
     # doc/'s example is a user's program: <sbxsh.h>, installed, and nothing of the tree
     [doc]="doc"
+    # sbx mcp: a front end on libsbxsh's public header
+    [mcp]="mcp lib/sbxsh.h common"
 )
 skip=" tests bench build build-asan build-clang build-fuzz "
 
@@ -46,6 +48,7 @@ declare -A prefixes=(
     [kube]="kube_ kt_ kwatch_ ws_"
     [cli]="cli_ interactive_ line_ prompt_ startup_ view_"
     [lib]="sbxsh_"
+    [mcp]="mcp_"
 )
 
 bad=0

@@ -3,7 +3,7 @@
 # SBX_TEST_FILTER=part limits `make check` to tests/<part>; a name that is no part, to the
 # tests named name.t (or t-name.t) in any part (layers: tests/integration/layers.t).
 
-TEST_PARTS := common shell router sync session local kube cli cluster integration libsbxsh
+TEST_PARTS := common shell router sync session local kube cli mcp cluster integration libsbxsh
 TEST_SH = $(wildcard $(addsuffix /*.t,$(addprefix tests/,$(TEST_PARTS))))
 PROVE ?= prove
 PROVE_FLAGS ?= -j2

@@ -27,7 +27,7 @@ done
 # sbx's commands and each command's options, as their --help texts list them.
 cmds=$("$SBX" --help | sed -n 's/^  \([a-z-]\+\) .*/\1/p; s/^  \([a-z-]\+\)$/\1/p' | sort -u)
 # shellcheck disable=SC2086,SC2116 # echo joins the names with single spaces
-is "$(echo $cmds)" "doctor exec ls policy release render-pool status" "sbx --help lists its commands"
+is "$(echo $cmds)" "doctor exec ls mcp policy release render-pool status" "sbx --help lists its commands"
 for c in $cmds; do
     ok "sbx $c: in the man page" grep -q "^\\.B $c\$" "$top/doc/sbx.1"
     ok "sbx $c: in the bash completion" grep -q "\\b$c\\b" "$comp_bash"
@@ -80,6 +80,7 @@ dest=$SBX_TEST_TMP/dest
 mk=(env -u MAKEFLAGS -u MFLAGS make -s -j2 -C "$top" BUILD="$SBX_TEST_TMP/build" BIN="$SBX_TEST_TMP/bin")
 if "${mk[@]}" install DESTDIR="$dest" PREFIX=/usr >"$SBX_TEST_TMP/install.log" 2>&1; then
     for f in usr/bin/sbxsh usr/bin/sbx usr/lib/sbxsh/sbx-agent usr/lib/sbxsh/sbx-agent-static \
+             usr/lib/sbxsh/sbx-mcp \
              usr/share/man/man1/sbxsh.1 usr/share/man/man1/sbx.1 usr/share/man/man5/sbxsh-policy.5 \
              usr/share/bash-completion/completions/sbxsh usr/share/zsh/vendor-completions/_sbxsh \
              usr/share/fish/vendor_completions.d/sbx.fish \
