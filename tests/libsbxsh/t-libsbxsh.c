@@ -173,6 +173,10 @@ static void parity(sbxsh *h)
     while (fgets(line, sizeof(line), f)) {
         char *tab, *text, *end;
         line[strcspn(line, "\n")] = '\0';
+        /* the policy's section routes real programs (kubectl, curl) to the host under a
+         * policy file these runs do not load: their output (timestamps) differs each run */
+        if (!strncmp(line, "@policy", 7))
+            break;
         if (!line[0] || line[0] == '#' || line[0] == '@' || !(tab = strchr(line, '\t')))
             continue;
         text = tab + 1;
