@@ -61,6 +61,8 @@ enum sbx_proto_type {
                          command (or sync) is being written on the host, drop it and answer
                          now: P_EXIT killed by signo (for a sync: P_WARNING saying so,
                          then P_SYNC_DONE). Else nothing. */
+    P_LABEL,          /* str line: what the client's next P_RUN or P_SYNC belongs to (the
+                         undo journal's label for the pull; no reply) */
 
     /* holder -> client */
     P_HELLO_OK = 64,  /* u32 version, u32 holder pid */

@@ -6,6 +6,8 @@
  *   sbx status [--session S] [--json]
  *   sbx ls [--json]
  *   sbx doctor
+ *   sbx log [--session S] [--json] [--host] [-n N]       (session/undo.c)
+ *   sbx undo [--session S] [N | --to ID] [--force] [--yes]
  *   sbx NAME ...       a backend's own commands (its class's commands: render-pool)
  */
 #include <dirent.h>
@@ -37,6 +39,7 @@
 #include "session/config.h"
 #include "common/fsutil.h"
 #include "session/session.h"
+#include "session/undo.h"
 
 /* sbx --help: the head, each backend's commands, the middle, AGENT_SANDBOX_BACKEND's
  * line with the backends built, each backend's variables, the tail. */
@@ -55,6 +58,10 @@ static const char usage_head[] =
     "  status [--session S] [--json]\n"
     "                   show a session: holder, sandbox, agent, sync counters\n"
     "  ls [--json]      list the sessions on this machine\n"
+    "  log [--json] [--host]\n"
+    "                   the session's commands and the files each changed (docs/undo.md)\n"
+    "  undo [N | --to ID] [--force] [--yes]\n"
+    "                   put back what the last N sandbox commands changed on the host\n"
     "  doctor           check the runtime, user namespaces, the agent and the\n"
     "                   directories, and say what to fix\n";
 static const char usage_middle[] =
@@ -77,6 +84,10 @@ static const char usage_tail[] =
     "  AGENT_SANDBOX_SYNC_EXCLUDE\n"
     "                                 more to sync, colon-separated (see sbxsh(1))\n"
     "  AGENT_SANDBOX_STATE_DIR        sandboxes' files (default ~/.local/state/sbxsh)\n"
+    "  AGENT_SANDBOX_UNDO_MAX         the undo journal's bound (default a quarter of\n"
+    "                                 AGENT_SANDBOX_DISK_MAX; 0: no journal)\n"
+    "  AGENT_SANDBOX_AUDIT_MAX        the audit log's size before it rotates (default 16M;\n"
+    "                                 0: none)\n"
     "  AGENT_SANDBOX_AGENT            the sbx-agent binary to use\n"
     "\n"
     "exit status: sbx exec gives the command's (128+n for a signal, 126/127 when it cannot\n"
@@ -948,6 +959,7 @@ int main(int argc, char **argv)
     } cmds[] = {
         { "exec", cmd_exec }, { "release", cmd_release }, { "status", cmd_status },
         { "ls", cmd_ls }, { "doctor", cmd_doctor },
+        { "log", session_sbx_log }, { "undo", session_sbx_undo },
     };
 
     if (argc < 2) {

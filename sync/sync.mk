@@ -5,7 +5,7 @@ SYNC_COMMON := sync/wire.c sync/safefs.c sync/ignore.c sync/gitpolicy.c sync/git
                sync/gitcred.c sync/manifest_watch.c sync/manifest_scan.c sync/manifest_save.c sync/manifest_pathmap.c \
                sync/delta.c sync/apply.c
 # The two sides of a delta's apply: each binary links only its own (sync/apply_int.h).
-SYNC_HOSTWRITE := sync/hostwrite.c
+SYNC_HOSTWRITE := sync/hostwrite.c sync/journal.c
 SYNC_AGENT_APPLY := sync/agent_apply.c
 SYNC_CONN := sync/conn.c sync/conn_host.c sync/conn_request.c sync/conn_wait.c
 LIB_SRCS += $(SYNC_COMMON) $(SYNC_HOSTWRITE) $(SYNC_CONN) sync/resume.c sync/rcfile.c
