@@ -770,10 +770,10 @@ static void apply_bound(jnl *j)
         shown[k] = '\0';
         human(m, sizeof(m), j->max);
         if (first + 1 == l.n)
-            warnf(j, "sbx undo: the changes of `%s` alone are over the journal's bound "
+            warnf(j, "the changes of `%s` alone are over the undo journal's bound "
                      "(AGENT_SANDBOX_UNDO_MAX=%s): they cannot be undone", shown, m);
         else
-            warnf(j, "sbx undo: the journal dropped its oldest entry, %" PRIu64 " (`%s`), to stay "
+            warnf(j, "the undo journal dropped its oldest entry, %" PRIu64 " (`%s`), to stay "
                      "under AGENT_SANDBOX_UNDO_MAX=%s: it can no longer be undone", e->id, shown, m);
         first++;
         total = cost_of(j, &l, first, &objs);
@@ -1043,7 +1043,7 @@ static void step_warn(jnl *j, const jnl_step *s, const char *what)
     for (size_t i = 0; s->path[i] && k + 1 < sizeof(shown); i++)
         shown[k++] = ((unsigned char)s->path[i] < ' ' || s->path[i] == 0x7f) ? '?' : s->path[i];
     shown[k] = '\0';
-    warnf(j, "sbx undo: cannot %s %s/%s: %s", what, s->root, shown, strerror(errno));
+    warnf(j, "undo: cannot %s %s/%s: %s", what, s->root, shown, strerror(errno));
 }
 
 int jnl_apply(jnl *j, const jnl_root *roots, size_t nroots, jnl_plan *plan, bool force,
