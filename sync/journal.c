@@ -283,6 +283,12 @@ static void put_entry(strbuf *sb, const jnl_entry *e)
     strbuf_addf(sb, "Z %" PRIu64 "\n", e->id);
 }
 
+void jnl_log_format(const jnl_log *l, strbuf *out)
+{
+    for (size_t i = 0; i < l->n; i++)
+        put_entry(out, &l->v[i]);
+}
+
 /* ---- the parser -------------------------------------------------------------------------- */
 
 /* Splits a line into at most max fields at single spaces; -1 when it has more. */

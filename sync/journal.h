@@ -95,6 +95,8 @@ void jnl_end(jnl *j);
 int jnl_read(jnl *j, jnl_log *out, sbx_err *err);
 int jnl_parse(const char *buf, size_t len, jnl_log *out);
 void jnl_log_free(jnl_log *l);
+/* The log's text for l (what jnl_parse() reads back as l). */
+void jnl_log_format(const jnl_log *l, strbuf *out);
 void jnl_state_free(jnl_state *s);
 
 /* One code directory for an undo: its absolute path and a held fd. */

@@ -100,3 +100,13 @@ fuzz-fsmonitor: build-fuzz/fuzz-fsmonitor
 	$(call fuzz_run,fsmonitor,4096)
 fuzz: fuzz-fsmonitor
 .PHONY: fuzz-fsmonitor
+
+# The undo journal's parser (sync/journal.c): the log is ours (the state directory), but a
+# crash may cut a record and its paths name host files (tests/sync/fuzz-journal.t).
+FUZZ_C += tests/fuzz/fuzz-journal.c
+build-fuzz/fuzz-journal: tests/fuzz/fuzz-journal.c sync/journal.c $(SYNC_COMMON) $(COMMON_SRCS) sync/journal.h sync/safefs.h
+	$(call fuzz_link,)
+fuzz-journal: build-fuzz/fuzz-journal
+	$(call fuzz_run,journal,8192)
+fuzz: fuzz-journal
+.PHONY: fuzz-journal
