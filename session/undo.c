@@ -573,6 +573,7 @@ int session_sbx_undo(int argc, char **argv)
         sbx_open_opts no = { .no_start = true };
         sbx_session *s = NULL;
         if (session_open(&cfg, &no, &s, &err) == 0) {
+            session_label(s, "sbx undo");
             if (session_sync(s, &err) < 0)
                 sbx_report("sbx", "undo: the sandbox was not updated (%s); the next command "
                            "updates it", err.msg);

@@ -18,7 +18,7 @@ TEST_C += tests/sync/t-wire.c tests/sync/t-ignore.c tests/sync/t-gitpolicy.c tes
 TEST_HELPERS += tests/sync/hostile-agent.c tests/sync/sync-run.c
 
 # The DNS stub is the agent's alone (not in libsbx): its unit test links its object.
-TEST_C += tests/sync/t-dnsstub.c tests/sync/t-safefs.c
+TEST_C += tests/sync/t-dnsstub.c tests/sync/t-safefs.c tests/sync/t-journal.c
 $(BUILD)/tests/sync/t-dnsstub.t: tests/sync/t-dnsstub.c $(BUILD)/sync/dnsstub.o $(BUILD)/libsbx.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -MF $(BUILD)/tests/sync/t-dnsstub.d -MT $@ $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LDLIBS)
