@@ -47,7 +47,7 @@ _sbx()
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
     local cmd=${COMP_WORDS[1]}
     if ((COMP_CWORD == 1)); then
-        COMPREPLY=($(compgen -W "exec release status ls doctor render-pool --help --version" -- "$cur"))
+        COMPREPLY=($(compgen -W "exec release status ls doctor render-pool log undo --help --version" -- "$cur"))
         return
     fi
     if [[ $prev == --session ]]; then
@@ -69,6 +69,8 @@ _sbx()
     status) COMPREPLY=($(compgen -W "--session --json --help" -- "$cur")) ;;
     ls) COMPREPLY=($(compgen -W "--json --help" -- "$cur")) ;;
     doctor) COMPREPLY=($(compgen -W "--help" -- "$cur")) ;;
+    log) COMPREPLY=($(compgen -W "--session --json --host -n --help" -- "$cur")) ;;
+    undo) COMPREPLY=($(compgen -W "--session --to --force --yes --help" -- "$cur")) ;;
     render-pool)
         # after an option that takes a value: the value (only --runtime's are known)
         if [[ $prev == --runtime ]]; then

@@ -32,7 +32,7 @@ const char session_usage_log[] =
     "\n"
     "The session's commands, newest first, from the audit log: the line, when, its exit\n"
     "status, each part's route, and the files the sandbox's changes added, modified or\n"
-    "deleted on the host, with the journal id `sbx undo --to ID` takes.\n"
+    "deleted on the host, with the journal ids `sbx undo` takes.\n"
     "\n"
     "  --host        what ran on the host instead: each argv as executed, its directory,\n"
     "                its environment's names and its exit status\n"

@@ -750,8 +750,10 @@ static void human(char *buf, size_t n, uint64_t v)
 {
     if (v < 1024 * 1024)
         snprintf(buf, n, "%" PRIu64 " KiB", (v + 1023) / 1024);
-    else
+    else if (v < 1024ULL * 1024 * 1024)
         snprintf(buf, n, "%.1f MiB", (double)v / (1024.0 * 1024.0));
+    else
+        snprintf(buf, n, "%.1f GiB", (double)v / (1024.0 * 1024.0 * 1024.0));
 }
 
 /* Applies the bound: the oldest entries go until what is left fits (the newest too, when it
