@@ -9,6 +9,7 @@
  * file the writer then opens anew).
  */
 #include "common/audit.h"
+#include "common/fsat.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +29,8 @@ int sbx_audit_append(const char *dir, uint64_t max, const char *record, size_t l
     if (!max)
         return 0;
     dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0 && errno == ENOENT && sbx_mkdir_p(dir, 0700, err) == 0)
+        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd < 0)
         return sbx_errno(err, "cannot open %s for the audit log", dir);
     lfd = openat(dfd, "audit.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);

@@ -524,10 +524,14 @@ static int save_object(jnl *j, int fd, const struct stat *st, int dfd, const cha
     if (mf_hash_fd(fd, &s->hash) < 0)
         return -1;
     snprintf(s->obj, sizeof(s->obj), "%016" PRIx64 "-%" PRIu64, s->hash, (uint64_t)st->st_size);
+    /* The same content saved already: kept, unless its inode has another name (a link whose
+     * pull failed, say), whose in-place edit would change it. */
     if (fstatat(j->objfd, s->obj, &ost, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(ost.st_mode) &&
-        ost.st_size == st->st_size)
-        return 0;   /* the same content is saved already */
-    if (j->save == SAVE_LINK) {
+        ost.st_size == st->st_size && ost.st_nlink == 1)
+        return 0;
+    /* A link only to a file with no other name: after the pull's rename the inode is the
+     * journal's alone (one the person hard-linked elsewhere could still be edited there). */
+    if (j->save == SAVE_LINK && st->st_nlink == 1) {
         sf_tempname(tmp, sizeof(tmp));
         if (linkat(dfd, name, j->objfd, tmp, 0) == 0) {
             /* the name may have been swapped meanwhile: keep the link only if it is fd's */
@@ -1012,7 +1016,11 @@ static int put_target(jnl *j, int dfd, const char *name, const jnl_state *t)
         struct stat st;
         if (from < 0)
             return -1;
-        if (fstat(from, &st) < 0 || (uint64_t)st.st_size != t->size) {
+        uint64_t h;
+        /* The saved bytes are checked before they are used: what comes back is what was
+         * saved, or nothing (EIO). */
+        if (fstat(from, &st) < 0 || (uint64_t)st.st_size != t->size || mf_hash_fd(from, &h) < 0 ||
+            h != t->hash) {
             close(from);
             errno = EIO;
             return -1;
