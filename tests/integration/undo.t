@@ -55,6 +55,18 @@ for rt in $runtimes; do
         "$SBX" undo >/dev/null 2>&1
         is "$(tree_sum)" "$(cat "$SBX_TEST_TMP/src.sum")" "$rt: and undoing again restores src"
 
+        # At a terminal it shows what it will change and asks; "n" changes nothing.
+        if command -v script >/dev/null; then
+            "$SBXSH" -c 'echo sandbox >src/a'
+            out=$(printf 'n\n' | script -qec "$SBX undo" /dev/null 2>&1)
+            like "$out" 'put back +[^ ]*/src/a' "$rt: at a terminal sbx undo lists what it will change"
+            like "$out" 'Undo these changes\? \[y/N\]' "$rt: and asks"
+            is "$(cat src/a)" sandbox "$rt: answered no, it changes nothing"
+            "$SBX" undo >/dev/null 2>&1
+        else
+            skip "$rt: script(1) is missing: sbx undo at a terminal is not tried"
+        fi
+
         # A host edit since the command: refused, naming the file; --force undoes it anyway.
         "$SBXSH" -c 'echo sandbox >src/a'
         echo host >src/a
@@ -104,6 +116,24 @@ $SBX_TEST_TMP/stub/git $CODE 3 3 True False" \
     cd / && end_session
     first=0   # the next runtime: the first case only
 done
+
+# The audit log rotates past AGENT_SANDBOX_AUDIT_MAX, each record whole.
+if why=$(runtime_usable bwrap); then
+    setup_session "undo-audit-$$" bwrap
+    export AGENT_SANDBOX_AUDIT_MAX=1k
+    cd "$CODE" || bail_out "no code dir"
+    for i in 1 2 3 4 5 6; do "$SBXSH" -c "echo line $i" >/dev/null; done
+    ok "past AGENT_SANDBOX_AUDIT_MAX the audit log rotates" test -s "$AGENT_SANDBOX_STATE_DIR/audit.jsonl.1"
+    is "$(cat "$AGENT_SANDBOX_STATE_DIR"/audit.jsonl* | python3 -c 'import json,sys
+n = 0
+for l in sys.stdin:
+    r = json.loads(l); n += r["session"] == sys.argv[1] and r["type"] == "line"
+print(n)' "$AGENT_SANDBOX_SESSION" 2>&1)" 6 "every record is whole JSON, none of the six lines lost (three old files kept)"
+    unset AGENT_SANDBOX_AUDIT_MAX
+    cd / && end_session
+else
+    skip "the audit log's rotation: $why"
+fi
 
 # The journal's bound: the oldest entry goes, and the person is told.
 if why=$(runtime_usable bwrap); then
