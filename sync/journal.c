@@ -63,6 +63,12 @@ struct jnl {
     void *wctx;
     jnl_entry cur;        /* the entry being made (between jnl_begin and jnl_end) */
     bool open;
+    uint64_t new_bytes;   /* what the objects this entry made cost the bound */
+    /* What the last full read found, while the log is the size it left (no other writer
+     * since): the next id and the bound's total, so that a pull appends without reading the
+     * whole log (an entry of 50,000 files would otherwise be read again by every pull). */
+    bool known;
+    uint64_t known_size, known_next, known_total;
 };
 
 /* ---- strings and states as text ----------------------------------------------------------- */
@@ -512,6 +518,13 @@ static int clone_or_copy(int fd, int dirfd, char *tmp, size_t tmpsz, bool try_cl
     return 0;
 }
 
+/* What an object of st's size costs the bound. */
+static uint64_t obj_cost(const struct stat *st)
+{
+    uint64_t a = (uint64_t)st->st_blocks * 512;
+    return a > (uint64_t)st->st_size ? a : (uint64_t)st->st_size;
+}
+
 /* The content of the regular file fd (st its fstat; dfd/name where it is) into objects/,
  * named by hash and size; s->obj gets the name. A hard link first (the same inode: a pull
  * never writes into a file, it renames over it), then a clone, then a copy. */
@@ -537,8 +550,10 @@ static int save_object(jnl *j, int fd, const struct stat *st, int dfd, const cha
             /* the name may have been swapped meanwhile: keep the link only if it is fd's */
             if (fstatat(j->objfd, tmp, &ost, AT_SYMLINK_NOFOLLOW) == 0 &&
                 ost.st_ino == st->st_ino && ost.st_dev == st->st_dev &&
-                renameat(j->objfd, tmp, j->objfd, s->obj) == 0)
+                renameat(j->objfd, tmp, j->objfd, s->obj) == 0) {
+                j->new_bytes += obj_cost(&ost);
                 return 0;
+            }
             unlinkat(j->objfd, tmp, 0);
         }
     }
@@ -548,6 +563,8 @@ static int save_object(jnl *j, int fd, const struct stat *st, int dfd, const cha
         unlinkat(j->objfd, tmp, 0);
         return -1;
     }
+    if (fstatat(j->objfd, s->obj, &ost, AT_SYMLINK_NOFOLLOW) == 0)
+        j->new_bytes += obj_cost(&ost);
     return 0;
 }
 
@@ -607,6 +624,7 @@ bool jnl_begin(jnl *j, jnl_warn_fn warn, void *ctx)
     }
     memset(&j->cur, 0, sizeof(j->cur));
     j->open = true;
+    j->new_bytes = 0;
     return true;
 }
 
@@ -699,8 +717,7 @@ static uint64_t cost_of(jnl *j, const jnl_log *l, size_t first, strvec *objs)
         if (i && !strcmp(objs->v[i], objs->v[i - 1]))
             continue;
         if (fstatat(j->objfd, objs->v[i], &st, AT_SYMLINK_NOFOLLOW) == 0)
-            total += (uint64_t)st.st_blocks * 512 > (uint64_t)st.st_size
-                         ? (uint64_t)st.st_blocks * 512 : (uint64_t)st.st_size;
+            total += obj_cost(&st);
     }
     return total;
 }
@@ -761,9 +778,11 @@ static void human(char *buf, size_t n, uint64_t v)
 }
 
 /* Applies the bound: the oldest entries go until what is left fits (the newest too, when it
- * alone is over), each said; unreferenced objects are removed. */
-static void apply_bound(jnl *j)
+ * alone is over), each said; unreferenced objects are removed. The ids go on from next at
+ * least (a log emptied by the bound does not start again at 1). */
+static void apply_bound(jnl *j, uint64_t next)
 {
+    struct stat st;
     jnl_log l;
     sbx_err err;
     strvec objs = STRVEC_INIT;
@@ -794,6 +813,10 @@ static void apply_bound(jnl *j)
         rewrite_log(j, &l, first);
     if (first || l.n == 0)
         prune_objects(j, &objs);
+    j->known = fstatat(j->dirfd, LOG_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    j->known_size = j->known ? (uint64_t)st.st_size : 0;
+    j->known_total = total;
+    j->known_next = l.n && l.v[l.n - 1].id + 1 > next ? l.v[l.n - 1].id + 1 : next;
     strvec_clear(&objs);
     jnl_log_free(&l);
 }
@@ -810,26 +833,38 @@ static uint64_t next_id(jnl *j)
     return id;
 }
 
-/* Writes j->cur (kind) as one append, then the bound. */
+/* Writes j->cur (kind) as one append, then the bound: from what is known of the log when
+ * no one else wrote it since (the common case: one holder), else from reading it all. */
 static void write_entry(jnl *j, const char *kind)
 {
     strbuf sb = STRBUF_INIT;
+    struct stat st;
+    bool hit = j->known && fstatat(j->dirfd, LOG_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+               (uint64_t)st.st_size == j->known_size;
     int fd;
-    j->cur.id = next_id(j);
+    j->cur.id = hit ? j->known_next : next_id(j);
     j->cur.time = (int64_t)time(NULL);
     snprintf(j->cur.kind, sizeof(j->cur.kind), "%s", kind);
     if (!j->cur.label)
         j->cur.label = xstrdup(j->label ? j->label : "");
     put_entry(&sb, &j->cur);
     fd = openat(j->dirfd, LOG_NAME, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0 || write_full(fd, sb.buf, sb.len) < 0)
+    if (fd < 0 || write_full(fd, sb.buf, sb.len) < 0) {
         warnf(j, "cannot write the undo journal: %s", strerror(errno));
-    else if (j->notify)
+        hit = false;
+    } else if (j->notify) {
         j->notify(j->nctx, &j->cur);
+    }
+    if (hit && fstat(fd, &st) == 0) {
+        j->known_size = (uint64_t)st.st_size;
+        j->known_next = j->cur.id + 1;
+        j->known_total += (uint64_t)j->cur.n * CHANGE_COST + j->new_bytes;
+    }
     if (fd >= 0)
         close(fd);
     strbuf_release(&sb);
-    apply_bound(j);
+    if (!hit || j->known_total > j->max)
+        apply_bound(j, j->cur.id + 1);
 }
 
 void jnl_end(jnl *j)
@@ -1105,6 +1140,7 @@ int jnl_apply(jnl *j, const jnl_root *roots, size_t nroots, jnl_plan *plan, bool
     }
     memset(&j->cur, 0, sizeof(j->cur));
     j->open = true;
+    j->new_bytes = 0;
     j->cur.label = xasprintf("sbx undo (of %s)", p.ids.buf);
     order = xcalloc(p.n ? p.n : 1, sizeof(*order));
     for (size_t i = 0; i < p.n; i++)
