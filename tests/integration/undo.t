@@ -6,6 +6,7 @@
 # journal past AGENT_SANDBOX_UNDO_MAX dropping its oldest entry and saying so; the audit log's
 # host argv against what a stub git recorded; sbx log's names through the terminal filter.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/user.sh"
 
 runtimes=${SBX_IT_RUNTIMES:-bwrap runsc}
 
@@ -154,5 +155,20 @@ if why=$(runtime_usable bwrap); then
     cd / && end_session
 else
     skip "the journal's bound: $why"
+fi
+# As an ordinary user, in a fresh project whose name has a space: the default state directory
+# (~/.local/state/sbxsh), the journal and the audit log under it.
+if ! why=$(runtime_usable bwrap); then
+    skip "undo as an ordinary user: $why"
+elif ! test_user_add sbxundo "$SBX"; then
+    skip "undo as an ordinary user: $TEST_USER_WHY"
+else
+    trap 'end_session; test_user_del; tap_cleanup' EXIT
+    out=$(as_test_user "mkdir -p 'my proj/src' && cd 'my proj' && git init -q . && printf 'x\n' >src/f &&
+        export AGENT_SANDBOX_LOCAL_RUNTIME=bwrap PATH=$(dirname "$SBXSH"):\$PATH &&
+        '$SBXSH' -c 'rm -rf src' && '$SBX' undo --yes >/dev/null 2>&1 && cat src/f &&
+        ls ~/.local/state/sbxsh/audit.jsonl >/dev/null && '$SBX' release >/dev/null 2>&1 && echo released" 2>&1)
+    is "$out" "$(printf 'x\nreleased')" "as an ordinary user, in 'my proj': rm -rf src undone, the audit log in ~/.local/state/sbxsh"
+    test_user_del
 fi
 done_testing
