@@ -388,7 +388,9 @@ static int force_release(sbx_config *cfg, const char *dir, bool quiet)
     /* The holder's own file, saved a moment after activity (so present or not, as the
      * kill came), and what a sandbox's last processes may still be letting go of as they
      * die: the directory goes once it is empty, waited for a bounded moment. */
-    char *manifest = xasprintf("%s/host.manifest", dir);
+    char *manifest = xasprintf("%s/host.manifest", dir), *journal = xasprintf("%s/journal", dir);
+    sbx_rm_rf(journal, &err);   /* the undo journal goes with the session (docs/undo.md) */
+    free(journal);
     for (int i = 0; i < 20; i++) {
         unlink(manifest);
         if (rmdir(dir) == 0 || errno != ENOTEMPTY)
