@@ -1342,9 +1342,10 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path, git_plan *pl
                 if (g)
                     git_deleted(rx, s, g, kind, &old);
             } else {
+                int e = errno;
                 jnl_state_free(&jold);
-                if (errno != ENOTEMPTY && errno != EEXIST)
-                    apply_warnf(rx, "cannot delete %s/%s: %s", r->base, s->path, strerror(errno));
+                if (e != ENOTEMPTY && e != EEXIST)
+                    apply_warnf(rx, "cannot delete %s/%s: %s", r->base, s->path, strerror(e));
             }
         }
         strbuf_release(&old);
@@ -1406,8 +1407,9 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path, git_plan *pl
             read_host_file(rx, s->root, s->path, s->path_len, GIT_PACKED_REFS_MAX, &old_packed);
         journal_take(rx, s, dfd, name, have_cur ? &cur : NULL, &jold);
         if (install(rx, s, dfd, name, have_cur ? &cur : NULL) < 0) {
+            int e = errno;
             jnl_state_free(&jold);
-            apply_warnf(rx, "cannot write %s/%s: %s", r->base, path->buf, strerror(errno));
+            apply_warnf(rx, "cannot write %s/%s: %s", r->base, path->buf, strerror(e));
         } else {
             journal_done(rx, s, path->buf, path->len, dfd, name, &jold);
             account(rx, (int64_t)s->alloc - (have_cur ? allocated(&cur) : 0),
