@@ -6,10 +6,11 @@
  * rotation: a writer holding it sees the file's size and renames it before anyone appends
  * to the old one. The lock is waited for at most 2 s; without it the record is written all
  * the same (an append cannot be lost to a rotation it did not see: that rotation renamed the
- * file the writer then opens anew).
+ * file the writer then opens anew). The secrets of URLs (urlcred.h) are stripped from it.
  */
 #include "common/audit.h"
 #include "common/fsat.h"
+#include "common/urlcred.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -52,7 +53,8 @@ int sbx_audit_append(const char *dir, uint64_t max, const char *record, size_t l
         }
         renameat(dfd, SBX_AUDIT_FILE, dfd, SBX_AUDIT_FILE ".1");
     }
-    strbuf_add(&line, record, len);
+    /* a token in a URL (https://user:TOKEN@host) typed in a line never reaches the file */
+    urlcred_strip(record, len, &line);
     strbuf_addch(&line, '\n');
     fd = openat(dfd, SBX_AUDIT_FILE, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     int ret = 0;

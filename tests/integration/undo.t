@@ -105,6 +105,9 @@ $SBX_TEST_TMP/stub/git $CODE 3 3 True False" \
            "$rt: the audit log has the host argv exactly as the program got it, its cwd, statuses and environment names (no values)"
         like "$("$SBX" log --host)" 'exit 3 +git .*fetch https://example.invalid/r.git main' \
            "$rt: sbx log --host shows it"
+        "$SBXSH" -c 'git push https://me:s3cr3t@example.invalid/r.git main' >/dev/null 2>&1
+        ok "$rt: a token in a URL typed in a line never reaches the audit log" \
+           test "$(grep -c s3cr3t "$AGENT_SANDBOX_STATE_DIR/audit.jsonl")" = 0
 
         # sbx log: names from the sandbox through the terminal filter
         "$SBXSH" -c "printf x >\$'evil\\e]0;title\\a'" >/dev/null 2>&1
