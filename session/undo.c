@@ -332,6 +332,10 @@ int session_sbx_log(int argc, char **argv)
         strbuf_release(&shown);
         free(text);
     } else {
+        if (!cJSON_GetArraySize(cmds))
+            fprintf(stderr, "sbx log: nothing %s in session '%s' (the audit log: %s/%s%s)\n",
+                    host ? "ran on the host" : "logged", cfg.session, cfg.state_root,
+                    SBX_AUDIT_FILE, cfg.audit_max ? "" : ", off: AGENT_SANDBOX_AUDIT_MAX=0");
         cJSON_ArrayForEach(it, cmds) {
             if (host)
                 print_host(it);
