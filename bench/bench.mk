@@ -9,6 +9,7 @@ fuzz:
 
 include bench/sync.mk
 include bench/local.mk
+include bench/journal.mk
 
 # A command typed at the interactive prompt through tmux (issue 27): bash and sbxsh on each
 # local runtime, this tree beside PROMPT_BENCH_BASE (another built tree, e.g. main's, when

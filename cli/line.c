@@ -10,6 +10,8 @@
 #include "cli/prompt.h"
 #include "cli/policy.h"
 #include "cli/view.h"
+#include "common/audit.h"
+#include "common/json.h"
 #include "common/run.h"
 #include "common/strbuf.h"
 #include "session/backend.h"
@@ -30,6 +32,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 /*
@@ -343,7 +346,86 @@ struct line_exec {
     /* OLDPWD as the person's own cds made it: the directory the last host cd left, cleared
      * once a sandbox command moved the shell (its cd, whose OLDPWD is the sandbox's) */
     char *host_oldpwd;
+    /* The audit log's record of the line being run (audit_begin .. audit_end): its text,
+     * and its parts as JSON objects, comma-separated; none while PROMPT_COMMAND runs. */
+    char *audit_text;
+    strbuf audit_parts;
+    bool audit_off;
 };
+
+/* ---- the audit log (docs/undo.md) ------------------------------------------------------ */
+
+static void audit_begin(line_exec *x, const char *text, size_t len)
+{
+    if (x->audit_off)
+        return;
+    free(x->audit_text);
+    x->audit_text = xstrndup(text, len);
+    strbuf_reset(&x->audit_parts);
+}
+
+/* One part: its route and reason, its status, and (host) the commands it ran. */
+static void audit_part(line_exec *x, const char *route, const char *reason, int status,
+                       const strbuf *cmds)
+{
+    sbx_json j;
+    if (x->audit_off || !x->audit_text)
+        return;
+    if (x->audit_parts.len)
+        strbuf_addch(&x->audit_parts, ',');
+    sbx_json_init(&j, &x->audit_parts);
+    sbx_json_begin_obj(&j, NULL);
+    sbx_json_str(&j, "route", route);
+    sbx_json_str(&j, "reason", reason ? reason : "");
+    if (status >= 0)
+        sbx_json_int(&j, "status", status);
+    if (cmds) {
+        strbuf *v = sbx_json_value(&j, "commands");
+        strbuf_addch(v, '[');
+        strbuf_add(v, cmds->buf, cmds->len);
+        strbuf_addch(v, ']');
+    }
+    sbx_json_end(&j);
+}
+
+/* The line ended with bash's status: its record goes to the audit log. */
+static void audit_end(line_exec *x, int status)
+{
+    strbuf rec = STRBUF_INIT;
+    sbx_json j;
+    sbx_err err;
+    if (x->audit_off || !x->audit_text)
+        return;
+    sbx_json_init(&j, &rec);
+    sbx_json_begin_obj(&j, NULL);
+    sbx_json_int(&j, "time", (long long)time(NULL));
+    sbx_json_str(&j, "type", "line");
+    sbx_json_str(&j, "session", x->cfg.session);
+    sbx_json_int(&j, "pid", (long long)getpid());
+    sbx_json_str(&j, "cwd", x->cwd);
+    sbx_json_str(&j, "line", x->audit_text);
+    sbx_json_int(&j, "status", status);
+    {
+        strbuf *v = sbx_json_value(&j, "parts");
+        strbuf_addch(v, '[');
+        strbuf_add(v, x->audit_parts.buf, x->audit_parts.len);
+        strbuf_addch(v, ']');
+    }
+    sbx_json_end(&j);
+    if (sbx_audit_append(x->cfg.state_root, x->cfg.audit_max, rec.buf, rec.len, &err) < 0)
+        fprintf(stderr, "%s: warning: %s\n", x->o.dollar0, err.msg);
+    strbuf_release(&rec);
+    free(x->audit_text);
+    x->audit_text = NULL;
+    strbuf_reset(&x->audit_parts);
+}
+
+/* The holder labels the pulls of what runs next with the line (the undo journal's). */
+static void send_label(line_exec *x)
+{
+    if (x->sess && x->audit_text)
+        session_label(x->sess, x->audit_text);
+}
 
 /*
  * The view of x->cwd, a plain directory below HOME in the scratch session (cli/view.h):
@@ -445,6 +527,7 @@ int line_exec_new(const line_opts *o, line_exec **out, sbx_err *err)
     strvec_init(&x->env);
     strbuf_init(&x->typeahead, 0);
     strbuf_init(&x->notices, 0);
+    strbuf_init(&x->audit_parts, 0);
     if (session_config_load(&x->cfg, &co, err) < 0) {
         free(x->cwd);
         free(x);
@@ -704,6 +787,8 @@ void line_exec_free(line_exec *x)
         return;
     if (x->sess)
         session_close(x->sess);
+    free(x->audit_text);
+    strbuf_release(&x->audit_parts);
     session_config_free(&x->cfg);
     strvec_clear(&x->env);
     strbuf_release(&x->typeahead);
@@ -899,6 +984,7 @@ static int start_bash(line_exec *x, const strvec *argv, const char *extra, bool 
         strvec_pushv(&wrapped, argv->v);
         cmd.argv = (const char *const *)wrapped.v;
     }
+    send_label(x);
     rc = session_start(x->sess, &cmd, err);
     strvec_clear(&wrapped);
     return rc;
@@ -1566,7 +1652,7 @@ static int shell_run_chunk(line_exec *x, const char *chunk, unsigned first, unsi
             shell_tty_pause(x, &perr);
             return -1;
         }
-    } else if (session_sync(x->sess, err) < 0) {
+    } else if ((send_label(x), session_sync(x->sess, err)) < 0) {
         /* The shell has run since the last round: what changed on the host since then (a
          * file saved in an editor while sbxsh waited at its prompt, an agent's own write
          * between two commands) goes in before the chunk, as before a one-shot command. */
@@ -2240,8 +2326,9 @@ static int run_parts(line_exec *x, const sh_parse *p, route_plan *plan, unsigned
             route_ctx ctx;
             /* bash names itself in a message as $0 in a script, as its argv[0]'s
              * basename at its prompt */
+            strbuf hostcmds = STRBUF_INIT;
             route_run_opts ro = { .errname = x->o.interactive ? x->o.promptname : x->o.dollar0,
-                                  .pipefail = x->pipefail };
+                                  .pipefail = x->pipefail, .audit = &hostcmds };
             strbuf newcwd = STRBUF_INIT;
             int status, rc;
 
@@ -2307,8 +2394,12 @@ static int run_parts(line_exec *x, const sh_parse *p, route_plan *plan, unsigned
             }
             if (rc < 0) {
                 strbuf_release(&newcwd);
+                strbuf_release(&hostcmds);
                 return -1;
             }
+            if (rc == ROUTE_RAN)
+                audit_part(x, "host", parts[i].reason, status, &hostcmds);
+            strbuf_release(&hostcmds);
             if (rc == ROUTE_NOT_HOST && parts[i].secret) {
                 /* A git command with a URL secret that the host would not run from here
                  * (the cwd outside the code directories, a background `&`): not the
@@ -2386,6 +2477,8 @@ static int run_parts(line_exec *x, const sh_parse *p, route_plan *plan, unsigned
             continue;
         }
         build_chunk(x, p, parts, n, i, j, &chunk);
+        for (size_t k = i; k < j; k++)
+            audit_part(x, "sandbox", parts[k].reason, -1, NULL);
         for (size_t k = i; k < j && !x->names_dirty; k++)
             x->names_dirty = route_may_redefine(parts[k].pipe);
         if (line_base) {
@@ -2435,20 +2528,30 @@ int line_exec_program(line_exec *x, const char *text, size_t len, bool extglob,
         }
         free(real);
     }
+    audit_begin(x, text, len);
     sh_parse_all(&p, text, len, &po, true);
     if (p.status != SH_OK) {
         /* bash itself reports it, after running what comes before it */
         sh_parse_free(&p);
-        return run_oneshot(x, text, script, outside, wait_status, err);
+        audit_part(x, "sandbox", "bash reports the syntax error", -1, NULL);
+        rc = run_oneshot(x, text, script, outside, wait_status, err);
+        if (rc == 0)
+            audit_end(x, bash_status(*wait_status));
+        return rc;
     }
     route_ctx_fill(x, &ctx);
     route_plan_build(&plan, &p, &ctx);
     for (size_t i = 0; i < plan.n; i++)
         host += plan.parts[i].where == ROUTE_HOST && !plan.parts[i].background;
     if (host < plan.n && !plan_needs_split(x, &plan)) {
+        for (size_t i = 0; i < plan.n; i++)
+            audit_part(x, "sandbox", plan.parts[i].reason, -1, NULL);
         route_plan_release(&plan);
         sh_parse_free(&p);
-        return run_oneshot(x, text, script, outside, wait_status, err);
+        rc = run_oneshot(x, text, script, outside, wait_status, err);
+        if (rc == 0)
+            audit_end(x, bash_status(*wait_status));
+        return rc;
     }
     rc = run_parts(x, &p, &plan, 1, &exited, err);
     route_plan_release(&plan);
@@ -2459,6 +2562,7 @@ int line_exec_program(line_exec *x, const char *text, size_t len, bool extglob,
         return -1;
     if (exited)
         *wait_status = x->final_status;
+    audit_end(x, bash_status(*wait_status));
     return 0;
 }
 
@@ -2550,7 +2654,10 @@ int line_exec_command(line_exec *x, const sh_parse *p, unsigned first_line, bool
     if (!plan_needs_split(x, &plan))
         route_plan_to_sandbox(&plan);   /* all of it in the sandbox's shell, as one chunk:
                                          * exact bash */
+    audit_begin(x, p->src, strlen(p->src));
     rc = run_parts(x, p, &plan, first_line, exited, err);
+    if (rc == 0)
+        audit_end(x, *exited ? bash_status(x->final_status) : x->last_status);
     route_plan_release(&plan);
     if (rc == 0 && *exited)
         *wait_status = x->final_status;
@@ -2588,8 +2695,10 @@ int line_exec_prompt_command(line_exec *x, const sh_parse *p, bool sandbox_only,
 
     memcpy(pipestatus, x->pipestatus, sizeof(pipestatus));
     x->prompt_status = saved;
+    x->audit_off = true;   /* PROMPT_COMMAND is not the person's line */
     rc = sandbox_only ? exec_in_sandbox(x, p, exited, wait_status, err)
                       : line_exec_command(x, p, 0, exited, wait_status, err);
+    x->audit_off = false;
     x->prompt_status = -1;
     /* not a command of the person's: an exit refused just before is still refused once */
     x->exit_ok = exit_ok;

@@ -6,7 +6,7 @@ COMMON_SRCS := common/strbuf.c common/util.c common/arena.c common/strvec.c comm
 LIB_SRCS += $(COMMON_SRCS)
 AGENT_SRCS += $(COMMON_SRCS)
 # File-system and process helpers only the host programs use (not the agent).
-LIB_SRCS += common/fsutil.c
+LIB_SRCS += common/fsutil.c common/audit.c
 TEST_C += tests/common/t-strbuf.c tests/common/t-arena.c tests/common/t-strvec.c \
           tests/common/t-framebuf.c tests/common/t-report.c tests/common/t-fsat.c \
           tests/common/t-bytes.c tests/common/t-json.c tests/common/t-run.c

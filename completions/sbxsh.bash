@@ -47,7 +47,7 @@ _sbx()
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
     local cmd=${COMP_WORDS[1]}
     if ((COMP_CWORD == 1)); then
-        COMPREPLY=($(compgen -W "exec release status ls doctor policy render-pool mcp --help --version" -- "$cur"))
+        COMPREPLY=($(compgen -W "exec release status ls doctor policy render-pool mcp log undo --help --version" -- "$cur"))
         return
     fi
     if [[ $prev == --session ]]; then
@@ -81,6 +81,8 @@ _sbx()
         elif [[ $prev != --output-limit ]]; then
             COMPREPLY=($(compgen -W "--session --cwd --output-limit --help --version" -- "$cur"))
         fi ;;
+    log) COMPREPLY=($(compgen -W "--session --json --host -n --help" -- "$cur")) ;;
+    undo) COMPREPLY=($(compgen -W "--session --to --force --yes --help" -- "$cur")) ;;
     render-pool)
         # after an option that takes a value: the value (only --runtime's are known)
         if [[ $prev == --runtime ]]; then

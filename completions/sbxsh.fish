@@ -29,7 +29,7 @@ complete -c sbxsh -s o -x -a 'allexport braceexpand emacs errexit errtrace funct
 complete -c sbxsh -s O -x -a 'autocd cdspell checkwinsize dotglob expand_aliases extglob failglob globstar inherit_errexit lastpipe nocaseglob nocasematch nullglob xpg_echo' -d 'shopt option'
 
 # sbx
-set -l sbx_cmds exec release status ls doctor policy render-pool mcp
+set -l sbx_cmds exec release status ls doctor policy render-pool mcp log undo
 complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a exec -d 'Run a command in a sandbox'
 complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a release -d 'Pull the last changes, stop and delete the sandbox'
 complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a status -d 'Show a session'
@@ -61,5 +61,14 @@ complete -c sbx -n "__fish_seen_subcommand_from release" -l force -d 'Kill the h
 complete -c sbx -n "__fish_seen_subcommand_from exec" -l keep -d "Keep the session's sandbox"
 complete -c sbx -n "__fish_seen_subcommand_from exec" -l tty -d 'Run on a terminal'
 complete -c sbx -n "__fish_seen_subcommand_from status ls" -l json -d 'JSON output'
+complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a log -d "The session's commands and the files each changed"
+complete -c sbx -f -n "not __fish_seen_subcommand_from $sbx_cmds" -a undo -d 'Put back what sandbox commands changed on the host'
+complete -c sbx -n "__fish_seen_subcommand_from log undo" -l session -x -a '(__sbxsh_sessions)' -d 'The session'
+complete -c sbx -n "__fish_seen_subcommand_from log" -l json -d 'JSON output'
+complete -c sbx -n "__fish_seen_subcommand_from log" -l host -d 'What ran on the host'
+complete -c sbx -n "__fish_seen_subcommand_from log" -s n -x -d 'The newest N only'
+complete -c sbx -n "__fish_seen_subcommand_from undo" -l to -x -d 'Undo back to this journal id'
+complete -c sbx -n "__fish_seen_subcommand_from undo" -l force -d 'Undo files the host changed too'
+complete -c sbx -n "__fish_seen_subcommand_from undo" -l yes -d 'Do not ask'
 complete -c sbx -l help -d 'Show help'
 complete -c sbx -n __fish_use_subcommand -l version -d 'Show the version'

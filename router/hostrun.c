@@ -6,6 +6,7 @@
 #include "router/builtins.h"
 #include "router/rules.h"
 #include "common/fsat.h"
+#include "common/json.h"
 #include "common/run.h"
 
 #include <dirent.h>
@@ -389,6 +390,40 @@ static bool is_builtin(const rcmd *c)
     return c->kind == RC_ECHO || c->kind == RC_PRINTF;
 }
 
+/* The audit log's record of one command (route_run_opts.audit): the argv exactly as
+ * executed (pr's, the checked words after git's safety options), the program, where it ran,
+ * the names (never the values) of its environment, and its status. An in-process builtin or
+ * cd has its words. */
+static void audit_cmd(const route_run_opts *o, const rcmd *c, const prepared *pr,
+                      const route_ctx *ctx, int status)
+{
+    sbx_json j;
+    const strvec *argv = pr && pr->argv.n ? &pr->argv : &c->argv;
+    if (!o->audit)
+        return;
+    if (o->audit->len)
+        strbuf_addch(o->audit, ',');
+    sbx_json_init(&j, o->audit);
+    sbx_json_begin_obj(&j, NULL);
+    sbx_json_begin_arr(&j, "argv");
+    for (size_t i = 0; i < argv->n; i++)
+        sbx_json_str(&j, NULL, argv->v[i]);
+    sbx_json_end(&j);
+    if (pr && pr->argv.n && c->prog)
+        sbx_json_str(&j, "program", c->prog);
+    else
+        sbx_json_bool(&j, "builtin", true);
+    sbx_json_str(&j, "cwd", c->kind == RC_GIT && c->git_cwd ? c->git_cwd : ctx->cwd);
+    sbx_json_begin_arr(&j, "env");
+    for (size_t i = 0; pr && i < pr->env.n; i++) {
+        const char *eq = strchr(pr->env.v[i], '=');
+        sbx_json_strn(&j, NULL, pr->env.v[i], eq ? (size_t)(eq - pr->env.v[i]) : strlen(pr->env.v[i]));
+    }
+    sbx_json_end(&j);
+    sbx_json_int(&j, "status", status);
+    sbx_json_end(&j);
+}
+
 /* The options for one command: its own line number, as bash counts. */
 static route_run_opts cmd_opts(const route_run_opts *o, const sh_parse *p,
                                const sh_pipeline *pl, const rcmd *c)
@@ -535,6 +570,8 @@ static int run_pipeline(const sh_parse *p, const sh_pipeline *pl, const rpipe *r
         close(prev);
     for (size_t i = 0; i < started; i++)
         statuses[i] = wait_status(pids[i]);
+    for (size_t i = 0; i < started; i++)
+        audit_cmd(o, &rp->cmds[i], is_builtin(&rp->cmds[i]) ? NULL : &pr[i], ctx, statuses[i]);
     if (ret < 0)
         return -1;
     *status = statuses[rp->n - 1];
@@ -690,6 +727,7 @@ int route_run_host(const sh_parse *p, const sh_pipeline *pl, const route_ctx *ct
         if (new_cwd)
             strbuf_addstr(new_cwd, rp.new_cwd);
         *status = 0;
+        audit_cmd(o, &rp.cmds[0], NULL, ctx, 0);
     } else if (rp.n == 1 && rp.cmds[0].kind == RC_SBX && rp.cmds[0].sbx_sub == SBX_EXEC) {
         int fds[3] = { 0, 1, 2 }, opened[2] = { -1, -1 };
         route_run_opts co = cmd_opts(o, p, pl, &rp.cmds[0]);
@@ -704,6 +742,7 @@ int route_run_host(const sh_parse *p, const sh_pipeline *pl, const route_ctx *ct
         route_run_opts co = cmd_opts(o, p, pl, &rp.cmds[0]);
         *status = redirect(&rp.cmds[0], &co, fds, opened, false) < 0
                       ? 1 : run_builtin(&rp.cmds[0], &co, fds[1], fds[2]);
+        audit_cmd(o, &rp.cmds[0], NULL, ctx, *status);
         for (int k = 0; k < 2; k++)
             if (opened[k] >= 0)
                 close(opened[k]);

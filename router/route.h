@@ -199,6 +199,9 @@ typedef struct route_run_opts {
     bool pipefail;         /* set -o pipefail */
     const char *xtrace;    /* set -x: the PS4 to print before each command's assignments
                               and words, as bash's xtrace does; NULL: no trace */
+    strbuf *audit;         /* when set: each command run is appended as a JSON object
+                              (comma-separated): argv as executed, program, cwd, the
+                              environment's names, status (the audit log, docs/undo.md) */
 } route_run_opts;
 
 enum {

@@ -553,6 +553,20 @@ int session_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *e
         goto fail;
     }
 
+    /* The undo journal's bound (docs/undo.md): a quarter of what pulls may write. */
+    cfg->undo_max = cfg->disk_max ? cfg->disk_max / 4 : 2ULL << 30;
+    if ((v = env_nonempty("AGENT_SANDBOX_UNDO_MAX")) &&
+        session_parse_size(v, 0, &cfg->undo_max, err) < 0) {
+        sbx_err_prefix(err, "AGENT_SANDBOX_UNDO_MAX");
+        goto fail;
+    }
+    cfg->audit_max = 16ULL << 20;
+    if ((v = env_nonempty("AGENT_SANDBOX_AUDIT_MAX")) &&
+        session_parse_size(v, 0, &cfg->audit_max, err) < 0) {
+        sbx_err_prefix(err, "AGENT_SANDBOX_AUDIT_MAX");
+        goto fail;
+    }
+
     /* The default backend is the first one built: the Makefile includes local.mk's
      * fragment before any other backend's. */
     v = env_nonempty("AGENT_SANDBOX_BACKEND");

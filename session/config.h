@@ -58,6 +58,11 @@ typedef struct sbx_config {
     unsigned long long files_max; /* AGENT_SANDBOX_FILES_MAX: files, directories and symlinks
                                the session's pulls may make on the host; default 1,000,000;
                                "0": no limit */
+    unsigned long long undo_max; /* AGENT_SANDBOX_UNDO_MAX: bytes the undo journal may keep
+                               (docs/undo.md); default a quarter of disk_max (2 GiB without
+                               one); "0": no journal */
+    unsigned long long audit_max; /* AGENT_SANDBOX_AUDIT_MAX: the audit log's size before it
+                               rotates (three old files kept); default 16 MiB; "0": none */
     bool git_fsmonitor;     /* AGENT_SANDBOX_GIT_FSMONITOR=1: git in the (local) sandbox asks
                                sbx-agent what changed (core.fsmonitor, core.untrackedCache) */
     char *backend;          /* AGENT_SANDBOX_BACKEND: a name in session_backend_classes[]

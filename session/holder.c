@@ -22,12 +22,15 @@
 #include <unistd.h>
 
 #include "common/framebuf.h"
+#include "common/fsutil.h"
 #include "common/json.h"
 #include "common/strbuf.h"
 #include "session/backend.h"
 #include "session/proto.h"
+#include "session/undo.h"
 #include "sync/conn.h"
 #include "sync/fsmonitor.h"
+#include "sync/journal.h"
 
 /* Sync rounds the holder starts for itself (before a release) use ids from
  * here down, clients' ids count up from 1. */
@@ -54,11 +57,13 @@ typedef struct hclient {
     inq inputs[SYNC_MAX_FDS];
     uint64_t sync_id;   /* a sync round it waits for, 0 when none */
     bool release;       /* waits for the release */
+    char *label;        /* P_LABEL: the line its next run or sync belongs to, or NULL */
 } hclient;
 
 typedef struct holder {
     const sbx_config *cfg;
     char *dir;          /* the session's state directory */
+    struct jnl *journal;    /* the undo journal (sync/journal.h) in dir, or NULL */
     char *sock_path;
     char *state_file;   /* the host manifest (sync_host_save) */
     char *user_gitconfig, *sandbox_gitconfig;
@@ -515,6 +520,49 @@ static void drop_conn(holder *h)
     h->conn_dead = false;
 }
 
+/* A pull journaled (sync/journal.h): its audit record, the files it changed. */
+static void on_journal_entry(void *ctx, const jnl_entry *e)
+{
+    holder *h = ctx;
+    session_audit_journal(h->cfg, e);
+}
+
+/* The undo journal, opened once (AGENT_SANDBOX_UNDO_MAX=0: none). */
+static void open_journal(holder *h)
+{
+    sbx_err err;
+    int fd;
+    if (h->journal || !h->cfg->undo_max)
+        return;
+    fd = open(h->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || jnl_open(fd, h->cfg->undo_max, &h->journal, &err) < 0)
+        log_msg("no undo journal: %s", fd < 0 ? strerror(errno) : err.msg);
+    if (fd >= 0)
+        close(fd);
+    if (h->journal) {
+        jnl_set_notify(h->journal, on_journal_entry, h);
+        jnl_set_save_mode(h->journal, getenv("SBXSH_TEST_JOURNAL_COPY"));
+    }
+}
+
+/* The line a client's run or sync belongs to, for the journal: its P_LABEL, else the
+ * command (bash -c's text). */
+static void set_label(holder *h, hclient *c, char *const *argv)
+{
+    strbuf sb = STRBUF_INIT;
+    if (!h->journal)
+        return;
+    if (c->label)
+        strbuf_addstr(&sb, c->label);
+    else if (argv && argv[0] && argv[1] && !strcmp(argv[1], "-c") && argv[2])
+        strbuf_addstr(&sb, argv[2]);
+    else
+        for (size_t i = 0; argv && argv[i]; i++)
+            strbuf_addf(&sb, "%s%s", i ? " " : "", argv[i]);
+    jnl_set_label(h->journal, sb.buf);
+    strbuf_release(&sb);
+}
+
 /* The host side of the sync for the session: code directories from the config,
  * the sync paths, task files, create paths and excludes as the clients widened
  * them, the pull quota, and the home directory whose startup files go into the
@@ -537,7 +585,11 @@ static int make_host(holder *h, sbx_err *err)
         .files_max = cfg->files_max,
         .git_fsmonitor = h->git_fsmonitor,
     };
-    return sync_host_new(&sc, &h->host, err);
+    if (sync_host_new(&sc, &h->host, err) < 0)
+        return -1;
+    open_journal(h);
+    sync_host_set_journal(h->host, h->journal);
+    return 0;
 }
 
 /* A backend's word on a slow claim, to the client waiting on it (at its terminal). */
@@ -712,9 +764,17 @@ static void release_now(holder *h)
         log_msg("release failed: %s", err.msg);
     } else {
         /* the lock goes with the session (we hold its fd until we exit, moments later) */
-        char *lock = xasprintf("%s/holder.lock", h->dir);
+        char *lock = xasprintf("%s/holder.lock", h->dir), *jdir = xasprintf("%s/journal", h->dir);
+        sbx_err rerr;
         unlink(lock);
         free(lock);
+        /* the journal goes with the session: nothing is left to undo against */
+        jnl_free(h->journal);
+        h->journal = NULL;
+        if (h->host)
+            sync_host_set_journal(h->host, NULL);
+        sbx_rm_rf(jdir, &rerr);
+        free(jdir);
         rmdir(h->dir);
         log_msg("released");
     }
@@ -850,6 +910,7 @@ static void handle_run(holder *h, hclient *c, proto_reader *r)
     }
     if (++h->next_chan == 0)
         h->next_chan = 1;
+    set_label(h, c, argv);
     memset(&req, 0, sizeof(req));
     req.exe = exe;
     req.argv = (const char *const *)argv;
@@ -1084,6 +1145,14 @@ static int handle_frame(holder *h, hclient *c, int type, proto_reader *r)
         if (c->chan && h->conn && !h->conn_dead)
             sync_conn_credit(h->conn, c->chan, (int)a, b);
         return 0;
+    case P_LABEL: {
+        char *label = NULL;
+        if (proto_get_cstr(r, &label) < 0)
+            return -1;
+        free(c->label);
+        c->label = label;
+        return 0;
+    }
     case P_SYNC:
         if (c->sync_id)
             return -1;
@@ -1094,6 +1163,8 @@ static int handle_frame(holder *h, hclient *c, int type, proto_reader *r)
             return 0;
         }
         h->starting = NULL;
+        if (c->label)
+            set_label(h, c, NULL);
         c->sync_id = ++h->next_sync;
         if (sync_conn_sync(h->conn, c->sync_id) < 0) {
             c->sync_id = 0;
@@ -1134,6 +1205,8 @@ static void client_drop(holder *h, hclient *c)
     framebuf_out_release(&c->out);
     c->sync_id = 0;
     c->release = false;
+    free(c->label);
+    c->label = NULL;
 }
 
 /* Reads what the client sent and handles each complete frame; a malformed one
@@ -1505,6 +1578,7 @@ static void holder_finish(holder *h)
     if (h->host)
         sync_host_free(h->host);
     session_backend_free(h->backend);
+    jnl_free(h->journal);
     strvec_clear(&h->agent_args);
     free(h->git_fsmonitor);
     strvec_clear(&h->agent_env);

@@ -31,7 +31,7 @@
 #include "common/bytes.h"
 #include "common/strbuf.h"
 
-#define SBX_PROTO_VERSION 4
+#define SBX_PROTO_VERSION 5
 #define SBX_PROTO_MAX_FRAME (1u << 20)
 #define SBX_PROTO_MAX_STRING (256u * 1024)
 #define SBX_PROTO_MAX_LIST 65536
@@ -61,6 +61,8 @@ enum sbx_proto_type {
                          command (or sync) is being written on the host, drop it and answer
                          now: P_EXIT killed by signo (for a sync: P_WARNING saying so,
                          then P_SYNC_DONE). Else nothing. */
+    P_LABEL,          /* str line: what the client's next P_RUN or P_SYNC belongs to (the
+                         undo journal's label for the pull; no reply; version 5) */
 
     /* holder -> client */
     P_HELLO_OK = 64,  /* u32 version, u32 holder pid */

@@ -7,6 +7,8 @@
  *   sbx ls [--json]
  *   sbx doctor
  *   sbx policy show|check [FILE]   (run by the sbxsh beside sbx: cli/policy.c)
+ *   sbx log [--session S] [--json] [--host] [-n N]       (session/undo.c)
+ *   sbx undo [--session S] [N | --to ID] [--force] [--yes]
  *   sbx NAME ...       a backend's own commands (its class's commands: render-pool)
  */
 #include <dirent.h>
@@ -38,6 +40,7 @@
 #include "session/config.h"
 #include "common/fsutil.h"
 #include "session/session.h"
+#include "session/undo.h"
 
 /* sbx --help: the head, each backend's commands, the middle, AGENT_SANDBOX_BACKEND's
  * line with the backends built, each backend's variables, the tail. */
@@ -56,6 +59,10 @@ static const char usage_head[] =
     "  status [--session S] [--json]\n"
     "                   show a session: holder, sandbox, agent, sync counters\n"
     "  ls [--json]      list the sessions on this machine\n"
+    "  log [--json] [--host]\n"
+    "                   the session's commands and the files each changed (docs/undo.md)\n"
+    "  undo [N | --to ID] [--force] [--yes]\n"
+    "                   put back what the last N sandbox commands changed on the host\n"
     "  doctor           check the runtime, user namespaces, the agent and the\n"
     "                   directories, and say what to fix\n"
     "  policy show | check [FILE]\n"
@@ -83,6 +90,10 @@ static const char usage_tail[] =
     "  AGENT_SANDBOX_SYNC_EXCLUDE\n"
     "                                 more to sync, colon-separated (see sbxsh(1))\n"
     "  AGENT_SANDBOX_STATE_DIR        sandboxes' files (default ~/.local/state/sbxsh)\n"
+    "  AGENT_SANDBOX_UNDO_MAX         the undo journal's bound (default a quarter of\n"
+    "                                 AGENT_SANDBOX_DISK_MAX; 0: no journal)\n"
+    "  AGENT_SANDBOX_AUDIT_MAX        the audit log's size before it rotates (default 16M;\n"
+    "                                 0: none)\n"
     "  AGENT_SANDBOX_AGENT            the sbx-agent binary to use\n"
     "\n"
     "exit status: sbx exec gives the command's (128+n for a signal, 126/127 when it cannot\n"
@@ -383,7 +394,9 @@ static int force_release(sbx_config *cfg, const char *dir, bool quiet)
     /* The holder's own file, saved a moment after activity (so present or not, as the
      * kill came), and what a sandbox's last processes may still be letting go of as they
      * die: the directory goes once it is empty, waited for a bounded moment. */
-    char *manifest = xasprintf("%s/host.manifest", dir);
+    char *manifest = xasprintf("%s/host.manifest", dir), *journal = xasprintf("%s/journal", dir);
+    sbx_rm_rf(journal, &err);   /* the undo journal goes with the session (docs/undo.md) */
+    free(journal);
     for (int i = 0; i < 20; i++) {
         unlink(manifest);
         if (rmdir(dir) == 0 || errno != ENOTEMPTY)
@@ -999,6 +1012,7 @@ int main(int argc, char **argv)
         { "exec", cmd_exec }, { "release", cmd_release }, { "status", cmd_status },
         { "ls", cmd_ls }, { "doctor", cmd_doctor }, { "policy", cmd_policy },
         { "mcp", cmd_mcp },
+        { "log", session_sbx_log }, { "undo", session_sbx_undo },
     };
 
     if (argc < 2) {

@@ -1333,6 +1333,15 @@ static int await(sbx_session *s, bool *flag, sbx_err *err)
     return s->failed ? fail(s, err) : 0;
 }
 
+void session_label(sbx_session *s, const char *line)
+{
+    size_t start = s->out.q.len, n = strlen(line);
+    /* a label is for people (sbx log): its first 4 KiB, no NUL */
+    proto_begin(&s->out.q, P_LABEL);
+    proto_str(&s->out.q, line, n > 4096 ? 4096 : n);
+    proto_end(&s->out.q, start);
+}
+
 int session_sync(sbx_session *s, sbx_err *err)
 {
     send_u32s(s, P_SYNC, 0, 0, 0);

@@ -156,6 +156,9 @@ int session_read_record(sbx_session *s, int child_fd, int delim, strbuf *out,
 /* The same for exactly n bytes: 1 when they came, 0 at end of file or exit (out then
  * holds what came). */
 int session_read_bytes(sbx_session *s, int child_fd, size_t n, strbuf *out, sbx_err *err);
+/* Names the line the next run or sync belongs to (the undo journal's label; sent with
+ * the next request). */
+void session_label(sbx_session *s, const char *line);
 /* A sync round: host changes in, sandbox changes back. Relays meanwhile. */
 int session_sync(sbx_session *s, sbx_err *err);
 /* Sends a signal to the running command's process group. */

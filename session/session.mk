@@ -2,7 +2,7 @@
 # and its protocol, the terminal filter, the backend interface and its registry, and
 # the `sbx` command.
 SESSION_SRCS := session/config.c session/proto.c session/termfilter.c session/holder.c \
-                session/session.c session/backend.c
+                session/session.c session/backend.c session/undo.c
 LIB_SRCS += $(SESSION_SRCS)
 SBX_MAIN := session/sbx_main.c
 

@@ -95,6 +95,10 @@ struct apply_rx {
 
     /* host: a directory (root, path) whose chain from the root was found free of
      * repository shapes during this commit (see repo_shape_refusal()) */
+    /* host: the session's undo journal (journal.h), or NULL; it saves what each commit
+     * replaces or deletes */
+    struct jnl *journal;
+
     bool shape_ok_valid;
     uint16_t shape_ok_root;
     strbuf shape_ok;

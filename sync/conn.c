@@ -349,6 +349,7 @@ static void on_delta_frame(sync_conn *c, const wire_frame *f)
         mf_pathmap_prune(c->inflight, acked);
         c->rx_seq = seq;
         c->rx_start = (int64_t)now_ns();
+        apply_set_journal(c->rx, c->h->journal);
         if (apply_begin(c->rx, seq, acked, &err) < 0)
             return mark_failed(c, "sbx-agent sent a malformed message: %s", err.msg);
         return;

@@ -94,6 +94,10 @@ typedef struct sync_conn sync_conn;
  * directories that a crashed holder left behind. */
 int sync_host_new(const sync_config *cfg, sync_host **out, sbx_err *err);
 void sync_host_free(sync_host *host);
+/* The session's undo journal (sync/journal.h; the caller keeps it): each pull's commit saves
+ * into it what it replaces or deletes. NULL: none. */
+struct jnl;
+void sync_host_set_journal(sync_host *host, struct jnl *j);
 /* Carries into host, just made for more roots (a client named more sync paths or task
  * files), what old knew: the records of the roots both have, the pairing and its sequence
  * numbers, what its pulls have cost the quotas. The agent, told the same pairing, keeps its

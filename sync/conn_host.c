@@ -273,6 +273,11 @@ void sync_host_adopt(sync_host *h, sync_host *old)
      * old's, and mf_adopt_roots made the next scan a full walk, which watches them again */
 }
 
+void sync_host_set_journal(sync_host *h, struct jnl *j)
+{
+    h->journal = j;
+}
+
 void sync_host_free(sync_host *h)
 {
     if (!h)

@@ -72,6 +72,7 @@ struct sync_host {
     uint64_t pair_id, push_seq, pull_seq;
     bool dirty;
     sync_conn *conn;
+    struct jnl *journal;       /* the session's undo journal (not owned), or NULL */
 };
 
 typedef struct conn_fd {

@@ -94,6 +94,9 @@ void apply_free(apply_rx *rx);
 /* Host: pushes not yet acknowledged (path -> push seq), to notice a sandbox change that
  * crossed a host change in flight. */
 void apply_set_inflight(apply_rx *rx, mf_pathmap *inflight);
+/* Host: the undo journal (sync/journal.h) the commits save into, or NULL. */
+struct jnl;
+void apply_set_journal(apply_rx *rx, struct jnl *j);
 /* Starts a delta (after DELTA_BEGIN). */
 int apply_begin(apply_rx *rx, uint64_t seq, uint64_t acked, sbx_err *err);
 /* Feeds ENTRY, CHUNK, ENTRY_CANCEL or DELTA_END. Returns 1 when DELTA_END completed the

@@ -15,6 +15,11 @@
  *      (commit_one) by rename from the stage, else nothing is: a malformed, truncated,
  *      over-quota or interrupted pull leaves the host tree as it was (refuse());
  *   4. the stage is removed (clear_staging), also on abort.
+ * With a journal (sync/journal.h), the commit is one journal entry: before each write that
+ * replaces or deletes something on the host, its state is saved (jnl_take: the file linked,
+ * cloned or copied into the session's journal), and after the write the change is recorded
+ * (jnl_record), so that `sbx undo` can put it back. Objects under .git/objects are not
+ * journaled: a pull only adds them, and an undo leaves them (git's gc removes the unreachable).
  *
  * The checks and the attacks they stop:
  *   - paths: relative, no "." or "..", bounded, no name of sbxsh's own temporaries
@@ -50,6 +55,7 @@
 #include "sync/gitcred.h"
 #include "sync/gitindex.h"
 #include "sync/gitpolicy.h"
+#include "sync/journal.h"
 #include "sync/safefs.h"
 #include "common/fsat.h"
 
@@ -570,6 +576,83 @@ static void host_record(apply_rx *rx, const staged *s, int dfd, const char *name
     struct stat st;
     if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
         mf_record(rx->t, s->root, s->path, s->path_len, &st, s->hash, s->type == MF_REG);
+}
+
+/* ---- host: the undo journal ---------------------------------------------------------------- */
+
+void apply_set_journal(apply_rx *rx, struct jnl *j)
+{
+    rx->journal = j;
+}
+
+/* Whether the commit of s is journaled: a journal is open, and s is not a git object (only
+ * ever added; an undo leaves it). */
+static bool journaled(const apply_rx *rx, const staged *s)
+{
+    return rx->journal && !(mf_root_at(rx->t, s->root)->kind == WIRE_ROOT_CODE &&
+                            s->path_len > 13 && !memcmp(s->path, ".git/objects/", 13));
+}
+
+/* Saves what is at dfd/name before a write of s replaces or deletes it (old: '-' when
+ * nothing is journaled). */
+static void journal_take(apply_rx *rx, const staged *s, int dfd, const char *name,
+                         const struct stat *cur, jnl_state *old)
+{
+    memset(old, 0, sizeof(*old));
+    old->type = '-';
+    if (journaled(rx, s))
+        jnl_take(rx->journal, dfd, name, cur, old);
+}
+
+/* The write of s to dfd/name (at path, as mapped) is done: the change is recorded with the
+ * state it left (a file's hash is the staged content's, s->hash). */
+static void journal_done(apply_rx *rx, const staged *s, const char *path, size_t len, int dfd,
+                         const char *name, jnl_state *old)
+{
+    jnl_state now;
+    struct stat st;
+    char t[SYNC_MAX_LINK + 1];
+    if (!journaled(rx, s)) {
+        jnl_state_free(old);
+        return;
+    }
+    memset(&now, 0, sizeof(now));
+    now.type = '-';
+    if (s->op == WIRE_OP_PUT && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        now.mode = st.st_mode & 07777;
+        if (S_ISDIR(st.st_mode)) {
+            now.type = 'd';
+        } else if (S_ISLNK(st.st_mode)) {
+            ssize_t n = readlinkat(dfd, name, t, sizeof(t) - 1);
+            now.type = 'l';
+            t[n > 0 ? n : 0] = '\0';
+            now.target = t;
+        } else {
+            now.type = 'f';
+            now.size = (uint64_t)st.st_size;
+            now.hash = s->hash;
+            now.mtime_ns = sf_stat_mtime(&st);
+        }
+    }
+    jnl_record(rx->journal, mf_root_at(rx->t, s->root)->base, path, len, old, &now);
+}
+
+/* A conflict copy or directory made at cname in the parent of path (dlen): recorded as added. */
+static void journal_added(apply_rx *rx, const staged *s, const strbuf *path, size_t dlen,
+                          int dfd, const char *cname)
+{
+    jnl_state none = { .type = '-' };
+    strbuf p = STRBUF_INIT;
+    if (!journaled(rx, s))
+        return;
+    strbuf_addf(&p, "%.*s%s%s", (int)dlen, path->buf, dlen ? "/" : "", cname);
+    journal_done(rx, s, p.buf, p.len, dfd, cname, &none);
+    strbuf_release(&p);
+}
+
+static void journal_warn(void *ctx, const char *msg)
+{
+    apply_warnf(ctx, "%s", msg);
 }
 
 /* ---- host: git history is never destroyed by a pull -------------------------------------- */
@@ -1113,6 +1196,10 @@ static void create_only_commit(apply_rx *rx, const staged *s, int dfd, const cha
             apply_warnf(rx, "cannot write %s/%s: %s", r->base, p, strerror(errno));
         return;
     }
+    {
+        jnl_state none = { .type = '-' };
+        journal_done(rx, s, s->path, s->path_len, dfd, name, &none);
+    }
     account(rx, (int64_t)s->alloc, 1);   /* quota */
     host_record(rx, s, dfd, name);
 }
@@ -1245,13 +1332,21 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path, git_plan *pl
             if (!S_ISDIR(cur.st_mode))
                 apply_warnf(rx, "kept %s/%s: deleted in the sandbox but changed on the host",
                             r->base, s->path);
-        } else if (unlinkat(dfd, name, S_ISDIR(cur.st_mode) ? AT_REMOVEDIR : 0) == 0) {
-            mf_forget(rx->t, s->root, s->path, s->path_len);
-            account(rx, -allocated(&cur), -1);   /* quota */
-            if (g)
-                git_deleted(rx, s, g, kind, &old);
-        } else if (errno != ENOTEMPTY && errno != EEXIST) {
-            apply_warnf(rx, "cannot delete %s/%s: %s", r->base, s->path, strerror(errno));
+        } else {
+            jnl_state jold;
+            journal_take(rx, s, dfd, name, &cur, &jold);
+            if (unlinkat(dfd, name, S_ISDIR(cur.st_mode) ? AT_REMOVEDIR : 0) == 0) {
+                journal_done(rx, s, path->buf, path->len, dfd, name, &jold);
+                mf_forget(rx->t, s->root, s->path, s->path_len);
+                account(rx, -allocated(&cur), -1);   /* quota */
+                if (g)
+                    git_deleted(rx, s, g, kind, &old);
+            } else {
+                int e = errno;
+                jnl_state_free(&jold);
+                if (e != ENOTEMPTY && e != EEXIST)
+                    apply_warnf(rx, "cannot delete %s/%s: %s", r->base, s->path, strerror(e));
+            }
         }
         strbuf_release(&old);
         close(dfd);
@@ -1266,6 +1361,8 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path, git_plan *pl
             if (mkdirat(dfd, name, 0755) < 0) {
                 apply_warnf(rx, "cannot create %s/%s: %s", r->base, path->buf, strerror(errno));
             } else {
+                jnl_state none = { .type = '-' };
+                journal_done(rx, s, path->buf, path->len, dfd, name, &none);
                 account(rx, (int64_t)s->alloc, 1);   /* quota */
                 if (!mapped)
                     host_record(rx, s, dfd, name);
@@ -1274,6 +1371,7 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path, git_plan *pl
             char cname[NAME_MAX + 1];
             if (sf_conflict_place(dfd, name, cname, sizeof(cname), place_dir, NULL) == 0) {
                 dir_rename *dr;
+                journal_added(rx, s, path, dlen, dfd, cname);
                 account(rx, (int64_t)s->alloc, 1);   /* quota */
                 XGROW(rx->renames, rx->arenames, rx->nrenames + 1);
                 dr = &rx->renames[rx->nrenames++];
@@ -1304,11 +1402,16 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path, git_plan *pl
     if (!have_cur || (!host_changed && !crossing)) {
         strbuf old_packed = STRBUF_INIT;
         bool packed = g && s->type == MF_REG && path_is(s, ".git/packed-refs");
+        jnl_state jold;
         if (packed && have_cur)
             read_host_file(rx, s->root, s->path, s->path_len, GIT_PACKED_REFS_MAX, &old_packed);
+        journal_take(rx, s, dfd, name, have_cur ? &cur : NULL, &jold);
         if (install(rx, s, dfd, name, have_cur ? &cur : NULL) < 0) {
-            apply_warnf(rx, "cannot write %s/%s: %s", r->base, path->buf, strerror(errno));
+            int e = errno;
+            jnl_state_free(&jold);
+            apply_warnf(rx, "cannot write %s/%s: %s", r->base, path->buf, strerror(e));
         } else {
+            journal_done(rx, s, path->buf, path->len, dfd, name, &jold);
             account(rx, (int64_t)s->alloc - (have_cur ? allocated(&cur) : 0),
                     have_cur ? 0 : 1);   /* quota */
             if (!crossing && !mapped)
@@ -1330,6 +1433,7 @@ static void commit_one(apply_rx *rx, const staged *s, strbuf *path, git_plan *pl
         if (sf_conflict_place(dfd, name, cname, sizeof(cname), place_staged, &ci) < 0) {
             apply_warnf(rx, "cannot write %s/%s: %s", r->base, cname, strerror(errno));
         } else {
+            journal_added(rx, s, path, dlen, dfd, cname);
             account(rx, (int64_t)s->alloc, 1);   /* quota */
             apply_warnf(rx, "conflict: %s/%s changed both on the host and in the sandbox; kept the "
                         "host's version, the sandbox's is %s/%.*s%s%s", r->base, path->buf, r->base,
@@ -1350,8 +1454,15 @@ static void host_commit(apply_rx *rx)
     for (size_t i = 0; i < n; i++)
         strbuf_init(&plans[i].packed, 0);
     rx->shape_ok_valid = false;   /* the host tree may have changed since the last commit */
+    /* One journal entry for the commit; without the journal's lock, none (said). */
+    struct jnl *journal = rx->journal;
+    if (journal && !jnl_begin(journal, journal_warn, rx))
+        rx->journal = NULL;
     for (size_t i = 0; i < rx->nops; i++)
         commit_one(rx, &rx->ops[i], &path, plans);
+    if (rx->journal)
+        jnl_end(rx->journal);
+    rx->journal = journal;
     for (size_t i = 0; i < n; i++) {
         if (plans[i].restore) {
             /* The sandbox's repository is gone or lost HEAD's branch, the host's is whole:

@@ -5,7 +5,7 @@ SYNC_COMMON := sync/wire.c sync/safefs.c sync/ignore.c sync/gitpolicy.c sync/git
                sync/gitcred.c sync/manifest_watch.c sync/manifest_scan.c sync/manifest_save.c sync/manifest_pathmap.c \
                sync/delta.c sync/apply.c
 # The two sides of a delta's apply: each binary links only its own (sync/apply_int.h).
-SYNC_HOSTWRITE := sync/hostwrite.c
+SYNC_HOSTWRITE := sync/hostwrite.c sync/journal.c
 SYNC_AGENT_APPLY := sync/agent_apply.c
 SYNC_CONN := sync/conn.c sync/conn_host.c sync/conn_request.c sync/conn_wait.c
 LIB_SRCS += $(SYNC_COMMON) $(SYNC_HOSTWRITE) $(SYNC_CONN) sync/resume.c sync/rcfile.c
@@ -18,7 +18,7 @@ TEST_C += tests/sync/t-wire.c tests/sync/t-ignore.c tests/sync/t-gitpolicy.c tes
 TEST_HELPERS += tests/sync/hostile-agent.c tests/sync/sync-run.c
 
 # The DNS stub is the agent's alone (not in libsbx): its unit test links its object.
-TEST_C += tests/sync/t-dnsstub.c tests/sync/t-safefs.c
+TEST_C += tests/sync/t-dnsstub.c tests/sync/t-safefs.c tests/sync/t-journal.c
 $(BUILD)/tests/sync/t-dnsstub.t: tests/sync/t-dnsstub.c $(BUILD)/sync/dnsstub.o $(BUILD)/libsbx.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(DEPFLAGS) -MF $(BUILD)/tests/sync/t-dnsstub.d -MT $@ $(LDFLAGS) -o $@ $(filter %.c %.o %.a,$^) $(LDLIBS)
@@ -100,3 +100,13 @@ fuzz-fsmonitor: build-fuzz/fuzz-fsmonitor
 	$(call fuzz_run,fsmonitor,4096)
 fuzz: fuzz-fsmonitor
 .PHONY: fuzz-fsmonitor
+
+# The undo journal's parser (sync/journal.c): the log is ours (the state directory), but a
+# crash may cut a record and its paths name host files (tests/sync/fuzz-journal.t).
+FUZZ_C += tests/fuzz/fuzz-journal.c
+build-fuzz/fuzz-journal: tests/fuzz/fuzz-journal.c sync/journal.c $(SYNC_COMMON) $(COMMON_SRCS) sync/journal.h sync/safefs.h
+	$(call fuzz_link,)
+fuzz-journal: build-fuzz/fuzz-journal
+	$(call fuzz_run,journal,8192)
+fuzz: fuzz-journal
+.PHONY: fuzz-journal

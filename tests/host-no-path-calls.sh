@@ -17,14 +17,14 @@ top=${TOP:-$(cd "$(dirname "$0")/.." && pwd)}
 build=${1:-$top/build}
 [ $# -gt 0 ] && shift
 
-# The host's apply (sync/hostwrite.c), the frame handling it shares with the agent
+# The host's apply (sync/hostwrite.c) and its undo journal (sync/journal.c), the frame handling it shares with the agent
 # (sync/apply.c), and what they call to check and place a file: the safe-fs helpers, the
 # .git allowlists and ref parsers, the reflog secret restore, the index merge and its hash,
 # the wire decoders. (common/fsat.c is left out: beside the walk it holds the one path-based
 # mkdir -p, for sbxsh's own state directories, which the sandbox never writes.)
 objs=("$@")
 if [ ${#objs[@]} -eq 0 ]; then
-    for o in sync/hostwrite sync/apply sync/safefs sync/gitpolicy sync/gitcred sync/gitindex \
+    for o in sync/hostwrite sync/journal sync/apply sync/safefs sync/gitpolicy sync/gitcred sync/gitindex \
              sync/githash sync/wire; do
         objs+=("$build/$o.o")
     done

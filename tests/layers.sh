@@ -42,7 +42,7 @@ declare -A prefixes=(
     [shell]="sh_ lx_ px_ wb_ wd_"
     [router]="route_"
     [sync]="sync_ agent_ apply_ conn_ delta_ dns_ dnsstub_ gh_ git_ gitconfig_ gitcred_
-            gitindex_ fsm_ ign_ mf_ rc_ RC_ rs_ sf_ wire_ wildmatch has_glob"
+            gitindex_ jnl_ fsm_ ign_ mf_ rc_ RC_ rs_ sf_ wire_ wildmatch has_glob"
     [session]="session_ proto_"
     [local]="local_"
     [kube]="kube_ kt_ kwatch_ ws_"

@@ -27,7 +27,7 @@ done
 # sbx's commands and each command's options, as their --help texts list them.
 cmds=$("$SBX" --help | sed -n 's/^  \([a-z-]\+\) .*/\1/p; s/^  \([a-z-]\+\)$/\1/p' | sort -u)
 # shellcheck disable=SC2086,SC2116 # echo joins the names with single spaces
-is "$(echo $cmds)" "doctor exec ls mcp policy release render-pool status" "sbx --help lists its commands"
+is "$(echo $cmds)" "doctor exec log ls mcp policy release render-pool status undo" "sbx --help lists its commands"
 for c in $cmds; do
     ok "sbx $c: in the man page" grep -q "^\\.B $c\$" "$top/doc/sbx.1"
     ok "sbx $c: in the bash completion" grep -q "\\b$c\\b" "$comp_bash"
