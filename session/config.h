@@ -58,8 +58,9 @@ typedef struct sbx_config {
     unsigned long long files_max; /* AGENT_SANDBOX_FILES_MAX: files, directories and symlinks
                                the session's pulls may make on the host; default 1,000,000;
                                "0": no limit */
-    bool git_fsmonitor;     /* AGENT_SANDBOX_GIT_FSMONITOR=1: git in the (local) sandbox asks
-                               sbx-agent what changed (core.fsmonitor, core.untrackedCache) */
+    bool git_fsmonitor;     /* AGENT_SANDBOX_GIT_FSMONITOR (default 1; 0 turns it off): git in
+                               the sandbox asks sbx-agent what changed (core.fsmonitor,
+                               core.untrackedCache), where the backend places the hook */
     char *backend;          /* AGENT_SANDBOX_BACKEND: a name in session_backend_classes[]
                                (session/backend.h); default "local" */
     /* Each backend's own settings, one section per entry of session_backend_classes[], in its
