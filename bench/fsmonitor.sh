@@ -8,7 +8,10 @@
 #
 # Each round first appends a line to one tracked file (a change for git to find, as an agent's
 # edit before its `git status`), then times each command once per column, interleaved; the
-# host's columns are timed after the sandbox's rounds. Times in
+# host's columns are the host's git in a copy of its own (the same edit each round: an index
+# the host's git writes in the code directory would go to the sandbox without the
+# fsmonitor's token, sync/README.md, "The git index", and the sandbox's next git status
+# would start over), timed in the same rounds so that the load weighs alike. Times in
 # the sandbox are taken there (bash's EPOCHREALTIME around git: what git costs, without
 # sbxsh's round trip); "sbxsh -c" columns time the whole `sbxsh -c 'git status'` from the host
 # (its syncs included). "off" is git with core.fsmonitor=false and core.untrackedCache=false
@@ -115,18 +118,18 @@ for n in ${files//,/ }; do
         "$SBXSH" -c 'git status' >/dev/null 2>&1
         "$SBXSH" -c 'git status; git status' >/dev/null 2>&1
         declare -A all=()
-        # The host's git after the sandbox's rounds: an index it writes goes to the sandbox
-        # without the fsmonitor's token (sync/README.md, "The git index"), and the sandbox's
-        # next git status starts over (everything, once).
+        hostcopy=$work/host-$n-$rt
+        cp -a "$seed" "$hostcopy"
+        git -C "$hostcopy" status >/dev/null 2>&1
         for ((r = 0; r < runs; r++)); do
             while read -r k v; do all[$k]+="$v "; done < <("$SBXSH" -c "$sandbox_round" 2>/dev/null)
             all[cmd-off]+="$(ms "$SBXSH" -c 'git --no-optional-locks -c core.fsmonitor=false -c core.untrackedCache=false status') "
             all[cmd-on]+="$(ms "$SBXSH" -c 'git status') "
+            echo "edit $RANDOM" >>"$hostcopy/d0/f0"
+            all[host-status]+="$(ms git -C "$hostcopy" status) "
+            all[host-diff]+="$(ms git -C "$hostcopy" diff --stat) "
         done
-        for ((r = 0; r < runs; r++)); do
-            all[host-status]+="$(ms git status) "
-            all[host-diff]+="$(ms git diff --stat) "
-        done
+        rm -rf "$hostcopy"
         cpu_off=- cpu_pre=- cpu_on=-
         if [ "$rt" = runsc ] && pids=$(runsc_pids) && [ -n "$pids" ]; then
             base=$(cpu_per true)
