@@ -66,6 +66,9 @@ off="git --no-optional-locks -c core.fsmonitor=false -c core.untrackedCache=fals
 echo "status-off $(ms $off status)"
 echo "status-uc $(ms git --no-optional-locks -c core.fsmonitor=false status)"
 echo "status-on $(ms git status)"
+# Another edit: the first git with the fsmonitor after a change rewrites the index (the
+# untracked cache of the edited directory changed), the next would not.
+echo "edit $RANDOM" >> d0/f0
 echo "status-pre $(ms git -c core.preloadIndex=true status)"
 echo "diff-off $(ms $off diff --stat)"
 echo "diff-on $(ms git diff --stat)"
