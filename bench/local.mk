@@ -42,8 +42,9 @@ bench-index: all
 bench: bench-index
 .PHONY: bench-index
 
-# git's fsmonitor in the sandbox (AGENT_SANDBOX_GIT_FSMONITOR): git status and git diff --stat
-# with and without it, against the host, on both runtimes (bench/fsmonitor.sh).
+# git's fsmonitor in the sandbox (AGENT_SANDBOX_GIT_FSMONITOR, on by default): git status and
+# git diff --stat with and without it, against the host, on both runtimes, and runsc's CPU
+# per status (bench/fsmonitor.sh).
 FSMON_BENCH_RUNS ?= 10
 FSMON_BENCH_FILES ?= 10000,100000
 bench-fsmonitor: all

@@ -493,4 +493,8 @@ const sbx_backend_class kube_backend_class = {
     "  AGENT_SANDBOX_NAMESPACE, AGENT_SANDBOX_TTL, AGENT_SANDBOX_CLAIM_TIMEOUT\n"
     "                                 kube: the pool, cluster, claim lifetime and wait\n",
     .commands = kube_commands,
+    /* The pod's sbx-agent is found or uploaded by sbx-kube (kube/tool_stream.c), at a path
+     * only the pod knows: it links itself there under the hook's name. */
+    .fsmonitor_hook = "/run/sbxsh/sbx-fsmonitor-hook",   /* KT_POD_DIR; FSM_HOOK_NAME */
+    .fsmonitor_hook_by_agent = true,
 };

@@ -469,10 +469,13 @@ int session_config_load(sbx_config *cfg, const sbx_config_opts *opts, sbx_err *e
     session_split_list(&cfg->create_paths, getenv("AGENT_SANDBOX_CREATE_PATHS"), ':');
     session_split_list(&cfg->excludes, getenv("AGENT_SANDBOX_SYNC_EXCLUDE"), ':');
     session_split_list(&cfg->forward_env, getenv("AGENT_SANDBOX_FORWARD_ENV"), ',');
+    /* git's fsmonitor in the sandbox: on unless turned off (issue 27; docs/performance.md).
+     * A backend that cannot place the hook leaves it off there (the class's fsmonitor_hook). */
+    cfg->git_fsmonitor = true;
     if ((v = env_nonempty("AGENT_SANDBOX_GIT_FSMONITOR"))) {
-        if (!strcmp(v, "1") || !strcmp(v, "on"))
-            cfg->git_fsmonitor = true;
-        else if (strcmp(v, "0") && strcmp(v, "off")) {
+        if (!strcmp(v, "0") || !strcmp(v, "off"))
+            cfg->git_fsmonitor = false;
+        else if (strcmp(v, "1") && strcmp(v, "on")) {
             sbx_errf(err, "AGENT_SANDBOX_GIT_FSMONITOR wants 1 (on) or 0 (off), not '%s'", v);
             goto fail;
         }

@@ -63,8 +63,9 @@ typedef struct sbx_config {
                                one); "0": no journal */
     unsigned long long audit_max; /* AGENT_SANDBOX_AUDIT_MAX: the audit log's size before it
                                rotates (three old files kept); default 16 MiB; "0": none */
-    bool git_fsmonitor;     /* AGENT_SANDBOX_GIT_FSMONITOR=1: git in the (local) sandbox asks
-                               sbx-agent what changed (core.fsmonitor, core.untrackedCache) */
+    bool git_fsmonitor;     /* AGENT_SANDBOX_GIT_FSMONITOR (default 1; 0 turns it off): git in
+                               the sandbox asks sbx-agent what changed (core.fsmonitor,
+                               core.untrackedCache), where the backend places the hook */
     char *backend;          /* AGENT_SANDBOX_BACKEND: a name in session_backend_classes[]
                                (session/backend.h); default "local" */
     /* Each backend's own settings, one section per entry of session_backend_classes[], in its

@@ -1334,13 +1334,17 @@ static void agent_setup(holder *h)
      * (or a restarted agent) resumes without a full push. */
     strvec_push(&h->agent_args, "--state");
     strvec_push(&h->agent_args, SBX_SANDBOX_AGENT_DIR "/agent.state");
-    /* git's fsmonitor (AGENT_SANDBOX_GIT_FSMONITOR): the agent answers the hook on a socket
-     * in the sandbox's /tmp, where the backend puts the hook at a known path (the class's
-     * fsmonitor_hook; a pod image's agent is not: off there). */
+    /* git's fsmonitor (AGENT_SANDBOX_GIT_FSMONITOR, on by default): the agent answers the
+     * hook on a socket in the sandbox's /tmp, where the backend puts the hook at a known
+     * path (the class's fsmonitor_hook), or has the agent make it there. */
     const sbx_backend_class *bc = session_backend_class_find(h->cfg->backend);
     if (h->cfg->git_fsmonitor && bc && bc->fsmonitor_hook) {
         strvec_push(&h->agent_args, "--fsmonitor");
         strvec_push(&h->agent_args, FSM_DEFAULT_SOCKET);
+        if (bc->fsmonitor_hook_by_agent) {
+            strvec_push(&h->agent_args, "--fsmonitor-link");
+            strvec_push(&h->agent_args, bc->fsmonitor_hook);
+        }
         h->git_fsmonitor = xstrdup(bc->fsmonitor_hook);
     }
 }

@@ -25,6 +25,7 @@ typedef struct agent_opts {
     int listen_fd;            /* --listen: the socket, bound and listening (agent_listen_socket) */
     const char *fsmonitor_path; /* --fsmonitor SOCKET: answer git's fsmonitor hook there */
     int fsmonitor_fd;         /* its socket, bound and listening, or -1 */
+    const char *fsmonitor_link; /* --fsmonitor-link PATH: made a symlink to this program */
 } agent_opts;
 
 /* Serves one host on fds 0 (from the host) and 1 (to it) until it goes away. */

@@ -41,6 +41,9 @@ static const char usage[] =
     "  --fsmonitor SOCKET   answer git's fsmonitor hook on SOCKET (a Unix socket, mode 0600):\n"
     "                       what changed in the code directories since the hook's token,\n"
     "                       from the inotify watch\n"
+    "  --fsmonitor-link PATH\n"
+    "                       with --fsmonitor: make PATH (its name " FSM_HOOK_NAME ") a\n"
+    "                       symlink to this program, for core.fsmonitor to name\n"
     "  --fsmonitor-hook SOCKET 2 TOKEN\n"
     "                       (first, alone) git's fsmonitor hook, version 2 (core.fsmonitor\n"
     "                       names its first two words): asks the agent at SOCKET and prints\n"
@@ -130,6 +133,30 @@ static int become_user(uid_t uid, gid_t gid)
     return 0;
 }
 
+/* --fsmonitor-link PATH: PATH becomes a symlink to this program, by a rename over whatever
+ * was there (a link an earlier agent made, maybe to a program since replaced). git runs it
+ * by that name, which makes it the hook (FSM_HOOK_NAME). A failure is said and not fatal:
+ * git then cannot run its hook, says so, and checks every file itself. */
+static void link_hook(const char *path)
+{
+    char self[4096], *tmp;
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0 || (size_t)n >= sizeof(self) - 1) {
+        fprintf(stderr, "sbx-agent: cannot link git's fsmonitor hook: /proc/self/exe: %s\n",
+                n < 0 ? strerror(errno) : "too long");
+        return;
+    }
+    self[n] = '\0';
+    tmp = xasprintf("%s.%ld.tmp", path, (long)getpid());
+    unlink(tmp);
+    if (symlink(self, tmp) < 0 || rename(tmp, path) < 0) {
+        fprintf(stderr, "sbx-agent: cannot link git's fsmonitor hook %s: %s\n", path,
+                strerror(errno));
+        unlink(tmp);
+    }
+    free(tmp);
+}
+
 int main(int argc, char **argv)
 {
     agent_opts o = { 0 };
@@ -217,6 +244,14 @@ int main(int argc, char **argv)
             have_user = true;
         } else if (!strcmp(a, "--fsmonitor")) {
             o.fsmonitor_path = val;
+        } else if (!strcmp(a, "--fsmonitor-link")) {
+            const char *base = strrchr(val, '/');
+            if (val[0] != '/' || strcmp(base + 1, FSM_HOOK_NAME)) {
+                fprintf(stderr, "sbx-agent: --fsmonitor-link wants an absolute path ending "
+                                "in /" FSM_HOOK_NAME "\n");
+                return 2;
+            }
+            o.fsmonitor_link = val;
         } else if (!strcmp(a, "--state")) {
             o.state_file = val;
         } else if (!strcmp(a, "--root-prefix")) {
@@ -280,6 +315,8 @@ int main(int argc, char **argv)
     /* As the user: the hook (git, run by a command) connects as the user. */
     if (o.fsmonitor_path && (o.fsmonitor_fd = agent_listen_socket(o.fsmonitor_path)) < 0)
         return 1;
+    if (o.fsmonitor_path && o.fsmonitor_link)
+        link_hook(o.fsmonitor_link);
     if (net.dns || net.relay_port) {
         int fd = dnsstub_start(&net);
         o.notice_fd = fd > 0 && net.dns ? fd : 0;

@@ -655,10 +655,15 @@ void conn_refresh_user_gitconfig(sync_conn *c)
     /* git in the sandbox asks sbx-agent what changed. Only this file, the sandbox's global
      * config, says so: it is never synced (conn_path_synced above), the host's own config
      * and the repository's .git/config (which never comes back, gitpolicy.c) never do, so
-     * the host's git never runs the hook. Last, so that it wins over the user's lines. */
+     * the host's git never runs the hook. Last, so that it wins over the user's lines.
+     * preloadIndex off: git's preload starts a thread per 500 index entries (20 at 10,000)
+     * to lstat() in parallel, and with the hook's list nearly every entry is already valid,
+     * so the threads do nothing but cost their creation (under gVisor, about a sixth of a
+     * `git status`; bench/fsmonitor.sh). When the hook says everything, git lstat()s on one
+     * thread: slower then, once. */
     if (h->git_fsmonitor)
-        strbuf_addf(&filtered, "\n[core]\n\tfsmonitor = \"%s\"\n\tuntrackedCache = true\n",
-                    h->git_fsmonitor);
+        strbuf_addf(&filtered, "\n[core]\n\tfsmonitor = \"%s\"\n\tuntrackedCache = true\n"
+                    "\tpreloadIndex = false\n", h->git_fsmonitor);
     /* A missing or unparsable file gives an empty config there too. */
     if (sync_conn_put_file(c, h->sandbox_gitconfig, 0644, filtered.buf, filtered.len,
                            &ignored) < 0 && c->ops && c->ops->warning)

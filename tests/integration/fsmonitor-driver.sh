@@ -1,6 +1,6 @@
 #!/bin/bash
-# fsmonitor-driver.sh SEED ROUNDS (run in the sandbox by git-fsmonitor.t, at the top of a
-# work tree): ROUNDS random changes to the work tree (edits, same-size
+# fsmonitor-driver.sh SEED ROUNDS [FIRST ORDER] (run in the sandbox by git-fsmonitor.t, at the
+# top of a work tree): ROUNDS random changes to the work tree (edits, same-size
 # rewrites, new files and directories, deletions, renames of files and directories, .gitignore
 # edits, files becoming directories, mode changes, symlinks, git add, commit, stash, reset,
 # clean and checkout), and after
@@ -8,12 +8,16 @@
 # against git with neither (which writes no index, so it leaves the fsmonitor's token alone).
 # Prints "MISMATCH ..." with the difference for each round where they differ, then
 # "ROUNDS n" and "USED y|n": whether the hook named a file this command changed.
+# Each change's kind is random; with FIRST and ORDER, round r makes kind ORDER[FIRST + r - 1]
+# (ORDER: the kinds 0-23, space-separated, used cyclically), so that commands sharing one
+# ORDER and consecutive FIRSTs make every kind in few rounds (the short run of make check).
 # To look into a mismatch: FSM_DRIVER_GIT (options for the first git instead, e.g.
 # "-c core.untrackedCache=false" to leave the untracked cache out) and FSM_DRIVER_DEBUG=1
 # (stop at the first one, after asking the agent whether it sees a change in that directory),
 # both passed through by git-fsmonitor.t.
-seed=$1 rounds=$2
+seed=$1 rounds=$2 first=${3:-} order=(${4:-})
 RANDOM=$seed
+hook=$(git config --get core.fsmonitor)
 
 # The work tree's files (F) and directories (D, "." first), from one find: each process
 # costs 10-20 ms under gVisor.
@@ -35,6 +39,7 @@ change() {
     ((${#F[@]})) && f=${F[RANDOM % ${#F[@]}]}
     d=${D[RANDOM % ${#D[@]}]}
     op=$((RANDOM % 24))
+    [ -n "$first" ] && op=${order[(first + r - 1) % ${#order[@]}]}
     case $op in
     0|1|2) [ -f "$f" ] && echo "r$RANDOM" >>"$f" ;;
     3) [ -f "$f" ] && [ ! -L "$f" ] && s=$(<"$f") && printf '%s\n' "${s//?/$((RANDOM % 10))}" >"$f" ;;
@@ -81,13 +86,13 @@ for ((r = 1; r <= rounds; r++)); do
         c=$(git --no-optional-locks -c core.fsmonitor=false status --porcelain $u 2>&1)
         [ "$c" = "$b" ] || echo "(the untracked cache alone differs too)"
         tok=$(grep -aoE 'sbx1:[0-9a-f]{16}:[0-9]+' .git/index | tail -1)
-        echo "index token $tok; the hook's answer to it now: $(/.sbxsh/sbx-fsmonitor-hook 2 "$tok" |
+        echo "index token $tok; the hook's answer to it now: $("$hook" 2 "$tok" |
             tr '\0' '\n' | head -12 | tr '\n' ' ')"
         if [ -n "${FSM_DRIVER_DEBUG:-}" ]; then
-            t2=$(/.sbxsh/sbx-fsmonitor-hook 2 "$tok" | tr '\0' '\n' | head -1)
+            t2=$("$hook" 2 "$tok" | tr '\0' '\n' | head -1)
             q=$(diff <(echo "$b") <(echo "$a") | sed -n 's/^[<>] ...//p' | head -1)
             touch "$q"; touch "${q%/*}/zz-new"
-            echo "after touching $q and ${q%/*}/zz-new: $(/.sbxsh/sbx-fsmonitor-hook 2 "$t2" | tr '\0' '\n' | tr '\n' ' ')"
+            echo "after touching $q and ${q%/*}/zz-new: $("$hook" 2 "$t2" | tr '\0' '\n' | tr '\n' ' ')"
             echo "stat: $(stat -c '%i %y' "${q%/*}")"
             exit 1
         fi

@@ -211,8 +211,14 @@ int main(void)
        strstr(err.msg, "give a number of files"),
        "an entry limit with a unit refused, naming the variable: %s", err.msg);
     unsetenv("AGENT_SANDBOX_FILES_MAX");
-    ok(session_config_load(&cfg, NULL, &err) == 0 && !cfg.git_fsmonitor,
-       "AGENT_SANDBOX_GIT_FSMONITOR: off by default");
+    ok(session_config_load(&cfg, NULL, &err) == 0 && cfg.git_fsmonitor,
+       "AGENT_SANDBOX_GIT_FSMONITOR: on by default");
+    session_config_free(&cfg);
+    setenv("AGENT_SANDBOX_GIT_FSMONITOR", "0", 1);
+    ok(session_config_load(&cfg, NULL, &err) == 0 && !cfg.git_fsmonitor, "AGENT_SANDBOX_GIT_FSMONITOR=0: off");
+    session_config_free(&cfg);
+    setenv("AGENT_SANDBOX_GIT_FSMONITOR", "off", 1);
+    ok(session_config_load(&cfg, NULL, &err) == 0 && !cfg.git_fsmonitor, "AGENT_SANDBOX_GIT_FSMONITOR=off: off");
     session_config_free(&cfg);
     setenv("AGENT_SANDBOX_GIT_FSMONITOR", "1", 1);
     ok(session_config_load(&cfg, NULL, &err) == 0 && cfg.git_fsmonitor, "AGENT_SANDBOX_GIT_FSMONITOR=1");

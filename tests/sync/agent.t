@@ -17,6 +17,9 @@ like "$("$SBX_AGENT" --version)" "^sbx-agent .*\(protocol 6\)$" "--version names
 err=$("$SBX_AGENT" --bogus 2>&1)
 is "$?" 2 "an unknown option exits 2"
 like "$err" "unknown option.*--bogus" "naming it"
+err=$("$SBX_AGENT" --fsmonitor-link /tmp/elsewhere 2>&1)
+is "$?:$err" "2:sbx-agent: --fsmonitor-link wants an absolute path ending in /sbx-fsmonitor-hook" \
+    "--fsmonitor-link refuses a name git would not run as the hook"
 
 T=$SBX_TEST_TMP
 code=$T/host/code
@@ -33,14 +36,21 @@ is "$?" 4 "stdio mode: the command's status"
 is "$out" "host" "stdio mode: the host's file was pushed"
 is "$(cat "$code/f")" "made" "stdio mode: the sandbox's file was pulled"
 
-# --listen, reached through --connect.
-rm -rf "$prefix" && mkdir -p "$prefix"
-"$SBX_AGENT" --listen "$sock" --root-prefix "$prefix" --state "$T/agent.state" &
+# --listen, reached through --connect; also git's fsmonitor, its hook linked (as on kube:
+# over a stale link).
+rm -rf "$prefix" && mkdir -p "$prefix" "$T/hookdir"
+ln -s /nonexistent "$T/hookdir/sbx-fsmonitor-hook"
+"$SBX_AGENT" --listen "$sock" --root-prefix "$prefix" --state "$T/agent.state" \
+    --fsmonitor "$T/fsm.sock" --fsmonitor-link "$T/hookdir/sbx-fsmonitor-hook" &
 agent=$!
 for _ in $(seq 400); do [ -S "$sock" ] && break; sleep 0.05; done # 20 s: a loaded machine
 [ -S "$sock" ] || diag "the agent made no socket at $sock within 20 s"
 ok "--listen creates its socket" test -S "$sock"
 is "$(stat -c %a "$sock")" 600 "the socket is private (mode 600)"
+is "$(readlink -f "$T/hookdir/sbx-fsmonitor-hook")" "$(readlink -f "$SBX_AGENT")" \
+    "--fsmonitor-link: the hook's path is a link to the agent's program"
+like "$("$T/hookdir/sbx-fsmonitor-hook" 2 sbx1:x:1 | tr '\0' ' ')" "^sbx1:[0-9a-z:]+ / $" \
+    "and runs as the hook (a token it cannot vouch for: everything)"
 bridge="exec '$SBX_AGENT' --connect '$sock'"
 out=$("$SYNC_RUN" --code "$code" --state "$T/host.state" --agent "$bridge" -- \
       "(exec -a $tag sleep 300) & echo one > one; cat g")
