@@ -37,7 +37,7 @@ tmux_start 120 30
 # prompt_ok: sbxsh's prompt is back (the default one, or the one a test set)
 prompt_ok() { tmux_wait_last "${1:-$SBXSH_PROMPT}" "${2:-60}"; }
 # sbx_type LINE: types LINE and Enter at sbxsh's prompt
-sbx_type() { tmux_type "$1"; tmux_keys Enter; }
+sbx_type() { tmux_type_line "$1"; }
 # run_until REGEX: at the prompt, runs `true` until the screen matches (a notice that comes
 # with a later prompt), at most 30 times
 run_until() {

@@ -7,6 +7,7 @@
 #   tmux_usable || skip_all "$TMUX_WHY"
 #   tmux_start [COLS ROWS]              # 120x30 by default; host prompt "host$ "
 #   tmux_type 'sbxsh -c "stty size"'    # literal text; tmux_keys for keys (Enter, C-c)
+#   tmux_type_line 'CMD'                # at a readline prompt: CMD, once echoed, then Enter
 #   tmux_run 'CMD'                      # types CMD; Enter; waits until the host prompts again
 #   tmux_wait REGEX [SECONDS]           # until the screen matches (extended regex)
 #   screen=$(tmux_screen)               # what the person sees, lines joined
@@ -58,6 +59,26 @@ tmux_wait_last() {
     done
     diag "timed out after ${t}s waiting for a last line like: $re" "the screen:" "$(tmux_screen)"
     return 1
+}
+# tmux_type_line TEXT: types TEXT at a readline prompt, waits (bounded, 10 s) until the
+# prompt's line shows it (readline echoed it), then Enter. So a check that waits for the
+# prompt to come back after the line cannot pass on the prompt still showing before the
+# line was read (it ends with the text until the next prompt is drawn), nor a key sent
+# next (Ctrl-D) reach the command's terminal rather than the next prompt.
+tmux_type_line() {
+    local want=$1 end
+    while [[ $want == *' ' ]]; do want=${want% }; done   # (capture-pane drops trailing blanks)
+    tmux_type "$1"
+    end=$((SECONDS + 10))
+    until [[ $(tmux_last) == *"$want" ]]; do
+        if [ $SECONDS -ge $end ]; then
+            diag "tmux_type_line: after 10 s the line does not show what was typed: $1" \
+                "the screen:" "$(tmux_screen)"
+            break
+        fi
+        sleep 0.05
+    done
+    tmux_keys Enter
 }
 tmux_run_n=0
 # tmux_run CMD: at the host prompt, runs CMD and waits for its end (a marker, then the prompt)
