@@ -124,23 +124,27 @@ ok "after exit the terminal's settings are as before (stty -g)" cmp -s "$T/befor
 
 # ---- killed in the middle of a command ------------------------------------------
 # kill_mid SIG MODE: sbxsh (-c, or interactive) runs sleep 100 and gets SIG; the terminal
-# must be as it was
+# must be as it was. Each call's markers are its own (started-N, =killedN=): the screen still
+# shows the earlier calls', and a wait that matched one of those would send the signal while
+# sbxsh is still at its prompt, which ignores SIGTERM as bash's does (seen under load).
+kill_n=0
 kill_mid() {
     local sig=$1 mode=$2 pid
+    kill_n=$((kill_n + 1))
     tmux_run "stty -g >$T/before"
     if [ "$mode" = -c ]; then
-        tmux_type "$SBXSH -c 'echo st\"\"arted; sleep 100'; stty -g >$T/after; echo \"=k\"\"illed=\""
+        tmux_type "$SBXSH -c 'echo st\"\"arted-$kill_n; sleep 100'; stty -g >$T/after; echo \"=k\"\"illed$kill_n=\""
         tmux_keys Enter
-        tmux_wait $'\nstarted'
+        tmux_wait $'\nstarted-'"$kill_n"$'(\n|$)'
     else
-        tmux_type "$SBXSH; stty -g >$T/after; echo \"=k\"\"illed=\""; tmux_keys Enter
+        tmux_type "$SBXSH; stty -g >$T/after; echo \"=k\"\"illed$kill_n=\""; tmux_keys Enter
         tmux_wait_last "$SBXSH_PROMPT"
-        tmux_type 'echo st""arted; sleep 100'; tmux_keys Enter
-        tmux_wait $'\nstarted'
+        tmux_type "echo st\"\"arted-$kill_n; sleep 100"; tmux_keys Enter
+        tmux_wait $'\nstarted-'"$kill_n"$'(\n|$)'
     fi
     pid=$(tmux_child_pid)
     [ -n "$pid" ] && kill -"$sig" "$pid"
-    tmux_wait '=killed=' && tmux_wait_last '^host\$ ?$' 10
+    tmux_wait "=killed$kill_n=" && tmux_wait_last '^host\$ ?$' 10
     ok "SIG$sig to sbxsh $mode in the middle of a command: the terminal's settings are restored" \
         cmp -s "$T/before" "$T/after"
 }
