@@ -83,7 +83,13 @@ tmux_wait_last "$SBXSH_PROMPT"
 tmux_cmd resize-window -x 120 -y 30
 tmux_type 'sleep 100'; tmux_keys Enter
 tmux_wait 'sleep 100'
-tmux_keys C-c
+# Ctrl-C ends it, pressed again if it came before the command had the pty (sbxsh, still
+# syncing, ignores it: jobs.t's key_until), as a person would; one that came late meets the
+# prompt, where readline only starts a new line
+for _ in 1 2 3 4 5; do
+    tmux_keys C-c
+    tmux_wait_last "$SBXSH_PROMPT" 3 2>/dev/null && break
+done
 tmux_type 'echo "alive x=$x"'; tmux_keys Enter
 ok "Ctrl-C ends sleep 100 and the shell prompts again, its state kept" tmux_wait $'\nalive x=42\n'
 tmux_wait_last "$SBXSH_PROMPT"
