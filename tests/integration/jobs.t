@@ -202,7 +202,7 @@ suite() {
 
     # Ctrl-Z at sbxsh's own prompt: nothing, as in bash
     pid=$(tmux_child_pid)
-    tmux_type 'echo "prompt survived"'
+    tmux_type_seen 'echo "prompt survived"'
     tmux_keys C-z
     tmux_keys Enter
     ok "$rt: Ctrl-Z at the prompt does nothing (the line is still there and runs)" \
