@@ -81,7 +81,7 @@ tmux_type 'stty size'; tmux_keys Enter
 ok "a resize is followed (tmux resize-window 100x25)" tmux_wait $'\n25 100\n'
 tmux_wait_last "$SBXSH_PROMPT"
 tmux_cmd resize-window -x 120 -y 30
-tmux_type 'sleep 100'; tmux_keys Enter
+tmux_type_line 'sleep 100'
 tmux_wait 'sleep 100'
 # Ctrl-C ends it, pressed again if it came before the command had the pty (sbxsh, still
 # syncing, ignores it: jobs.t's key_until), as a person would; one that came late meets the
@@ -93,7 +93,7 @@ done
 tmux_type 'echo "alive x=$x"'; tmux_keys Enter
 ok "Ctrl-C ends sleep 100 and the shell prompts again, its state kept" tmux_wait $'\nalive x=42\n'
 tmux_wait_last "$SBXSH_PROMPT"
-tmux_type 'sleep 100'; tmux_keys Enter
+tmux_type_line 'sleep 100'
 tmux_wait 'sleep 100'
 # Ctrl-Z stops it (job control, jobs.t), pressed again if it came before the job had the pty
 for _ in 1 2 3 4 5; do
