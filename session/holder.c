@@ -65,6 +65,9 @@ typedef struct holder {
     char *dir;          /* the session's state directory */
     struct jnl *journal;    /* the undo journal (sync/journal.h) in dir, or NULL */
     char *sock_path;
+    dev_t sock_dev;     /* the socket file this holder was started on (sock_known), so */
+    ino_t sock_ino;     /* that it removes that one only, never a later holder's */
+    bool sock_known;
     char *state_file;   /* the host manifest (sync_host_save) */
     char *user_gitconfig, *sandbox_gitconfig;
     char *fingerprint;  /* session_config_fingerprint(): clients must match it */
@@ -345,6 +348,20 @@ static void tell_full(holder *h, hclient *c, unsigned full)
     send_str(c, P_WARNING, msg.buf);
     strbuf_release(&where);
     strbuf_release(&msg);
+}
+
+/* Removes the session's socket if it is still the one this holder was started on. A
+ * holder whose socket a tmp cleaner removed is asked to go (SIGTERM) by the next holder,
+ * whose client has bound a new socket at the same path by then: removing the path
+ * regardless would leave that holder serving with no way to reach it (sbx release:
+ * "cannot reach the session holder", seen under load in tests/local/release.t). */
+static void unlink_own_socket(holder *h)
+{
+    struct stat st;
+
+    if (h->sock_known && lstat(h->sock_path, &st) == 0 && st.st_dev == h->sock_dev &&
+        st.st_ino == h->sock_ino)
+        unlink(h->sock_path);
 }
 
 /* A command ended, after its changes were pulled: its client gets the status,
@@ -794,7 +811,7 @@ static void release_now(holder *h)
         }
     }
     /* No new client may reach a holder that is going away. */
-    unlink(h->sock_path);
+    unlink_own_socket(h);
     char *log = session_log_path(h->cfg);
     unlink(log);
     free(log);
@@ -1412,6 +1429,16 @@ static void holder_init(holder *h, const sbx_config *cfg, int listen_fd)
     h->rfd = h->wfd = h->lock_fd = -1;
     h->dir = session_state_dir(cfg);
     h->sock_path = session_socket_path(cfg);
+    {
+        /* the client bound it just before it forked us: ours, until a tmp cleaner removes
+         * it and a new client binds a new holder's there */
+        struct stat st;
+        if (lstat(h->sock_path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+            h->sock_dev = st.st_dev;
+            h->sock_ino = st.st_ino;
+            h->sock_known = true;
+        }
+    }
     h->state_file = xasprintf("%s/host.manifest", h->dir);
     h->user_gitconfig = xasprintf("%s/.gitconfig", cfg->home);
     h->sandbox_gitconfig = xasprintf("%s/.gitconfig", cfg->home);
@@ -1577,7 +1604,7 @@ static void holder_finish(holder *h)
         log_msg("cannot save the host manifest: %s", err.msg);
     thaw_sandbox(h);    /* the sandbox stays for the next holder: running */
     if (!h->quit)
-        unlink(h->sock_path);
+        unlink_own_socket(h);
     drop_conn(h);
     if (h->host)
         sync_host_free(h->host);

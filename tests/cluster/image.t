@@ -14,12 +14,16 @@ curl -sfI --max-time 15 "$mirror/dists/bookworm/Release" >/dev/null ||
 # The static agent of the build under test: SBXSH_BIN is build-asan/ under make check-asan.
 agent=$SBXSH_BIN/sbx-agent-static
 [ -x "$agent" ] || bail_out "$agent not built: run make"
+# ...and its bash preload, which rootfs.sh takes from the top (plain make's) unless told:
+# from a fresh clone, make check-asan builds only build-asan's
+[ -f "$SBXSH_BIN/sbx-bash-interactive.so" ] || bail_out "$SBXSH_BIN/sbx-bash-interactive.so not built: run make"
 
 root=$SBX_TEST_TMP/rootfs
 # A failed build must not leave /proc mounted under what the cleanup removes.
 trap 'umount "$root/proc" 2>/dev/null; rm -rf --one-file-system "$SBX_TEST_TMP"' EXIT
 
-out=$(SBX_IMAGE_PACKAGES=jq SBX_AGENT=$agent "$top/cluster/image/rootfs.sh" --tar "$SBX_TEST_TMP/rootfs.tar" "$root" 2>&1); rc=$?
+out=$(SBX_IMAGE_PACKAGES=jq SBX_AGENT=$agent SBX_BASH_SO=$SBXSH_BIN/sbx-bash-interactive.so \
+    "$top/cluster/image/rootfs.sh" --tar "$SBX_TEST_TMP/rootfs.tar" "$root" 2>&1); rc=$?
 is "$rc" 0 "rootfs.sh builds the root file system" || diag "$(tail -20 <<<"$out")"
 like "$out" "rootfs.sh: $root is ready \\(and $SBX_TEST_TMP/rootfs.tar\\)" "... and says so"
 ok "... and packs it with --tar" test -s "$SBX_TEST_TMP/rootfs.tar"

@@ -37,7 +37,7 @@ tmux_start 120 30
 # prompt_ok: sbxsh's prompt is back (the default one, or the one a test set)
 prompt_ok() { tmux_wait_last "${1:-$SBXSH_PROMPT}" "${2:-60}"; }
 # sbx_type LINE: types LINE and Enter at sbxsh's prompt
-sbx_type() { tmux_type "$1"; tmux_keys Enter; }
+sbx_type() { tmux_type_line "$1"; }
 # run_until REGEX: at the prompt, runs `true` until the screen matches (a notice that comes
 # with a later prompt), at most 30 times
 run_until() {
@@ -202,7 +202,7 @@ suite() {
 
     # Ctrl-Z at sbxsh's own prompt: nothing, as in bash
     pid=$(tmux_child_pid)
-    tmux_type 'echo "prompt survived"'
+    tmux_type_seen 'echo "prompt survived"'
     tmux_keys C-z
     tmux_keys Enter
     ok "$rt: Ctrl-Z at the prompt does nothing (the line is still there and runs)" \

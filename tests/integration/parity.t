@@ -80,7 +80,12 @@ for rt in $runtimes; do
         # Host git runs only in a code directory's own repository (router/README.md,
         # "Where host git runs"): the mixed cases' repository is the code directory.
         if [ -n "$setup" ]; then dir=$CODE; else dir=$CODE/case; fi
-        run_case "$dir" "$script" "$id.bash" ref
+        # bash's side is the same on every runtime (the same directory, HOME and
+        # environment): made once, on the first, unless a setup (git and its remote, whose
+        # state the runs change) comes before it
+        if [ -n "$setup" ] || [ ! -e "$id.bash.rc" ]; then
+            run_case "$dir" "$script" "$id.bash" ref
+        fi
         run_case "$dir" "$script" "$id.sbx" sbxsh
         bad=
         for k in out err rc tree; do

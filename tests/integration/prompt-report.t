@@ -30,7 +30,7 @@ like "$out" $'\nhd\n(.*\n)?st=1 _=cat line=6' "...and with a here-document on it
 unlike "$out" 'same-line|__sbx|#' "...nothing of the abandoned line runs, nothing of the report shows"
 
 tmux_start 120 30
-sbx_type() { tmux_type "$1"; tmux_keys Enter; }
+sbx_type() { tmux_type_line "$1"; }
 # run_until REGEX: at the prompt, runs `true` until the screen matches, at most 30 times: the
 # job a `kill` ended may be reaped after the next prompt's report, as with bash, which then
 # tells of it at a later prompt

@@ -7,6 +7,7 @@
 #   tmux_usable || skip_all "$TMUX_WHY"
 #   tmux_start [COLS ROWS]              # 120x30 by default; host prompt "host$ "
 #   tmux_type 'sbxsh -c "stty size"'    # literal text; tmux_keys for keys (Enter, C-c)
+#   tmux_type_line 'CMD'                # at a readline prompt: CMD, once shown, then Enter, taken
 #   tmux_run 'CMD'                      # types CMD; Enter; waits until the host prompts again
 #   tmux_wait REGEX [SECONDS]           # until the screen matches (extended regex)
 #   screen=$(tmux_screen)               # what the person sees, lines joined
@@ -58,6 +59,39 @@ tmux_wait_last() {
     done
     diag "timed out after ${t}s waiting for a last line like: $re" "the screen:" "$(tmux_screen)"
     return 1
+}
+# tmux_type_seen TEXT: types TEXT at a readline prompt and waits (bounded, 10 s; a diag, not
+# a failure, when it does not come) until the prompt's line shows it: readline has read it.
+# A key sent next that makes a signal (Ctrl-Z, Ctrl-C) makes the pty drop what is still
+# unread (ISIG without NOFLSH, for any shell): sent too early, it takes the text with it.
+tmux_type_seen() {
+    local want=$1 end
+    while [[ $want == *' ' ]]; do want=${want% }; done   # (capture-pane drops trailing blanks)
+    tmux_type "$1"
+    end=$((SECONDS + 10))
+    until [[ $(tmux_last) == *"$want" ]]; do
+        if [ $SECONDS -ge $end ]; then
+            diag "tmux_type_seen: after 10 s the line does not show what was typed: $1" \
+                "the screen:" "$(tmux_screen)"
+            return 1
+        fi
+        sleep 0.05
+    done
+}
+# the cursor's place (column, row and history size: a scrolled screen moves it too)
+tmux_cursor() { tmux_cmd display-message -p '#{cursor_x} #{cursor_y} #{history_size}'; }
+# tmux_type_line TEXT: tmux_type_seen, Enter, and a wait (bounded, 10 s, no failure) until the
+# cursor has moved: readline took the Enter (it echoes the newline). So a check that waits for
+# the prompt after the line cannot pass on the prompt showing before it was read, a Ctrl-D
+# sent next reaches the next prompt rather than the command's terminal (where the pty turns
+# it into a NUL), and a Ctrl-Z or Ctrl-C sent next cannot make the pty drop the Enter.
+tmux_type_line() {
+    local before end
+    tmux_type_seen "$1"
+    before=$(tmux_cursor)
+    tmux_keys Enter
+    end=$((SECONDS + 10))
+    while [ "$(tmux_cursor)" = "$before" ] && [ $SECONDS -lt $end ]; do sleep 0.05; done
 }
 tmux_run_n=0
 # tmux_run CMD: at the host prompt, runs CMD and waits for its end (a marker, then the prompt)

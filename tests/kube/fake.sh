@@ -48,6 +48,7 @@ fake_start() {
     env "${unset[@]}" "$FAKE_BIN" --port 0 --kubeconfig "$FAKE_KUBECONFIG" --state-dir "$FAKE_STATE" \
         --log "$FAKE_LOG" "$@" </dev/null >"$SBX_TEST_TMP/fake.out" 2>&1 &
     FAKE_PID=$!
+    tap_logs "$FAKE_LOG" "$SBX_TEST_TMP/fake.out"
     trap 'fake_kill; tap_cleanup' EXIT
     for _ in $(seq 300); do
         [ -e "$FAKE_KUBECONFIG" ] && break
@@ -108,6 +109,7 @@ fake_h2_front() {
         --backend-keep-alive-timeout=1h --frontend-keep-alive-timeout=1h \
         "$FAKE_STATE/pki/server.key" "$FAKE_STATE/pki/server.crt" </dev/null >/dev/null 2>&1 &
     FAKE_H2_PID=$!
+    tap_logs "$FAKE_H2_LOG" "$SBX_TEST_TMP/h2.err"
     sed "s#server: https://127.0.0.1:$fport\$#server: $FAKE_H2_URL#" "$FAKE_KUBECONFIG" >"$FAKE_H2_KUBECONFIG"
     for _ in $(seq 300); do
         curl -s -o /dev/null --max-time 5 --cacert "$FAKE_CA" "$FAKE_H2_URL/version" && return 0

@@ -21,13 +21,36 @@ export AGENT_SANDBOX_KUBECONFIG=$FAKE_H2_KUBECONFIG
 
 is "$(curl -s -o /dev/null -w '%{http_version}' --cacert "$FAKE_CA" "$FAKE_H2_URL/version")" 2 \
    "the API server offers HTTP/2 by ALPN (curl gets h2)"
-is "$("$SBXSH" -c 'cat README' 2>&1)" hello "sbxsh through it: a claim and a command run"
+# The pool's pod is held un-Ready (the fake's pod-not-ready) until sbxsh's watch of its claim
+# has been seen, then let go (pod-ready): a warm claim is bound 150 ms after its POST, and on
+# a loaded machine sbxsh's first GET of it can come later than that and find it Ready, so
+# that no watch runs for the check below to see (a CI run once had none).
+held=
+for _ in $(seq 300); do
+    pool_pod=$(pods | head -1)
+    [ -n "$pool_pod" ] &&
+        [ "$(fake_curl -o /dev/null -w '%{http_code}' -X POST --data-binary "pod-not-ready=$pool_pod,seconds=600" /fake/fault)" = 200 ] &&
+        { held=$pool_pod; break; }
+    sleep 0.1
+done
+[ -n "$held" ] || bail_out "the pool's pod did not come, or the fake refused pod-not-ready"
+"$SBXSH" -c 'cat README' >"$SBX_TEST_TMP/first.out" 2>&1 &
+first=$!
+for _ in $(seq 600); do
+    grep -q '^h2 GET [^ ]*sandboxclaims?watch=1.*"sbxsh/' "$FAKE_H2_LOG" && break
+    kill -0 "$first" 2>/dev/null || break
+    sleep 0.1
+done
+fake_fault "pod-ready=$held"
+wait "$first"
+is "$(cat "$SBX_TEST_TMP/first.out")" hello "sbxsh through it: a claim and a command run"
 is "$("$SBXSH" -c 'cat README; echo more >> README; cat README' 2>&1)" $'hello\nhello\nmore' \
    "...and the next command, its change synced back"
 is "$(cat README)" $'hello\nmore' "...onto the host"
 
 # what went over which protocol (nghttpx logs a request when it ends: the last exec's is
 # there once its stream closed, so the session is released first)
+spod=$(session_pod)
 "$SBX" release >/dev/null 2>&1
 ours=$(grep '"sbxsh/' "$FAKE_H2_LOG")
 ok "sbxsh's calls reached the server through the front" test -n "$ours"
@@ -44,9 +67,16 @@ is "$(grep '/exec?' <<<"$ours" | grep -vc '^http/1.1 GET [^ ]* 101 ')" 0 \
 export KUBECONFIG=$FAKE_H2_KUBECONFIG
 k() { kubectl --request-timeout=60s "$@"; }
 if command -v kubectl >/dev/null; then
-    # the pool's own pod, once the session's (released) is gone
-    for _ in $(seq 300); do [ "$(pods | wc -l)" = 1 ] && break; sleep 0.1; done
-    pod=$(pods | head -1)
+    # the pool's own pod: the one the pool made to replace the session's (released, and
+    # going: the refill comes --refill-ms after the claim, so that for a moment the pod
+    # list may hold only the dying one, or nothing)
+    pod=
+    for _ in $(seq 300); do
+        pod=$(pods | grep -vxF -e "$spod" | head -1)
+        [ -n "$pod" ] && break
+        sleep 0.1
+    done
+    { [ -n "$spod" ] && [ -n "$pod" ]; } || diag "no pool pod besides the session's ('$spod') within 30 s: $(pods | tr '\n' ' ')"
     ok "kubectl: the pool's pod is Ready" k wait --for=condition=Ready "pod/$pod" --timeout=60s
     like "$(k get pods 2>&1)" "^NAME " "kubectl get pods through the HTTP/2 front"
     # (kubectl 1.32's dropped first frame, kubernetes#131189: tests/kube/kubectl.t's kx)

@@ -9,7 +9,14 @@
 #   done_testing
 #
 # Environment: SBXSH_BIN (directory holding sbxsh, sbx, sbx-agent; set by the
-# Makefile), SBX_TEST_TMP (a scratch directory removed at exit).
+# Makefile), SBX_TEST_TMP (a scratch directory removed at exit; SBX_TEST_KEEP=1 keeps it
+# when a check failed, and says where).
+#
+# Diagnostics for CI's log: when a check failed or the file bailed out, tap_cleanup (every
+# file's exit) prints to stderr, which prove shows even when not verbose, the last
+# SBX_TEST_LOG_LINES (40) lines of each log registered with `tap_logs GLOB...` (expanded
+# then: the holders' logs $SBX_TEST_TMP/run/sbxsh/*.log always are), control bytes made
+# visible (cat -v). A test whose evidence is not a file (a tmux pane) prints it itself.
 #
 # Isolation, for every test file in one place: sourcing this clears every AGENT_SANDBOX_*
 # variable and XDG_STATE_HOME (a developer's shell or a CI job may set any of them, and
@@ -27,7 +34,29 @@ SBXSH=${SBXSH:-$SBXSH_BIN/sbxsh}
 SBX=${SBX:-$SBXSH_BIN/sbx}
 SBX_AGENT=${SBX_AGENT:-$SBXSH_BIN/sbx-agent}
 SBX_TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/sbxsh-test.XXXXXX")
-tap_cleanup() { rm -rf "$SBX_TEST_TMP"; }
+# the holders' logs (local/lib.sh's local_env puts XDG_RUNTIME_DIR there)
+tap_log_globs=("$SBX_TEST_TMP/run/sbxsh/*.log")
+tap_logs() { tap_log_globs+=("$@"); }
+tap_dump_logs() {
+    local g f n=${SBX_TEST_LOG_LINES:-40}
+    for g in "${tap_log_globs[@]}"; do
+        while IFS= read -r f; do
+            { [ -f "$f" ] && [ -s "$f" ]; } || continue
+            printf '# --- %s (last %s lines) ---\n' "${f#"$SBX_TEST_TMP"/}" "$n" >&2
+            tail -n "$n" "$f" | cat -v | sed 's/^/#   /' >&2
+        done < <(compgen -G "$g")
+    done
+}
+tap_cleanup() {
+    if [ "$tap_failed" != 0 ]; then
+        tap_dump_logs
+        if [ -n "${SBX_TEST_KEEP:-}" ]; then
+            printf '# SBX_TEST_KEEP: kept %s\n' "$SBX_TEST_TMP" >&2
+            return
+        fi
+    fi
+    rm -rf "$SBX_TEST_TMP"
+}
 trap tap_cleanup EXIT
 
 # (XDG_STATE_HOME: where the state directory goes when AGENT_SANDBOX_STATE_DIR is not set;
@@ -117,7 +146,7 @@ tap_todo() {
 
 skip() { tap_n=$((tap_n + 1)); printf 'ok %d # SKIP %s\n' "$tap_n" "$1"; }
 skip_all() { printf '1..0 # SKIP %s\n' "$1"; trap - EXIT; rm -rf "$SBX_TEST_TMP"; exit 0; }
-bail_out() { printf 'Bail out! %s\n' "$1"; exit 255; }
+bail_out() { printf 'Bail out! %s\n' "$1"; printf '# Bail out! %s\n' "$1" >&2; tap_failed=$((tap_failed + 1)); exit 255; }
 
 done_testing() {
     printf '1..%d\n' "$tap_n"

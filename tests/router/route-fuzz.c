@@ -1026,11 +1026,18 @@ static void report(stats *st, unsigned long index, const char *line, const char 
         strbuf_addch(&msg, '\n');
     }
     if (opt_tap) {
+        /* TAP comments on stderr, as Test::More's diag: prove shows a test's stderr even
+         * when not verbose, so make check's log (CI's) says which line failed and how to
+         * replay it. One write, so that the other job's report does not cut into it. */
+        strbuf tap = STRBUF_INIT;
         for (char *p = msg.buf; *p; ) {
             char *nl = strchr(p, '\n');
-            printf("# %.*s\n", (int)(nl ? nl - p : (ptrdiff_t)strlen(p)), p);
+            strbuf_addf(&tap, "# %.*s\n", (int)(nl ? nl - p : (ptrdiff_t)strlen(p)), p);
             p = nl ? nl + 1 : p + strlen(p);
         }
+        fflush(stdout);
+        write_full(STDERR_FILENO, tap.buf, tap.len);
+        strbuf_release(&tap);
     } else {
         fputs(msg.buf, stdout);
     }
