@@ -2073,6 +2073,20 @@ static void drop_session(line_exec *x)
     x->names_dirty = false;
 }
 
+/* A session that failed (its holder gone, the way to the sandbox lost, a Ctrl-C that got no
+ * answer) fails every later call: the line that met it has said so, and the next sandbox
+ * part opens a session afresh (and a new shell there, as after a release) rather than
+ * repeating the old failure for ever. $? is 130 for a Ctrl-C given up, as bash's, else 125. */
+static void forget_failed_session(line_exec *x)
+{
+    int status = x->sess ? session_failed(x->sess) : 0;
+    if (!status)
+        return;
+    drop_session(x);
+    x->last_status = status;
+    x->sandbox_stale = true;
+}
+
 /* A host `sbx release` (the router lets only this shell's own session through) that
  * succeeded: the session's holder and sandbox are gone, the persistent shell with them.
  * The next sandbox part starts a new one in the same session, as the first command of a
@@ -2659,6 +2673,7 @@ int line_exec_command(line_exec *x, const sh_parse *p, unsigned first_line, bool
     if (rc == 0)
         audit_end(x, *exited ? bash_status(x->final_status) : x->last_status);
     route_plan_release(&plan);
+    forget_failed_session(x);
     if (rc == 0 && *exited)
         *wait_status = x->final_status;
     return rc;
@@ -2679,6 +2694,7 @@ static int exec_in_sandbox(line_exec *x, const sh_parse *p, bool *exited, int *w
     route_plan_to_sandbox(&plan);
     rc = run_parts(x, p, &plan, 0, exited, err);
     route_plan_release(&plan);
+    forget_failed_session(x);
     if (rc == 0 && *exited)
         *wait_status = x->final_status;
     return rc;

@@ -1099,7 +1099,9 @@ static int handle_frame(holder *h, hclient *c, int type, proto_reader *r)
         }
         return 0;
     case P_SIGNAL:
-        if (proto_get_u32(r, &a) < 0 || a == 0 || a >= 65)
+        /* 0: the client asks whether the way works (a Ctrl-C typed on a raw terminal); the
+         * agent answers without signalling */
+        if (proto_get_u32(r, &a) < 0 || a >= 65)
             return -1;
         if (c->chan && h->conn && !h->conn_dead &&
             sync_conn_signal(h->conn, c->chan, (int)a) == 0)

@@ -85,12 +85,16 @@ struct sbx_session {
      * end_sig itself, as bash would have at once (end_unanswered). 0: none pending. */
     int end_sig;
     uint64_t end_deadline;
-    /* A SIGINT forwarded to the command (by sbxsh -c, not at the interactive prompt): the
-     * agent answers it at once (P_SIGNAL_ACK) when the way works, and the command's output
-     * or end are answers too. None by int_deadline: the way is dead (a black hole, whose
-     * stream would be given up only after 20 s and reconnects), and sbxsh ends as for an
-     * unanswered SIGTERM (end_unanswered). 0: none pending. */
+    /* A SIGINT forwarded to the command, or a Ctrl-C typed on the raw terminal (probed with
+     * a signal 0 the agent answers without sending anything on): the agent answers it at
+     * once (P_SIGNAL_ACK) when the way works, and the command's output or end are answers
+     * too. None by int_deadline: the way is dead (a black hole, whose stream would be given
+     * up only after 20 s and reconnects). sbxsh -c then ends as for an unanswered SIGTERM
+     * (end_unanswered); the interactive prompt, which outlives a Ctrl-C as bash -i does,
+     * gives the command up and returns to the prompt (abandon_unanswered). 0: none
+     * pending. */
     uint64_t int_deadline;
+    bool abandoned;     /* abandon_unanswered gave the command up: the session is unusable */
     bool tty_paused;    /* the caller has the terminal back (session_tty_pause) */
     bool tty_held;      /* the terminal is not read until the next resume (tty_mark) */
     strbuf typed;       /* the terminal's bytes sent since the last resume (the last 64 KiB) */
@@ -429,6 +433,12 @@ static void sock_write(sbx_session *s)
 
 /* ---- relaying ---------------------------------------------------------- */
 
+/* How long sbxsh waits for the sandbox's answer to a forwarded SIGTERM, SIGHUP or SIGINT
+ * (or a Ctrl-C typed on the raw terminal). A live
+ * sandbox answers in milliseconds (the command's end, or the pull interrupted); a dead way
+ * to it (a cluster's node or load balancer gone, no RST) never answers. */
+#define END_SIGNAL_GRACE_NS (3 * 1000000000ULL)
+
 /* Reads a relayed input fd as far as its window (SBX_PROTO_INPUT_WINDOW minus
  * what is unacknowledged) allows and sends it; end of file or an error ends
  * the child's input. */
@@ -452,6 +462,15 @@ static void relay_input(sbx_session *s, infd *in)
     strbuf_add(&s->out.q, buf, (size_t)n);
     proto_end(&s->out.q, start);
     in->inflight += (size_t)n;
+    /* Ctrl-C on the raw terminal is a byte for the sandbox's pty, not a SIGINT here: a
+     * signal 0 after it asks the agent whether the way works (it answers without signalling
+     * anything), so that a dead way is told within int_deadline, as for a SIGINT. */
+    if (s->tty && s->raw && in->child_fd == 0 && !s->int_deadline &&
+        s->saved_tio.c_cc[VINTR] != _POSIX_VDISABLE &&
+        memchr(buf, s->saved_tio.c_cc[VINTR], (size_t)n)) {
+        send_u32s(s, P_SIGNAL, 1, 0, 0);
+        s->int_deadline = now_ns() + END_SIGNAL_GRACE_NS;
+    }
     if (s->tty && in->child_fd == 0) {
         strbuf_add(&s->typed, buf, (size_t)n);
         if (s->typed.len > TYPED_MAX)
@@ -513,11 +532,6 @@ static void relay_output(sbx_session *s, outfd *o)
     }
 }
 
-/* How long sbxsh waits for the sandbox's answer to a forwarded SIGTERM or SIGHUP. A live
- * sandbox answers in milliseconds (the command's end, or the pull interrupted); a dead way
- * to it (a cluster's node or load balancer gone, no RST) never answers. */
-#define END_SIGNAL_GRACE_NS (3 * 1000000000ULL)
-
 /* A signal sbxsh got while the command runs goes to the command (SIGWINCH as
  * the terminal's new size); SIGINT and SIGTERM also interrupt a pull the
  * holder may be writing for an ended command. A SIGTERM (unless ignored, as an interactive
@@ -531,7 +545,7 @@ static void forward_signal(sbx_session *s, int sig)
     }
     if (!s->running || s->exited)
         return;
-    if (sig == SIGINT && !s->ignores_term && !s->int_deadline)
+    if (sig == SIGINT && !s->int_deadline)
         s->int_deadline = now_ns() + END_SIGNAL_GRACE_NS;
     if (sig == SIGWINCH) {
         struct winsize ws;
@@ -566,6 +580,24 @@ static void end_unanswered(sbx_session *s)
     sigprocmask(SIG_UNBLOCK, &set, NULL);
     raise(sig);
     _exit(128 + sig);   /* (not reached) */
+}
+
+/* The interactive prompt's int_deadline passed: a Ctrl-C (a SIGINT here while the terminal
+ * was cooked, or the key on the raw terminal) got no answer from the sandbox. bash -i
+ * survives a Ctrl-C, so sbxsh does too: the command is given up (the session fails with
+ * this message, the caller drops it and the next sandbox command connects afresh), the
+ * terminal and the signals are the prompt's again. The holder goes on trying the way on
+ * its own, within its own bounds. */
+static void abandon_unanswered(sbx_session *s)
+{
+    progress_clear(s);
+    restore_tty(s);
+    signals_restore();
+    s->int_deadline = 0;
+    s->abandoned = true;
+    set_failed(s, "no answer from the sandbox %llu s after Ctrl-C (the way to it may be "
+               "lost); its command may still be running there: `sbx status` shows the "
+               "session, `sbx release` ends it", END_SIGNAL_GRACE_NS / 1000000000ULL);
 }
 
 /* Prints the warnings waiting for the output queued before them (all of it, with force:
@@ -620,6 +652,10 @@ static void pump(sbx_session *s, int timeout_ms)
     if (s->int_deadline && !s->end_sig) {
         uint64_t now = now_ns();
         if (now >= s->int_deadline) {
+            if (s->ignores_term) {
+                abandon_unanswered(s);
+                return;
+            }
             s->end_sig = SIGINT;
             end_unanswered(s);
         }
@@ -1043,6 +1079,11 @@ void session_close(sbx_session *s)
     strbuf_release(&s->typed);
     strbuf_release(&s->progress);
     free(s);
+}
+
+int session_failed(const sbx_session *s)
+{
+    return !s->failed ? 0 : s->abandoned ? 128 + SIGINT : 125;
 }
 
 long session_holder_pid(const sbx_session *s)

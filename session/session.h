@@ -81,6 +81,11 @@ int session_open(sbx_config *cfg, const sbx_open_opts *opts, sbx_session **out,
 void session_close(sbx_session *s);
 /* The holder's pid (for tests and `sbx status`). */
 long session_holder_pid(const sbx_session *s);
+/* Whether the session failed (the holder gone, the way to the sandbox lost, a Ctrl-C at the
+ * interactive prompt unanswered): every later call fails too, so the caller closes it and
+ * opens another for its next command. 0: it did not; else the status to report for the
+ * command it failed: 130 for a Ctrl-C given up (ignores_term), 125 for sbxsh's failures. */
+int session_failed(const sbx_session *s);
 
 typedef enum sbx_fd_mode {
     SBX_FD_RELAY_IN,   /* the child reads it; we feed it from client_fd until EOF */

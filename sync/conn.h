@@ -252,8 +252,9 @@ int sync_conn_run(sync_conn *conn, uint32_t chan, const sync_run_req *req, sbx_e
 ssize_t sync_conn_write(sync_conn *conn, uint32_t chan, int fd, const void *buf, size_t len);
 /* End of input on the child's fd, after the bytes already accepted. */
 int sync_conn_eof(sync_conn *conn, uint32_t chan, int fd);
-/* Sends signo to the command's process group. Once the command started, it goes out ahead
- * of any push still to be read from disk. */
+/* Sends signo to the command's process group (0: none, only the agent's answer, which says
+ * the way works). Once the command started, it goes out ahead of any push still to be read
+ * from disk. */
 int sync_conn_signal(sync_conn *conn, uint32_t chan, int signo);
 /* Interrupts the pull being applied, if one is (the user's Ctrl-C while the host writes a
  * large delta): what is staged is removed at once, the rest of the delta is read and

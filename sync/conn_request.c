@@ -152,7 +152,7 @@ int sync_conn_signal(sync_conn *c, uint32_t chan, int signo)
     conn_chan *ch = conn_find_chan(c, chan, NULL);
     size_t at;
     strbuf *out;
-    if (c->dead || !ch || signo <= 0 || signo >= 65)
+    if (c->dead || !ch || signo < 0 || signo >= 65)
         return -1;
     out = conn_chan_out(c, ch);
     at = wire_begin(out, WIRE_SIGNAL, 0, chan);
