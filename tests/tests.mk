@@ -14,7 +14,7 @@ PROVE_FLAGS ?= -j2
 TEST_SLOW := tests/integration/parity.t tests/cluster/shellcheck.t \
     tests/integration/git-fsmonitor.t tests/local/quota-runsc.t tests/router/route-fuzz.t \
     tests/sync/stress.t tests/cluster/image.t tests/integration/host-race.t \
-    tests/kube/deadpath.t tests/kube/expiry.t tests/local/quota-bwrap.t \
+    tests/kube/deadpath.t tests/kube/deadpath-prompt.t tests/kube/expiry.t tests/local/quota-bwrap.t \
     tests/integration/login-shell.t tests/kube/edges.t tests/integration/sbxsh.t \
     tests/integration/agents-tmux.t tests/kube/status.t tests/kube/setup.t \
     tests/local/backend.t tests/kube/grace.t tests/sync/fuzz-flow.t tests/kube/fake.t \
