@@ -81,11 +81,11 @@ echo "hook $(ms $t 2 "sbx1:0000000000000000:0")"
 # the reaped ones' in their parent's), in ms.
 runsc_pids() { pgrep -f -- "--root=$AGENT_SANDBOX_STATE_DIR/$AGENT_SANDBOX_SESSION/runsc" | tr '\n' ' '; }
 runsc_cpu() {
-    local t=0 p f
-    for p in $pids $(for p in $pids; do pgrep -P "$p"; done); do
+    local t=0 p c f s
+    for p in $pids $(for c in $pids; do pgrep -P "$c"; done); do
         f=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null) || continue
-        set -- $f
-        t=$((t + ${12} + ${13} + ${14} + ${15}))
+        read -ra s <<<"$f"
+        t=$((t + s[11] + s[12] + s[13] + s[14]))
     done
     echo $((t * 1000 / $(getconf CLK_TCK)))
 }

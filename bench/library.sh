@@ -25,7 +25,10 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build=${SBXSH_BUILD:-$top/build}
 bench=$build/bench/library-bench
 sbxsh=$top/sbxsh
-[ -x "$bench" ] && [ -x "$sbxsh" ] || { echo "build first: make bench-library" >&2; exit 2; }
+if [ ! -x "$bench" ] || [ ! -x "$sbxsh" ]; then
+    echo "build first: make bench-library" >&2
+    exit 2
+fi
 work=$(mktemp -d "$dir/sbxsh-libbench.XXXXXX")
 cleanup() {
     for s in "${sessions[@]}"; do

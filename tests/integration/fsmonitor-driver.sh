@@ -15,7 +15,8 @@
 # "-c core.untrackedCache=false" to leave the untracked cache out) and FSM_DRIVER_DEBUG=1
 # (stop at the first one, after asking the agent whether it sees a change in that directory),
 # both passed through by git-fsmonitor.t.
-seed=$1 rounds=$2 first=${3:-} order=(${4:-})
+seed=$1 rounds=$2 first=${3:-}
+read -ra order <<<"${4:-}"
 RANDOM=$seed
 hook=$(git config --get core.fsmonitor)
 

@@ -40,5 +40,5 @@ is "$(pods | wc -l)" 5 "no pod is left but the pool's 5"
 for _ in $(seq 100); do [ "$(holders)" = 0 ] && break; sleep 0.1; done
 is "$(holders)" 0 "no holder is left"
 is "$(pgrep -f "sbx-kube stream --state $AGENT_SANDBOX_STATE_DIR" | wc -l)" 0 "no sbx-kube stream is left"
-is "$(ls -A "$AGENT_SANDBOX_STATE_DIR" | grep -v '^audit\.')" "" "no session state is left (the audit log stays: docs/undo.md)"
+is "$(find "$AGENT_SANDBOX_STATE_DIR" -mindepth 1 -maxdepth 1 ! -name 'audit.*' -printf '%f\n')" "" "no session state is left (the audit log stays: docs/undo.md)"
 done_testing

@@ -138,7 +138,7 @@ for rt in runsc bwrap; do
        "reached" "$rt: AGENT_SANDBOX_LOCAL_NETWORK=host reaches the host's loopback"
     unset AGENT_SANDBOX_LOCAL_NETWORK
     $PROBE release
-    ok "$rt: release removes the session's state" test -z "$(ls -A "$AGENT_SANDBOX_STATE_DIR" 2>/dev/null | grep -v '^audit\.')"
+    ok "$rt: release removes the session's state" test -z "$(find "$AGENT_SANDBOX_STATE_DIR" -mindepth 1 -maxdepth 1 ! -name 'audit.*' -printf '%f\n' 2>/dev/null)"
     is "$(pgrep -f "$AGENT_SANDBOX_STATE_DIR" | wc -l)" "0" "$rt: release leaves no process"
 done
 

@@ -223,7 +223,7 @@ is "$?" 0 "sbx release from another directory, with no holder running"
 is "$(cat "$PROJ/late.txt" 2>&1)" "late" "release pulls what background processes wrote"
 rm -f "$PROJ/late.txt"
 "$SBX" status >/dev/null 2>&1; is "$?" 1 "after release the session is gone"
-is "$(ls -A "$AGENT_SANDBOX_STATE_DIR" | grep -v '^audit\.')" "" "...and its files (the audit log stays: docs/undo.md)"
+is "$(find "$AGENT_SANDBOX_STATE_DIR" -mindepth 1 -maxdepth 1 ! -name 'audit.*' -printf '%f\n')" "" "...and its files (the audit log stays: docs/undo.md)"
 
 # A holder on its way out (a killed process tears its memory down before its
 # sockets close) accepts connections and drops them: the next call tries
