@@ -155,7 +155,25 @@ def _text(b):
     return b.decode("utf-8", "replace")
 
 
-class Sandbox:
+class _Closing:
+    """A context manager whose exit, and whose collection, close() it (a close that fails
+    while the interpreter shuts down is let go)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class Sandbox(_Closing):
     """A session's sandbox as a Python program uses it.
 
     cwd: where lines run (default: the current directory); session: the session's name
@@ -218,19 +236,6 @@ class Sandbox:
         if self._h is not None:
             h, self._h = self._h, None
             self._lib.sbxsh_close(h)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def cancel(self):
         """Cancels the line running on this Sandbox in another thread; True if there was one."""
@@ -339,7 +344,7 @@ class Sandbox:
         return Run(self, cmd, timeout, stdin, capture)
 
 
-class Run:
+class Run(_Closing):
     """An iteration over a line's output (Sandbox.stream): ("stdout"|"stderr", text) pairs,
     then .result. The line runs in a thread of its own; a slow reader here slows the
     command (at most 64 pieces wait)."""
@@ -424,16 +429,3 @@ class Run:
                 self._thread.join()
             os.close(self._cancel_w)
             self._cancel_w = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
