@@ -1042,11 +1042,18 @@ static int run_oneshot(line_exec *x, const char *text, const char *script, const
     }
     strvec_pushv(&argv, (char *const *)x->o.bash_args);
     if (script) {
-        /* `bash [OPTIONS] SCRIPT ARGS`: $0 is the script as named */
+        /* `bash [OPTIONS] SCRIPT ARGS`: $0 is the script as named (`--` first when the name
+         * would read as an option, as sbxsh's own `--` made it an operand) */
+        if (script[0] == '-' || script[0] == '+')
+            strvec_push(&argv, "--");
         strvec_push(&argv, script);
     } else {
-        /* `bash [OPTIONS] -c TEXT [NAME ARGS]` */
+        /* `bash [OPTIONS] -c TEXT [NAME ARGS]`: `sbxsh -c -- --version` runs the command
+         * `--version` (127), as bash does; without `--` the sandbox's bash would read it as
+         * an option */
         strvec_push(&argv, "-c");
+        if (text[0] == '-' || text[0] == '+')
+            strvec_push(&argv, "--");
         strvec_push(&argv, text);
         if (x->o.dollar0 != x->o.argv0 || (x->o.positional && x->o.positional[0]))
             strvec_push(&argv, x->o.dollar0);

@@ -23,6 +23,10 @@ for rt in $runtimes; do
         like "$out" '^Linux version' "$rt: quick start shows a kernel version"
     fi
 
+    # A command text that reads as an option, after `--`: a command, as bash runs it (127)
+    out=$("$SBXSH" -c -- '--version' 2>&1); rc=$?
+    is "$rc:${out##*: }" "127:command not found" "$rt: sbxsh -c -- --version runs the command --version, as bash"
+
     # Streams stay separate; statuses are bash's.
     "$SBXSH" -c 'echo out; echo err >&2; exit 3' >"$SBX_TEST_TMP/o" 2>"$SBX_TEST_TMP/e"
     is "$?:$(cat "$SBX_TEST_TMP/o"):$(cat "$SBX_TEST_TMP/e")" "3:out:err" "$rt: stdout, stderr and status"
