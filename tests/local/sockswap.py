@@ -34,7 +34,7 @@ def accept():
         c.close()
 
 
-t = threading.Thread(target=accept)
+t = threading.Thread(target=accept, daemon=True)  # (a failed start must not hang the test)
 t.start()
 os.link(real, keep)
 open(ready, "w").close()
