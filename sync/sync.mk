@@ -52,7 +52,8 @@ fuzz: fuzz-flow
 
 # The sandbox's DNS stub (sync/dnsstub.c) answering fuzzed queries.
 FUZZ_C += tests/fuzz/fuzz-dns.c
-build-fuzz/fuzz-dns: tests/fuzz/fuzz-dns.c sync/dnsstub.c sync/dnsstub.h
+build-fuzz/fuzz-dns: tests/fuzz/fuzz-dns.c sync/dnsstub.c sync/dnsstub.h common/run.c common/run.h \
+                    common/strbuf.c common/strvec.c common/util.c common/report.c
 	$(call fuzz_link,)
 fuzz-dns: build-fuzz/fuzz-dns
 	$(call fuzz_run,dns,4096)

@@ -5,7 +5,8 @@
 #   fuzz_short NAME RUNS SECONDS MAX_LEN WHAT
 #
 # builds build-fuzz/fuzz-NAME (clang with libFuzzer, ASan and UBSan: the file is skipped, with
-# why, where that cannot be built), runs it RUNS inputs or SECONDS at most from a fixed seed
+# why, where clang cannot build a libFuzzer program at all; a driver that does not build
+# while clang can is a failure), runs it RUNS inputs or SECONDS at most from a fixed seed
 # and the seeds in tests/fuzz/corpus-NAME, and makes two checks: it exited 0 ("fuzz-NAME:
 # RUNS WHAT") and it reached libFuzzer's "Done N runs" (not stopped on the way). On a crash,
 # leak or undefined behaviour, libFuzzer's first lines go to the TAP log.
@@ -15,7 +16,14 @@ fuzz_short() { # NAME RUNS SECONDS MAX_LEN WHAT
     top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
     command -v clang >/dev/null || skip_all "clang is not installed (make deps installs it)"
     if ! out=$(make -s -C "$top" "build-fuzz/fuzz-$name" 2>&1); then
-        skip_all "cannot build the libFuzzer driver (libclang-rt-14-dev missing?): ${out##*$'\n'}"
+        # Skipped only when clang cannot make a libFuzzer program at all (its runtime,
+        # libclang-rt-14-dev, is missing); a driver that fails to build is a failure.
+        if printf 'int LLVMFuzzerTestOneInput(const char *d, long n) { return 0; }\n' |
+            clang -x c -fsanitize=fuzzer,address,undefined -o "$SBX_TEST_TMP/probe-fuzzer" - \
+                >/dev/null 2>&1; then
+            bail_out "the libFuzzer driver fuzz-$name does not build: ${out##*$'\n'}"
+        fi
+        skip_all "clang cannot build a libFuzzer program (libclang-rt-14-dev missing?): ${out##*$'\n'}"
     fi
     mkdir -p "$SBX_TEST_TMP/corpus"
     log=$("$top/build-fuzz/fuzz-$name" -seed=1 -runs="$runs" -max_total_time="$secs" \
