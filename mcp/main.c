@@ -147,18 +147,9 @@ int main(int argc, char **argv)
 
     /* MCP clients may start servers with a reduced environment (the TypeScript SDK keeps
      * HOME, LOGNAME, PATH, SHELL, TERM and USER): without XDG_RUNTIME_DIR the session's
-     * sockets are in /tmp/sbxsh-UID, where a sbxsh in the person's terminal, which has
-     * it, does not look, and the two would each start a holder for one session. Said,
-     * not fixed: the server runs with the environment it was given, as sbxsh does. */
-    const char *xdg = getenv("XDG_RUNTIME_DIR");
-    char userrun[64];
-    struct stat st;
-    snprintf(userrun, sizeof(userrun), "/run/user/%u", (unsigned)getuid());
-    if ((!xdg || !*xdg) && stat(userrun, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid())
-        sbx_report("sbx mcp", "warning: XDG_RUNTIME_DIR is not set (the client gave this server "
-                   "a reduced environment?): sessions run from /tmp/sbxsh-%u, not %s/sbxsh "
-                   "where a sbxsh in your terminal has them; set XDG_RUNTIME_DIR=%s in the "
-                   "client's \"env\" for this server", (unsigned)getuid(), userrun, userrun);
+     * socket path is /tmp/sbxsh-UID's, not a terminal's sbxsh's, and a client there finds
+     * the session's holder through its state directory instead (session.c,
+     * connect_recorded_holder): one holder serves both. */
 
     /* --cwd as given may be relative (`--cwd ../proj`): libsbxsh takes absolute paths */
     char *cwd = NULL;

@@ -1373,7 +1373,7 @@ static void agent_setup(holder *h)
  * and the start lock live in RUN ($XDG_RUNTIME_DIR or /tmp), where a tmp cleaner
  * may delete them; a new client then finds no socket and starts a second holder
  * for the same sandbox. So each holder also holds, for its whole life, an flock
- * on STATE/SESSION/holder.lock (a directory no cleaner touches), holding its pid.
+ * on STATE/SESSION/holder.lock (a directory no cleaner touches), holding its pid and socket.
  * A new holder that finds it held asks the old one to go (SIGTERM: it leaves the
  * sandbox for the next holder, as always) and waits, boundedly, for the lock;
  * without it, it does not serve. sbx release --force finds the holder there too.
@@ -1412,10 +1412,15 @@ static int take_holder_lock(holder *h)
         }
         usleep(50000);
     }
-    char buf[32];
-    int len = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+    /* "PID SOCKET\n": the pid for a newer holder and sbx release --force, the socket for a
+     * client whose runtime directory differs from the one that started us (an MCP client
+     * that dropped XDG_RUNTIME_DIR), which connects here rather than start a second holder
+     * that would push us out (session.c, connect_recorded_holder) */
+    char *buf = xasprintf("%ld %s\n", (long)getpid(), h->sock_path);
+    ssize_t len = (ssize_t)strlen(buf);
     if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t)len, 0) != len)
         log_msg("cannot write the holder lock: %s", strerror(errno));
+    free(buf);
     h->lock_fd = fd;    /* held until exit */
     return 0;
 }

@@ -823,6 +823,51 @@ static int hello(sbx_session *s, sbx_err *err)
     return s->failed ? fail(s, err) : 0;
 }
 
+/*
+ * The holder serving this session, found through STATE/SESSION/holder.lock ("PID SOCKET",
+ * holder.c's take_holder_lock) when our own socket path has none: two clients of one
+ * session with different runtime directories (an MCP client that starts `sbx mcp` without
+ * XDG_RUNTIME_DIR, a terminal with it) share one holder instead of each starting its own,
+ * which would push the other's out mid-command. The state directory is ours (0700, outside
+ * the sandbox's reach); the pid must be a live sbx-holder, and the socket a socket of ours.
+ * -1 when there is none.
+ */
+static int connect_recorded_holder(const sbx_config *cfg, const char *own)
+{
+    char *dir = session_state_dir(cfg), *path = xasprintf("%s/holder.lock", dir);
+    char buf[PATH_MAX + 32] = "", comm[32] = "", *sock, *end;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), out = -1;
+    ssize_t n = fd >= 0 ? pread(fd, buf, sizeof(buf) - 1, 0) : -1;
+    struct stat st;
+    FILE *f;
+
+    free(dir);
+    free(path);
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    long pid = strtol(buf, &sock, 10);
+    if (pid <= 1 || *sock != ' ' || !(end = strchr(++sock, '\n')))
+        return -1;
+    *end = '\0';
+    if (sock[0] != '/' || !strcmp(sock, own) || lstat(sock, &st) < 0 || !S_ISSOCK(st.st_mode) ||
+        st.st_uid != geteuid())
+        return -1;
+    path = xasprintf("/proc/%ld/comm", pid);
+    f = fopen(path, "r");
+    free(path);
+    if (f) {
+        if (!fgets(comm, sizeof(comm), f))
+            comm[0] = '\0';
+        fclose(f);
+    }
+    if (!strncmp(comm, "sbx-holder", 10))
+        out = sock_connect(sock);
+    return out;
+}
+
 int session_open(sbx_config *cfg, const sbx_open_opts *opts, sbx_session **out,
                      sbx_err *err)
 {
@@ -850,6 +895,8 @@ int session_open(sbx_config *cfg, const sbx_open_opts *opts, sbx_session **out,
         if (attempt)
             usleep((useconds_t)(attempt < 5 ? 25000 << (attempt - 1) : 400000));
         int fd = sock_connect(sock);
+        if (fd < 0)
+            fd = connect_recorded_holder(cfg, sock);
         if (fd < 0 && !(opts && opts->no_start)) {
             lock = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
             if (lock < 0 || flock(lock, LOCK_EX) < 0) {
@@ -857,6 +904,8 @@ int session_open(sbx_config *cfg, const sbx_open_opts *opts, sbx_session **out,
                 goto fail;
             }
             fd = sock_connect(sock);
+            if (fd < 0)
+                fd = connect_recorded_holder(cfg, sock);
             if (fd < 0) {
                 if (start_holder(cfg, sock, err) < 0)
                     goto fail;
