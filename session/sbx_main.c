@@ -349,19 +349,11 @@ static int force_release(sbx_config *cfg, const char *dir, bool quiet)
     sbx_err err;
 
     if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
-        char buf[32] = "", comm[64] = "";
+        char buf[32] = "";
         ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
         long pid = n > 0 ? strtol(buf, NULL, 10) : 0;
-        char *commp = xasprintf("/proc/%ld/comm", pid);
-        FILE *f = pid > 1 ? fopen(commp, "r") : NULL;
-        free(commp);
-        if (f) {
-            if (!fgets(comm, sizeof(comm), f))
-                comm[0] = '\0';
-            fclose(f);
-        }
         /* only the holder itself: a pid in a stale file may be anyone's now */
-        if (!strncmp(comm, "sbx-holder", 10) && kill((pid_t)pid, SIGKILL) == 0) {
+        if (session_pid_is_holder(pid) && kill((pid_t)pid, SIGKILL) == 0) {
             if (!quiet)
                 printf("killed the holder (pid %ld)\n", pid);
             found = true;

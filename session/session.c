@@ -823,6 +823,19 @@ static int hello(sbx_session *s, sbx_err *err)
     return s->failed ? fail(s, err) : 0;
 }
 
+bool session_pid_is_holder(long pid)
+{
+    char *path = xasprintf("/proc/%ld/comm", pid), comm[32] = "";
+    FILE *f = pid > 1 ? fopen(path, "r") : NULL;
+    free(path);
+    if (f) {
+        if (!fgets(comm, sizeof(comm), f))
+            comm[0] = '\0';
+        fclose(f);
+    }
+    return !strncmp(comm, "sbx-holder", 10);
+}
+
 /*
  * The holder serving this session, found through STATE/SESSION/holder.lock ("PID SOCKET",
  * holder.c's take_holder_lock) when our own socket path has none: two clients of one
@@ -835,11 +848,10 @@ static int hello(sbx_session *s, sbx_err *err)
 static int connect_recorded_holder(const sbx_config *cfg, const char *own)
 {
     char *dir = session_state_dir(cfg), *path = xasprintf("%s/holder.lock", dir);
-    char buf[PATH_MAX + 32] = "", comm[32] = "", *sock, *end;
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), out = -1;
+    char buf[PATH_MAX + 32] = "", *sock, *end;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     ssize_t n = fd >= 0 ? pread(fd, buf, sizeof(buf) - 1, 0) : -1;
     struct stat st;
-    FILE *f;
 
     free(dir);
     free(path);
@@ -855,17 +867,7 @@ static int connect_recorded_holder(const sbx_config *cfg, const char *own)
     if (sock[0] != '/' || !strcmp(sock, own) || lstat(sock, &st) < 0 || !S_ISSOCK(st.st_mode) ||
         st.st_uid != geteuid())
         return -1;
-    path = xasprintf("/proc/%ld/comm", pid);
-    f = fopen(path, "r");
-    free(path);
-    if (f) {
-        if (!fgets(comm, sizeof(comm), f))
-            comm[0] = '\0';
-        fclose(f);
-    }
-    if (!strncmp(comm, "sbx-holder", 10))
-        out = sock_connect(sock);
-    return out;
+    return session_pid_is_holder(pid) ? sock_connect(sock) : -1;
 }
 
 int session_open(sbx_config *cfg, const sbx_open_opts *opts, sbx_session **out,

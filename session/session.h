@@ -81,6 +81,9 @@ int session_open(sbx_config *cfg, const sbx_open_opts *opts, sbx_session **out,
 void session_close(sbx_session *s);
 /* The holder's pid (for tests and `sbx status`). */
 long session_holder_pid(const sbx_session *s);
+/* Whether pid is a live session holder (its name, which start_holder sets, is sbx-holder):
+ * a pid read from a file may be anyone's by now, and is acted on only after this. */
+bool session_pid_is_holder(long pid);
 /* Whether the session failed (the holder gone, the way to the sandbox lost, a Ctrl-C at the
  * interactive prompt unanswered): every later call fails too, so the caller closes it and
  * opens another for its next command. 0: it did not; else the status to report for the
