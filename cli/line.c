@@ -364,6 +364,15 @@ static void audit_begin(line_exec *x, const char *text, size_t len)
     strbuf_reset(&x->audit_parts);
 }
 
+/* key: an array of the JSON values in items, already comma-separated. */
+static void json_array_of(sbx_json *j, const char *key, const strbuf *items)
+{
+    strbuf *v = sbx_json_value(j, key);
+    strbuf_addch(v, '[');
+    strbuf_add(v, items->buf, items->len);
+    strbuf_addch(v, ']');
+}
+
 /* One part: its route and reason, its status, and (host) the commands it ran. */
 static void audit_part(line_exec *x, const char *route, const char *reason, int status,
                        const strbuf *cmds)
@@ -379,12 +388,8 @@ static void audit_part(line_exec *x, const char *route, const char *reason, int 
     sbx_json_str(&j, "reason", reason ? reason : "");
     if (status >= 0)
         sbx_json_int(&j, "status", status);
-    if (cmds) {
-        strbuf *v = sbx_json_value(&j, "commands");
-        strbuf_addch(v, '[');
-        strbuf_add(v, cmds->buf, cmds->len);
-        strbuf_addch(v, ']');
-    }
+    if (cmds)
+        json_array_of(&j, "commands", cmds);
     sbx_json_end(&j);
 }
 
@@ -405,12 +410,7 @@ static void audit_end(line_exec *x, int status)
     sbx_json_str(&j, "cwd", x->cwd);
     sbx_json_str(&j, "line", x->audit_text);
     sbx_json_int(&j, "status", status);
-    {
-        strbuf *v = sbx_json_value(&j, "parts");
-        strbuf_addch(v, '[');
-        strbuf_add(v, x->audit_parts.buf, x->audit_parts.len);
-        strbuf_addch(v, ']');
-    }
+    json_array_of(&j, "parts", &x->audit_parts);
     sbx_json_end(&j);
     if (sbx_audit_append(x->cfg.state_root, x->cfg.audit_max, rec.buf, rec.len, &err) < 0)
         fprintf(stderr, "%s: warning: %s\n", x->o.dollar0, err.msg);
