@@ -12,6 +12,7 @@
  * DIR's file system decides whether reflinks exist (XFS with reflink=1, btrfs): `make
  * bench-journal JOURNAL_BENCH_DIR=/mnt/xfs`.
  */
+#include "bench/bench.h"
 #include "sync/conn.h"
 #include "sync/journal.h"
 #include "common/strbuf.h"
@@ -70,7 +71,6 @@ static void open_session(session *s, const char *src, const char *prefix, const 
 {
     const char *dirs[] = { src, NULL };
     sync_config cfg = { .code_dirs = dirs };
-    int to[2], from[2];
     sbx_err err;
 
     memset(s, 0, sizeof(*s));
@@ -84,20 +84,9 @@ static void open_session(session *s, const char *src, const char *prefix, const 
         jnl_set_save_mode(s->journal, mode);
         sync_host_set_journal(s->host, s->journal);
     }
-    if (pipe2(to, O_CLOEXEC) < 0 || pipe2(from, O_CLOEXEC) < 0)
-        die("pipe", strerror(errno));
-    s->agent = fork();
-    if (s->agent == 0) {
-        dup2(to[0], 0);
-        dup2(from[1], 1);
-        execl(agent_path, "sbx-agent", "--root-prefix", prefix, (char *)NULL);
-        perror(agent_path);
-        _exit(127);
-    }
-    close(to[0]);
-    close(from[1]);
-    s->rfd = from[0];
-    s->wfd = to[1];
+    s->agent = bench_agent_start(agent_path, prefix, true, &s->rfd, &s->wfd);
+    if (s->agent < 0)
+        die("starting sbx-agent", strerror(errno));
     if (sync_conn_open(s->host, s->rfd, s->wfd, &ops, NULL, 30000, &s->conn, &err) < 0)
         die("sync_conn_open", err.msg);
 }

@@ -9,6 +9,7 @@
  *
  *   build/bench/sync-bench [--sizes 1000,10000,100000] [--reps N] [--dir DIR] [--agent PATH]
  */
+#include "bench/bench.h"
 #include "sync/conn.h"
 #include "common/strbuf.h"
 
@@ -137,30 +138,15 @@ static int open_session(session *s, const char *src, const char *prefix, bool wa
 {
     const char *dirs[] = { src, NULL };
     sync_config cfg = { .code_dirs = dirs, .no_watch = !watch };
-    int to[2], from[2];
     sbx_err err;
 
     if (sync_host_new(&cfg, &s->host, &err) < 0) {
         fprintf(stderr, "sync-bench: %s\n", err.msg);
         return -1;
     }
-    if (pipe2(to, O_CLOEXEC) < 0 || pipe2(from, O_CLOEXEC) < 0)
+    s->agent = bench_agent_start(agent_path, prefix, watch, &s->rfd, &s->wfd);
+    if (s->agent < 0)
         return -1;
-    s->agent = fork();
-    if (s->agent == 0) {
-        dup2(to[0], 0);
-        dup2(from[1], 1);
-        if (watch)
-            execl(agent_path, "sbx-agent", "--root-prefix", prefix, (char *)NULL);
-        else
-            execl(agent_path, "sbx-agent", "--root-prefix", prefix, "--no-watch", (char *)NULL);
-        perror(agent_path);
-        _exit(127);
-    }
-    close(to[0]);
-    close(from[1]);
-    s->rfd = from[0];
-    s->wfd = to[1];
     if (sync_conn_open(s->host, s->rfd, s->wfd, &ops, NULL, 30000, &s->conn, &err) < 0) {
         fprintf(stderr, "sync-bench: %s\n", err.msg);
         return -1;
