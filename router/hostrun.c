@@ -30,6 +30,15 @@ static char *const git_safety[] = {
     "-c", "safe.bareRepository=explicit", "-c", "protocol.ext.allow=never", NULL,
 };
 
+/* Whether e[0..n) is one of the NULL-terminated names. */
+static bool name_in(const char *const *names, const char *e, size_t n)
+{
+    for (; names && *names; names++)
+        if (strlen(*names) == n && !strncmp(*names, e, n))
+            return true;
+    return false;
+}
+
 /* Variables that tell git where its repository is: the user's own, but they
  * would move host git away from the repository checked for it. */
 static bool repo_location_var(const char *e, size_t n)
@@ -38,12 +47,9 @@ static bool repo_location_var(const char *e, size_t n)
         "GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
         "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_INDEX_FILE", "GIT_CEILING_DIRECTORIES",
         "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_PREFIX", "GIT_IMPLICIT_WORK_TREE",
-        "GIT_SHALLOW_FILE", "GIT_GRAFT_FILE", "GIT_NAMESPACE",
+        "GIT_SHALLOW_FILE", "GIT_GRAFT_FILE", "GIT_NAMESPACE", NULL,
     };
-    for (size_t i = 0; i < ARRAY_SIZE(names); i++)
-        if (strlen(names[i]) == n && !strncmp(names[i], e, n))
-            return true;
-    return false;
+    return name_in(names, e, n);
 }
 
 /* What tells sbx which session it is about: this shell's, always (route_ctx). */
@@ -53,49 +59,36 @@ static bool session_var(const char *e, size_t n)
            (n == 23 && !strncmp(e, "AGENT_SANDBOX_CODE_DIRS", 23));
 }
 
+/* What a policy command keeps of sbxsh's environment: where the user's files are, who the
+ * user is, the terminal and the locale, and its rule's `env` names; nothing that chooses a
+ * program or loads code (PATH is the cut one every host part gets). */
+static bool policy_keeps(const rcmd *c, const char *e, size_t n)
+{
+    static const char *const base[] = {
+        "HOME", "USER", "LOGNAME", "TERM", "COLORTERM", "NO_COLOR", "TZ", "TMPDIR", "LANG",
+        "LANGUAGE", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME",
+        "XDG_RUNTIME_DIR", NULL,
+    };
+    return (n > 3 && !strncmp(e, "LC_", 3)) || name_in(base, e, n) ||
+           name_in(c->pol_env, e, n);
+}
+
 /* The environment of a host program: sbxsh's own (so credential helpers
  * and the SSH agent work), with PATH cut to entries outside the code
  * directories, PWD set as bash sets it, the allowed assignment prefixes,
  * and for git the switch that makes git itself refuse abbreviated options
  * and the repository pinned (GIT_DIR, GIT_WORK_TREE, GIT_CEILING_DIRECTORIES:
- * git never discovers a repository by walking paths). */
-/* What a policy command keeps of sbxsh's environment besides its rule's `env` names:
- * where the user's files are, who the user is, the terminal and the locale; nothing that
- * chooses a program or loads code (PATH is the cut one every host part gets). */
-static bool policy_base_var(const char *e, size_t n)
-{
-    static const char *const names[] = {
-        "HOME", "USER", "LOGNAME", "TERM", "COLORTERM", "NO_COLOR", "TZ", "TMPDIR", "LANG",
-        "LANGUAGE", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME",
-        "XDG_RUNTIME_DIR",
-    };
-    if (n > 3 && !strncmp(e, "LC_", 3))
-        return true;
-    for (size_t i = 0; i < ARRAY_SIZE(names); i++)
-        if (strlen(names[i]) == n && !strncmp(names[i], e, n))
-            return true;
-    return false;
-}
-
-static bool policy_keeps(const rcmd *c, const char *e, size_t n)
-{
-    if (policy_base_var(e, n))
-        return true;
-    for (const char *const *v = c->pol_env; v && *v; v++)
-        if (strlen(*v) == n && !strncmp(*v, e, n))
-            return true;
-    return false;
-}
-
+ * git never discovers a repository by walking paths); a policy command's cut to
+ * policy_keeps. */
 static void build_env(const route_ctx *ctx, const rcmd *c, strvec *env)
 {
     strbuf path = STRBUF_INIT;
 
     for (char **e = environ; e && *e; e++) {
-        /* a policy command: only the base variables and its rule's names */
-        if (c->kind == RC_POLICY && !policy_keeps(c, *e, strcspn(*e, "=")))
-            continue;
         size_t n = strcspn(*e, "=");
+        /* a policy command: only the base variables and its rule's names */
+        if (c->kind == RC_POLICY && !policy_keeps(c, *e, n))
+            continue;
         bool replaced = (n == 4 && !strncmp(*e, "PATH", 4)) ||
                         (n == 3 && !strncmp(*e, "PWD", 3)) ||
                         (n == 37 && !strncmp(*e, "GIT_TEST_DISALLOW_ABBREVIATED_OPTIONS", 37)) ||
