@@ -33,13 +33,15 @@ tmux_start 120 30
 sbx_type() { tmux_type_line "$1"; }
 # run_until REGEX: at the prompt, runs `true` until the screen matches, at most 30 times: the
 # job a `kill` ended may be reaped after the next prompt's report, as with bash, which then
-# tells of it at a later prompt
+# tells of it at a later prompt. Each `true` is typed once the prompt is back (typed sooner,
+# under load, its echo could come before the notice, on the notice's line).
 run_until() {
     for _ in $(seq 30); do
+        tmux_wait_last 'P> ?$' || return 1
         [[ $(tmux_screen) =~ $1 ]] && return 0
         sbx_type true
-        tmux_wait_last 'P> ?$' || return 1
     done
+    tmux_wait_last 'P> ?$' || return 1
     tmux_wait "$1" 1
 }
 
